@@ -1,0 +1,172 @@
+// Package agent is the side of wink-mcp that runs inside a workspace
+// container: the container's init process serves requests from the server
+// over one channel (see package wire), runs commands under per-command
+// supervisors, and keeps the container free of zombies and stray processes.
+//
+// The same binary serves as the server, the agent, the relay that carries the
+// channel into the container, and the supervisor of each command; cmd/wink-mcp
+// picks the role from its first argument.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+
+	"github.com/wink-mcp/wink-mcp/agent/wire"
+)
+
+// Config configures an Agent.
+type Config struct {
+	// Workspace is the absolute path of the directory every operation is confined to.
+	Workspace string
+	// Self is the path of this binary, re-executed as "Self supervise -- argv..."
+	// to run each command. Empty means os.Executable().
+	Self string
+	// Logger receives the agent's own diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// Agent serves workspace requests. It is safe for concurrent use: each
+// request runs on its own goroutine.
+type Agent struct {
+	workspace string
+	root      *os.Root
+	self      string
+	log       *slog.Logger
+
+	mu       sync.Mutex
+	children map[int]struct{} // supervisors started and not yet reaped
+}
+
+// New opens the workspace and returns an Agent. Close releases it.
+func New(cfg Config) (*Agent, error) {
+	root, err := os.OpenRoot(cfg.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("opening workspace: %w", err)
+	}
+	self := cfg.Self
+	if self == "" {
+		if self, err = os.Executable(); err != nil {
+			root.Close()
+			return nil, fmt.Errorf("finding own executable: %w", err)
+		}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Agent{workspace: cfg.Workspace, root: root, self: self, log: log, children: map[int]struct{}{}}, nil
+}
+
+// Close releases the workspace handle.
+func (a *Agent) Close() error { return a.root.Close() }
+
+// ServeConn answers the requests read from conn until it ends or ctx is done.
+// When it returns, every command started for this connection has been killed.
+func (a *Agent) ServeConn(ctx context.Context, conn io.ReadWriter) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := wire.NewReader(conn)
+	w := wire.NewWriter(conn)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		inflight = map[uint64]context.CancelFunc{}
+	)
+	defer wg.Wait()
+	defer cancel()
+	for {
+		var req wire.Request
+		if err := r.Next(&req); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("reading request: %w", err)
+		}
+		if req.Op == wire.OpCancel {
+			var args wire.CancelArgs
+			if json.Unmarshal(req.Args, &args) == nil {
+				mu.Lock()
+				if stop, ok := inflight[args.Target]; ok {
+					stop()
+				}
+				mu.Unlock()
+			}
+			continue
+		}
+		mu.Lock()
+		if _, dup := inflight[req.ID]; dup {
+			mu.Unlock()
+			_ = w.Write(wire.Response{ID: req.ID, Error: wire.Errorf(wire.CodeBadRequest, "request id %d is already in flight", req.ID)})
+			continue
+		}
+		reqCtx, stop := context.WithCancel(ctx)
+		inflight[req.ID] = stop
+		mu.Unlock()
+		wg.Go(func() {
+			resp := a.handle(reqCtx, req)
+			mu.Lock()
+			delete(inflight, req.ID)
+			mu.Unlock()
+			stop()
+			if err := w.Write(resp); err != nil {
+				a.log.Warn("writing response", "id", req.ID, "err", err)
+			}
+		})
+	}
+}
+
+// handle runs one request and builds its response.
+func (a *Agent) handle(ctx context.Context, req wire.Request) wire.Response {
+	var (
+		result any
+		werr   *wire.Error
+	)
+	switch req.Op {
+	case wire.OpPing:
+		result = wire.PingResult{PID: os.Getpid()}
+	case wire.OpExec:
+		var args wire.ExecArgs
+		if err := json.Unmarshal(req.Args, &args); err != nil {
+			werr = wire.Errorf(wire.CodeBadRequest, "decoding exec arguments: %v", err)
+			break
+		}
+		result, werr = a.exec(ctx, args)
+	default:
+		werr = wire.Errorf(wire.CodeBadRequest, "unknown operation %q", req.Op)
+	}
+	if werr != nil {
+		return wire.Response{ID: req.ID, Error: werr}
+	}
+	b, err := json.Marshal(result)
+	if err != nil {
+		return wire.Response{ID: req.ID, Error: wire.Errorf(wire.CodeInternal, "encoding result: %v", err)}
+	}
+	return wire.Response{ID: req.ID, Result: b}
+}
+
+// startChild starts cmd and records it as a live supervisor, under the same
+// lock the init reaper takes, so the reaper never collects a supervisor
+// before cmd.Wait does.
+func (a *Agent) startChild(cmd *exec.Cmd) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	a.children[cmd.Process.Pid] = struct{}{}
+	return nil
+}
+
+func (a *Agent) forgetChild(pid int) {
+	a.mu.Lock()
+	delete(a.children, pid)
+	a.mu.Unlock()
+}

@@ -1,0 +1,119 @@
+// Package wire defines the messages, and their framing, that the wink-mcp
+// server and the agent inside a workspace container exchange over one
+// long-lived channel.
+//
+// A frame is one JSON object on one line. JSON escapes every control byte
+// inside strings, so a frame never contains a raw newline, NUL or Podman's
+// detach keys (0x10, 0x11), whatever bytes a command prints or a file holds:
+// the only control byte on the wire is the newline that ends each frame.
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Operation names carried in Request.Op.
+const (
+	// OpPing answers at once with a PingResult; it proves the channel works.
+	OpPing = "ping"
+	// OpExec runs a process under the workspace and answers with an ExecResult.
+	OpExec = "exec"
+	// OpCancel stops the request named by CancelArgs.Target; it has no answer.
+	OpCancel = "cancel"
+)
+
+// Error codes carried in Error.Code.
+const (
+	// CodeBadRequest means the request itself was malformed.
+	CodeBadRequest = "bad_request"
+	// CodeNotFound means a path or an executable does not exist.
+	CodeNotFound = "not_found"
+	// CodeInvalid means the request was well formed but cannot be honoured
+	// (a path outside the workspace, a file where a directory was expected).
+	CodeInvalid = "invalid"
+	// CodeStartFailed means a process could not be started.
+	CodeStartFailed = "start_failed"
+	// CodeCancelled means the request was cancelled before it finished.
+	CodeCancelled = "cancelled"
+	// CodeInternal means the agent failed in a way the caller cannot fix.
+	CodeInternal = "internal"
+)
+
+// Request is one call from the server to the agent. IDs are chosen by the
+// server and must be unique among the requests in flight on a channel.
+type Request struct {
+	ID   uint64          `json:"id"`
+	Op   string          `json:"op"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+// Response answers the Request with the same ID: exactly one of Result and
+// Error is set.
+type Response struct {
+	ID     uint64          `json:"id"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *Error          `json:"error,omitempty"`
+}
+
+// Error is a failure reported by the agent. It implements error.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Error returns the message.
+func (e *Error) Error() string { return e.Message }
+
+// Errorf builds an Error with a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// PingResult answers OpPing.
+type PingResult struct {
+	// PID is the agent's process ID inside the container (1 when it runs as init).
+	PID int `json:"pid"`
+}
+
+// CancelArgs are the arguments of OpCancel.
+type CancelArgs struct {
+	Target uint64 `json:"target"`
+}
+
+// ExecArgs are the arguments of OpExec. The server validates them; the agent
+// checks again what only it can check (that Dir exists inside the workspace).
+type ExecArgs struct {
+	// Argv is the command; Argv[0] is looked up in the PATH of the merged environment.
+	Argv []string `json:"argv"`
+	// Dir is the working directory, a normalised path relative to the workspace ("" for its root).
+	Dir string `json:"dir"`
+	// Env is merged over the agent's own environment.
+	Env map[string]string `json:"env,omitempty"`
+	// Stdin is written to the process's standard input, which is then closed.
+	Stdin string `json:"stdin,omitempty"`
+	// TimeoutMillis bounds the run; the whole process tree is killed when it passes.
+	TimeoutMillis int64 `json:"timeout_ms"`
+	// Capture keeps the output; when false it is counted and discarded.
+	Capture bool `json:"capture"`
+	// OutputLimit is the number of bytes kept of each stream.
+	OutputLimit int `json:"output_limit"`
+}
+
+// ExecResult answers OpExec.
+type ExecResult struct {
+	// Dir is the absolute working directory the process ran in.
+	Dir      string `json:"dir"`
+	ExitCode int    `json:"exit_code"`
+	// Stdout and Stderr hold at most OutputLimit bytes each, cut at a UTF-8
+	// boundary, with invalid UTF-8 replaced by U+FFFD.
+	Stdout string `json:"stdout"`
+	Stderr string `json:"stderr"`
+	// StdoutBytes and StderrBytes count everything the process wrote.
+	StdoutBytes     int64 `json:"stdout_bytes"`
+	StderrBytes     int64 `json:"stderr_bytes"`
+	StdoutTruncated bool  `json:"stdout_truncated"`
+	StderrTruncated bool  `json:"stderr_truncated"`
+	TimedOut        bool  `json:"timed_out"`
+	DurationMillis  int64 `json:"duration_ms"`
+}

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# setup.sh makes a Debian/Ubuntu host ready to run and test wink-mcp.
+# It is idempotent: every step checks before it acts, so a second run takes seconds.
+#   - installs podman and runc when missing;
+#   - writes a containers.conf drop-in for hosts where Podman's defaults fail
+#     (crun on hybrid cgroups, ulimits above the host's hard limit);
+#   - starts the Podman REST service when its socket does not answer;
+#   - builds the local workspace images offline when they are missing.
+# Environment: WINK_IMAGE (default localhost/wink-workspace:bookworm),
+# WINK_TEST_IMAGE (default localhost/wink-busybox:latest), PODMAN_SOCKET
+# (default /run/podman/podman.sock), DEBIAN_MIRROR (default: the first apt source).
+set -euo pipefail
+
+IMAGE=${WINK_IMAGE:-localhost/wink-workspace:bookworm}
+TEST_IMAGE=${WINK_TEST_IMAGE:-localhost/wink-busybox:latest}
+SOCKET=${PODMAN_SOCKET:-/run/podman/podman.sock}
+DROPIN_DIR=/etc/containers/containers.conf.d
+DROPIN=$DROPIN_DIR/50-wink-mcp.conf
+SERVICE_LOG=/var/log/wink-podman-service.log
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null || die "run as root or install sudo"
+	SUDO=sudo
+fi
+
+apt_install() {
+	log "installing $*"
+	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+install_packages() {
+	local missing=()
+	command -v podman >/dev/null || missing+=(podman)
+	command -v runc >/dev/null || missing+=(runc)
+	command -v curl >/dev/null || missing+=(curl)
+	if [ ${#missing[@]} -gt 0 ]; then
+		apt_install "${missing[@]}"
+	else
+		log "podman $(podman version --format '{{.Client.Version}}') and runc already installed"
+	fi
+}
+
+# write_dropin configures only what this host needs, in a drop-in of its own,
+# so a user's containers.conf and their own drop-ins stay as they are.
+write_dropin() {
+	local engine="" containers="" hard
+	# crun cannot run containers when cgroups are in hybrid (v1 + unified) mode.
+	if [ "$(stat -fc %T /sys/fs/cgroup)" != "cgroup2fs" ]; then
+		command -v runc >/dev/null || die "this host has v1/hybrid cgroups and needs runc"
+		engine='runtime = "runc"'
+	fi
+	# As root, Podman asks for RLIMIT_NOFILE=1048576 and RLIMIT_NPROC=4194304 by default;
+	# a lower hard limit on the host makes every container start fail.
+	local ulimits=() nofile nproc
+	nofile=$(ulimit -Hn)
+	nproc=$(ulimit -Hu)
+	if [ "$nofile" != unlimited ] && [ "$nofile" -lt 1048576 ]; then
+		ulimits+=("\"nofile=$nofile:$nofile\"")
+	fi
+	# The ceiling runc may set for NPROC can be below `ulimit -Hu` (32768 where 96365 was
+	# reported), so use a value known to work rather than the reported limit.
+	if [ "$nproc" != unlimited ] && [ "$nproc" -lt 4194304 ]; then
+		ulimits+=("\"nproc=4096:4096\"")
+	fi
+	if [ ${#ulimits[@]} -gt 0 ]; then
+		containers="default_ulimits = [$(IFS=,; echo "${ulimits[*]}")]"
+	fi
+	local want=""
+	[ -n "$engine" ] && want+=$'[engine]\n'"$engine"$'\n'
+	[ -n "$containers" ] && want+=$'[containers]\n'"$containers"$'\n'
+	if [ -z "$want" ]; then
+		log "podman defaults work on this host; no drop-in needed"
+		return
+	fi
+	want="# Written by wink-mcp's scripts/setup.sh for this host's quirks; safe to delete."$'\n'"$want"
+	if [ -f "$DROPIN" ] && [ "$(cat "$DROPIN")"$'\n' = "$want" ]; then
+		log "drop-in $DROPIN is up to date"
+		return
+	fi
+	log "writing $DROPIN"
+	$SUDO mkdir -p "$DROPIN_DIR"
+	printf '%s' "$want" | $SUDO tee "$DROPIN" >/dev/null
+}
+
+service_answers() {
+	curl -sf --max-time 2 --unix-socket "$SOCKET" http://d/_ping >/dev/null 2>&1
+}
+
+start_service() {
+	if service_answers; then
+		log "podman service answers on $SOCKET"
+		return
+	fi
+	if [ "$(ps -p 1 -o comm=)" = systemd ] && [ "$SOCKET" = /run/podman/podman.sock ]; then
+		log "enabling podman.socket with systemd"
+		$SUDO systemctl enable --now podman.socket
+	else
+		log "starting podman system service on $SOCKET (log: $SERVICE_LOG)"
+		$SUDO mkdir -p "$(dirname "$SOCKET")"
+		$SUDO rm -f "$SOCKET"
+		$SUDO setsid nohup podman system service --time=0 "unix://$SOCKET" >>"$SERVICE_LOG" 2>&1 </dev/null &
+	fi
+	for _ in $(seq 1 100); do
+		service_answers && { log "podman service is up"; return; }
+		sleep 0.1
+	done
+	die "podman service did not answer on $SOCKET within 10 s; see $SERVICE_LOG"
+}
+
+debian_mirror() {
+	if [ -n "${DEBIAN_MIRROR:-}" ]; then echo "$DEBIAN_MIRROR"; return; fi
+	local m
+	m=$(grep -hoE '^(URIs:|deb) +https?://[^ ]+' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null |
+		awk '{print $2}' | grep -v security | head -n1 || true)
+	echo "${m:-http://deb.debian.org/debian}"
+}
+
+# build_workspace_image builds Debian bookworm minbase with python3 and ripgrep, offline
+# from any registry: only the Debian archive is needed.
+build_workspace_image() {
+	if $SUDO podman image exists "$IMAGE"; then
+		log "image $IMAGE present"
+		return
+	fi
+	command -v debootstrap >/dev/null || apt_install debootstrap
+	local root
+	root=$(mktemp -d /var/tmp/wink-rootfs.XXXXXX)
+	log "building $IMAGE with debootstrap (about a minute)"
+	$SUDO debootstrap --variant=minbase --include=python3,ripgrep bookworm "$root" "$(debian_mirror)" >/dev/null
+	$SUDO rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+	$SUDO tar -C "$root" -c . | $SUDO podman import -q --change 'CMD ["/bin/bash"]' - "$IMAGE" >/dev/null
+	$SUDO rm -rf "$root"
+	log "image $IMAGE built"
+}
+
+# build_test_image builds a 2 MB busybox image for fast tests.
+build_test_image() {
+	if $SUDO podman image exists "$TEST_IMAGE"; then
+		log "image $TEST_IMAGE present"
+		return
+	fi
+	[ -x /bin/busybox ] || apt_install busybox-static
+	local root
+	root=$(mktemp -d /var/tmp/wink-busybox.XXXXXX)
+	mkdir -p "$root/bin" "$root/tmp" "$root/etc"
+	cp /bin/busybox "$root/bin/busybox"
+	for applet in $(/bin/busybox --list); do
+		[ -e "$root/bin/$applet" ] || ln -s busybox "$root/bin/$applet"
+	done
+	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n' >"$root/etc/passwd"
+	printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
+	$SUDO tar -C "$root" -c . | $SUDO podman import -q --change 'CMD ["/bin/sh"]' --change 'ENV PATH=/bin' - "$TEST_IMAGE" >/dev/null
+	rm -rf "$root"
+	log "image $TEST_IMAGE built"
+}
+
+install_packages
+write_dropin
+start_service
+build_test_image
+build_workspace_image
+log "ready"
