@@ -213,22 +213,24 @@ func TestExecCancel(t *testing.T) {
 	waitNoProcess(t, "sleep "+marker, 2*time.Second)
 }
 
+// TestExecConcurrent proves requests run concurrently without timing
+// anything: the first command waits for a file only the second creates, so
+// an agent that served requests one at a time would never answer.
 func TestExecConcurrent(t *testing.T) {
 	c, _ := startAgent(t)
-	slow := make(chan error, 1)
+	first := make(chan *wire.ExecResult, 1)
 	go func() {
-		_, err := run(t, c, wire.ExecArgs{Argv: []string{"sleep", "1"}, Capture: true})
-		slow <- err
+		res, err := run(t, c, wire.ExecArgs{Argv: []string{"sh", "-c", "while [ ! -e go ]; do sleep 0.01; done; echo released"}, Capture: true})
+		if err != nil {
+			t.Error(err)
+		}
+		first <- res
 	}()
-	start := time.Now()
-	if _, err := run(t, c, wire.ExecArgs{Argv: []string{"true"}}); err != nil {
+	if _, err := run(t, c, wire.ExecArgs{Argv: []string{"touch", "go"}}); err != nil {
 		t.Fatal(err)
 	}
-	if time.Since(start) > 900*time.Millisecond {
-		t.Error("a short call waited for a slow one")
-	}
-	if err := <-slow; err != nil {
-		t.Fatal(err)
+	if res := <-first; res.Stdout != "released\n" {
+		t.Errorf("first command printed %q", res.Stdout)
 	}
 }
 

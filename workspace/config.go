@@ -1,0 +1,122 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+)
+
+// Defaults of Config.
+const (
+	DefaultImage       = "docker.io/library/python:3.12-slim"
+	DefaultUser        = "65534:65534"
+	DefaultMemoryBytes = 1 << 30
+	DefaultCPUs        = 1.0
+	DefaultPidsLimit   = 256
+	DefaultTmpBytes    = 256 << 20
+	// DefaultNofileLimit and DefaultNprocLimit are set on every container
+	// rather than left to Podman, whose defaults exceed the hard limits of
+	// some hosts and then make every start fail. RLIMIT_NPROC counts all
+	// processes of the container user's host UID, across sessions; the pids
+	// limit is the per-container bound.
+	DefaultNofileLimit = 4096
+	DefaultNprocLimit  = 4096
+	DefaultNamePrefix  = "wink"
+	DefaultIdleTimeout = 15 * time.Minute
+	DefaultAPITimeout  = 30 * time.Second
+	DefaultPullTimeout = 10 * time.Minute
+)
+
+// Config says how sessions' containers are made and where their files live.
+// The zero value is not usable; start from DefaultConfig.
+type Config struct {
+	// Image is the container image; it is pulled when missing.
+	Image string
+	// User is the numeric "uid:gid" the container runs as.
+	User string
+	// MemoryBytes is the memory limit; swap is not allowed beyond it.
+	MemoryBytes int64
+	// CPUs is the CPU quota in cores.
+	CPUs float64
+	// PidsLimit caps the processes of one container.
+	PidsLimit int64
+	// TmpBytes is the size of the tmpfs mounted at /tmp.
+	TmpBytes int64
+	// NofileLimit and NprocLimit are the RLIMIT_NOFILE and RLIMIT_NPROC of the container.
+	NofileLimit uint64
+	NprocLimit  uint64
+	// Runtime is the OCI runtime to use ("" for Podman's default).
+	Runtime string
+	// NamePrefix starts every container name.
+	NamePrefix string
+	// CacheDir holds the per-session directories mounted at /workspace.
+	CacheDir string
+	// KeepSessionDirs keeps session directories after their sessions end.
+	KeepSessionDirs bool
+	// IdleTimeout removes a session's container after this long without calls.
+	IdleTimeout time.Duration
+	// PodmanURL is the Podman service to use; "" tries the root socket,
+	// then the rootless one under $XDG_RUNTIME_DIR.
+	PodmanURL string
+	// PodmanIdentity is the SSH key for ssh:// URLs.
+	PodmanIdentity string
+	// AgentBinary is the static wink-mcp binary mounted into each container
+	// as its init; "" means the running executable.
+	AgentBinary string
+	// APITimeout bounds each call to the Podman service.
+	APITimeout time.Duration
+	// PullTimeout bounds an image pull.
+	PullTimeout time.Duration
+}
+
+// DefaultConfig returns the defaults, with the cache under the user's cache directory.
+func DefaultConfig() Config {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	return Config{
+		Image:       DefaultImage,
+		User:        DefaultUser,
+		MemoryBytes: DefaultMemoryBytes,
+		CPUs:        DefaultCPUs,
+		PidsLimit:   DefaultPidsLimit,
+		TmpBytes:    DefaultTmpBytes,
+		NofileLimit: DefaultNofileLimit,
+		NprocLimit:  DefaultNprocLimit,
+		NamePrefix:  DefaultNamePrefix,
+		CacheDir:    filepath.Join(cache, "wink-mcp"),
+		IdleTimeout: DefaultIdleTimeout,
+		APITimeout:  DefaultAPITimeout,
+		PullTimeout: DefaultPullTimeout,
+	}
+}
+
+var numericUser = regexp.MustCompile(`^[0-9]{1,10}:[0-9]{1,10}$`)
+
+// Validate reports every setting that is out of range, naming each.
+func (c Config) Validate() error {
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(c.Image != "", "image must not be empty")
+	check(numericUser.MatchString(c.User), "user %q must be numeric uid:gid, such as 65534:65534 (names would be resolved inside an untrusted image)", c.User)
+	check(c.MemoryBytes >= 16<<20, "memory limit %d bytes is below the minimum of 16 MiB", c.MemoryBytes)
+	check(c.CPUs > 0 && c.CPUs <= 1024, "cpus %g must be above 0", c.CPUs)
+	check(c.PidsLimit >= 16, "pids limit %d is below the minimum of 16", c.PidsLimit)
+	check(c.TmpBytes >= 1<<20, "tmp size %d bytes is below the minimum of 1 MiB", c.TmpBytes)
+	check(c.NofileLimit >= 64, "nofile limit %d is below the minimum of 64", c.NofileLimit)
+	check(c.NprocLimit >= uint64(c.PidsLimit), "nproc limit %d is below the pids limit %d", c.NprocLimit, c.PidsLimit)
+	check(namePrefixPattern.MatchString(c.NamePrefix), "name prefix %q must be 1-40 letters, digits, '_', '.' or '-', starting with a letter or digit", c.NamePrefix)
+	check(filepath.IsAbs(c.CacheDir), "cache directory %q must be an absolute path", c.CacheDir)
+	check(c.IdleTimeout > 0, "idle timeout must be positive")
+	check(c.APITimeout > 0, "podman API timeout must be positive")
+	check(c.PullTimeout > 0, "pull timeout must be positive")
+	return errors.Join(errs...)
+}

@@ -1,0 +1,60 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"io"
+)
+
+// AgentPath is where the wink-mcp binary is mounted, read-only, inside every
+// container; it runs there as the container's init.
+const AgentPath = "/.wink/wink-mcp"
+
+// containerSpec is everything that makes a session's container, independent
+// of the engine that creates it.
+type containerSpec struct {
+	Name         string
+	Image        string
+	Labels       map[string]string
+	User         string
+	WorkspaceDir string
+	AgentBinary  string
+	MemoryBytes  int64
+	CPUs         float64
+	PidsLimit    int64
+	TmpBytes     int64
+	NofileLimit  uint64
+	NprocLimit   uint64
+	Runtime      string
+}
+
+// listedContainer is one container found by engine.List.
+type listedContainer struct {
+	Name   string
+	Labels map[string]string
+}
+
+// errNameInUse is returned by engine.Create when the name is taken.
+var errNameInUse = errors.New("container name already in use")
+
+// engine is what the manager needs from a container engine. podmanEngine
+// implements it against the Podman service; unit tests use a fake that runs
+// the real agent in-process.
+type engine interface {
+	// EnsureImage makes sure the image is present, pulling it if needed.
+	EnsureImage(ctx context.Context, image string) error
+	// Create creates a container; it returns errNameInUse if the name is taken.
+	Create(ctx context.Context, spec containerSpec) error
+	// Start starts a created container.
+	Start(ctx context.Context, name string) error
+	// Running reports whether the container exists and whether it runs.
+	Running(ctx context.Context, name string) (exists, running bool, err error)
+	// Remove force-removes a container and its anonymous volumes; a missing
+	// container is not an error.
+	Remove(ctx context.Context, name string) error
+	// List returns every container labelled LabelManaged=true.
+	List(ctx context.Context) ([]listedContainer, error)
+	// OpenChannel starts a relay in the container and returns a stream to
+	// its agent. Closing the stream ends the relay.
+	OpenChannel(ctx context.Context, name string) (io.ReadWriteCloser, error)
+}

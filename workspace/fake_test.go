@@ -1,0 +1,222 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/wink-mcp/wink-mcp/agent"
+)
+
+// TestMain lets the test binary act as the supervisor the agent re-executes.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && os.Args[1] == "supervise" && os.Args[2] == "--" {
+		os.Exit(agent.Supervise(os.Args[3:]))
+	}
+	os.Exit(m.Run())
+}
+
+// fakeEngine stands in for Podman in unit tests of the manager: a
+// "container" is the real agent, run in-process on the session's host
+// directory, reached over an in-memory pipe.
+type fakeEngine struct {
+	self string
+
+	mu         sync.Mutex
+	images     map[string]bool
+	containers map[string]*fakeContainer
+	creates    int
+	startErr   error
+	listed     []listedContainer
+}
+
+type fakeContainer struct {
+	spec    containerSpec
+	running bool
+	agent   *agent.Agent
+	conns   []net.Conn
+}
+
+func newFakeEngine(t *testing.T) *fakeEngine {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fakeEngine{self: self, images: map[string]bool{"test-image": true}, containers: map[string]*fakeContainer{}}
+}
+
+func (f *fakeEngine) EnsureImage(_ context.Context, image string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.images[image] {
+		return ErrImageUnavailable
+	}
+	return nil
+}
+
+func (f *fakeEngine) Create(_ context.Context, spec containerSpec) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.containers[spec.Name]; ok {
+		return errNameInUse
+	}
+	f.creates++
+	f.containers[spec.Name] = &fakeContainer{spec: spec}
+	return nil
+}
+
+func (f *fakeEngine) Start(_ context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.containers[name]
+	if !ok {
+		return errors.New("no such container")
+	}
+	if f.startErr != nil {
+		return f.startErr
+	}
+	a, err := agent.New(agent.Config{Workspace: c.spec.WorkspaceDir, Self: f.self})
+	if err != nil {
+		return err
+	}
+	c.agent, c.running = a, true
+	return nil
+}
+
+func (f *fakeEngine) Running(_ context.Context, name string) (bool, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.containers[name]
+	return ok, ok && c.running, nil
+}
+
+func (f *fakeEngine) Remove(_ context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.containers[name]; ok {
+		c.stop()
+		delete(f.containers, name)
+	}
+	return nil
+}
+
+func (f *fakeEngine) List(context.Context) ([]listedContainer, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]listedContainer(nil), f.listed...), nil
+}
+
+func (f *fakeEngine) OpenChannel(_ context.Context, name string) (io.ReadWriteCloser, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.containers[name]
+	if !ok || !c.running {
+		return nil, errors.New("container not running")
+	}
+	server, client := net.Pipe()
+	c.conns = append(c.conns, server, client)
+	go func() {
+		_ = c.agent.ServeConn(context.Background(), server)
+		server.Close()
+	}()
+	return client, nil
+}
+
+// kill makes a container die as if killed from outside.
+func (f *fakeEngine) kill(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.containers[name]; ok {
+		c.stop()
+	}
+}
+
+// breakChannels cuts the channels to a container that keeps running.
+func (f *fakeEngine) breakChannels(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.containers[name]; ok {
+		c.closeConns()
+	}
+}
+
+func (f *fakeEngine) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.containers)
+}
+
+func (c *fakeContainer) stop() {
+	c.closeConns()
+	if c.agent != nil {
+		c.agent.Close()
+	}
+	c.running = false
+}
+
+func (c *fakeContainer) closeConns() {
+	for _, conn := range c.conns {
+		conn.Close()
+	}
+	c.conns = nil
+}
+
+// logBuffer collects JSON log records for assertions.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// events returns the lifecycle events logged so far, in order.
+func (l *logBuffer) events() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range strings.Split(l.buf.String(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil {
+			if e, ok := rec["event"].(string); ok {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// newTestManager returns a manager on a fake engine and its log.
+func newTestManager(t *testing.T, mutate func(*Config)) (*Manager, *fakeEngine, *logBuffer) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Image = "test-image"
+	cfg.CacheDir = t.TempDir()
+	cfg.User = strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid())
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	eng := newFakeEngine(t)
+	logs := &logBuffer{}
+	m, err := newManager(cfg, slog.New(slog.NewJSONHandler(logs, nil)), eng, "/fake/agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	return m, eng, logs
+}

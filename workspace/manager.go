@@ -1,0 +1,250 @@
+package workspace
+
+import (
+	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Manager owns the sessions of one server instance and their containers. It
+// is safe for concurrent use. Close removes every container it made.
+type Manager struct {
+	cfg         Config
+	log         *slog.Logger
+	eng         engine
+	inst        *instance
+	agentBinary string
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	closed   bool
+
+	stopReaper context.CancelFunc
+	reaperDone chan struct{}
+}
+
+// NewManager checks cfg, takes this instance's lock under the cache
+// directory and returns a Manager backed by the Podman service, which it
+// reaches on first use. The caller must call Close.
+func NewManager(cfg Config, log *slog.Logger) (*Manager, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	bin, err := resolveAgentBinary(cfg.AgentBinary)
+	if err != nil {
+		return nil, err
+	}
+	return newManager(cfg, log, newPodmanEngine(cfg, log), bin)
+}
+
+func newManager(cfg Config, log *slog.Logger, eng engine, agentBinary string) (*Manager, error) {
+	if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating cache directory: %w", err)
+	}
+	inst, err := newInstance(cfg.CacheDir, cfg.KeepSessionDirs)
+	if err != nil {
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	m := &Manager{
+		cfg: cfg, log: log, eng: eng, inst: inst, agentBinary: agentBinary,
+		sessions: map[string]*Session{}, stopReaper: stop, reaperDone: make(chan struct{}),
+	}
+	go m.reapIdle(ctx)
+	log.Info("workspace manager ready", "instance", inst.id, "cache_dir", cfg.CacheDir, "image", cfg.Image, "idle_timeout", cfg.IdleTimeout.String())
+	return m, nil
+}
+
+// Session returns the workspace of the MCP session with this ID, making an
+// entry for it on first use. No container is created until a call needs one.
+func (m *Manager) Session(id string) (*Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrSessionEnded
+	}
+	if s, ok := m.sessions[id]; ok {
+		return s, nil
+	}
+	hash := sessionHash(m.inst.secret, id)
+	s := &Session{m: m, hash: hash, name: containerName(m.cfg.NamePrefix, hash), dir: m.inst.sessionDir(hash)}
+	s.lastUsed.Store(time.Now().UnixNano())
+	m.sessions[id] = s
+	return s, nil
+}
+
+// EndSession removes the session's container and files. It is a no-op for
+// a session that never made a call.
+func (m *Manager) EndSession(ctx context.Context, id string) {
+	m.mu.Lock()
+	s, ok := m.sessions[id]
+	delete(m.sessions, id)
+	m.mu.Unlock()
+	if ok {
+		s.end(ctx)
+	}
+}
+
+// Close ends every session, removing their containers in parallel, and
+// releases the instance. ctx bounds the whole shutdown; containers that
+// could not be removed in time are swept by the next wink-mcp to start.
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	sessions := m.sessions
+	m.sessions = nil
+	m.mu.Unlock()
+
+	m.stopReaper()
+	<-m.reaperDone
+	var wg sync.WaitGroup
+	for _, s := range sessions {
+		wg.Go(func() { s.end(ctx) })
+	}
+	wg.Wait()
+	return m.inst.release(!m.cfg.KeepSessionDirs)
+}
+
+// SweepOrphans removes the containers, and the session directories under
+// this cache directory, of wink-mcp instances that are no longer running. It
+// returns how many containers it removed.
+func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
+	found, err := m.eng.List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	removed := 0
+	var errs []error
+	for _, c := range found {
+		if !isOrphan(c.Labels, m.inst, probeLock) {
+			continue
+		}
+		start := time.Now()
+		if err := m.eng.Remove(ctx, c.Name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed++
+		m.log.Info("workspace "+EventOrphanRemoved, "event", EventOrphanRemoved, "container", c.Name,
+			"session", c.Labels[LabelSession], "instance", c.Labels[LabelInstance], "duration_ms", time.Since(start).Milliseconds())
+	}
+	for _, dir := range deadInstanceDirs(m.cfg.CacheDir, m.inst) {
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("deleting the directory of a dead instance: %w", err))
+			continue
+		}
+		m.log.Info("deleted the directory of a dead instance", "dir", dir)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// reapIdle removes the containers of idle sessions until ctx is done.
+func (m *Manager) reapIdle(ctx context.Context) {
+	defer close(m.reaperDone)
+	tick := time.NewTicker(min(max(m.cfg.IdleTimeout/4, 50*time.Millisecond), 30*time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		m.mu.Lock()
+		sessions := make([]*Session, 0, len(m.sessions))
+		for _, s := range m.sessions {
+			sessions = append(sessions, s)
+		}
+		m.mu.Unlock()
+		for _, s := range sessions {
+			rmCtx, cancel := context.WithTimeout(ctx, m.cfg.APITimeout)
+			s.cleanupIfIdle(rmCtx, m.cfg.IdleTimeout)
+			cancel()
+		}
+	}
+}
+
+// spec describes the container of session s.
+func (m *Manager) spec(s *Session) containerSpec {
+	return containerSpec{
+		Name:         s.name,
+		Image:        m.cfg.Image,
+		Labels:       ownerLabels(m.inst, s.hash),
+		User:         m.cfg.User,
+		WorkspaceDir: s.workspaceDir(),
+		AgentBinary:  m.agentBinary,
+		MemoryBytes:  m.cfg.MemoryBytes,
+		CPUs:         m.cfg.CPUs,
+		PidsLimit:    m.cfg.PidsLimit,
+		TmpBytes:     m.cfg.TmpBytes,
+		NofileLimit:  m.cfg.NofileLimit,
+		NprocLimit:   m.cfg.NprocLimit,
+		Runtime:      m.cfg.Runtime,
+	}
+}
+
+// prepareWorkspaceDir creates the directory mounted at /workspace, owned by
+// the container's user. Without root, ownership cannot be given away, so the
+// directory is made writable by all; its parents stay private (0700).
+func (m *Manager) prepareWorkspaceDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating the workspace directory: %w", err)
+	}
+	uidText, gidText, _ := strings.Cut(m.cfg.User, ":")
+	uid, _ := strconv.Atoi(uidText)
+	gid, _ := strconv.Atoi(gidText)
+	if os.Geteuid() == 0 {
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return fmt.Errorf("giving the workspace directory to %s: %w", m.cfg.User, err)
+		}
+		return nil
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		return fmt.Errorf("opening the workspace directory to the container user: %w", err)
+	}
+	return nil
+}
+
+// resolveAgentBinary returns the absolute path of the binary to mount as
+// each container's init, and checks that it is statically linked: an image
+// need not have the host's libc, or any libc.
+func resolveAgentBinary(path string) (string, error) {
+	if path == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("finding the wink-mcp binary: %w", err)
+		}
+		path = exe
+	}
+	path, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", fmt.Errorf("resolving the agent binary: %w", err)
+	}
+	path, err = filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("reading the agent binary %s: %w", path, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return "", fmt.Errorf("the agent binary %s is dynamically linked, so it cannot run in images without the host's libc; "+
+				"build it with CGO_ENABLED=0 (`make build`, or see the README's install command)", path)
+		}
+	}
+	return path, nil
+}

@@ -1,0 +1,223 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+var ctx = context.Background()
+
+func echo(t *testing.T, w Workspace, argv ...string) ExecResult {
+	t.Helper()
+	res, err := w.Exec(ctx, ExecRequest{Argv: argv, Timeout: 10 * time.Second, Capture: true, OutputLimit: 4096})
+	if err != nil {
+		t.Fatalf("exec %v: %v", argv, err)
+	}
+	return res
+}
+
+func TestContainerIsCreatedLazilyAndOnceUnderConcurrentFirstCalls(t *testing.T) {
+	m, eng, logs := newTestManager(t, nil)
+	s, err := m.Session("session-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eng.count() != 0 {
+		t.Fatal("a container was created before any call")
+	}
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() { echo(t, s, "true") })
+	}
+	wg.Wait()
+	if eng.creates != 1 {
+		t.Errorf("10 concurrent first calls created %d containers, want 1", eng.creates)
+	}
+	if got, want := logs.events(), []string{EventCreated, EventStarted, EventReady}; !slices.Equal(got, want) {
+		t.Errorf("events = %v, want %v", got, want)
+	}
+}
+
+func TestSessionsGetSeparateContainersAndFiles(t *testing.T) {
+	m, eng, _ := newTestManager(t, nil)
+	a, _ := m.Session("a")
+	b, _ := m.Session("b")
+	echo(t, a, "sh", "-c", "echo secret > only-a.txt")
+	res := echo(t, b, "sh", "-c", "ls")
+	if res.Stdout != "" {
+		t.Errorf("session b sees %q", res.Stdout)
+	}
+	if eng.count() != 2 || a.name == b.name {
+		t.Errorf("%d containers, names %s %s; want 2 distinct", eng.count(), a.name, b.name)
+	}
+}
+
+func TestEndSessionRemovesContainerAndFiles(t *testing.T) {
+	m, eng, logs := newTestManager(t, nil)
+	s, _ := m.Session("gone")
+	echo(t, s, "sh", "-c", "echo x > f")
+	m.EndSession(ctx, "gone")
+	if eng.count() != 0 {
+		t.Error("container left after the session ended")
+	}
+	if _, err := os.Stat(s.dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("session directory still there: %v", err)
+	}
+	if _, err := s.Exec(ctx, ExecRequest{Argv: []string{"true"}, Timeout: time.Second, OutputLimit: 1}); !errors.Is(err, ErrSessionEnded) {
+		t.Errorf("call after end = %v, want ErrSessionEnded", err)
+	}
+	if !slices.Contains(logs.events(), EventRemoved) {
+		t.Error("no removed event")
+	}
+}
+
+func TestKeepSessionDirs(t *testing.T) {
+	m, _, _ := newTestManager(t, func(c *Config) { c.KeepSessionDirs = true })
+	s, _ := m.Session("kept")
+	echo(t, s, "sh", "-c", "echo x > f")
+	m.EndSession(ctx, "kept")
+	if _, err := os.Stat(filepath.Join(s.workspaceDir(), "f")); err != nil {
+		t.Errorf("kept session lost its file: %v", err)
+	}
+}
+
+func TestIdleCleanupKeepsFilesAndNextCallRecreates(t *testing.T) {
+	m, eng, logs := newTestManager(t, func(c *Config) { c.IdleTimeout = 100 * time.Millisecond })
+	s, _ := m.Session("idle")
+	echo(t, s, "sh", "-c", "echo kept > f")
+	waitFor(t, "idle cleanup", func() bool { return eng.count() == 0 })
+	if res := echo(t, s, "cat", "f"); res.Stdout != "kept\n" {
+		t.Errorf("after idle cleanup the file reads %q", res.Stdout)
+	}
+	if !slices.Contains(logs.events(), EventIdleCleanup) {
+		t.Errorf("events %v lack %s", logs.events(), EventIdleCleanup)
+	}
+}
+
+func TestIdleCleanupSparesRunningCalls(t *testing.T) {
+	m, eng, _ := newTestManager(t, func(c *Config) { c.IdleTimeout = 50 * time.Millisecond })
+	s, _ := m.Session("busy")
+	res := echo(t, s, "sleep", "0.5")
+	if res.ExitCode != 0 || eng.creates != 1 {
+		t.Errorf("a running call was interrupted: exit %d, %d creates", res.ExitCode, eng.creates)
+	}
+}
+
+func TestRecreatedAfterContainerDied(t *testing.T) {
+	m, eng, logs := newTestManager(t, nil)
+	s, _ := m.Session("dies")
+	echo(t, s, "sh", "-c", "echo survives > f")
+	eng.kill(s.name)
+	waitFor(t, "channel end", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		select {
+		case <-s.client.Done():
+			return true
+		default:
+			return false
+		}
+	})
+	if res := echo(t, s, "cat", "f"); res.Stdout != "survives\n" {
+		t.Errorf("after recreation the file reads %q", res.Stdout)
+	}
+	if eng.creates != 2 || !slices.Contains(logs.events(), EventRecreatedAfterFailure) {
+		t.Errorf("%d creates, events %v; want a recreation", eng.creates, logs.events())
+	}
+}
+
+func TestChannelReopenedWhileContainerRuns(t *testing.T) {
+	m, eng, logs := newTestManager(t, nil)
+	s, _ := m.Session("flaky")
+	echo(t, s, "true")
+	eng.breakChannels(s.name)
+	waitFor(t, "channel end", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		select {
+		case <-s.client.Done():
+			return true
+		default:
+			return false
+		}
+	})
+	echo(t, s, "true")
+	if eng.creates != 1 || !slices.Contains(logs.events(), EventChannelReopened) {
+		t.Errorf("%d creates, events %v; want the channel reopened, no new container", eng.creates, logs.events())
+	}
+}
+
+func TestResetWipesFiles(t *testing.T) {
+	m, eng, _ := newTestManager(t, nil)
+	s, _ := m.Session("reset")
+	echo(t, s, "sh", "-c", "echo x > f")
+	if _, err := s.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if eng.count() != 0 {
+		t.Error("reset left the container")
+	}
+	if res := echo(t, s, "ls"); res.Stdout != "" {
+		t.Errorf("after reset the workspace holds %q", res.Stdout)
+	}
+}
+
+func TestStartFailureLeavesNoContainer(t *testing.T) {
+	m, eng, _ := newTestManager(t, nil)
+	eng.startErr = errors.New("runtime exploded")
+	s, _ := m.Session("broken")
+	if _, err := s.Start(ctx); err == nil || err.Error() != "runtime exploded" {
+		t.Fatalf("Start = %v", err)
+	}
+	if eng.count() != 0 {
+		t.Error("a container that failed to start was left behind")
+	}
+}
+
+func TestMissingImageIsAnError(t *testing.T) {
+	m, eng, _ := newTestManager(t, func(c *Config) { c.Image = "absent" })
+	s, _ := m.Session("x")
+	if _, err := s.Start(ctx); !errors.Is(err, ErrImageUnavailable) {
+		t.Errorf("Start = %v, want ErrImageUnavailable", err)
+	}
+	if eng.count() != 0 {
+		t.Error("container created without an image")
+	}
+}
+
+func TestCloseRemovesEveryContainerAndReleasesTheInstance(t *testing.T) {
+	m, eng, _ := newTestManager(t, nil)
+	for _, id := range []string{"a", "b", "c"} {
+		s, _ := m.Session(id)
+		echo(t, s, "true")
+	}
+	if err := m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if eng.count() != 0 {
+		t.Errorf("%d containers left after Close", eng.count())
+	}
+	if _, err := os.Stat(m.inst.dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("instance directory left: %v", err)
+	}
+	if _, err := m.Session("d"); !errors.Is(err, ErrSessionEnded) {
+		t.Errorf("Session after Close = %v", err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

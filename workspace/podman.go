@@ -1,0 +1,252 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/containers/podman/v5/pkg/bindings"
+	"github.com/containers/podman/v5/pkg/bindings/containers"
+	"github.com/containers/podman/v5/pkg/bindings/images"
+	"github.com/containers/podman/v5/pkg/errorhandling"
+)
+
+// connectTimeout bounds one attempt to reach a Podman service.
+const connectTimeout = 5 * time.Second
+
+// ErrPodmanUnreachable is wrapped by every error that comes from not
+// reaching the Podman service.
+var ErrPodmanUnreachable = errors.New("cannot reach the Podman service")
+
+// ErrImageUnavailable is wrapped when the workspace image is missing and cannot be pulled.
+var ErrImageUnavailable = errors.New("workspace image unavailable")
+
+// podmanEngine drives the Podman service through its REST API. It connects
+// on first use and is safe for concurrent use.
+type podmanEngine struct {
+	url, identity string
+	apiTimeout    time.Duration
+	pullTimeout   time.Duration
+	log           *slog.Logger
+
+	mu      sync.Mutex
+	uri     string          // the service that answered
+	connCtx context.Context // carries the bindings connection
+}
+
+func newPodmanEngine(cfg Config, log *slog.Logger) *podmanEngine {
+	return &podmanEngine{url: cfg.PodmanURL, identity: cfg.PodmanIdentity, apiTimeout: cfg.APITimeout, pullTimeout: cfg.PullTimeout, log: log}
+}
+
+// candidateURIs lists the services to try, in order: the configured one,
+// else the root socket, then the rootless one.
+func candidateURIs(configured, runtimeDir string) []string {
+	if configured != "" {
+		return []string{configured}
+	}
+	uris := []string{"unix:///run/podman/podman.sock"}
+	if runtimeDir != "" {
+		uris = append(uris, "unix://"+runtimeDir+"/podman/podman.sock")
+	}
+	return uris
+}
+
+// connect returns the connection context, connecting first if needed.
+func (e *podmanEngine) connect(ctx context.Context) (context.Context, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.connCtx != nil {
+		return e.connCtx, nil
+	}
+	var tried []string
+	for _, uri := range candidateURIs(e.url, os.Getenv("XDG_RUNTIME_DIR")) {
+		connCtx, err := e.dial(ctx, uri)
+		if err != nil {
+			tried = append(tried, fmt.Sprintf("%s: %v", uri, err))
+			continue
+		}
+		e.uri, e.connCtx = uri, connCtx
+		e.log.Info("connected to podman", "uri", uri, "api_version", bindings.ServiceVersion(connCtx).String())
+		return connCtx, nil
+	}
+	return nil, fmt.Errorf("%w (tried %s). Start it: `sudo systemctl enable --now podman.socket` (root), "+
+		"`systemctl --user enable --now podman.socket` (rootless), or `podman system service --time=0 &`; "+
+		"or point CONTAINER_HOST at a running service. `wink-mcp doctor` checks the whole set-up",
+		ErrPodmanUnreachable, strings.Join(tried, "; "))
+}
+
+// dial opens a connection to uri. The connection outlives ctx; ctx only
+// bounds the attempt.
+func (e *podmanEngine) dial(ctx context.Context, uri string) (context.Context, error) {
+	attempt, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	type result struct {
+		ctx context.Context
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// NewConnection keeps the context it is given for later calls, so it
+		// gets a background one; the attempt is bounded from outside.
+		c, err := bindings.NewConnectionWithIdentity(context.Background(), uri, e.identity, false)
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		return r.ctx, r.err
+	case <-attempt.Done():
+		return nil, fmt.Errorf("no answer within %s", connectTimeout)
+	}
+}
+
+// call returns a context for one API call: the connection's values, ctx's
+// cancellation, and a deadline of timeout.
+func (e *podmanEngine) call(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc, error) {
+	connCtx, err := e.connect(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, cancel := context.WithTimeout(valuesFrom{Context: ctx, values: connCtx}, timeout)
+	return c, cancel, nil
+}
+
+// valuesFrom is a context with the deadline and cancellation of Context and
+// the values of values: the bindings find their connection in a context
+// value, while the caller's context must be able to cancel the call.
+type valuesFrom struct {
+	context.Context
+	values context.Context
+}
+
+func (c valuesFrom) Value(key any) any {
+	if v := c.Context.Value(key); v != nil {
+		return v
+	}
+	return c.values.Value(key)
+}
+
+// EnsureImage pulls the image when it is missing, logging progress.
+func (e *podmanEngine) EnsureImage(ctx context.Context, image string) error {
+	c, cancel, err := e.call(ctx, e.apiTimeout)
+	if err != nil {
+		return err
+	}
+	exists, err := images.Exists(c, image, nil)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("checking image %s: %w", image, err)
+	}
+	if exists {
+		return nil
+	}
+	e.log.Info("pulling image", "image", image)
+	start := time.Now()
+	c, cancel, err = e.call(ctx, e.pullTimeout)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	var progress io.Writer = &lineLogger{log: e.log, msg: "pull progress", attrs: []any{"image", image}}
+	if _, err := images.Pull(c, image, new(images.PullOptions).WithProgressWriter(progress).WithPolicy("missing")); err != nil {
+		return fmt.Errorf("%w: image %s is not present and pulling it failed: %v. "+
+			"Use an image that is present (run `make setup` to build localhost/wink-workspace:bookworm, "+
+			"then pass --image or set WINK_IMAGE; see the README) or make its registry reachable",
+			ErrImageUnavailable, image, err)
+	}
+	e.log.Info("image pulled", "image", image, "duration_ms", time.Since(start).Milliseconds())
+	return nil
+}
+
+// Create creates the container described by spec.
+func (e *podmanEngine) Create(ctx context.Context, spec containerSpec) error {
+	c, cancel, err := e.call(ctx, e.apiTimeout)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	if _, err := containers.CreateWithSpec(c, podmanSpec(spec), nil); err != nil {
+		if isStatus(err, http.StatusConflict) || strings.Contains(err.Error(), "already in use") {
+			return fmt.Errorf("creating container %s: %w", spec.Name, errNameInUse)
+		}
+		return fmt.Errorf("creating container %s: %w", spec.Name, err)
+	}
+	return nil
+}
+
+// Start starts a created container.
+func (e *podmanEngine) Start(ctx context.Context, name string) error {
+	c, cancel, err := e.call(ctx, e.apiTimeout)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	if err := containers.Start(c, name, nil); err != nil {
+		return fmt.Errorf("starting container %s: %w", name, err)
+	}
+	return nil
+}
+
+// Running inspects the container.
+func (e *podmanEngine) Running(ctx context.Context, name string) (bool, bool, error) {
+	c, cancel, err := e.call(ctx, e.apiTimeout)
+	if err != nil {
+		return false, false, err
+	}
+	defer cancel()
+	data, err := containers.Inspect(c, name, nil)
+	if isStatus(err, http.StatusNotFound) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("inspecting container %s: %w", name, err)
+	}
+	return true, data.State != nil && data.State.Running, nil
+}
+
+// Remove force-removes the container and its volumes without waiting for it to stop.
+func (e *podmanEngine) Remove(ctx context.Context, name string) error {
+	c, cancel, err := e.call(ctx, e.apiTimeout)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	_, err = containers.Remove(c, name, new(containers.RemoveOptions).WithForce(true).WithVolumes(true).WithTimeout(0))
+	if err != nil && !isStatus(err, http.StatusNotFound) {
+		return fmt.Errorf("removing container %s: %w", name, err)
+	}
+	return nil
+}
+
+// List returns every container labelled as wink-mcp's, in any state.
+func (e *podmanEngine) List(ctx context.Context) ([]listedContainer, error) {
+	c, cancel, err := e.call(ctx, e.apiTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	found, err := containers.List(c, new(containers.ListOptions).WithAll(true).
+		WithFilters(map[string][]string{"label": {LabelManaged + "=true"}}))
+	if err != nil {
+		return nil, fmt.Errorf("listing containers: %w", err)
+	}
+	out := make([]listedContainer, 0, len(found))
+	for _, f := range found {
+		if len(f.Names) > 0 {
+			out = append(out, listedContainer{Name: f.Names[0], Labels: f.Labels})
+		}
+	}
+	return out, nil
+}
+
+// isStatus reports whether err is a Podman API error with this HTTP status.
+func isStatus(err error, status int) bool {
+	var model *errorhandling.ErrorModel
+	return errors.As(err, &model) && model.ResponseCode == status
+}

@@ -1,0 +1,147 @@
+package workspace
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/containers/podman/v5/pkg/api/handlers"
+	"github.com/containers/podman/v5/pkg/bindings"
+	"github.com/containers/podman/v5/pkg/bindings/containers"
+	dockerContainer "github.com/docker/docker/api/types/container"
+)
+
+// channelCloseGrace is how long a closing channel waits for the relay to
+// exit by itself before its sockets are cut.
+const channelCloseGrace = 2 * time.Second
+
+// OpenChannel starts `wink-mcp relay` in the container with its standard
+// streams attached and returns them as one stream to the agent.
+//
+// Each channel gets a connection of its own: the bindings' attach replaces
+// the transport of the connection it uses (see ExecStartAndAttach), which
+// must not race with other calls, and a channel must be able to cut its own
+// sockets when the relay does not end by itself.
+func (e *podmanEngine) OpenChannel(ctx context.Context, name string) (io.ReadWriteCloser, error) {
+	if _, err := e.connect(ctx); err != nil {
+		return nil, err
+	}
+	connCtx, err := e.dial(ctx, e.uri)
+	if err != nil {
+		return nil, fmt.Errorf("%w: opening a channel connection: %v", ErrPodmanUnreachable, err)
+	}
+	conn, err := bindings.GetClient(connCtx)
+	if err != nil {
+		return nil, err
+	}
+	sockets := &socketSet{}
+	base, ok := conn.Client.Transport.(*http.Transport)
+	if !ok {
+		return nil, errors.New("unexpected transport type in the podman bindings")
+	}
+	dial := base.DialContext
+	base.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err == nil {
+			sockets.add(c)
+		}
+		return c, err
+	}
+
+	createCtx, cancel := context.WithTimeout(valuesFrom{Context: ctx, values: connCtx}, e.apiTimeout)
+	defer cancel()
+	execID, err := containers.ExecCreate(createCtx, name, &handlers.ExecCreateConfig{ExecOptions: dockerContainer.ExecOptions{
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		Cmd:          []string{AgentPath, "relay"},
+	}})
+	if err != nil {
+		sockets.closeAll()
+		return nil, fmt.Errorf("creating the channel's exec session in %s: %w", name, err)
+	}
+
+	stdinR, stdinW := io.Pipe()
+	stdoutR, stdoutW := io.Pipe()
+	ch := &podmanChannel{stdin: stdinW, stdout: stdoutR, sockets: sockets, ended: make(chan struct{})}
+	var stdout io.Writer = stdoutW
+	var stderr io.Writer = &lineLogger{log: e.log, msg: "relay stderr", attrs: []any{"container", name}, level: slog.LevelWarn}
+	opts := new(containers.ExecStartAndAttachOptions).
+		WithInputStream(*bufio.NewReader(stdinR)).
+		WithOutputStream(stdout).
+		WithErrorStream(stderr).
+		WithAttachInput(true).WithAttachOutput(true).WithAttachError(true)
+	go func() {
+		err := containers.ExecStartAndAttach(connCtx, execID, opts)
+		if err == nil {
+			err = io.EOF
+		}
+		stdoutW.CloseWithError(err)
+		stdinR.Close()
+		close(ch.ended)
+		// Exec sessions stay listed on the container until removed; a
+		// service too old for the endpoint just keeps them until the container goes.
+		rmCtx, cancel := context.WithTimeout(connCtx, e.apiTimeout)
+		_ = containers.ExecRemove(rmCtx, execID, nil)
+		cancel()
+		sockets.closeAll()
+		base.CloseIdleConnections()
+		conn.Client.CloseIdleConnections()
+	}()
+	return ch, nil
+}
+
+// podmanChannel is the stream to the agent through an attached exec session.
+type podmanChannel struct {
+	stdin   *io.PipeWriter
+	stdout  *io.PipeReader
+	sockets *socketSet
+	ended   chan struct{}
+	once    sync.Once
+}
+
+func (c *podmanChannel) Read(p []byte) (int, error)  { return c.stdout.Read(p) }
+func (c *podmanChannel) Write(p []byte) (int, error) { return c.stdin.Write(p) }
+
+// Close closes the relay's stdin, which ends it, and cuts the sockets if it
+// has not ended within channelCloseGrace.
+func (c *podmanChannel) Close() error {
+	c.once.Do(func() {
+		c.stdin.Close()
+		select {
+		case <-c.ended:
+		case <-time.After(channelCloseGrace):
+			c.sockets.closeAll()
+			<-c.ended
+		}
+	})
+	return nil
+}
+
+// socketSet remembers the sockets a connection dialled so they can be cut.
+type socketSet struct {
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (s *socketSet) add(c net.Conn) {
+	s.mu.Lock()
+	s.conns = append(s.conns, c)
+	s.mu.Unlock()
+}
+
+func (s *socketSet) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns {
+		c.Close()
+	}
+	s.conns = nil
+}

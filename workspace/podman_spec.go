@@ -1,0 +1,56 @@
+package workspace
+
+import (
+	"fmt"
+
+	"github.com/containers/podman/v5/pkg/specgen"
+	spec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// cpuPeriod is the CFS period the CPU quota is expressed in (100 ms).
+const cpuPeriod = 100_000
+
+// podmanSpec turns a containerSpec into Podman's create request. Every
+// hardening setting is explicit here, so nothing depends on the host's
+// containers.conf.
+func podmanSpec(c containerSpec) *specgen.SpecGenerator {
+	s := specgen.NewSpecGenerator(c.Image, false)
+	s.Name = c.Name
+	s.Labels = c.Labels
+	s.Entrypoint = []string{AgentPath}
+	s.Command = []string{"agent", "--workspace", Root}
+	s.User = c.User
+	s.WorkDir = Root
+	s.Hostname = "workspace"
+	// The container user (nobody) has no writable home directory.
+	s.Env = map[string]string{"HOME": "/tmp"}
+	s.NetNS = specgen.Namespace{NSMode: specgen.NoNetwork}
+	s.CapDrop = []string{"ALL"}
+	s.NoNewPrivileges = ptr(true)
+	s.OCIRuntime = c.Runtime
+	// Volumes an image declares become tmpfs, so no anonymous volume outlives the container.
+	s.ImageVolumeMode = "tmpfs"
+	s.StopTimeout = ptr(uint(0))
+
+	memory := c.MemoryBytes
+	quota := int64(c.CPUs * cpuPeriod)
+	s.ResourceLimits = &spec.LinuxResources{
+		Memory: &spec.LinuxMemory{Limit: &memory, Swap: &memory},
+		CPU:    &spec.LinuxCPU{Quota: &quota, Period: ptr(uint64(cpuPeriod))},
+		Pids:   &spec.LinuxPids{Limit: c.PidsLimit},
+	}
+	s.Rlimits = []spec.POSIXRlimit{
+		{Type: "RLIMIT_NOFILE", Soft: c.NofileLimit, Hard: c.NofileLimit},
+		{Type: "RLIMIT_NPROC", Soft: c.NprocLimit, Hard: c.NprocLimit},
+	}
+	s.Mounts = []spec.Mount{
+		{Type: "bind", Source: c.WorkspaceDir, Destination: Root, Options: []string{"rw", "nosuid", "nodev"}},
+		{Type: "bind", Source: c.AgentBinary, Destination: AgentPath, Options: []string{"ro", "nosuid", "nodev"}},
+		// "U" makes the container user own the tmpfs: runc resets a tmpfs to
+		// the mode of the image's /tmp, which may be root's 0755.
+		{Type: "tmpfs", Source: "tmpfs", Destination: "/tmp", Options: []string{"rw", "nosuid", "nodev", fmt.Sprintf("size=%d", c.TmpBytes), "mode=1777", "U"}},
+	}
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }

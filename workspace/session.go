@@ -1,0 +1,301 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/agent/wire"
+)
+
+// readyTimeout bounds the wait for a new channel's agent to answer.
+const readyTimeout = 15 * time.Second
+
+// Session is one MCP session's workspace. It implements Workspace. The
+// container is created on the first call that needs it.
+type Session struct {
+	m    *Manager
+	hash string
+	name string
+	dir  string
+
+	// mu serialises the container's lifecycle: concurrent first calls wait
+	// for one creation instead of racing to make two containers.
+	mu      sync.Mutex
+	client  *wire.Client
+	stream  io.Closer
+	created bool // a container exists (or existed until it died) for this session
+	ended   bool
+
+	active   atomic.Int32 // calls in progress
+	lastUsed atomic.Int64 // unix nanoseconds of the last call's start or end
+}
+
+var _ Workspace = (*Session)(nil)
+
+// workspaceDir is the host directory mounted at /workspace.
+func (s *Session) workspaceDir() string { return filepath.Join(s.dir, "workspace") }
+
+// Exec implements Workspace.
+func (s *Session) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+	args := wire.ExecArgs{
+		Argv:          req.Argv,
+		Dir:           req.Dir,
+		Env:           req.Env,
+		Stdin:         req.Stdin,
+		TimeoutMillis: req.Timeout.Milliseconds(),
+		Capture:       req.Capture,
+		OutputLimit:   req.OutputLimit,
+	}
+	var res ExecResult
+	err := s.call(ctx, wire.OpExec, args, &res)
+	return res, err
+}
+
+// Start implements Workspace.
+func (s *Session) Start(ctx context.Context) (ContainerInfo, error) {
+	defer s.enter()()
+	_, err := s.ensure(ctx)
+	return s.info(), err
+}
+
+// Reset implements Workspace.
+func (s *Session) Reset(ctx context.Context) (ContainerInfo, error) {
+	defer s.enter()()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return s.info(), ErrSessionEnded
+	}
+	start := time.Now()
+	had := s.created
+	if err := s.removeLocked(ctx); err != nil {
+		return s.info(), err
+	}
+	if err := os.RemoveAll(s.workspaceDir()); err != nil {
+		return s.info(), fmt.Errorf("deleting the workspace files: %w", err)
+	}
+	if had {
+		logEvent(s.m.log, EventRemoved, s, start, "reason", "reset")
+	}
+	return s.info(), nil
+}
+
+func (s *Session) info() ContainerInfo {
+	return ContainerInfo{Name: s.name, Image: s.m.cfg.Image}
+}
+
+// call sends one request to the agent, starting the container first if needed.
+func (s *Session) call(ctx context.Context, op string, args, result any) error {
+	defer s.enter()()
+	client, err := s.ensure(ctx)
+	if err != nil {
+		return err
+	}
+	err = client.Call(ctx, op, args, result)
+	if errors.Is(err, wire.ErrClosed) {
+		return fmt.Errorf("%w (%v)", ErrWorkspaceLost, err)
+	}
+	return err
+}
+
+// enter marks a call as in progress and returns the function that ends it;
+// the idle reaper never removes a container while a call is in progress.
+func (s *Session) enter() func() {
+	s.active.Add(1)
+	s.lastUsed.Store(time.Now().UnixNano())
+	return func() {
+		s.lastUsed.Store(time.Now().UnixNano())
+		s.active.Add(-1)
+	}
+}
+
+// ensure returns a working channel to the session's agent: the open one, a
+// new one to the running container, or one to a new container when there is
+// none or the old one died.
+func (s *Session) ensure(ctx context.Context) (*wire.Client, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return nil, ErrSessionEnded
+	}
+	if s.client != nil {
+		select {
+		case <-s.client.Done():
+			s.dropChannelLocked()
+		default:
+			return s.client, nil
+		}
+	}
+	if !s.created {
+		return s.createLocked(ctx)
+	}
+	return s.recoverLocked(ctx)
+}
+
+// recoverLocked reconnects to a running container, or replaces a dead one.
+func (s *Session) recoverLocked(ctx context.Context) (*wire.Client, error) {
+	start := time.Now()
+	exists, running, err := s.m.eng.Running(ctx, s.name)
+	if err != nil {
+		return nil, err
+	}
+	var reason string
+	switch {
+	case running:
+		err := s.connectLocked(ctx)
+		if err == nil {
+			logEvent(s.m.log, EventChannelReopened, s, start)
+			return s.client, nil
+		}
+		reason = fmt.Sprintf("channel failed: %v", err)
+	case exists:
+		reason = "container stopped"
+	default:
+		reason = "container missing"
+	}
+	if err := s.removeLocked(ctx); err != nil {
+		return nil, err
+	}
+	client, err := s.createLocked(ctx)
+	if err == nil {
+		logEvent(s.m.log, EventRecreatedAfterFailure, s, start, "reason", reason)
+	}
+	return client, err
+}
+
+// createLocked creates, starts and connects to a new container.
+func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
+	start := time.Now()
+	m := s.m
+	if err := m.eng.EnsureImage(ctx, m.cfg.Image); err != nil {
+		return nil, err
+	}
+	if err := m.prepareWorkspaceDir(s.workspaceDir()); err != nil {
+		return nil, err
+	}
+	spec := m.spec(s)
+	err := m.eng.Create(ctx, spec)
+	if errors.Is(err, errNameInUse) {
+		// Names are keyed by this instance's secret: a container with this
+		// name can only be a leftover of this very session.
+		if err = m.eng.Remove(ctx, s.name); err == nil {
+			err = m.eng.Create(ctx, spec)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.created = true
+	logEvent(m.log, EventCreated, s, start, "image", spec.Image, "user", spec.User, "memory_bytes", spec.MemoryBytes,
+		"cpus", spec.CPUs, "pids_limit", spec.PidsLimit, "tmp_bytes", spec.TmpBytes, "nofile", spec.NofileLimit,
+		"nproc", spec.NprocLimit, "network", "none", "cap_drop", "ALL", "no_new_privileges", true, "runtime", spec.Runtime)
+	fail := func(err error) (*wire.Client, error) {
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.APITimeout)
+		defer cancel()
+		if rmErr := s.removeLocked(cleanup); rmErr != nil {
+			m.log.Warn("removing a container that failed to start", "container", s.name, "err", rmErr)
+		}
+		return nil, err
+	}
+	if err := m.eng.Start(ctx, s.name); err != nil {
+		return fail(err)
+	}
+	logEvent(m.log, EventStarted, s, start)
+	if err := s.connectLocked(ctx); err != nil {
+		return fail(fmt.Errorf("the workspace container %s started but its agent did not answer: %w", s.name, err))
+	}
+	logEvent(m.log, EventReady, s, start)
+	return s.client, nil
+}
+
+// connectLocked opens a channel to the agent and waits for it to answer.
+func (s *Session) connectLocked(ctx context.Context) error {
+	stream, err := s.m.eng.OpenChannel(ctx, s.name)
+	if err != nil {
+		return err
+	}
+	client := wire.NewClient(stream, stream)
+	pingCtx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	if err := client.Call(pingCtx, wire.OpPing, nil, nil); err != nil {
+		stream.Close()
+		return fmt.Errorf("waiting for the agent: %w", err)
+	}
+	s.client, s.stream = client, stream
+	return nil
+}
+
+func (s *Session) dropChannelLocked() {
+	if s.stream != nil {
+		s.stream.Close()
+	}
+	s.client, s.stream = nil, nil
+}
+
+// removeLocked removes the container; the channel dies with it.
+func (s *Session) removeLocked(ctx context.Context) error {
+	if !s.created {
+		s.dropChannelLocked()
+		return nil
+	}
+	err := s.m.eng.Remove(ctx, s.name)
+	s.dropChannelLocked()
+	if err != nil {
+		return err
+	}
+	s.created = false
+	return nil
+}
+
+// cleanupIfIdle removes the container when no call has run for idle. The
+// files stay; the next call starts a new container on them.
+func (s *Session) cleanupIfIdle(ctx context.Context, idle time.Duration) {
+	last := time.Unix(0, s.lastUsed.Load())
+	if s.active.Load() > 0 || time.Since(last) < idle {
+		return
+	}
+	// A session busy creating or removing its container is not idle.
+	if !s.mu.TryLock() {
+		return
+	}
+	defer s.mu.Unlock()
+	if !s.created || s.ended || s.active.Load() > 0 {
+		return
+	}
+	start := time.Now()
+	if err := s.removeLocked(ctx); err != nil {
+		s.m.log.Warn("idle cleanup failed", "session", s.hash, "container", s.name, "err", err)
+		return
+	}
+	logEvent(s.m.log, EventIdleCleanup, s, start, "idle_ms", time.Since(last).Milliseconds())
+}
+
+// end removes the container and, unless they are kept, the session's files.
+func (s *Session) end(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return
+	}
+	s.ended = true
+	start := time.Now()
+	had := s.created
+	if err := s.removeLocked(ctx); err != nil {
+		s.m.log.Warn("removing container at session end", "session", s.hash, "container", s.name, "err", err)
+	}
+	if !s.m.cfg.KeepSessionDirs {
+		if err := os.RemoveAll(s.dir); err != nil {
+			s.m.log.Warn("deleting session directory", "session", s.hash, "dir", s.dir, "err", err)
+		}
+	}
+	if had {
+		logEvent(s.m.log, EventRemoved, s, start, "reason", "session ended")
+	}
+}

@@ -1,0 +1,69 @@
+// Package workspace gives each MCP session its own sandbox: a hardened
+// Podman container, created on the first call that needs it, with the
+// session's files under /workspace and the wink-mcp agent as its init. It
+// hides Podman from the tools: they see the Workspace interface.
+//
+// The Manager maps sessions to containers, removes idle ones, recreates dead
+// ones, and at start-up removes containers left by wink-mcp servers that
+// died, never those of a server that is still running.
+package workspace
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/agent/wire"
+)
+
+// Errors a Workspace returns; tools turn them into messages for the model.
+var (
+	// ErrSessionEnded means the session is over and its workspace gone.
+	ErrSessionEnded = errors.New("the session has ended")
+	// ErrWorkspaceLost means the container or the channel to it died during
+	// the call; the next call starts it again.
+	ErrWorkspaceLost = errors.New("the workspace container stopped during the call; the next call starts it again (files in /workspace are kept)")
+)
+
+// ExecRequest is a command to run in a session's container.
+type ExecRequest struct {
+	// Argv is the command; Argv[0] is looked up in PATH.
+	Argv []string
+	// Dir is the working directory, already normalised by CleanPath ("" for the root).
+	Dir string
+	// Env is merged over the container's environment.
+	Env map[string]string
+	// Stdin is piped to the command.
+	Stdin string
+	// Timeout bounds the run; the whole process tree is killed when it passes.
+	Timeout time.Duration
+	// Capture keeps the output; otherwise it is only counted.
+	Capture bool
+	// OutputLimit is the number of bytes kept of each stream.
+	OutputLimit int
+}
+
+// ExecResult is what a command did. Its Dir is absolute, inside the container.
+type ExecResult = wire.ExecResult
+
+// ContainerInfo describes a session's container.
+type ContainerInfo struct {
+	// Name is the container's name in Podman.
+	Name string
+	// Image is the image it runs.
+	Image string
+}
+
+// Workspace is one session's sandbox, as the tools see it. Implementations
+// are safe for concurrent use; every method honours ctx's cancellation.
+type Workspace interface {
+	// Exec runs a command in the session's container, creating the container
+	// first if needed. A command that runs, whatever its exit status, is a
+	// result; one that cannot start is an error.
+	Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
+	// Start makes sure the container exists, runs and answers.
+	Start(ctx context.Context) (ContainerInfo, error)
+	// Reset removes the container and deletes the session's files; the next
+	// call starts a fresh container on an empty workspace.
+	Reset(ctx context.Context) (ContainerInfo, error)
+}
