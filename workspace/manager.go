@@ -74,12 +74,16 @@ func (m *Manager) Session(id string) (*Session, error) {
 	if s, ok := m.sessions[id]; ok {
 		return s, nil
 	}
-	hash := sessionHash(m.inst.secret, id)
+	hash := m.SessionHash(id)
 	s := &Session{m: m, hash: hash, name: containerName(m.cfg.NamePrefix, hash), dir: m.inst.sessionDir(hash)}
 	s.lastUsed.Store(time.Now().UnixNano())
 	m.sessions[id] = s
 	return s, nil
 }
+
+// SessionHash returns the name a session goes by in logs and container
+// names; the raw session ID is never logged.
+func (m *Manager) SessionHash(id string) string { return sessionHash(m.inst.secret, id) }
 
 // EndSession removes the session's container and files. It is a no-op for
 // a session that never made a call.

@@ -84,7 +84,8 @@ func (e *podmanEngine) OpenChannel(ctx context.Context, name string) (io.ReadWri
 			err = io.EOF
 		}
 		stdoutW.CloseWithError(err)
-		stdinR.Close()
+		// An EOF, not a closed pipe, ends the bindings' stdin copier quietly.
+		stdinW.Close()
 		close(ch.ended)
 		// Exec sessions stay listed on the container until removed; a
 		// service too old for the endpoint just keeps them until the container goes.

@@ -40,8 +40,8 @@ func podmanSpec(c containerSpec) *specgen.SpecGenerator {
 		Pids:   &spec.LinuxPids{Limit: c.PidsLimit},
 	}
 	s.Rlimits = []spec.POSIXRlimit{
-		{Type: "RLIMIT_NOFILE", Soft: c.NofileLimit, Hard: c.NofileLimit},
-		{Type: "RLIMIT_NPROC", Soft: c.NprocLimit, Hard: c.NprocLimit},
+		{Type: "nofile", Soft: c.NofileLimit, Hard: c.NofileLimit},
+		{Type: "nproc", Soft: c.NprocLimit, Hard: c.NprocLimit},
 	}
 	s.Mounts = []spec.Mount{
 		{Type: "bind", Source: c.WorkspaceDir, Destination: Root, Options: []string{"rw", "nosuid", "nodev"}},

@@ -62,7 +62,7 @@ func (s *Session) Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
 func (s *Session) Start(ctx context.Context) (ContainerInfo, error) {
 	defer s.enter()()
 	_, err := s.ensure(ctx)
-	return s.info(), err
+	return s.Info(), err
 }
 
 // Reset implements Workspace.
@@ -71,23 +71,24 @@ func (s *Session) Reset(ctx context.Context) (ContainerInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
-		return s.info(), ErrSessionEnded
+		return s.Info(), ErrSessionEnded
 	}
 	start := time.Now()
 	had := s.created
 	if err := s.removeLocked(ctx); err != nil {
-		return s.info(), err
+		return s.Info(), err
 	}
 	if err := os.RemoveAll(s.workspaceDir()); err != nil {
-		return s.info(), fmt.Errorf("deleting the workspace files: %w", err)
+		return s.Info(), fmt.Errorf("deleting the workspace files: %w", err)
 	}
 	if had {
 		logEvent(s.m.log, EventRemoved, s, start, "reason", "reset")
 	}
-	return s.info(), nil
+	return s.Info(), nil
 }
 
-func (s *Session) info() ContainerInfo {
+// Info implements Workspace.
+func (s *Session) Info() ContainerInfo {
 	return ContainerInfo{Name: s.name, Image: s.m.cfg.Image}
 }
 

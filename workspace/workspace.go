@@ -57,6 +57,8 @@ type ContainerInfo struct {
 // Workspace is one session's sandbox, as the tools see it. Implementations
 // are safe for concurrent use; every method honours ctx's cancellation.
 type Workspace interface {
+	// Info describes the session's container, whether or not it runs yet.
+	Info() ContainerInfo
 	// Exec runs a command in the session's container, creating the container
 	// first if needed. A command that runs, whatever its exit status, is a
 	// result; one that cannot start is an error.

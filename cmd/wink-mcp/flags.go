@@ -1,0 +1,191 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/server"
+	"github.com/wink-mcp/wink-mcp/workspace"
+)
+
+// errHelp is returned when -h was given and the usage has been printed.
+var errHelp = errors.New("help requested")
+
+type logOptions struct {
+	level  string
+	format string
+}
+
+// parseServeFlags builds the server's configuration from, in increasing
+// precedence, the defaults, the environment (read through lookup) and args.
+func parseServeFlags(args []string, lookup func(string) (string, bool), out io.Writer) (server.Config, logOptions, error) {
+	cfg := server.Config{Workspace: workspace.DefaultConfig(), ShutdownTimeout: server.DefaultShutdownTimeout}
+	w := &cfg.Workspace
+	logs := logOptions{level: "info", format: "text"}
+	fs := flag.NewFlagSet("wink-mcp", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, "usage: wink-mcp [serve] [flags]\n\nServes MCP over stdio; each session gets its own Podman container.\nEvery flag can also be set by the environment variable named in brackets.\n\n")
+		fs.PrintDefaults()
+	}
+	b := &binder{fs: fs, lookup: lookup}
+	b.str(&w.Image, "image", "container image for workspaces, pulled when missing", "WINK_IMAGE")
+	b.str(&w.User, "user", "numeric uid:gid the container runs as", "WINK_USER")
+	b.bytes(&w.MemoryBytes, "memory", "memory limit, no swap beyond it (e.g. 1g, 512m)", "WINK_MEMORY")
+	b.float(&w.CPUs, "cpus", "CPU limit in cores", "WINK_CPUS")
+	b.int64(&w.PidsLimit, "pids-limit", "maximum processes per container", "WINK_PIDS_LIMIT")
+	b.bytes(&w.TmpBytes, "tmp-size", "size of the /tmp tmpfs (e.g. 256m)", "WINK_TMP_SIZE")
+	b.uint64(&w.NofileLimit, "nofile", "RLIMIT_NOFILE of the container", "WINK_NOFILE")
+	b.uint64(&w.NprocLimit, "nproc", "RLIMIT_NPROC of the container user (counted per host UID)", "WINK_NPROC")
+	b.str(&w.Runtime, "runtime", "OCI runtime, e.g. runc or crun (default: Podman's)", "WINK_RUNTIME")
+	b.str(&w.NamePrefix, "name-prefix", "prefix of container names", "WINK_NAME_PREFIX")
+	b.str(&w.CacheDir, "cache-dir", "directory holding session workspaces", "WINK_CACHE")
+	b.boolean(&w.KeepSessionDirs, "keep-session-dirs", "keep session directories after sessions end", "WINK_KEEP_SESSION_DIRS")
+	b.duration(&w.IdleTimeout, "idle-timeout", "remove a session's container after this long without calls", "WINK_IDLE_TIMEOUT")
+	b.str(&w.PodmanURL, "podman-url", "Podman service URL (default: the root socket, then the rootless one)", "CONTAINER_HOST", "PODMAN_BASE_URL")
+	b.str(&w.PodmanIdentity, "podman-identity", "SSH key for ssh:// Podman URLs", "PODMAN_IDENTITY")
+	b.duration(&w.APITimeout, "podman-timeout", "deadline of each Podman API call", "WINK_PODMAN_TIMEOUT")
+	b.duration(&w.PullTimeout, "pull-timeout", "deadline of an image pull", "WINK_PULL_TIMEOUT")
+	b.duration(&cfg.ShutdownTimeout, "shutdown-timeout", "deadline for removing containers when a session or the server ends", "WINK_SHUTDOWN_TIMEOUT")
+	b.str(&logs.level, "log-level", "debug, info, warn or error", "WINK_LOG_LEVEL")
+	b.str(&logs.format, "log-format", "text or json (logs always go to stderr)", "WINK_LOG_FORMAT")
+	if err := errors.Join(b.errs...); err != nil {
+		return cfg, logs, err
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, logs, errHelp
+		}
+		return cfg, logs, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, logs, fmt.Errorf("unexpected argument %q (see -h)", fs.Arg(0))
+	}
+	if err := w.Validate(); err != nil {
+		return cfg, logs, err
+	}
+	return cfg, logs, nil
+}
+
+// newLogger returns a slog logger writing to w.
+func newLogger(w io.Writer, o logOptions) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.level)); err != nil {
+		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", o.level)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch o.format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("log format %q: want text or json", o.format)
+}
+
+// binder registers flags whose defaults come from environment variables.
+type binder struct {
+	fs     *flag.FlagSet
+	lookup func(string) (string, bool)
+	errs   []error
+}
+
+// value is a flag.Value over a typed destination.
+type value[T any] struct {
+	p      *T
+	parse  func(string) (T, error)
+	isBool bool
+}
+
+func (v *value[T]) Set(s string) error {
+	x, err := v.parse(s)
+	if err != nil {
+		return err
+	}
+	*v.p = x
+	return nil
+}
+
+func (v *value[T]) String() string {
+	if v == nil || v.p == nil {
+		return ""
+	}
+	return fmt.Sprint(*v.p)
+}
+
+func (v *value[T]) IsBoolFlag() bool { return v.isBool }
+
+func bind[T any](b *binder, p *T, name, usage string, envs []string, parse func(string) (T, error), isBool bool) {
+	v := &value[T]{p: p, parse: parse, isBool: isBool}
+	for _, env := range envs {
+		if s, ok := b.lookup(env); ok && s != "" {
+			if err := v.Set(s); err != nil {
+				b.errs = append(b.errs, fmt.Errorf("environment variable %s=%q: %w", env, s, err))
+			}
+			break
+		}
+	}
+	b.fs.Var(v, name, fmt.Sprintf("%s [%s]", usage, strings.Join(envs, ", ")))
+}
+
+func (b *binder) str(p *string, name, usage string, envs ...string) {
+	bind(b, p, name, usage, envs, func(s string) (string, error) { return s, nil }, false)
+}
+
+func (b *binder) boolean(p *bool, name, usage string, envs ...string) {
+	bind(b, p, name, usage, envs, strconv.ParseBool, true)
+}
+
+func (b *binder) duration(p *time.Duration, name, usage string, envs ...string) {
+	bind(b, p, name, usage, envs, time.ParseDuration, false)
+}
+
+func (b *binder) float(p *float64, name, usage string, envs ...string) {
+	bind(b, p, name, usage, envs, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }, false)
+}
+
+func (b *binder) int64(p *int64, name, usage string, envs ...string) {
+	bind(b, p, name, usage, envs, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }, false)
+}
+
+func (b *binder) uint64(p *uint64, name, usage string, envs ...string) {
+	bind(b, p, name, usage, envs, func(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) }, false)
+}
+
+func (b *binder) bytes(p *int64, name, usage string, envs ...string) {
+	bind(b, p, name, usage, envs, parseBytes, false)
+}
+
+// parseBytes reads a size such as 1073741824, 1g, 512m, 256MiB or 64k
+// (binary units).
+func parseBytes(s string) (int64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "b"), "i")
+	mult := int64(1)
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'k':
+			mult = 1 << 10
+		case 'm':
+			mult = 1 << 20
+		case 'g':
+			mult = 1 << 30
+		case 't':
+			mult = 1 << 40
+		}
+		if mult > 1 {
+			t = t[:n-1]
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q is not a size (use bytes or a unit: 512m, 1g)", s)
+	}
+	return n * mult, nil
+}

@@ -1,0 +1,129 @@
+// Command wink-mcp is an MCP server that gives each session its own
+// hardened Podman container. The same static binary also runs inside those
+// containers as their init ("agent"), as the channel relay ("relay") and as
+// each command's supervisor ("supervise"); those roles are internal.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/wink-mcp/wink-mcp/agent"
+	"github.com/wink-mcp/wink-mcp/server"
+)
+
+// relayDialWait is how long a relay waits for the agent to listen.
+const relayDialWait = 10 * time.Second
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	role := "serve"
+	if len(args) > 0 {
+		role = args[0]
+	}
+	switch role {
+	case "agent":
+		return runAgent(args[1:], stderr)
+	case "relay":
+		return runRelay(stdin, stdout, stderr)
+	case "supervise":
+		if len(args) < 2 || args[1] != "--" {
+			fmt.Fprintln(stderr, "usage: wink-mcp supervise -- COMMAND [ARG...]")
+			return 2
+		}
+		return agent.Supervise(args[2:])
+	case "version", "--version":
+		fmt.Fprintln(stdout, "wink-mcp", server.Version())
+		return 0
+	case "serve":
+		if len(args) > 0 {
+			args = args[1:]
+		}
+	}
+	return runServe(args, stdin, stdout, stderr)
+}
+
+// runServe serves MCP over stdio until stdin ends or a signal arrives, then
+// removes every container it made.
+func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cfg, logOpts, err := parseServeFlags(args, os.LookupEnv, stderr)
+	if err != nil {
+		if err == errHelp {
+			return 0
+		}
+		fmt.Fprintf(stderr, "wink-mcp: %v\n", err)
+		return 2
+	}
+	log, err := newLogger(stderr, logOpts)
+	if err != nil {
+		fmt.Fprintf(stderr, "wink-mcp: %v\n", err)
+		return 2
+	}
+	// The Podman bindings log through logrus; stdout belongs to the protocol.
+	// Their warnings are teardown noise (half-closing a socket they already
+	// closed); errors still show.
+	logrus.SetOutput(stderr)
+	logrus.SetLevel(logrus.ErrorLevel)
+
+	cfg.Logger = log
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	srv, err := server.New(cfg)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		fmt.Fprintf(stderr, "wink-mcp: %v\n", err)
+		return 1
+	}
+	log.Info("serving MCP over stdio", "version", server.Version())
+	serveErr := srv.ServeStdio(ctx, stdin, stdout)
+	closeErr := srv.Close()
+	if serveErr != nil {
+		log.Error("serving stopped", "err", serveErr)
+		return 1
+	}
+	if closeErr != nil {
+		log.Warn("shutdown incomplete", "err", closeErr)
+	}
+	return 0
+}
+
+// runAgent runs the agent as the container's init.
+func runAgent(args []string, stderr io.Writer) int {
+	workspace := "/workspace"
+	if len(args) == 2 && args[0] == "--workspace" {
+		workspace = args[1]
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil)).With("role", "agent")
+	a, err := agent.New(agent.Config{Workspace: workspace, Logger: log})
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	defer a.Close()
+	if err := a.RunInit(context.Background()); err != nil {
+		log.Error("stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// runRelay carries the server's channel from the exec session to the agent.
+func runRelay(stdin io.Reader, stdout, stderr io.Writer) int {
+	if err := agent.Relay(context.Background(), stdin, stdout, relayDialWait); err != nil {
+		fmt.Fprintf(stderr, "wink-mcp relay: %v\n", err)
+		return 1
+	}
+	return 0
+}

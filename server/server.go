@@ -1,0 +1,181 @@
+// Package server builds wink-mcp's MCP server: it registers the tools and
+// the workspace prompt, maps each MCP session to its workspace, and serves
+// the transports.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/wink-mcp/wink-mcp/prompts"
+	"github.com/wink-mcp/wink-mcp/tools"
+	"github.com/wink-mcp/wink-mcp/workspace"
+)
+
+// DefaultShutdownTimeout bounds the removal of containers at shutdown.
+const DefaultShutdownTimeout = 10 * time.Second
+
+// sweepTimeout bounds the start-up sweep of orphaned containers.
+const sweepTimeout = 2 * time.Minute
+
+// Config configures a Server.
+type Config struct {
+	// Workspace says how session containers are made.
+	Workspace workspace.Config
+	// ShutdownTimeout bounds the removal of containers when a session or the server ends.
+	ShutdownTimeout time.Duration
+	// Logger receives every log record; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is wink-mcp's MCP server. Close must be called to remove its containers.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	mgr       *workspace.Manager
+	mcp       *mcpserver.MCPServer
+	sweepDone chan struct{}
+}
+
+// New builds the server and starts sweeping orphaned containers in the
+// background; it does not wait for Podman, which is reached on first use.
+func New(cfg Config) (*Server, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	mgr, err := workspace.NewManager(cfg.Workspace, log)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: log, mgr: mgr, sweepDone: make(chan struct{})}
+
+	hooks := &mcpserver.Hooks{}
+	hooks.AddOnUnregisterSession(func(ctx context.Context, session mcpserver.ClientSession) {
+		// mcp-go may call this with a cancelled context (stdio at EOF).
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+		defer cancel()
+		mgr.EndSession(ctx, session.SessionID())
+	})
+	info := prompts.Info{Image: cfg.Workspace.Image, Workspace: workspace.Root, ShellTimeoutSeconds: 120}
+	s.mcp = mcpserver.NewMCPServer("wink-mcp", Version(),
+		mcpserver.WithToolCapabilities(false),
+		mcpserver.WithPromptCapabilities(false),
+		mcpserver.WithInstructions(prompts.Text(info)),
+		mcpserver.WithHooks(hooks),
+		mcpserver.WithToolHandlerMiddleware(s.observe),
+	)
+	all, err := tools.All(s.workspaceFor, log)
+	if err != nil {
+		mgr.Close(context.Background())
+		return nil, err
+	}
+	s.mcp.AddTools(all...)
+	s.mcp.AddPrompts(prompts.Workspace(info))
+	go s.sweep()
+	return s, nil
+}
+
+// MCP returns the underlying mcp-go server, for in-process clients in tests.
+func (s *Server) MCP() *mcpserver.MCPServer { return s.mcp }
+
+// ServeStdio serves one session over in and out until in ends or ctx is
+// done. Only JSON-RPC is written to out; logs go to the Logger.
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	stdio := mcpserver.NewStdioServer(s.mcp)
+	stdio.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelError))
+	err := stdio.Listen(ctx, in, out)
+	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// Close removes every container of this server and releases its instance,
+// within the shutdown timeout.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	start := time.Now()
+	err := s.mgr.Close(ctx)
+	s.log.Info("server closed", "duration_ms", time.Since(start).Milliseconds())
+	return err
+}
+
+// workspaceFor maps a tool call to its session's workspace.
+func (s *Server) workspaceFor(ctx context.Context) (workspace.Workspace, error) {
+	session := mcpserver.ClientSessionFromContext(ctx)
+	if session == nil {
+		return nil, errors.New("the call carries no MCP session")
+	}
+	return s.mgr.Session(session.SessionID())
+}
+
+// sweep removes containers left by wink-mcp servers that died.
+func (s *Server) sweep() {
+	defer close(s.sweepDone)
+	ctx, cancel := context.WithTimeout(context.Background(), sweepTimeout)
+	defer cancel()
+	start := time.Now()
+	removed, err := s.mgr.SweepOrphans(ctx)
+	if err != nil {
+		s.log.Warn("orphan sweep incomplete", "removed", removed, "err", err)
+		return
+	}
+	s.log.Info("orphan sweep done", "removed", removed, "duration_ms", time.Since(start).Milliseconds())
+}
+
+// observe logs every tool call and turns a panic or a stray Go error into a
+// tool error, so one bad call never takes the server down.
+func (s *Server) observe(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		start := time.Now()
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("tool call panicked", "tool", req.Params.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				res, err = mcp.NewToolResultError(fmt.Sprintf("internal error in %s; the server is still running, try again", req.Params.Name)), nil
+			}
+			if err != nil {
+				s.log.Error("tool call failed", "tool", req.Params.Name, "err", err)
+				res, err = mcp.NewToolResultError(err.Error()), nil
+			}
+			attrs := []any{"tool", req.Params.Name, "duration_ms", time.Since(start).Milliseconds(), "is_error", res.IsError}
+			if session := mcpserver.ClientSessionFromContext(ctx); session != nil {
+				attrs = append(attrs, "session", s.mgr.SessionHash(session.SessionID()))
+			}
+			if res.IsError {
+				attrs = append(attrs, "error", firstText(res))
+			}
+			s.log.Info("tool call", attrs...)
+		}()
+		return next(ctx, req)
+	}
+}
+
+func firstText(res *mcp.CallToolResult) string {
+	for _, c := range res.Content {
+		if t, ok := c.(mcp.TextContent); ok {
+			return t.Text
+		}
+	}
+	return ""
+}
+
+// Version is the module version wink-mcp was built from, or "dev".
+func Version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

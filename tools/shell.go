@@ -1,0 +1,244 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/invopop/jsonschema"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/wink-mcp/wink-mcp/schema"
+	"github.com/wink-mcp/wink-mcp/workspace"
+)
+
+// Limits of podman_shell that no schema keyword states; the others are in
+// ShellParams' tags and JSONSchemaExtend.
+const (
+	// MaxCommandBytes bounds the bytes of all of command's arguments together.
+	MaxCommandBytes = 4096
+	// MaxOutputBytes is how much of each output stream a result keeps.
+	MaxOutputBytes = 32 << 10
+	// TruncatedMarker ends an output stream that was cut.
+	TruncatedMarker = "[truncated]"
+	// NotCapturedNote replaces the output when capture_output is false.
+	NotCapturedNote = "[not captured: capture_output was false]"
+	// logPreviewChars is how much of each stream the log records.
+	logPreviewChars = 200
+	defaultTimeout  = 30
+)
+
+// Shell actions.
+const (
+	ActionExec  = "exec"
+	ActionStart = "start"
+	ActionStop  = "stop"
+)
+
+// ShellParams are podman_shell's arguments.
+type ShellParams struct {
+	Command        []string          `json:"command,omitempty" jsonschema:"minItems=1,maxItems=512,pattern=^[\\x01-\\x7F]*$" jsonschema_description:"The command as an argv array; the first element is the executable, looked up in PATH. Not a shell string: use [\"sh\", \"-c\", \"...\"] for pipes, globs and redirection. ASCII, at most 4096 bytes in all. Required when action is exec."`
+	Cwd            string            `json:"cwd,omitempty" jsonschema:"maxLength=1295" jsonschema_description:"Working directory relative to /workspace (default: /workspace itself). Must be an existing directory inside it."`
+	Env            map[string]string `json:"env,omitempty" jsonschema_description:"Environment variables set for the command, over the container's own. Keys are uppercased; at most 64 entries; ASCII values of at most 512 characters."`
+	Stdin          string            `json:"stdin,omitempty" jsonschema:"maxLength=48000" jsonschema_description:"Text piped to the command's standard input, at most 48000 characters. Never logged."`
+	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"minimum=1,maximum=120,default=30" jsonschema_description:"Seconds before the command and every process it started are killed (exit_code 124, timed_out true)."`
+	CaptureOutput  *bool             `json:"capture_output,omitempty" jsonschema:"default=true" jsonschema_description:"Return stdout and stderr (default true). When false they only say that capture was off; the byte counts are still reported."`
+	Action         string            `json:"action,omitempty" jsonschema:"enum=exec,enum=start,enum=stop,default=exec" jsonschema_description:"exec runs the command; start makes sure the container runs and returns its name; stop removes the container and deletes the files in /workspace, so the next call starts fresh."`
+}
+
+// JSONSchemaExtend states the env limits no struct tag can express.
+func (ShellParams) JSONSchemaExtend(s *jsonschema.Schema) {
+	env, ok := s.Properties.Get("env")
+	if !ok {
+		return
+	}
+	env.MaxProperties = uintPtr(64)
+	env.PropertyNames = &jsonschema.Schema{Pattern: schema.EnvName, MaxLength: uintPtr(128)}
+	env.AdditionalProperties = &jsonschema.Schema{Type: "string", MaxLength: uintPtr(512), Pattern: schema.ASCII}
+}
+
+// Validate checks the rules the schema cannot state and normalises cwd.
+func (p *ShellParams) Validate() error {
+	if p.action() == ActionExec {
+		if len(p.Command) == 0 {
+			return fmt.Errorf("command: is required when action is exec")
+		}
+		if strings.TrimSpace(p.Command[0]) == "" {
+			return fmt.Errorf("command[0]: must name the executable (got an empty or blank string)")
+		}
+		total := 0
+		for _, a := range p.Command {
+			total += len(a)
+		}
+		if total > MaxCommandBytes {
+			return fmt.Errorf("command: is %d bytes in all; the limit is %d (put long scripts in a file with write_file, or pass data on stdin)", total, MaxCommandBytes)
+		}
+	}
+	cwd, err := workspace.CleanPath(p.Cwd)
+	if err != nil {
+		return fmt.Errorf("cwd: %w", err)
+	}
+	p.Cwd = cwd
+	seen := make(map[string]string, len(p.Env))
+	for k := range p.Env {
+		upper := strings.ToUpper(k)
+		if other, dup := seen[upper]; dup {
+			return fmt.Errorf("env: the keys %q and %q are the same once uppercased", other, k)
+		}
+		seen[upper] = k
+	}
+	return nil
+}
+
+func (p *ShellParams) action() string {
+	if p.Action == "" {
+		return ActionExec
+	}
+	return p.Action
+}
+
+// ShellResult is podman_shell's result. For start and stop only action,
+// container and cwd carry information.
+type ShellResult struct {
+	Action      string   `json:"action" jsonschema_description:"The action performed."`
+	Container   string   `json:"container" jsonschema_description:"The session's container."`
+	Command     []string `json:"command" jsonschema_description:"The command that ran (empty for start and stop)."`
+	Cwd         string   `json:"cwd" jsonschema_description:"The absolute working directory inside the container."`
+	ExitCode    int      `json:"exit_code" jsonschema_description:"The exit status; 128+N when killed by signal N; 124 on timeout."`
+	Stdout      string   `json:"stdout" jsonschema_description:"Standard output, at most 32 KiB, ending with [truncated] when cut."`
+	Stderr      string   `json:"stderr" jsonschema_description:"Standard error, at most 32 KiB, ending with [truncated] when cut."`
+	StdoutBytes int64    `json:"stdout_bytes" jsonschema_description:"Bytes the command wrote to stdout in all."`
+	StderrBytes int64    `json:"stderr_bytes" jsonschema_description:"Bytes the command wrote to stderr in all."`
+	DurationMS  int64    `json:"duration_ms" jsonschema_description:"Run time in milliseconds."`
+	TimedOut    bool     `json:"timed_out" jsonschema_description:"True when the timeout killed the command."`
+}
+
+// Text renders the result for text-only clients.
+func (r ShellResult) Text() string {
+	switch r.Action {
+	case ActionStart:
+		return fmt.Sprintf("container %s is running; %s is ready", r.Container, workspace.Root)
+	case ActionStop:
+		return fmt.Sprintf("container %s removed and %s emptied; the next call starts a fresh container", r.Container, workspace.Root)
+	}
+	var b strings.Builder
+	if r.TimedOut {
+		fmt.Fprintf(&b, "timed out after %d ms: the command and every process it started were killed (exit 124)\n", r.DurationMS)
+	} else {
+		fmt.Fprintf(&b, "exit %d in %d ms (cwd %s)\n", r.ExitCode, r.DurationMS, r.Cwd)
+	}
+	for _, s := range []struct {
+		name  string
+		text  string
+		bytes int64
+	}{{"stdout", r.Stdout, r.StdoutBytes}, {"stderr", r.Stderr, r.StderrBytes}} {
+		if s.bytes == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "--- %s (%d bytes) ---\n%s", s.name, s.bytes, s.text)
+		if !strings.HasSuffix(s.text, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// Shell returns the podman_shell tool.
+func Shell(workspaceFor WorkspaceFor, log *slog.Logger) (server.ServerTool, error) {
+	return build(definition[ShellParams, ShellResult]{
+		name:  "podman_shell",
+		title: "Run a command in the workspace container",
+		description: "Run a command in this session's isolated Linux container (Podman) and return its exit code and output. " +
+			"The container is the same one the file tools work on: /workspace holds the session's files. It has no network, " +
+			"no capabilities and runs as an unprivileged user. `command` is an argv array, not a shell string: use " +
+			"[\"sh\", \"-c\", \"...\"] for pipes, globs and redirection. Limits: command at most 4096 bytes; stdin at most " +
+			"48000 characters; env at most 64 entries; timeout_seconds 1-120 (default 30). On timeout the command and every " +
+			"process it started are killed, exit_code is 124 and timed_out is true; processes a command leaves running in " +
+			"the background are also killed when it exits. stdout and stderr keep 32 KiB each and end with [truncated] " +
+			"when cut; stdout_bytes and stderr_bytes give the full sizes. A non-zero exit is a normal result; a command " +
+			"that cannot start (not found, not executable) is an error. action=start makes sure the container runs; " +
+			"action=stop removes it and empties /workspace.",
+		annotations: annotate(false, true, false),
+		handle: func(ctx context.Context, p ShellParams) (ShellResult, error) {
+			ws, err := workspaceFor(ctx)
+			if err != nil {
+				return ShellResult{}, err
+			}
+			return runShell(ctx, ws, p, log)
+		},
+	})
+}
+
+func runShell(ctx context.Context, ws workspace.Workspace, p ShellParams, log *slog.Logger) (ShellResult, error) {
+	res := ShellResult{Action: p.action(), Command: []string{}, Cwd: workspace.Root}
+	switch p.action() {
+	case ActionStart:
+		info, err := ws.Start(ctx)
+		res.Container = info.Name
+		return res, err
+	case ActionStop:
+		info, err := ws.Reset(ctx)
+		res.Container = info.Name
+		return res, err
+	}
+	capture := p.CaptureOutput == nil || *p.CaptureOutput
+	timeout := p.TimeoutSeconds
+	if timeout == 0 {
+		timeout = defaultTimeout
+	}
+	env := make(map[string]string, len(p.Env))
+	for k, v := range p.Env {
+		env[strings.ToUpper(k)] = v
+	}
+	out, err := ws.Exec(ctx, workspace.ExecRequest{
+		Argv:        p.Command,
+		Dir:         p.Cwd,
+		Env:         env,
+		Stdin:       p.Stdin,
+		Timeout:     time.Duration(timeout) * time.Second,
+		Capture:     capture,
+		OutputLimit: MaxOutputBytes,
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Container = ws.Info().Name
+	res.Command = p.Command
+	res.Cwd = out.Dir
+	res.ExitCode = out.ExitCode
+	res.StdoutBytes, res.StderrBytes = out.StdoutBytes, out.StderrBytes
+	res.DurationMS = out.DurationMillis
+	res.TimedOut = out.TimedOut
+	res.Stdout = stream(out.Stdout, out.StdoutTruncated, capture)
+	res.Stderr = stream(out.Stderr, out.StderrTruncated, capture)
+	log.Info("podman_shell finished", "container", res.Container, "argv0", p.Command[0], "args", len(p.Command)-1,
+		"exit_code", res.ExitCode, "timed_out", res.TimedOut, "duration_ms", res.DurationMS,
+		"stdout_bytes", res.StdoutBytes, "stderr_bytes", res.StderrBytes,
+		"stdout_preview", preview(out.Stdout), "stderr_preview", preview(out.Stderr))
+	return res, nil
+}
+
+// stream is one output stream as the result shows it.
+func stream(text string, truncated, captured bool) string {
+	switch {
+	case !captured:
+		return NotCapturedNote
+	case !truncated:
+		return text
+	case strings.HasSuffix(text, "\n"):
+		return text + TruncatedMarker
+	}
+	return text + "\n" + TruncatedMarker
+}
+
+func preview(s string) string {
+	r := []rune(s)
+	if len(r) > logPreviewChars {
+		return string(r[:logPreviewChars]) + "…"
+	}
+	return s
+}
+
+func uintPtr(v uint64) *uint64 { return &v }

@@ -1,0 +1,117 @@
+// Package tools defines wink-mcp's MCP tools. Each tool is a params struct,
+// a result struct and a handler: the params struct is the input schema and
+// the strict decoder (package schema), the result struct is the output
+// schema and the structured content, and its Text method is the rendering
+// for clients that only show text. Handlers reach the session's sandbox
+// through workspace.Workspace and never see Podman.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/wink-mcp/wink-mcp/schema"
+	"github.com/wink-mcp/wink-mcp/workspace"
+)
+
+// WorkspaceFor returns the workspace of the MCP session a call belongs to.
+type WorkspaceFor func(ctx context.Context) (workspace.Workspace, error)
+
+// Result is a tool's structured result.
+type Result interface {
+	// Text renders the result for a model that reads only text content.
+	Text() string
+}
+
+// definition describes one tool; build turns it into an mcp-go tool.
+type definition[P any, R Result] struct {
+	name        string
+	title       string
+	description string
+	annotations mcp.ToolAnnotation
+	handle      func(ctx context.Context, p P) (R, error)
+}
+
+// build generates the tool's schemas from P and R and wraps its handler:
+// arguments are decoded strictly, failures become tool errors (isError) with
+// a message the model can act on, and results carry both structured content
+// and text.
+func build[P any, R Result](d definition[P, R]) (server.ServerTool, error) {
+	dec, err := schema.NewDecoder[P]()
+	if err != nil {
+		return server.ServerTool{}, fmt.Errorf("input schema of %s: %w", d.name, err)
+	}
+	out, err := schema.For[R]()
+	if err != nil {
+		return server.ServerTool{}, fmt.Errorf("output schema of %s: %w", d.name, err)
+	}
+	ann := d.annotations
+	ann.Title = d.title
+	tool := mcp.NewTool(d.name,
+		mcp.WithToolTitle(d.title),
+		mcp.WithDescription(d.description),
+		mcp.WithRawInputSchema(dec.Schema()),
+		mcp.WithRawOutputSchema(out),
+		mcp.WithToolAnnotation(ann),
+	)
+	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		raw, err := rawArguments(req)
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		p, err := dec.Decode(raw)
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		r, err := d.handle(ctx, p)
+		if err != nil {
+			return mcp.NewToolResultError(errorMessage(err)), nil
+		}
+		return mcp.NewToolResultStructured(r, r.Text()), nil
+	}
+	return server.ServerTool{Tool: tool, Handler: handler}, nil
+}
+
+func rawArguments(req mcp.CallToolRequest) (json.RawMessage, error) {
+	switch a := req.GetRawArguments().(type) {
+	case json.RawMessage:
+		return a, nil
+	case nil:
+		return nil, nil
+	default:
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil, fmt.Errorf("arguments are not JSON: %w", err)
+		}
+		return b, nil
+	}
+}
+
+// errorMessage is what the model reads when a call fails.
+func errorMessage(err error) string {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "the call was cancelled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "the call ran out of time: " + err.Error()
+	}
+	return err.Error()
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+// annotate states every behaviour hint explicitly; none is left to a
+// client's default.
+func annotate(readOnly, destructive, idempotent bool) mcp.ToolAnnotation {
+	return mcp.ToolAnnotation{
+		ReadOnlyHint:    boolPtr(readOnly),
+		DestructiveHint: boolPtr(destructive),
+		IdempotentHint:  boolPtr(idempotent),
+		OpenWorldHint:   boolPtr(false),
+	}
+}
