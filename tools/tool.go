@@ -50,15 +50,13 @@ func build[P any, R Result](d definition[P, R]) (server.ServerTool, error) {
 	if err != nil {
 		return server.ServerTool{}, fmt.Errorf("output schema of %s: %w", d.name, err)
 	}
-	ann := d.annotations
-	ann.Title = d.title
-	tool := mcp.NewTool(d.name,
-		mcp.WithToolTitle(d.title),
-		mcp.WithDescription(d.description),
-		mcp.WithRawInputSchema(dec.Schema()),
-		mcp.WithRawOutputSchema(out),
-		mcp.WithToolAnnotation(ann),
-	)
+	// NewTool would also set a default InputSchema, which mcp-go refuses to
+	// marshal next to a raw one: tools/list would fail.
+	tool := mcp.NewToolWithRawSchema(d.name, d.description, dec.Schema())
+	tool.Title = d.title
+	tool.RawOutputSchema = out
+	tool.Annotations = d.annotations
+	tool.Annotations.Title = d.title
 	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		raw, err := rawArguments(req)
 		if err != nil {

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(vars map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := vars[k]
+		return v, ok
+	}
+}
+
+func TestFlagsOverrideEnvironmentOverDefaults(t *testing.T) {
+	cfg, logs, err := parseServeFlags(
+		[]string{"--memory", "512m", "--idle-timeout", "2m", "--log-format", "json"},
+		env(map[string]string{"WINK_MEMORY": "2g", "WINK_IMAGE": "img:1", "WINK_CACHE": "/var/cache/w", "PODMAN_BASE_URL": "tcp://h:1", "WINK_KEEP_SESSION_DIRS": "true"}),
+		io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := cfg.Workspace
+	if w.MemoryBytes != 512<<20 || w.Image != "img:1" || w.CacheDir != "/var/cache/w" || w.IdleTimeout != 2*time.Minute || !w.KeepSessionDirs {
+		t.Errorf("config %+v", w)
+	}
+	if w.PodmanURL != "tcp://h:1" || logs.format != "json" || w.PidsLimit != 256 {
+		t.Errorf("podman url %q, log format %q, pids %d", w.PodmanURL, logs.format, w.PidsLimit)
+	}
+}
+
+func TestContainerHostWinsOverPodmanBaseURL(t *testing.T) {
+	cfg, _, err := parseServeFlags(nil, env(map[string]string{"CONTAINER_HOST": "unix:///a.sock", "PODMAN_BASE_URL": "unix:///b.sock"}), io.Discard)
+	if err != nil || cfg.Workspace.PodmanURL != "unix:///a.sock" {
+		t.Errorf("podman url %q, %v", cfg.Workspace.PodmanURL, err)
+	}
+}
+
+func TestBadSettingsAreNamed(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string
+	}{
+		{name: "bad env size", env: map[string]string{"WINK_MEMORY": "lots"}, wantErr: "WINK_MEMORY"},
+		{name: "bad env duration", env: map[string]string{"WINK_IDLE_TIMEOUT": "soon"}, wantErr: "WINK_IDLE_TIMEOUT"},
+		{name: "bad flag", args: []string{"--cpus", "x"}, wantErr: "cpus"},
+		{name: "invalid value", args: []string{"--user", "root"}, wantErr: "numeric uid:gid"},
+		{name: "stray argument", args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
+		{name: "unknown flag", args: []string{"--nope"}, wantErr: "nope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := parseServeFlags(tt.args, env(tt.env), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("err = %v, want one naming %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	tests := map[string]int64{"1073741824": 1 << 30, "1g": 1 << 30, "1G": 1 << 30, "512m": 512 << 20, "256MiB": 256 << 20, "64k": 64 << 10, "2gb": 2 << 30}
+	for in, want := range tests {
+		if got, err := parseBytes(in); err != nil || got != want {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "g", "-1", "1x", "99999999999t"} {
+		if _, err := parseBytes(bad); err == nil {
+			t.Errorf("parseBytes(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestLogger(t *testing.T) {
+	var b strings.Builder
+	log, err := newLogger(&b, logOptions{level: "warn", format: "json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("hidden")
+	log.Warn("shown")
+	if strings.Contains(b.String(), "hidden") || !strings.Contains(b.String(), `"msg":"shown"`) {
+		t.Errorf("log output %q", b.String())
+	}
+	if _, err := newLogger(&b, logOptions{level: "loud", format: "text"}); err == nil {
+		t.Error("bad level accepted")
+	}
+}
