@@ -78,6 +78,10 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	cfg.Logger = log
 
+	// A client that goes away closes our stdout and stderr; without this the
+	// next write would kill the process with SIGPIPE before it removed its
+	// containers. Ignored, such writes just fail.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	srv, err := server.New(cfg)

@@ -1,0 +1,326 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/wink-mcp/wink-mcp/tools"
+)
+
+// proc is one wink-mcp process under test and the MCP client driving it.
+type proc struct {
+	t      *testing.T
+	client *client.Client
+	cmd    *exec.Cmd
+	logs   *logBuffer
+	prefix string // container name prefix, unique to this process
+	cache  string
+	exited chan struct{}
+}
+
+type startOptions struct {
+	cache string
+	image string
+	args  []string
+}
+
+// start launches wink-mcp over stdio and initializes a session. Containers
+// it leaves behind are removed at cleanup, so one failing test does not
+// disturb the next; tests that check for leaks look before that.
+func start(t *testing.T, opts startOptions) *proc {
+	t.Helper()
+	if opts.cache == "" {
+		opts.cache = t.TempDir()
+	}
+	if opts.image == "" {
+		opts.image = testImage
+	}
+	p := &proc{t: t, logs: &logBuffer{}, prefix: "wt" + randomHex(4), cache: opts.cache, exited: make(chan struct{})}
+	args := append([]string{
+		"--image", opts.image, "--cache-dir", opts.cache, "--name-prefix", p.prefix,
+		"--podman-url", "unix://" + podmanSocket, "--log-format", "json", "--log-level", "debug",
+	}, opts.args...)
+	commandFunc := func(_ context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
+		p.cmd = exec.Command(command, args...)
+		p.cmd.Env = append(os.Environ(), env...)
+		return p.cmd, nil
+	}
+	c, err := client.NewStdioMCPClientWithOptions(winkBin, nil, args,
+		transport.WithCommandFunc(commandFunc), transport.WithCommandStderrWriter(p.logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.client = c
+	go func() {
+		// The transport owns cmd.Wait; watch /proc instead of racing it.
+		for processAlive(p.cmd.Process.Pid) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		c.Close()
+		removeContainers(t, p.prefix)
+		if t.Failed() {
+			t.Logf("wink-mcp log:\n%s", p.logs.String())
+		}
+	})
+	var req mcp.InitializeRequest
+	req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	req.Params.ClientInfo = mcp.Implementation{Name: "wink-integration", Version: "0"}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.Initialize(ctx, req); err != nil {
+		t.Fatalf("initialize: %v\n%s", err, p.logs.String())
+	}
+	return p
+}
+
+// call invokes a tool and returns its result, failing on protocol errors.
+func (p *proc) call(name string, args map[string]any) *mcp.CallToolResult {
+	p.t.Helper()
+	var req mcp.CallToolRequest
+	req.Params.Name = name
+	req.Params.Arguments = args
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := p.client.CallTool(ctx, req)
+	if err != nil {
+		p.t.Fatalf("calling %s: %v", name, err)
+	}
+	return res
+}
+
+// shellRequest is a podman_shell call with only a command.
+func shellRequest(argv ...string) mcp.CallToolRequest {
+	var req mcp.CallToolRequest
+	req.Params.Name = "podman_shell"
+	req.Params.Arguments = map[string]any{"command": argv}
+	return req
+}
+
+// shell runs podman_shell and decodes its result; a tool error fails the test.
+func (p *proc) shell(args map[string]any) tools.ShellResult {
+	p.t.Helper()
+	res := p.call("podman_shell", args)
+	if res.IsError {
+		p.t.Fatalf("podman_shell %v failed: %s", args, textOf(res))
+	}
+	var out tools.ShellResult
+	decodeStructured(p.t, res, &out)
+	return out
+}
+
+// run is shell with only a command.
+func (p *proc) run(argv ...string) tools.ShellResult {
+	p.t.Helper()
+	return p.shell(map[string]any{"command": argv})
+}
+
+// container makes sure the session's container runs and returns its name.
+func (p *proc) container() string {
+	p.t.Helper()
+	return p.shell(map[string]any{"action": "start"}).Container
+}
+
+// closeStdin ends the session the way a client does, and waits for a clean exit.
+func (p *proc) closeStdin() {
+	p.t.Helper()
+	if err := p.client.Close(); err != nil {
+		p.t.Logf("closing client: %v", err)
+	}
+	p.waitExit(20 * time.Second)
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		p.t.Errorf("wink-mcp exited with %d after stdin closed", code)
+	}
+}
+
+func (p *proc) waitExit(within time.Duration) {
+	p.t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(within):
+		p.t.Fatalf("wink-mcp did not exit within %s", within)
+	}
+}
+
+// waitLog waits for a log record with this message (and these attributes).
+func (p *proc) waitLog(within time.Duration, msg string, attrs map[string]any) map[string]any {
+	p.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		if rec := p.logs.find(msg, attrs); rec != nil {
+			return rec
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("no log record %q %v within %s", msg, attrs, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// logBuffer collects the JSON log a wink-mcp process writes to stderr.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(b)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// records returns the log records that parse as JSON.
+func (l *logBuffer) records() []map[string]any {
+	var out []map[string]any
+	for _, line := range strings.Split(l.String(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+func (l *logBuffer) find(msg string, attrs map[string]any) map[string]any {
+	for _, rec := range l.records() {
+		if rec["msg"] != msg {
+			continue
+		}
+		match := true
+		for k, v := range attrs {
+			if fmt.Sprint(rec[k]) != fmt.Sprint(v) {
+				match = false
+			}
+		}
+		if match {
+			return rec
+		}
+	}
+	return nil
+}
+
+// count returns how many records carry event=name.
+func (l *logBuffer) count(event string) int {
+	n := 0
+	for _, rec := range l.records() {
+		if rec["event"] == event {
+			n++
+		}
+	}
+	return n
+}
+
+func textOf(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func decodeStructured(t *testing.T, res *mcp.CallToolResult, into any) {
+	t.Helper()
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, into); err != nil {
+		t.Fatalf("structured content %s: %v", b, err)
+	}
+}
+
+// podman runs the podman CLI and returns its trimmed output.
+func podman(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command("podman", args...).CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+func containerExists(t *testing.T, name string) bool {
+	t.Helper()
+	return exec.Command("podman", "container", "exists", name).Run() == nil
+}
+
+// containersNamed lists the containers whose names start with prefix.
+func containersNamed(t *testing.T, prefix string) []string {
+	t.Helper()
+	out, err := podman(t, "ps", "-a", "--filter", "name=^"+prefix+"-", "--format", "{{.Names}}")
+	if err != nil {
+		t.Fatalf("podman ps: %v: %s", err, out)
+	}
+	if out == "" {
+		return nil
+	}
+	return strings.Fields(out)
+}
+
+func removeContainers(t *testing.T, prefix string) {
+	for _, name := range containersNamed(t, prefix) {
+		_, _ = podman(t, "rm", "-f", "-t", "0", name)
+	}
+}
+
+// waitUntil polls cond until it holds or within passes.
+func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// sessionDirs lists the session directories under a cache directory.
+func sessionDirs(t *testing.T, cache string) []string {
+	t.Helper()
+	dirs, _ := filepath.Glob(filepath.Join(cache, "instances", "*", "sessions", "*"))
+	return dirs
+}
+
+// processAlive reports whether pid runs (it is neither gone nor a zombie).
+func processAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	end := bytes.LastIndexByte(b, ')')
+	return end < 0 || end+2 >= len(b) || b[end+2] != 'Z'
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

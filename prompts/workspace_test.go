@@ -1,0 +1,39 @@
+package prompts
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+func TestTextNamesTheSandboxAndItsSettings(t *testing.T) {
+	info := Info{Image: "img:1", Workspace: "/workspace", ShellTimeoutSeconds: 120,
+		Mounts: []Mount{{HostPath: "/home/u/proj", WorkspacePath: "proj", Mode: "overlay"}}}
+	text := Text(info)
+	for _, want := range []string{"isolated Linux container powered by Podman", "operate on `/workspace`", "at most 120 seconds",
+		"no network access", "Do not assume files outside `/workspace` exist", "| image | `img:1` |", "`/home/u/proj` at `/workspace/proj` (overlay)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(Text(Info{Image: "i", Workspace: "/workspace"}), "| mount |") {
+		t.Error("a workspace without mounts lists one")
+	}
+}
+
+func TestPromptServesTheText(t *testing.T) {
+	info := Info{Image: "img:1", Workspace: "/workspace", ShellTimeoutSeconds: 120}
+	p := Workspace(info)
+	if p.Prompt.Name != Name || p.Prompt.Title != Title {
+		t.Errorf("prompt %+v", p.Prompt)
+	}
+	res, err := p.Handler(context.Background(), mcp.GetPromptRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Messages[0].Content.(mcp.TextContent).Text; got != Text(info) {
+		t.Errorf("prompt text differs from Text")
+	}
+}
