@@ -133,12 +133,23 @@ func (a *Agent) handle(ctx context.Context, req wire.Request) wire.Response {
 	case wire.OpPing:
 		result = wire.PingResult{PID: os.Getpid()}
 	case wire.OpExec:
-		var args wire.ExecArgs
-		if err := json.Unmarshal(req.Args, &args); err != nil {
-			werr = wire.Errorf(wire.CodeBadRequest, "decoding exec arguments: %v", err)
-			break
-		}
-		result, werr = a.exec(ctx, args)
+		result, werr = dispatch(req.Args, func(args wire.ExecArgs) (*wire.ExecResult, *wire.Error) { return a.exec(ctx, args) })
+	case wire.OpPython:
+		result, werr = dispatch(req.Args, func(args wire.PythonArgs) (*wire.PythonResult, *wire.Error) { return a.python(ctx, args) })
+	case wire.OpList:
+		result, werr = dispatch(req.Args, func(args wire.PathArgs) (*wire.ListResult, *wire.Error) { return a.list(args.Path) })
+	case wire.OpRead:
+		result, werr = dispatch(req.Args, a.read)
+	case wire.OpWrite:
+		result, werr = dispatch(req.Args, a.write)
+	case wire.OpEdit:
+		result, werr = dispatch(req.Args, a.edit)
+	case wire.OpGlob:
+		result, werr = dispatch(req.Args, a.glob)
+	case wire.OpGrep:
+		result, werr = dispatch(req.Args, a.grep)
+	case wire.OpRemove:
+		result, werr = dispatch(req.Args, func(args wire.PathArgs) (*wire.RemoveResult, *wire.Error) { return a.remove(args.Path) })
 	default:
 		werr = wire.Errorf(wire.CodeBadRequest, "unknown operation %q", req.Op)
 	}
@@ -150,6 +161,19 @@ func (a *Agent) handle(ctx context.Context, req wire.Request) wire.Response {
 		return wire.Response{ID: req.ID, Error: wire.Errorf(wire.CodeInternal, "encoding result: %v", err)}
 	}
 	return wire.Response{ID: req.ID, Result: b}
+}
+
+// dispatch decodes an operation's arguments and runs it.
+func dispatch[A any, R any](raw json.RawMessage, op func(A) (*R, *wire.Error)) (any, *wire.Error) {
+	var args A
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return nil, wire.Errorf(wire.CodeBadRequest, "decoding arguments: %v", err)
+	}
+	r, werr := op(args)
+	if werr != nil {
+		return nil, werr
+	}
+	return r, nil
 }
 
 // startChild starts cmd and records it as a live supervisor, under the same

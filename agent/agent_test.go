@@ -17,8 +17,8 @@ import (
 
 // TestMain lets the test binary act as the supervisor the agent re-executes.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 2 && os.Args[1] == "supervise" && os.Args[2] == "--" {
-		os.Exit(Supervise(os.Args[3:]))
+	if len(os.Args) > 1 && os.Args[1] == "supervise" {
+		os.Exit(SuperviseMain(os.Args[2:]))
 	}
 	os.Exit(m.Run())
 }

@@ -20,6 +20,10 @@ import (
 // the agent; it is closed, empty, once the command runs.
 const statusFD = 3
 
+// passFD is handed to the command as its descriptor 3 when the agent asks
+// (evaluate_python's runner writes its result there).
+const passFD = 4
+
 // cleanupTimeout bounds the killing of what a command left behind.
 const cleanupTimeout = 2 * time.Second
 
@@ -29,8 +33,9 @@ const cleanupTimeout = 2 * time.Second
 // subreaper of everything the child starts, so processes that double-fork or
 // call setsid stay below it; when the child exits, Supervise kills them all.
 // A child that cannot start is reported as a JSON wire.Error on descriptor 3,
-// with status 127 (not found) or 126 (not executable).
-func Supervise(argv []string) int {
+// with status 127 (not found) or 126 (not executable). With passResult,
+// descriptor 4 becomes the child's descriptor 3.
+func Supervise(argv []string, passResult bool) int {
 	// The status descriptor was inherited without close-on-exec; set it so the
 	// command never holds the pipe (the agent reads it to end of file).
 	unix.CloseOnExec(statusFD)
@@ -48,8 +53,13 @@ func Supervise(argv []string) int {
 	if err != nil {
 		return reportStart(status, lookupError(argv[0], err), 127)
 	}
+	files := []*os.File{os.Stdin, os.Stdout, os.Stderr}
+	if passResult {
+		unix.CloseOnExec(passFD)
+		files = append(files, os.NewFile(passFD, "pass"))
+	}
 	child, err := os.StartProcess(path, argv, &os.ProcAttr{
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+		Files: files,
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	})
 	if err != nil {
@@ -64,6 +74,20 @@ func Supervise(argv []string) int {
 		time.Sleep(time.Millisecond)
 	}
 	return code
+}
+
+// SuperviseMain runs the supervisor from its command line,
+// "[--pass-fd] -- COMMAND [ARG...]", and returns the exit status.
+func SuperviseMain(args []string) int {
+	pass := len(args) > 0 && args[0] == "--pass-fd"
+	if pass {
+		args = args[1:]
+	}
+	if len(args) == 0 || args[0] != "--" {
+		fmt.Fprintln(os.Stderr, "usage: wink-mcp supervise [--pass-fd] -- COMMAND [ARG...]")
+		return 2
+	}
+	return Supervise(args[1:], pass)
 }
 
 // waitFor reaps children until pid exits, collecting any orphan that exits

@@ -38,11 +38,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "relay":
 		return runRelay(stdin, stdout, stderr)
 	case "supervise":
-		if len(args) < 2 || args[1] != "--" {
-			fmt.Fprintln(stderr, "usage: wink-mcp supervise -- COMMAND [ARG...]")
-			return 2
-		}
-		return agent.Supervise(args[2:])
+		return agent.SuperviseMain(args[1:])
 	case "version", "--version":
 		fmt.Fprintln(stdout, "wink-mcp", server.Version())
 		return 0

@@ -1,0 +1,331 @@
+package agent
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/wink-mcp/wink-mcp/agent/wire"
+)
+
+// rel turns a normalised workspace path into the name os.Root expects.
+func rel(p string) string {
+	if p == "" {
+		return "."
+	}
+	return p
+}
+
+// kindOf names the kind of a file mode.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return wire.KindFile
+	case m.IsDir():
+		return wire.KindDirectory
+	case m&fs.ModeSymlink != 0:
+		return wire.KindSymlink
+	}
+	return wire.KindOther
+}
+
+// openRegular opens a regular file for reading. It opens without blocking
+// (a fifo swapped in after a check cannot hang the agent) and checks the
+// opened file itself, so nothing but a regular file is ever read.
+func (a *Agent) openRegular(p string) (*os.File, fs.FileInfo, *wire.Error) {
+	f, err := a.root.OpenFile(rel(p), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, pathError(p, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, pathError(p, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		if fi.IsDir() {
+			return nil, nil, wire.Errorf(wire.CodeInvalid, "%q is a directory; list it with ls", p)
+		}
+		return nil, nil, wire.Errorf(wire.CodeInvalid, "%q is not a regular file (%s); the file tools never open special files", p, kindName(fi.Mode()))
+	}
+	return f, fi, nil
+}
+
+func kindName(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a fifo"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
+}
+
+// readText loads a regular file of at most wire.MaxFileBytes that is UTF-8 text.
+func (a *Agent) readText(p string) (string, *wire.Error) {
+	f, fi, werr := a.openRegular(p)
+	if werr != nil {
+		return "", werr
+	}
+	defer f.Close()
+	if fi.Size() > wire.MaxFileBytes {
+		return "", wire.Errorf(wire.CodeInvalid, "%q is %d bytes; the file tools load files of up to %d bytes; use podman_shell (head, tail, sed -n) for larger ones", p, fi.Size(), wire.MaxFileBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, wire.MaxFileBytes+1))
+	if err != nil {
+		return "", pathError(p, err)
+	}
+	if len(data) > wire.MaxFileBytes {
+		return "", wire.Errorf(wire.CodeInvalid, "%q grew past %d bytes while being read", p, wire.MaxFileBytes)
+	}
+	if !utf8.Valid(data) {
+		return "", wire.Errorf(wire.CodeInvalid, "%q is not UTF-8 text (a binary file of %d bytes); inspect it with podman_shell, e.g. [\"base64\", %q] or [\"od\", \"-c\", %q]", p, len(data), p, p)
+	}
+	return string(data), nil
+}
+
+// writable checks that p may be replaced by a write: it is missing or a
+// regular file. It returns the mode to keep and whether p exists.
+func (a *Agent) writable(p string) (fs.FileMode, bool, *wire.Error) {
+	fi, err := a.root.Lstat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return 0o644, false, nil
+	case err != nil:
+		return 0, false, pathError(p, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, _ := a.root.Readlink(p)
+		return 0, false, wire.Errorf(wire.CodeInvalid, "%q is a symbolic link (to %q); the file tools write files, not links: write to the link's target instead", p, target)
+	case fi.IsDir():
+		return 0, false, wire.Errorf(wire.CodeInvalid, "%q is a directory", p)
+	case !fi.Mode().IsRegular():
+		return 0, false, wire.Errorf(wire.CodeInvalid, "%q is not a regular file (%s); the file tools never open special files", p, kindName(fi.Mode()))
+	}
+	return fi.Mode().Perm(), true, nil
+}
+
+// makeParents creates the directories above p.
+func (a *Agent) makeParents(p string) *wire.Error {
+	dir := path.Dir(p)
+	if dir == "." {
+		return nil
+	}
+	err := a.root.MkdirAll(dir, 0o755)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrExist), errors.Is(err, syscall.ENOTDIR):
+		return wire.Errorf(wire.CodeInvalid, "a parent of %q is a file, not a directory", p)
+	}
+	return pathError(dir, err)
+}
+
+// replaceFile writes data to p atomically: a temporary file in the same
+// directory, then a rename over p. On any failure p is left as it was and
+// the temporary file is removed.
+func (a *Agent) replaceFile(p string, data []byte, perm fs.FileMode) *wire.Error {
+	var suffix [6]byte
+	_, _ = rand.Read(suffix[:])
+	dir, base := path.Split(p)
+	tmp := dir + ".wink-" + truncate(base, 64) + "." + hex.EncodeToString(suffix[:]) + ".tmp"
+	f, err := a.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return pathError(p, err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm) // exact mode, whatever the umask
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = a.root.Rename(tmp, p)
+	}
+	if err != nil {
+		_ = a.root.Remove(tmp)
+		return pathError(p, err)
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// read answers OpRead.
+func (a *Agent) read(args wire.ReadArgs) (*wire.ReadResult, *wire.Error) {
+	text, werr := a.readText(args.Path)
+	if werr != nil {
+		return nil, werr
+	}
+	lines := strings.SplitAfter(text, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	total := len(lines)
+	if args.Offset > total || (args.Offset == total && total > 0) {
+		return nil, wire.Errorf(wire.CodeInvalid, "offset %d is past the end of %q, which has %d lines (offsets start at 0)", args.Offset, args.Path, total)
+	}
+	end := min(args.Offset+args.Limit, total)
+	var b strings.Builder
+	cut := 0
+	for _, line := range lines[args.Offset:end] {
+		body, ending := splitEnding(line)
+		if utf8.RuneCountInString(body) > wire.MaxLineChars {
+			cut++
+			body = string([]rune(body)[:wire.MaxLineChars]) + fmt.Sprintf("… [line cut at %d of %d characters]", wire.MaxLineChars, utf8.RuneCountInString(body))
+		}
+		b.WriteString(body)
+		b.WriteString(ending)
+	}
+	return &wire.ReadResult{
+		Path: args.Path, Content: b.String(), Offset: args.Offset, Limit: end - args.Offset,
+		TotalLines: total, LinesCut: cut, Truncated: end < total || cut > 0,
+	}, nil
+}
+
+// splitEnding separates a line from its "\n" or "\r\n".
+func splitEnding(line string) (string, string) {
+	if body, ok := strings.CutSuffix(line, "\r\n"); ok {
+		return body, "\r\n"
+	}
+	if body, ok := strings.CutSuffix(line, "\n"); ok {
+		return body, "\n"
+	}
+	return line, ""
+}
+
+// write answers OpWrite.
+func (a *Agent) write(args wire.WriteArgs) (*wire.WriteResult, *wire.Error) {
+	if args.Path == "" {
+		return nil, wire.Errorf(wire.CodeInvalid, "the path names the workspace root, not a file")
+	}
+	if n := utf8.RuneCountInString(args.Content); n > wire.MaxFileChars {
+		return nil, wire.Errorf(wire.CodeInvalid, "content is %d characters; the limit is %d", n, wire.MaxFileChars)
+	}
+	if werr := a.makeParents(args.Path); werr != nil {
+		return nil, werr
+	}
+	perm, exists, werr := a.writable(args.Path)
+	if werr != nil {
+		return nil, werr
+	}
+	if werr := a.replaceFile(args.Path, []byte(args.Content), perm); werr != nil {
+		return nil, werr
+	}
+	return &wire.WriteResult{Path: args.Path, SizeBytes: int64(len(args.Content)), Created: !exists}, nil
+}
+
+// edit answers OpEdit.
+func (a *Agent) edit(args wire.EditArgs) (*wire.EditResult, *wire.Error) {
+	switch {
+	case args.Old == "":
+		return nil, wire.Errorf(wire.CodeInvalid, "old_string is empty; to create or replace a whole file use write_file")
+	case args.Old == args.New:
+		return nil, wire.Errorf(wire.CodeInvalid, "old_string and new_string are the same; nothing would change")
+	}
+	perm, exists, werr := a.writable(args.Path)
+	if werr != nil {
+		return nil, werr
+	}
+	if !exists {
+		return nil, wire.Errorf(wire.CodeNotFound, "%q does not exist in /workspace; create it with write_file", args.Path)
+	}
+	text, werr := a.readText(args.Path)
+	if werr != nil {
+		return nil, werr
+	}
+	old, repl := args.Old, args.New
+	n := strings.Count(text, old)
+	if n == 0 && strings.Contains(text, "\r\n") {
+		// The file uses CRLF and the model wrote LF: match and write CRLF.
+		if crlfOld := toCRLF(old); crlfOld != old {
+			if c := strings.Count(text, crlfOld); c > 0 {
+				old, repl, n = crlfOld, toCRLF(repl), c
+			}
+		}
+	}
+	switch {
+	case n == 0:
+		return nil, wire.Errorf(wire.CodeNotFound, "old_string was not found in %q; read the file again and copy the text exactly, whitespace and indentation included", args.Path)
+	case n > 1 && !args.ReplaceAll:
+		return nil, wire.Errorf(wire.CodeInvalid, "old_string occurs %d times in %q (at lines %s); include more surrounding text to pick one, or set replace_all to replace all %d", n, args.Path, occurrenceLines(text, old), n)
+	}
+	var updated string
+	if args.ReplaceAll {
+		updated = strings.ReplaceAll(text, old, repl)
+	} else {
+		updated = strings.Replace(text, old, repl, 1)
+	}
+	if c := utf8.RuneCountInString(updated); c > wire.MaxFileChars {
+		return nil, wire.Errorf(wire.CodeInvalid, "the edited %q would be %d characters; the limit is %d, so the file was left unchanged", args.Path, c, wire.MaxFileChars)
+	}
+	if werr := a.replaceFile(args.Path, []byte(updated), perm); werr != nil {
+		return nil, werr
+	}
+	return &wire.EditResult{Path: args.Path, Replacements: n, SizeBytes: int64(len(updated))}, nil
+}
+
+// toCRLF rewrites every line ending of s as "\r\n".
+func toCRLF(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\n", "\r\n")
+}
+
+// occurrenceLines lists the line numbers where sub starts, at most ten.
+func occurrenceLines(text, sub string) string {
+	var lines []string
+	line, from := 1, 0
+	for len(lines) < 10 {
+		i := strings.Index(text[from:], sub)
+		if i < 0 {
+			break
+		}
+		line += strings.Count(text[from:from+i], "\n")
+		lines = append(lines, fmt.Sprint(line))
+		line += strings.Count(sub, "\n")
+		from += i + len(sub)
+	}
+	return strings.Join(lines, ", ")
+}
+
+// remove answers OpRemove.
+func (a *Agent) remove(p string) (*wire.RemoveResult, *wire.Error) {
+	if p == "" {
+		return nil, wire.Errorf(wire.CodeInvalid, "refusing to remove the workspace root; remove the entries inside it instead")
+	}
+	fi, err := a.root.Lstat(p)
+	if err != nil {
+		return nil, pathError(p, err)
+	}
+	count := 1
+	if fi.IsDir() {
+		count = 0
+		// WalkDir does not follow symlinks: a link is counted, its target is not.
+		_ = fs.WalkDir(a.root.FS(), p, func(string, fs.DirEntry, error) error {
+			count++
+			return nil
+		})
+		err = a.root.RemoveAll(p)
+	} else {
+		err = a.root.Remove(p)
+	}
+	if err != nil {
+		return nil, pathError(p, err)
+	}
+	return &wire.RemoveResult{Path: p, RemovedEntries: count}, nil
+}

@@ -1,0 +1,215 @@
+package wire
+
+import "time"
+
+// File operations. Every path in their arguments is relative to the
+// workspace and already normalised by the server ("" is the root); the agent
+// resolves it through os.Root, so no path, symlink included, leads outside.
+const (
+	OpList   = "ls"
+	OpRead   = "read"
+	OpWrite  = "write"
+	OpEdit   = "edit"
+	OpGlob   = "glob"
+	OpGrep   = "grep"
+	OpRemove = "rm"
+	OpPython = "python"
+)
+
+// Limits the agent enforces, shared with the tools that describe them.
+const (
+	// MaxFileChars bounds what write_file, edit_file and evaluate_python write.
+	MaxFileChars = 48_000
+	// MaxResults bounds the entries of ls and the matches of glob and grep.
+	MaxResults = 2_000
+	// MaxReadLines bounds the lines one read_file returns.
+	MaxReadLines = 2_000
+	// MaxLineChars is where read_file cuts a long line.
+	MaxLineChars = 2_000
+	// MaxGrepLineChars is where grep cuts a matching line.
+	MaxGrepLineChars = 500
+	// MaxFileBytes is the largest file read_file, edit_file and grep load.
+	MaxFileBytes = 16 << 20
+	// MaxWalkEntries bounds the entries glob and grep visit in one call.
+	MaxWalkEntries = 200_000
+)
+
+// Entry kinds in ListResult.
+const (
+	KindFile      = "file"
+	KindDirectory = "directory"
+	KindSymlink   = "symlink"
+	KindOther     = "other"
+)
+
+// PathArgs are the arguments of OpList and OpRemove.
+type PathArgs struct {
+	Path string `json:"path"`
+}
+
+// Entry is one directory entry.
+type Entry struct {
+	Name       string    `json:"name"`
+	Path       string    `json:"path"`
+	Kind       string    `json:"kind"`
+	SizeBytes  int64     `json:"size_bytes"`
+	Modified   time.Time `json:"modified"`
+	LinkTarget string    `json:"link_target,omitempty"`
+}
+
+// ListResult answers OpList. Entries are sorted, directories first.
+type ListResult struct {
+	Path      string  `json:"path"`
+	Entries   []Entry `json:"entries"`
+	Total     int     `json:"total"`
+	Truncated bool    `json:"truncated"`
+}
+
+// ReadArgs are the arguments of OpRead.
+type ReadArgs struct {
+	Path   string `json:"path"`
+	Offset int    `json:"offset"`
+	Limit  int    `json:"limit"`
+}
+
+// ReadResult answers OpRead. Content holds the lines from Offset on, with
+// their line endings; Limit is the number of lines it holds.
+type ReadResult struct {
+	Path       string `json:"path"`
+	Content    string `json:"content"`
+	Offset     int    `json:"offset"`
+	Limit      int    `json:"limit"`
+	TotalLines int    `json:"total_lines"`
+	LinesCut   int    `json:"lines_cut"`
+	Truncated  bool   `json:"truncated"`
+}
+
+// WriteArgs are the arguments of OpWrite.
+type WriteArgs struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+}
+
+// WriteResult answers OpWrite.
+type WriteResult struct {
+	Path      string `json:"path"`
+	SizeBytes int64  `json:"size_bytes"`
+	Created   bool   `json:"created"`
+}
+
+// EditArgs are the arguments of OpEdit.
+type EditArgs struct {
+	Path       string `json:"path"`
+	Old        string `json:"old"`
+	New        string `json:"new"`
+	ReplaceAll bool   `json:"replace_all"`
+}
+
+// EditResult answers OpEdit.
+type EditResult struct {
+	Path         string `json:"path"`
+	Replacements int    `json:"replacements"`
+	SizeBytes    int64  `json:"size_bytes"`
+}
+
+// GlobArgs are the arguments of OpGlob.
+type GlobArgs struct {
+	Pattern string `json:"pattern"`
+	Path    string `json:"path"`
+}
+
+// GlobMatch is one file glob found.
+type GlobMatch struct {
+	Path      string `json:"path"`
+	SizeBytes int64  `json:"size_bytes"`
+}
+
+// GlobResult answers OpGlob. Matches are sorted by path.
+type GlobResult struct {
+	Matches   []GlobMatch `json:"matches"`
+	Truncated bool        `json:"truncated"`
+	Note      string      `json:"note,omitempty"`
+}
+
+// GrepArgs are the arguments of OpGrep.
+type GrepArgs struct {
+	Pattern string `json:"pattern"`
+	Path    string `json:"path"`
+	Glob    string `json:"glob,omitempty"`
+}
+
+// GrepMatch is one matching line.
+type GrepMatch struct {
+	Path       string `json:"path"`
+	LineNumber int    `json:"line_number"`
+	Line       string `json:"line"`
+}
+
+// GrepResult answers OpGrep. Matches are sorted by path, then line.
+type GrepResult struct {
+	Matches       []GrepMatch `json:"matches"`
+	Truncated     bool        `json:"truncated"`
+	FilesSearched int         `json:"files_searched"`
+	FilesSkipped  int         `json:"files_skipped"`
+	Note          string      `json:"note,omitempty"`
+}
+
+// RemoveResult answers OpRemove.
+type RemoveResult struct {
+	Path           string `json:"path"`
+	RemovedEntries int    `json:"removed_entries"`
+}
+
+// Write modes of PythonWrite.
+const (
+	WriteCreate    = "create"
+	WriteOverwrite = "overwrite"
+	WriteAppend    = "append"
+)
+
+// PythonWrite is a file evaluate_python writes after a successful run.
+type PythonWrite struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+	Mode    string `json:"mode"`
+}
+
+// PythonArgs are the arguments of OpPython.
+type PythonArgs struct {
+	Code string `json:"code"`
+	// Globals maps names to JSON-encoded values.
+	Globals       map[string]string `json:"globals,omitempty"`
+	Reads         []string          `json:"reads,omitempty"`
+	Writes        []PythonWrite     `json:"writes,omitempty"`
+	TimeoutMillis int64             `json:"timeout_ms"`
+	// OutputChars bounds stdout, stderr and value_repr, in characters.
+	OutputChars int `json:"output_chars"`
+}
+
+// FileRef names a file and its size.
+type FileRef struct {
+	Path      string `json:"path"`
+	SizeBytes int64  `json:"size_bytes"`
+}
+
+// WriteOutcome is what became of one PythonWrite.
+type WriteOutcome struct {
+	Path      string `json:"path"`
+	Mode      string `json:"mode"`
+	SizeBytes int64  `json:"size_bytes"`
+	Applied   bool   `json:"applied"`
+	Error     string `json:"error,omitempty"`
+}
+
+// PythonResult answers OpPython.
+type PythonResult struct {
+	ValueRepr *string `json:"value_repr"`
+	Stdout    string  `json:"stdout"`
+	Stderr    string  `json:"stderr"`
+	// Globals maps the JSON-serialisable variables after the run to their JSON encoding.
+	Globals  map[string]string `json:"globals"`
+	Reads    []FileRef         `json:"reads"`
+	Writes   []WriteOutcome    `json:"writes"`
+	Ok       bool              `json:"ok"`
+	TimedOut bool              `json:"timed_out"`
+}
