@@ -37,7 +37,7 @@ type runnerResult struct {
 func (a *Agent) python(ctx context.Context, args wire.PythonArgs) (*wire.PythonResult, *wire.Error) {
 	interpreter, err := exec.LookPath("python3")
 	if err != nil {
-		return nil, wire.Errorf(wire.CodeNotFound, "python3 is not installed in this container's image")
+		return nil, wire.Errorf(wire.CodeUnavailable, "python3 is not installed in this container's image")
 	}
 	reads := make(map[string]string, len(args.Reads))
 	refs := make([]wire.FileRef, 0, len(args.Reads))

@@ -137,7 +137,8 @@ func TestReadmeToolTable(t *testing.T) {
 	for _, tool := range allTools(t) {
 		def := tool.Tool
 		first, _, _ := strings.Cut(def.Description, ". ")
-		fmt.Fprintf(&b, "| `%s` | %s. | %s | %s |\n", def.Name, strings.TrimSuffix(first, "."), yesNo(*def.Annotations.ReadOnlyHint), yesNo(*def.Annotations.DestructiveHint))
+		first = markdownEscaper.Replace(strings.TrimSuffix(first, "."))
+		fmt.Fprintf(&b, "| `%s` | %s. | %s | %s |\n", def.Name, first, yesNo(*def.Annotations.ReadOnlyHint), yesNo(*def.Annotations.DestructiveHint))
 	}
 	b.WriteString(tableEnd)
 	table := b.String()
@@ -163,6 +164,9 @@ func TestReadmeToolTable(t *testing.T) {
 		t.Errorf("README tool table is stale; run `go test ./tools -update`. Want:\n%s", table)
 	}
 }
+
+// markdownEscaper keeps a description's * and | from becoming markup in a table cell.
+var markdownEscaper = strings.NewReplacer("*", `\*`, "|", `\|`)
 
 func yesNo(b bool) string {
 	if b {

@@ -16,34 +16,6 @@ import (
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
-// fakeWorkspace records what the tools ask of it and answers from fields.
-type fakeWorkspace struct {
-	execs  []workspace.ExecRequest
-	result workspace.ExecResult
-	err    error
-	resets int
-	starts int
-}
-
-func (f *fakeWorkspace) Info() workspace.ContainerInfo {
-	return workspace.ContainerInfo{Name: "wink-test", Image: "img"}
-}
-
-func (f *fakeWorkspace) Exec(_ context.Context, req workspace.ExecRequest) (workspace.ExecResult, error) {
-	f.execs = append(f.execs, req)
-	return f.result, f.err
-}
-
-func (f *fakeWorkspace) Start(context.Context) (workspace.ContainerInfo, error) {
-	f.starts++
-	return f.Info(), f.err
-}
-
-func (f *fakeWorkspace) Reset(context.Context) (workspace.ContainerInfo, error) {
-	f.resets++
-	return f.Info(), f.err
-}
-
 func newShell(t *testing.T, ws *fakeWorkspace) server.ServerTool {
 	t.Helper()
 	tool, err := Shell(func(context.Context) (workspace.Workspace, error) { return ws, nil }, slog.New(slog.DiscardHandler))

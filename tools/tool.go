@@ -113,3 +113,24 @@ func annotate(readOnly, destructive, idempotent bool) mcp.ToolAnnotation {
 		OpenWorldHint:   boolPtr(false),
 	}
 }
+
+// cleanPath normalises one path argument, naming the field in its error.
+// allowRoot says whether "" (the workspace root) is acceptable.
+func cleanPath(field, p string, allowRoot bool) (string, error) {
+	c, err := workspace.CleanPath(p)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", field, err)
+	}
+	if c == "" && !allowRoot {
+		return "", fmt.Errorf("%s: must name a file, not the workspace root", field)
+	}
+	return c, nil
+}
+
+// shown is a workspace path as a message shows it.
+func shown(p string) string {
+	if p == "" {
+		return "."
+	}
+	return p
+}

@@ -35,6 +35,8 @@ type Session struct {
 
 	active   atomic.Int32 // calls in progress
 	lastUsed atomic.Int64 // unix nanoseconds of the last call's start or end
+
+	touched snapshot // files the tools wrote, edited or removed
 }
 
 var _ Workspace = (*Session)(nil)
@@ -81,6 +83,7 @@ func (s *Session) Reset(ctx context.Context) (ContainerInfo, error) {
 	if err := os.RemoveAll(s.workspaceDir()); err != nil {
 		return s.Info(), fmt.Errorf("deleting the workspace files: %w", err)
 	}
+	s.touched.reset()
 	if had {
 		logEvent(s.m.log, EventRemoved, s, start, "reason", "reset")
 	}

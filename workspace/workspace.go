@@ -25,6 +25,9 @@ var (
 	ErrWorkspaceLost = errors.New("the workspace container stopped during the call; the next call starts it again (files in /workspace are kept)")
 )
 
+// All paths given to a Workspace are normalised by CleanPath ("" is the
+// workspace root); the agent confines every access to /workspace in the kernel.
+
 // ExecRequest is a command to run in a session's container.
 type ExecRequest struct {
 	// Argv is the command; Argv[0] is looked up in PATH.
@@ -68,4 +71,23 @@ type Workspace interface {
 	// Reset removes the container and deletes the session's files; the next
 	// call starts a fresh container on an empty workspace.
 	Reset(ctx context.Context) (ContainerInfo, error)
+
+	// List describes a directory's entries, or one file.
+	List(ctx context.Context, path string) (ListResult, error)
+	// ReadFile returns up to limit lines of a UTF-8 file from line offset (0-based).
+	ReadFile(ctx context.Context, path string, offset, limit int) (ReadResult, error)
+	// WriteFile creates or atomically replaces a file, creating its parents.
+	WriteFile(ctx context.Context, path, content string) (FileWrite, error)
+	// EditFile replaces text in a file, atomically.
+	EditFile(ctx context.Context, req EditRequest) (FileEdit, error)
+	// Glob finds files whose paths under path match pattern.
+	Glob(ctx context.Context, pattern, path string) (GlobResult, error)
+	// Grep finds lines matching an RE2 pattern.
+	Grep(ctx context.Context, req GrepRequest) (GrepResult, error)
+	// Remove deletes a file, a symlink (not its target) or a directory tree.
+	Remove(ctx context.Context, path string) (RemoveResult, error)
+	// Python runs code with python3 in the container.
+	Python(ctx context.Context, req PythonRequest) (PythonResult, error)
+	// Snapshot lists the files this session's tools wrote, edited or removed.
+	Snapshot() []TouchedFile
 }

@@ -34,6 +34,8 @@ const (
 	CodeInvalid = "invalid"
 	// CodeStartFailed means a process could not be started.
 	CodeStartFailed = "start_failed"
+	// CodeUnavailable means the image lacks something the request needs (python3).
+	CodeUnavailable = "unavailable"
 	// CodeCancelled means the request was cancelled before it finished.
 	CodeCancelled = "cancelled"
 	// CodeInternal means the agent failed in a way the caller cannot fix.

@@ -1,0 +1,95 @@
+package tools
+
+import (
+	"context"
+
+	"github.com/wink-mcp/wink-mcp/workspace"
+)
+
+// fakeWorkspace records what the tools ask of it and answers from its fields.
+type fakeWorkspace struct {
+	err error
+
+	execs  []workspace.ExecRequest
+	result workspace.ExecResult
+	resets int
+	starts int
+
+	calls  []string // "op path" for every file operation
+	list   workspace.ListResult
+	read   workspace.ReadResult
+	glob   workspace.GlobResult
+	grep   workspace.GrepResult
+	edits  []workspace.EditRequest
+	greps  []workspace.GrepRequest
+	python []workspace.PythonRequest
+	pyRes  workspace.PythonResult
+}
+
+var _ workspace.Workspace = (*fakeWorkspace)(nil)
+
+func (f *fakeWorkspace) Info() workspace.ContainerInfo {
+	return workspace.ContainerInfo{Name: "wink-test", Image: "img"}
+}
+
+func (f *fakeWorkspace) Exec(_ context.Context, req workspace.ExecRequest) (workspace.ExecResult, error) {
+	f.execs = append(f.execs, req)
+	return f.result, f.err
+}
+
+func (f *fakeWorkspace) Start(context.Context) (workspace.ContainerInfo, error) {
+	f.starts++
+	return f.Info(), f.err
+}
+
+func (f *fakeWorkspace) Reset(context.Context) (workspace.ContainerInfo, error) {
+	f.resets++
+	return f.Info(), f.err
+}
+
+func (f *fakeWorkspace) List(_ context.Context, path string) (workspace.ListResult, error) {
+	f.calls = append(f.calls, "ls "+path)
+	return f.list, f.err
+}
+
+func (f *fakeWorkspace) ReadFile(_ context.Context, path string, offset, limit int) (workspace.ReadResult, error) {
+	f.calls = append(f.calls, "read "+path)
+	r := f.read
+	r.Path, r.Offset = path, offset
+	if r.Limit == 0 {
+		r.Limit = limit
+	}
+	return r, f.err
+}
+
+func (f *fakeWorkspace) WriteFile(_ context.Context, path, content string) (workspace.FileWrite, error) {
+	f.calls = append(f.calls, "write "+path)
+	return workspace.FileWrite{Path: path, SizeBytes: int64(len(content)), Created: true, Version: 1}, f.err
+}
+
+func (f *fakeWorkspace) EditFile(_ context.Context, req workspace.EditRequest) (workspace.FileEdit, error) {
+	f.edits = append(f.edits, req)
+	return workspace.FileEdit{Path: req.Path, Replacements: 1, Version: 2}, f.err
+}
+
+func (f *fakeWorkspace) Glob(_ context.Context, pattern, path string) (workspace.GlobResult, error) {
+	f.calls = append(f.calls, "glob "+path)
+	return f.glob, f.err
+}
+
+func (f *fakeWorkspace) Grep(_ context.Context, req workspace.GrepRequest) (workspace.GrepResult, error) {
+	f.greps = append(f.greps, req)
+	return f.grep, f.err
+}
+
+func (f *fakeWorkspace) Remove(_ context.Context, path string) (workspace.RemoveResult, error) {
+	f.calls = append(f.calls, "rm "+path)
+	return workspace.RemoveResult{Path: path, RemovedEntries: 1}, f.err
+}
+
+func (f *fakeWorkspace) Python(_ context.Context, req workspace.PythonRequest) (workspace.PythonResult, error) {
+	f.python = append(f.python, req)
+	return f.pyRes, f.err
+}
+
+func (f *fakeWorkspace) Snapshot() []workspace.TouchedFile { return nil }

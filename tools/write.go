@@ -1,0 +1,156 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/wink-mcp/wink-mcp/workspace"
+)
+
+// WriteFileParams are write_file's arguments.
+type WriteFileParams struct {
+	FilePath string `json:"file_path" jsonschema:"maxLength=1295" jsonschema_description:"File relative to /workspace; missing parent directories are created."`
+	Content  string `json:"content" jsonschema:"maxLength=48000" jsonschema_description:"The whole new content, UTF-8 text of at most 48000 characters."`
+}
+
+// Validate normalises the path.
+func (p *WriteFileParams) Validate() (err error) {
+	p.FilePath, err = cleanPath("file_path", p.FilePath, false)
+	return err
+}
+
+// WriteFileResult is write_file's result.
+type WriteFileResult struct {
+	Path      string `json:"path" jsonschema_description:"The file written, relative to /workspace."`
+	SizeBytes int64  `json:"size_bytes" jsonschema_description:"Its size in bytes."`
+	Version   int    `json:"version" jsonschema_description:"How many times this session's tools have written or edited it."`
+	Created   bool   `json:"created" jsonschema_description:"True when the file did not exist before."`
+}
+
+// Text says what was written.
+func (r WriteFileResult) Text() string {
+	verb := "replaced"
+	if r.Created {
+		verb = "created"
+	}
+	return fmt.Sprintf("%s %s (%d bytes, version %d)", verb, r.Path, r.SizeBytes, r.Version)
+}
+
+// WriteFile returns the write_file tool.
+func WriteFile(workspaceFor WorkspaceFor) (server.ServerTool, error) {
+	return build(definition[WriteFileParams, WriteFileResult]{
+		name:  "write_file",
+		title: "Write a file in the workspace",
+		description: "Create a file under /workspace, or replace its whole content, creating missing parent directories. The " +
+			"content is UTF-8 text of at most 48000 characters. The write is atomic (a temporary file, then a rename): a " +
+			"rejected or failed write leaves the old file as it was. A replaced file keeps its permissions. Directories, " +
+			"symlinks and special files are not overwritten. To change part of a file, use edit_file.",
+		annotations: annotate(false, true, true),
+		handle: func(ctx context.Context, p WriteFileParams) (WriteFileResult, error) {
+			ws, err := workspaceFor(ctx)
+			if err != nil {
+				return WriteFileResult{}, err
+			}
+			r, err := ws.WriteFile(ctx, p.FilePath, p.Content)
+			return WriteFileResult{Path: r.Path, SizeBytes: r.SizeBytes, Version: r.Version, Created: r.Created}, err
+		},
+	})
+}
+
+// EditFileParams are edit_file's arguments.
+type EditFileParams struct {
+	FilePath   string `json:"file_path" jsonschema:"maxLength=1295" jsonschema_description:"File relative to /workspace."`
+	OldString  string `json:"old_string" jsonschema:"minLength=1,maxLength=48000" jsonschema_description:"Exact text to replace, whitespace and indentation included. It must occur exactly once unless replace_all is true."`
+	NewString  string `json:"new_string" jsonschema:"maxLength=48000" jsonschema_description:"Text to put in its place (empty deletes it)."`
+	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema:"default=false" jsonschema_description:"Replace every occurrence instead of requiring exactly one."`
+}
+
+// Validate normalises the path.
+func (p *EditFileParams) Validate() (err error) {
+	p.FilePath, err = cleanPath("file_path", p.FilePath, false)
+	return err
+}
+
+// EditFileResult is edit_file's result.
+type EditFileResult struct {
+	Path         string `json:"path" jsonschema_description:"The file edited, relative to /workspace."`
+	Replacements int    `json:"replacements" jsonschema_description:"How many occurrences were replaced."`
+	SizeBytes    int64  `json:"size_bytes" jsonschema_description:"The file's new size in bytes."`
+	Version      int    `json:"version" jsonschema_description:"How many times this session's tools have written or edited it."`
+}
+
+// Text says what changed.
+func (r EditFileResult) Text() string {
+	return fmt.Sprintf("replaced %d occurrence(s) in %s (now %d bytes, version %d)", r.Replacements, r.Path, r.SizeBytes, r.Version)
+}
+
+// EditFile returns the edit_file tool.
+func EditFile(workspaceFor WorkspaceFor) (server.ServerTool, error) {
+	return build(definition[EditFileParams, EditFileResult]{
+		name:  "edit_file",
+		title: "Edit a file in the workspace",
+		description: "Replace old_string with new_string in a UTF-8 text file under /workspace. old_string must occur exactly " +
+			"once, or set replace_all; when it is not found, or found several times, the error says how many times and at " +
+			"which lines, and nothing changes. In a file with CRLF line endings, old_string and new_string written with LF " +
+			"still match and the file keeps CRLF. The edited file may not exceed 48000 characters. Atomic, like write_file.",
+		annotations: annotate(false, true, false),
+		handle: func(ctx context.Context, p EditFileParams) (EditFileResult, error) {
+			ws, err := workspaceFor(ctx)
+			if err != nil {
+				return EditFileResult{}, err
+			}
+			r, err := ws.EditFile(ctx, workspace.EditRequest{Path: p.FilePath, Old: p.OldString, New: p.NewString, ReplaceAll: p.ReplaceAll})
+			return EditFileResult{Path: r.Path, Replacements: r.Replacements, SizeBytes: r.SizeBytes, Version: r.Version}, err
+		},
+	})
+}
+
+// RmParams are rm's arguments.
+type RmParams struct {
+	Path string `json:"path" jsonschema:"maxLength=1295" jsonschema_description:"File, symlink or directory relative to /workspace; not the workspace root."`
+}
+
+// Validate normalises the path and refuses the root.
+func (p *RmParams) Validate() error {
+	c, err := workspace.CleanPath(p.Path)
+	if err != nil {
+		return fmt.Errorf("path: %w", err)
+	}
+	if c == "" {
+		return fmt.Errorf("path: refusing to remove the workspace root; remove the entries inside it instead")
+	}
+	p.Path = c
+	return nil
+}
+
+// RmResult is rm's result.
+type RmResult struct {
+	Path           string `json:"path" jsonschema_description:"What was removed, relative to /workspace."`
+	RemovedEntries int    `json:"removed_entries" jsonschema_description:"How many files, links and directories were removed, the path itself included."`
+}
+
+// Text says what was removed.
+func (r RmResult) Text() string {
+	return fmt.Sprintf("removed %s (%d entries)", r.Path, r.RemovedEntries)
+}
+
+// Rm returns the rm tool.
+func Rm(workspaceFor WorkspaceFor) (server.ServerTool, error) {
+	return build(definition[RmParams, RmResult]{
+		name:  "rm",
+		title: "Remove a file or directory in the workspace",
+		description: "Remove a file, a symbolic link (never its target) or a whole directory tree under /workspace, and say how " +
+			"many entries went. The workspace root itself cannot be removed.",
+		annotations: annotate(false, true, false),
+		handle: func(ctx context.Context, p RmParams) (RmResult, error) {
+			ws, err := workspaceFor(ctx)
+			if err != nil {
+				return RmResult{}, err
+			}
+			r, err := ws.Remove(ctx, p.Path)
+			return RmResult{Path: r.Path, RemovedEntries: r.RemovedEntries}, err
+		},
+	})
+}

@@ -1,0 +1,165 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/agent/wire"
+)
+
+// Results of the file operations, as the agent reports them.
+type (
+	ListResult   = wire.ListResult
+	Entry        = wire.Entry
+	ReadResult   = wire.ReadResult
+	GlobResult   = wire.GlobResult
+	GrepResult   = wire.GrepResult
+	RemoveResult = wire.RemoveResult
+	PythonResult = wire.PythonResult
+	PythonWrite  = wire.PythonWrite
+	FileRef      = wire.FileRef
+	WriteOutcome = wire.WriteOutcome
+	GlobMatch    = wire.GlobMatch
+	GrepMatch    = wire.GrepMatch
+)
+
+// Limits of the file operations.
+const (
+	MaxFileChars     = wire.MaxFileChars
+	MaxResults       = wire.MaxResults
+	MaxReadLines     = wire.MaxReadLines
+	MaxLineChars     = wire.MaxLineChars
+	MaxGrepLineChars = wire.MaxGrepLineChars
+	MaxFileBytes     = wire.MaxFileBytes
+)
+
+// Entry kinds.
+const (
+	KindFile      = wire.KindFile
+	KindDirectory = wire.KindDirectory
+	KindSymlink   = wire.KindSymlink
+	KindOther     = wire.KindOther
+)
+
+// Write modes of PythonWrite.
+const (
+	WriteCreate    = wire.WriteCreate
+	WriteOverwrite = wire.WriteOverwrite
+	WriteAppend    = wire.WriteAppend
+)
+
+// FileWrite is what WriteFile did. Version counts the session's writes to the file.
+type FileWrite struct {
+	Path      string
+	SizeBytes int64
+	Created   bool
+	Version   int
+}
+
+// FileEdit is what EditFile did.
+type FileEdit struct {
+	Path         string
+	Replacements int
+	SizeBytes    int64
+	Version      int
+}
+
+// EditRequest replaces old with new in a file.
+type EditRequest struct {
+	Path       string
+	Old, New   string
+	ReplaceAll bool
+}
+
+// GrepRequest searches files for an RE2 pattern.
+type GrepRequest struct {
+	Pattern, Path, Glob string
+}
+
+// PythonRequest runs code with python3 in the container.
+type PythonRequest struct {
+	Code        string
+	Globals     map[string]string
+	Reads       []string
+	Writes      []PythonWrite
+	Timeout     time.Duration
+	OutputChars int
+}
+
+// call sends one typed request to the session's agent.
+func call[R any](ctx context.Context, s *Session, op string, args any) (R, error) {
+	var r R
+	err := s.call(ctx, op, args, &r)
+	return r, err
+}
+
+// List implements Workspace.
+func (s *Session) List(ctx context.Context, path string) (ListResult, error) {
+	return call[ListResult](ctx, s, wire.OpList, wire.PathArgs{Path: path})
+}
+
+// ReadFile implements Workspace.
+func (s *Session) ReadFile(ctx context.Context, path string, offset, limit int) (ReadResult, error) {
+	return call[ReadResult](ctx, s, wire.OpRead, wire.ReadArgs{Path: path, Offset: offset, Limit: limit})
+}
+
+// WriteFile implements Workspace.
+func (s *Session) WriteFile(ctx context.Context, path, content string) (FileWrite, error) {
+	r, err := call[wire.WriteResult](ctx, s, wire.OpWrite, wire.WriteArgs{Path: path, Content: content})
+	if err != nil {
+		return FileWrite{}, err
+	}
+	return FileWrite{Path: r.Path, SizeBytes: r.SizeBytes, Created: r.Created, Version: s.touched.wrote(r.Path, r.SizeBytes)}, nil
+}
+
+// EditFile implements Workspace.
+func (s *Session) EditFile(ctx context.Context, req EditRequest) (FileEdit, error) {
+	r, err := call[wire.EditResult](ctx, s, wire.OpEdit, wire.EditArgs{Path: req.Path, Old: req.Old, New: req.New, ReplaceAll: req.ReplaceAll})
+	if err != nil {
+		return FileEdit{}, err
+	}
+	return FileEdit{Path: r.Path, Replacements: r.Replacements, SizeBytes: r.SizeBytes, Version: s.touched.wrote(r.Path, r.SizeBytes)}, nil
+}
+
+// Glob implements Workspace.
+func (s *Session) Glob(ctx context.Context, pattern, path string) (GlobResult, error) {
+	return call[GlobResult](ctx, s, wire.OpGlob, wire.GlobArgs{Pattern: pattern, Path: path})
+}
+
+// Grep implements Workspace.
+func (s *Session) Grep(ctx context.Context, req GrepRequest) (GrepResult, error) {
+	return call[GrepResult](ctx, s, wire.OpGrep, wire.GrepArgs{Pattern: req.Pattern, Path: req.Path, Glob: req.Glob})
+}
+
+// Remove implements Workspace.
+func (s *Session) Remove(ctx context.Context, path string) (RemoveResult, error) {
+	r, err := call[RemoveResult](ctx, s, wire.OpRemove, wire.PathArgs{Path: path})
+	if err == nil {
+		s.touched.removed(r.Path)
+	}
+	return r, err
+}
+
+// Python implements Workspace.
+func (s *Session) Python(ctx context.Context, req PythonRequest) (PythonResult, error) {
+	r, err := call[PythonResult](ctx, s, wire.OpPython, wire.PythonArgs{
+		Code: req.Code, Globals: req.Globals, Reads: req.Reads, Writes: req.Writes,
+		TimeoutMillis: req.Timeout.Milliseconds(), OutputChars: req.OutputChars,
+	})
+	var werr *wire.Error
+	if errors.As(err, &werr) && werr.Code == wire.CodeUnavailable {
+		return r, fmt.Errorf("evaluate_python needs python3, and the image %s has none; use an image with python3 "+
+			"(`make setup` builds localhost/wink-workspace:bookworm) or run the code with podman_shell", s.m.cfg.Image)
+	}
+	for _, w := range r.Writes {
+		if w.Applied {
+			s.touched.wrote(w.Path, w.SizeBytes)
+		}
+	}
+	return r, err
+}
+
+// Snapshot implements Workspace.
+func (s *Session) Snapshot() []TouchedFile { return s.touched.list() }
