@@ -29,15 +29,19 @@ func toolsOn(t *testing.T, ws *fakeWorkspace) map[string]server.ServerTool {
 
 // pathArgs says, for each tool with a path argument, how to build its arguments.
 var pathArgs = map[string]func(p string) map[string]any{
-	"ls":              func(p string) map[string]any { return map[string]any{"path": p} },
-	"read_file":       func(p string) map[string]any { return map[string]any{"file_path": p} },
-	"write_file":      func(p string) map[string]any { return map[string]any{"file_path": p, "content": "x"} },
-	"edit_file":       func(p string) map[string]any { return map[string]any{"file_path": p, "old_string": "a", "new_string": "b"} },
-	"glob":            func(p string) map[string]any { return map[string]any{"pattern": "*", "path": p} },
-	"grep":            func(p string) map[string]any { return map[string]any{"pattern": "x", "path": p} },
-	"rm":              func(p string) map[string]any { return map[string]any{"path": p} },
-	"podman_shell":    func(p string) map[string]any { return map[string]any{"command": []string{"true"}, "cwd": p} },
-	"evaluate_python": func(p string) map[string]any { return map[string]any{"code": "1", "reads": []map[string]string{{"path": p}}} },
+	"ls":         func(p string) map[string]any { return map[string]any{"path": p} },
+	"read_file":  func(p string) map[string]any { return map[string]any{"file_path": p} },
+	"write_file": func(p string) map[string]any { return map[string]any{"file_path": p, "content": "x"} },
+	"edit_file": func(p string) map[string]any {
+		return map[string]any{"file_path": p, "old_string": "a", "new_string": "b"}
+	},
+	"glob":         func(p string) map[string]any { return map[string]any{"pattern": "*", "path": p} },
+	"grep":         func(p string) map[string]any { return map[string]any{"pattern": "x", "path": p} },
+	"rm":           func(p string) map[string]any { return map[string]any{"path": p} },
+	"podman_shell": func(p string) map[string]any { return map[string]any{"command": []string{"true"}, "cwd": p} },
+	"evaluate_python": func(p string) map[string]any {
+		return map[string]any{"code": "1", "reads": []map[string]string{{"path": p}}}
+	},
 }
 
 func callArgs(t *testing.T, tool server.ServerTool, args map[string]any) (string, bool) {
