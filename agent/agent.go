@@ -26,8 +26,8 @@ import (
 type Config struct {
 	// Workspace is the absolute path of the directory every operation is confined to.
 	Workspace string
-	// Self is the path of this binary, re-executed as "Self supervise -- argv..."
-	// to run each command. Empty means os.Executable().
+	// Self is the path of this binary, re-executed as "Self supervise" for the
+	// supervisors that run commands. Empty means os.Executable().
 	Self string
 	// Logger receives the agent's own diagnostics; nil discards them.
 	Logger *slog.Logger
@@ -43,6 +43,9 @@ type Agent struct {
 
 	mu       sync.Mutex
 	children map[int]struct{} // supervisors started and not yet reaped
+
+	poolMu sync.Mutex
+	idle   []*supervisor // supervisors waiting for a command
 }
 
 // New opens the workspace and returns an Agent. Close releases it.
@@ -65,8 +68,11 @@ func New(cfg Config) (*Agent, error) {
 	return &Agent{workspace: cfg.Workspace, root: root, self: self, log: log, children: map[int]struct{}{}}, nil
 }
 
-// Close releases the workspace handle.
-func (a *Agent) Close() error { return a.root.Close() }
+// Close lets the waiting supervisors exit and releases the workspace handle.
+func (a *Agent) Close() error {
+	a.closeSupervisors()
+	return a.root.Close()
+}
 
 // ServeConn answers the requests read from conn until it ends or ctx is done.
 // When it returns, every command started for this connection has been killed.
@@ -117,7 +123,9 @@ func (a *Agent) ServeConn(ctx context.Context, conn io.ReadWriter) error {
 			mu.Unlock()
 			stop()
 			if err := w.Write(resp); err != nil {
+				// A result that cannot be sent must still be answered.
 				a.log.Warn("writing response", "id", req.ID, "err", err)
+				_ = w.Write(wire.Response{ID: req.ID, Error: wire.Errorf(wire.CodeInternal, "the result could not be sent: %v", err)})
 			}
 		})
 	}
@@ -156,11 +164,7 @@ func (a *Agent) handle(ctx context.Context, req wire.Request) wire.Response {
 	if werr != nil {
 		return wire.Response{ID: req.ID, Error: werr}
 	}
-	b, err := json.Marshal(result)
-	if err != nil {
-		return wire.Response{ID: req.ID, Error: wire.Errorf(wire.CodeInternal, "encoding result: %v", err)}
-	}
-	return wire.Response{ID: req.ID, Result: b}
+	return wire.Response{ID: req.ID, Result: result}
 }
 
 // dispatch decodes an operation's arguments and runs it.

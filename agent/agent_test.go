@@ -263,3 +263,34 @@ func processExists(marker string) bool {
 	}
 	return false
 }
+
+// TestSupervisorsAreReused checks that back-to-back commands run under the
+// same supervisor, so they do not pay its start-up each time.
+func TestSupervisorsAreReused(t *testing.T) {
+	c, _ := startAgent(t)
+	parents := map[string]bool{}
+	for range 3 {
+		res, err := run(t, c, wire.ExecArgs{Argv: []string{"sh", "-c", "echo $PPID"}, Capture: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parents[res.Stdout] = true
+	}
+	if len(parents) != 1 {
+		t.Errorf("three sequential commands had parents %v, want one supervisor", parents)
+	}
+}
+
+// TestCommandKillingItsSupervisor gets a clear error, and the next command
+// runs under a new supervisor.
+func TestCommandKillingItsSupervisor(t *testing.T) {
+	c, _ := startAgent(t)
+	_, err := run(t, c, wire.ExecArgs{Argv: []string{"sh", "-c", "kill -9 $PPID; sleep 0.2"}, Capture: true})
+	var werr *wire.Error
+	if !errors.As(err, &werr) || !strings.Contains(werr.Message, "supervisor stopped") {
+		t.Errorf("err = %v", err)
+	}
+	if res, err := run(t, c, wire.ExecArgs{Argv: []string{"echo", "again"}, Capture: true}); err != nil || res.Stdout != "again\n" {
+		t.Errorf("next command: %+v, %v", res, err)
+	}
+}

@@ -2,21 +2,21 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/wink-mcp/wink-mcp/agent/wire"
 )
 
 // waitDelay bounds how long a run waits for a command's output pipes to
-// close after its supervisor has exited (a stray that escaped it may hold them).
+// close after the command has exited (a stray that escaped its supervisor
+// may hold them).
 const waitDelay = time.Second
 
 // runSpec is a process to run under a supervisor.
@@ -40,98 +40,95 @@ type runOutcome struct {
 	duration       time.Duration
 }
 
-// run starts spec's command under a supervisor and waits for it. A timeout
-// kills the whole tree and is reported in the outcome; a cancelled ctx kills
-// it too and is reported as an error, as is a command that cannot start.
+// replyOrError is a supervisor's answer, or why none came.
+type replyOrError struct {
+	reply commandReply
+	err   error
+}
+
+// run hands spec's command to a supervisor and waits for it. A timeout
+// kills the command's whole tree and is reported in the outcome; a
+// cancelled ctx kills it too and is reported as an error, as is a command
+// that cannot start.
 func (a *Agent) run(ctx context.Context, spec runSpec) (*runOutcome, *wire.Error) {
-	statusR, statusW, err := os.Pipe()
+	sup, err := a.takeSupervisor()
 	if err != nil {
-		return nil, wire.Errorf(wire.CodeInternal, "creating status pipe: %v", err)
+		return nil, wire.Errorf(wire.CodeInternal, "%v", err)
 	}
-	defer statusR.Close()
-	extra := []*os.File{statusW}
-	var resultR *os.File
-	if spec.result != nil {
-		var resultW *os.File
-		if resultR, resultW, err = os.Pipe(); err != nil {
-			statusW.Close()
-			return nil, wire.Errorf(wire.CodeInternal, "creating result pipe: %v", err)
-		}
-		defer resultR.Close()
-		extra = append(extra, resultW)
+	st, err := openStreams(spec.stdin != "", spec.result != nil)
+	if err != nil {
+		a.releaseSupervisor(sup)
+		return nil, wire.Errorf(wire.CodeInternal, "creating the command's pipes: %v", err)
 	}
-
 	out := &runOutcome{stdout: newCapture(spec.limit, spec.capture), stderr: newCapture(spec.limit, spec.capture)}
-	supervise := []string{"supervise", "--"}
-	if spec.result != nil {
-		supervise = []string{"supervise", "--pass-fd", "--"}
-	}
-	cmd := exec.Command(a.self, append(supervise, spec.argv...)...)
-	cmd.Dir = spec.dir
-	cmd.Env = spec.env
-	cmd.Stdout = out.stdout
-	cmd.Stderr = out.stderr
-	if spec.stdin != "" {
-		cmd.Stdin = strings.NewReader(spec.stdin)
-	}
-	cmd.ExtraFiles = extra
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.WaitDelay = waitDelay
-
 	start := time.Now()
-	err = a.startChild(cmd)
-	for _, f := range extra {
-		f.Close()
-	}
+	err = send(sup.ctl, commandSpec{Argv: spec.argv, Dir: spec.dir, Env: spec.env, PassResult: spec.result != nil}, st.commandEnds())
+	st.closeCommandEnds()
 	if err != nil {
-		return nil, wire.Errorf(wire.CodeInternal, "starting supervisor: %v", err)
+		st.closeAll()
+		killTree(sup.pid, cleanupTimeout)
+		return nil, wire.Errorf(wire.CodeInternal, "handing the command to its supervisor: %v", err)
 	}
-	pid := cmd.Process.Pid
-	startErr := make(chan *wire.Error, 1)
-	go func() { startErr <- readStartError(statusR) }()
-	resultDone := make(chan struct{})
+	copied := st.copy(spec.stdin, out.stdout, out.stderr, spec.result)
+	replies := make(chan replyOrError, 1)
 	go func() {
-		defer close(resultDone)
-		if resultR != nil {
-			_, _ = io.Copy(spec.result, io.LimitReader(resultR, wire.MaxFrameBytes))
+		var r commandReply
+		fds, err := receive(sup.ctl, &r)
+		for _, fd := range fds {
+			unix.Close(fd) // a reply carries none
 		}
-	}()
-	waited := make(chan error, 1)
-	go func() {
-		waited <- cmd.Wait()
-		a.forgetChild(pid)
+		replies <- replyOrError{r, err}
 	}()
 
 	timer := time.NewTimer(spec.timeout)
 	defer timer.Stop()
+	var got replyOrError
 	var cancelled bool
 	select {
-	case err = <-waited:
+	case got = <-replies:
 	case <-timer.C:
 		out.timedOut = true
-		killTree(pid, cleanupTimeout)
-		err = <-waited
+		got = a.stopCommand(sup, replies)
 	case <-ctx.Done():
 		cancelled = true
-		killTree(pid, cleanupTimeout)
-		err = <-waited
+		got = a.stopCommand(sup, replies)
 	}
 	out.duration = time.Since(start)
-	<-resultDone
-	if e := <-startErr; e != nil {
-		return nil, e
+	st.wait(copied, waitDelay)
+	if got.err != nil {
+		// The supervisor died mid-command (the command may have killed it);
+		// what it supervised is now init's and dies as strays.
+		killTree(sup.pid, cleanupTimeout)
+		if !out.timedOut && !cancelled {
+			return nil, wire.Errorf(wire.CodeInternal, "the command's supervisor stopped before the command ended (did the command kill it?)")
+		}
+	} else {
+		a.releaseSupervisor(sup)
 	}
-	if cancelled {
+	switch {
+	case got.err == nil && got.reply.Error != nil:
+		return nil, got.reply.Error
+	case cancelled:
 		return nil, wire.Errorf(wire.CodeCancelled, "command cancelled")
-	}
-	if err != nil && cmd.ProcessState == nil {
-		return nil, wire.Errorf(wire.CodeInternal, "waiting for command: %v", err)
-	}
-	out.exitCode = exitCode(cmd.ProcessState)
-	if out.timedOut {
+	case out.timedOut:
 		out.exitCode = 124
+	default:
+		out.exitCode = got.reply.ExitCode
 	}
 	return out, nil
+}
+
+// stopCommand kills the command a supervisor runs (not the supervisor) and
+// waits for its report; a supervisor that does not report in time is killed.
+func (a *Agent) stopCommand(sup *supervisor, replies <-chan replyOrError) replyOrError {
+	killDescendants(sup.pid, cleanupTimeout, nil)
+	select {
+	case r := <-replies:
+		return r
+	case <-time.After(2 * cleanupTimeout):
+		killTree(sup.pid, cleanupTimeout)
+		return <-replies
+	}
 }
 
 // exec answers OpExec.
@@ -184,27 +181,6 @@ func (a *Agent) resolveDir(dir string) (string, *wire.Error) {
 		return "", wire.Errorf(wire.CodeInvalid, "cwd %q leads outside the workspace through a symlink", dir)
 	}
 	return "", wire.Errorf(wire.CodeInvalid, "cwd %q: %v", dir, unwrapPath(err))
-}
-
-// readStartError reads the supervisor's start report: nothing when the
-// command started, a JSON wire.Error when it did not.
-func readStartError(r io.Reader) *wire.Error {
-	b, err := io.ReadAll(io.LimitReader(r, 64<<10))
-	if err != nil || len(b) == 0 {
-		return nil
-	}
-	var e wire.Error
-	if json.Unmarshal(b, &e) != nil || e.Message == "" {
-		return wire.Errorf(wire.CodeStartFailed, "command did not start: %s", strings.TrimSpace(string(b)))
-	}
-	return &e
-}
-
-func exitCode(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
 }
 
 // mergeEnv returns base with the variables in over set, replacing any earlier value.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -47,6 +48,7 @@ func (a *Agent) RunInit(ctx context.Context) error {
 		ln.Close()
 	}()
 	go a.reapLoop(ctx)
+	go a.warmSupervisor()
 
 	var (
 		mu      sync.Mutex
@@ -69,14 +71,46 @@ func (a *Agent) RunInit(ctx context.Context) error {
 		current = cancel
 		mu.Unlock()
 		go func() {
-			defer conn.Close()
-			stop := context.AfterFunc(connCtx, func() { conn.Close() })
-			defer stop()
-			if err := a.ServeConn(connCtx, conn); err != nil {
+			defer cancel()
+			if err := a.serveRelay(connCtx, conn.(*net.UnixConn)); err != nil {
 				a.log.Warn("channel ended", "err", err)
 			}
 		}()
 	}
+}
+
+// serveRelay takes the exec session's streams from a relay and serves the
+// channel on them until it ends or ctx is done; closing the relay's
+// connection then lets the relay, and with it the exec session, end.
+func (a *Agent) serveRelay(ctx context.Context, relay *net.UnixConn) error {
+	defer relay.Close()
+	var hello channelHello
+	fds, err := receive(relay, &hello)
+	if err != nil {
+		return fmt.Errorf("receiving the channel: %w", err)
+	}
+	if len(fds) != 2 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return fmt.Errorf("the relay handed over %d descriptors, want 2", len(fds))
+	}
+	// Non-blocking, so closing them interrupts a read in progress.
+	for _, fd := range fds {
+		_ = unix.SetNonblock(fd, true)
+	}
+	in, out := os.NewFile(uintptr(fds[0]), "channel-in"), os.NewFile(uintptr(fds[1]), "channel-out")
+	defer in.Close()
+	defer out.Close()
+	stop := context.AfterFunc(ctx, func() {
+		in.Close()
+		out.Close()
+	})
+	defer stop()
+	return a.ServeConn(ctx, struct {
+		io.Reader
+		io.Writer
+	}{in, out})
 }
 
 // reapLoop collects orphans on every SIGCHLD and at a steady interval.

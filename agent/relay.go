@@ -5,26 +5,33 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"time"
 )
 
-// Relay connects in and out to the agent's socket: what the server writes to
-// in reaches the agent, and the agent's answers are written to out. It waits
-// up to dialWait for the agent to listen (the relay may start before init is
-// ready) and returns when either side closes.
-func Relay(ctx context.Context, in io.Reader, out io.Writer, dialWait time.Duration) error {
+// channelHello is what a relay sends with the descriptors it hands over.
+type channelHello struct {
+	PID int `json:"pid"`
+}
+
+// Relay hands the agent the exec session's standard input and output, so
+// the agent reads the server's requests from them and writes its answers to
+// them directly, with no copy in between. It then waits until the agent
+// closes the connection: the exec session lasts as long as this process. It
+// waits up to dialWait for the agent to listen (the relay may start before
+// init is ready).
+func Relay(ctx context.Context, in, out *os.File, dialWait time.Duration) error {
 	conn, err := dialAgent(ctx, dialWait)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	go func() {
-		_, _ = io.Copy(conn, in)
-		_ = conn.CloseWrite()
-	}()
-	if _, err := io.Copy(out, conn); err != nil {
-		return fmt.Errorf("relaying agent output: %w", err)
+	if err := send(conn, channelHello{PID: os.Getpid()}, []*os.File{in, out}); err != nil {
+		return fmt.Errorf("handing the channel to the agent: %w", err)
 	}
+	in.Close()
+	out.Close()
+	_, _ = io.Copy(io.Discard, conn) // returns when the agent closes the connection
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,23 +15,30 @@ import (
 var ErrClosed = errors.New("agent channel closed")
 
 // Client multiplexes calls over one channel to the agent: each call gets an
-// ID, and answers may arrive in any order. It is safe for concurrent use.
+// ID, and answers may arrive in any order. Each answer is decoded once,
+// straight into its caller's result. It is safe for concurrent use.
 type Client struct {
 	w *Writer
 
 	mu      sync.Mutex
-	pending map[uint64]chan Response
+	pending map[uint64]*pendingCall
 	next    uint64
 	err     error
 
 	done chan struct{}
 }
 
+// pendingCall is a call waiting for its answer.
+type pendingCall struct {
+	result any        // where the answer's result is decoded; nil to discard it
+	answer chan error // receives nil, the agent's *Error, or a decoding error
+}
+
 // NewClient starts reading answers from r and returns a Client that writes
 // requests to w. The channel ends when r does; the caller owns r and w and
 // closes them to end it early.
 func NewClient(r io.Reader, w io.Writer) *Client {
-	c := &Client{w: NewWriter(w), pending: map[uint64]chan Response{}, done: make(chan struct{})}
+	c := &Client{w: NewWriter(w), pending: map[uint64]*pendingCall{}, done: make(chan struct{})}
 	go c.readLoop(NewReader(r))
 	return c
 }
@@ -45,7 +53,7 @@ func (c *Client) Err() error {
 	return c.err
 }
 
-// Call sends op with args and decodes the answer into result (which may be
+// Call sends op with args and decodes the answer into result (a pointer, or
 // nil). An error from the agent is returned as *Error. If ctx ends first, the
 // agent is told to cancel the request and ctx's error is returned; if the
 // channel ends first, the error wraps ErrClosed.
@@ -54,7 +62,7 @@ func (c *Client) Call(ctx context.Context, op string, args, result any) error {
 	if err != nil {
 		return fmt.Errorf("encoding %s arguments: %w", op, err)
 	}
-	ch := make(chan Response, 1)
+	call := &pendingCall{result: result, answer: make(chan error, 1)}
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
@@ -63,7 +71,7 @@ func (c *Client) Call(ctx context.Context, op string, args, result any) error {
 	}
 	c.next++
 	id := c.next
-	c.pending[id] = ch
+	c.pending[id] = call
 	c.mu.Unlock()
 	defer c.forget(id)
 
@@ -71,17 +79,8 @@ func (c *Client) Call(ctx context.Context, op string, args, result any) error {
 		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	select {
-	case resp := <-ch:
-		if resp.Error != nil {
-			return resp.Error
-		}
-		if result == nil {
-			return nil
-		}
-		if err := json.Unmarshal(resp.Result, result); err != nil {
-			return fmt.Errorf("decoding %s result: %w", op, err)
-		}
-		return nil
+	case err := <-call.answer:
+		return err
 	case <-ctx.Done():
 		// Best effort: if the channel is broken the request dies with it anyway.
 		cancel, _ := json.Marshal(CancelArgs{Target: id})
@@ -98,21 +97,29 @@ func (c *Client) forget(id uint64) {
 	c.mu.Unlock()
 }
 
+// readLoop routes each answer by the ID at the start of its frame and
+// decodes it into the waiting call's result.
 func (c *Client) readLoop(r *Reader) {
 	var err error
 	for {
-		var resp Response
-		if err = r.Next(&resp); err != nil {
+		var line []byte
+		if line, err = r.readLine(); err != nil {
+			break
+		}
+		id, ok := leadingID(line)
+		if !ok {
+			err = fmt.Errorf("decoding frame: no leading id in %.40q", line)
 			break
 		}
 		c.mu.Lock()
-		ch, ok := c.pending[resp.ID]
+		call := c.pending[id]
 		c.mu.Unlock()
-		if ok {
-			select {
-			case ch <- resp:
-			default: // a second answer to one request: ignore it
-			}
+		if call == nil {
+			continue // the caller gave up, or a second answer to one request
+		}
+		select {
+		case call.answer <- decodeAnswer(line, call.result):
+		default:
 		}
 	}
 	if errors.Is(err, io.EOF) {
@@ -122,4 +129,34 @@ func (c *Client) readLoop(r *Reader) {
 	c.err = err
 	c.mu.Unlock()
 	close(c.done)
+}
+
+// decodeAnswer decodes a response frame into result and returns the agent's
+// error, if it sent one.
+func decodeAnswer(line []byte, result any) error {
+	if result == nil {
+		result = &json.RawMessage{}
+	}
+	resp := Response{Result: result}
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return fmt.Errorf("decoding the answer: %w", err)
+	}
+	if resp.Error != nil {
+		return resp.Error
+	}
+	return nil
+}
+
+// leadingID reads the ID of a frame that starts with {"id":N.
+func leadingID(line []byte) (uint64, bool) {
+	rest, ok := bytes.CutPrefix(line, []byte(`{"id":`))
+	if !ok {
+		return 0, false
+	}
+	var id uint64
+	n := 0
+	for ; n < len(rest) && rest[n] >= '0' && rest[n] <= '9'; n++ {
+		id = id*10 + uint64(rest[n]-'0')
+	}
+	return id, n > 0 && n <= 19 && n < len(rest) && (rest[n] == ',' || rest[n] == '}')
 }

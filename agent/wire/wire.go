@@ -50,12 +50,13 @@ type Request struct {
 	Args json.RawMessage `json:"args,omitempty"`
 }
 
-// Response answers the Request with the same ID: exactly one of Result and
-// Error is set.
+// Response answers the Request with the same ID: exactly one of Result (an
+// operation's result value) and Error is set. ID is encoded first, so a
+// Client can route a frame before decoding it.
 type Response struct {
-	ID     uint64          `json:"id"`
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  *Error          `json:"error,omitempty"`
+	ID     uint64 `json:"id"`
+	Result any    `json:"result,omitempty"`
+	Error  *Error `json:"error,omitempty"`
 }
 
 // Error is a failure reported by the agent. It implements error.

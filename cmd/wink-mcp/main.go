@@ -36,7 +36,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "agent":
 		return runAgent(args[1:], stderr)
 	case "relay":
-		return runRelay(stdin, stdout, stderr)
+		return runRelay(stderr)
 	case "supervise":
 		return agent.SuperviseMain(args[1:])
 	case "version", "--version":
@@ -119,9 +119,10 @@ func runAgent(args []string, stderr io.Writer) int {
 	return 0
 }
 
-// runRelay carries the server's channel from the exec session to the agent.
-func runRelay(stdin io.Reader, stdout, stderr io.Writer) int {
-	if err := agent.Relay(context.Background(), stdin, stdout, relayDialWait); err != nil {
+// runRelay hands the exec session's streams (this process's stdin and
+// stdout) to the agent, and lives as long as the channel.
+func runRelay(stderr io.Writer) int {
+	if err := agent.Relay(context.Background(), os.Stdin, os.Stdout, relayDialWait); err != nil {
 		fmt.Fprintf(stderr, "wink-mcp relay: %v\n", err)
 		return 1
 	}
