@@ -8,7 +8,7 @@ export CGO_ENABLED := 0
 GO ?= go
 BIN := bin/wink-mcp
 
-.PHONY: setup build test clean
+.PHONY: setup build test bench clean
 
 setup:
 	./scripts/setup.sh
@@ -22,3 +22,7 @@ test: build
 
 clean:
 	rm -rf bin
+
+# Not part of `make test`: several minutes of load. Writes bench-results.json.
+bench: build
+	$(GO) run -tags '$(TAGS)' ./cmd/wink-bench -bin $(abspath $(BIN))

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// warmup calls run before a measurement and are not counted.
+const warmup = 10
+
+// measurement is one row of the report.
+type measurement struct {
+	Name    string  `json:"name"`
+	Samples int     `json:"samples"`
+	P50     float64 `json:"p50_ms"`
+	P99     float64 `json:"p99_ms"`
+	Mean    float64 `json:"mean_ms"`
+	Errors  int     `json:"errors"`
+	target  string
+	met     bool
+}
+
+// report is everything wink-bench prints and writes.
+type report struct {
+	Machine      map[string]string `json:"machine"`
+	Command      string            `json:"command"`
+	Measurements []measurement     `json:"measurements"`
+	ReadSpeedup  float64           `json:"read_file_speedup_over_exec"`
+	SpeedupMet   bool              `json:"speedup_target_met"`
+}
+
+// measure runs fn warmup+n times and summarises the last n.
+func measure(name string, n int, fn func(i int) error) measurement {
+	return measureSetup(name, n, nil, fn, nil)
+}
+
+// measureSetup is measure with untimed work before and after each sample.
+// Every error counts, warm-up ones included.
+func measureSetup(name string, n int, before func() error, fn func(i int) error, after func()) measurement {
+	var durations []time.Duration
+	errors := 0
+	fail := func(err error) {
+		errors++
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+	}
+	for i := range warmup + n {
+		if before != nil {
+			if err := before(); err != nil {
+				fail(err)
+				continue
+			}
+		}
+		start := time.Now()
+		err := fn(i)
+		d := time.Since(start)
+		if after != nil {
+			after()
+		}
+		switch {
+		case err != nil:
+			fail(err)
+		case i >= warmup:
+			durations = append(durations, d)
+		}
+	}
+	m := summarize(name, durations)
+	m.Errors = errors
+	return m
+}
+
+// summarize computes the percentiles of durations, in milliseconds.
+func summarize(name string, durations []time.Duration) measurement {
+	m := measurement{Name: name, Samples: len(durations)}
+	if len(durations) == 0 {
+		return m
+	}
+	slices.Sort(durations)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	var total time.Duration
+	for _, d := range durations {
+		total += d
+	}
+	m.P50 = ms(durations[len(durations)/2])
+	m.P99 = ms(durations[min(len(durations)-1, len(durations)*99/100)])
+	m.Mean = ms(total / time.Duration(len(durations)))
+	return m
+}
+
+// print writes the report as a markdown table, ready for the README.
+func (r report) print(w io.Writer) {
+	fmt.Fprintf(w, "Machine: %s, %s CPUs, %s; kernel %s; Podman %s; %s.\n\n",
+		r.Machine["cpu"], r.Machine["cpus"], r.Machine["memory"], r.Machine["kernel"], r.Machine["podman"], r.Machine["go"])
+	fmt.Fprintln(w, "| measurement | samples | p50 | p99 | errors | target |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- |")
+	for _, m := range r.Measurements {
+		verdict := ""
+		if m.target != "" {
+			verdict = m.target + map[bool]string{true: " (met)", false: " (missed)"}[m.met]
+		}
+		fmt.Fprintf(w, "| %s | %d | %.2f ms | %.2f ms | %d | %s |\n", m.Name, m.Samples, m.P50, m.P99, m.Errors, verdict)
+	}
+	fmt.Fprintf(w, "\nread_file is %.0f times faster than one podman exec per read, at p50 (target: at least 50 times, %s).\n",
+		r.ReadSpeedup, map[bool]string{true: "met", false: "missed"}[r.SpeedupMet])
+}
+
+// describeMachine records what the numbers were measured on.
+func describeMachine(cfg config) map[string]string {
+	m := map[string]string{"cpus": fmt.Sprint(runtime.NumCPU()), "go": runtime.Version(), "date": time.Now().UTC().Format("2006-01-02")}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if name, ok := strings.CutPrefix(line, "model name"); ok {
+				m["cpu"] = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), ":"))
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int
+		fmt.Sscanf(strings.SplitN(string(b), "\n", 2)[0], "MemTotal: %d kB", &kb)
+		m["memory"] = fmt.Sprintf("%.0f GiB", float64(kb)/(1<<20))
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m["kernel"] = strings.TrimSpace(string(b))
+	}
+	if out, err := exec.Command("podman", "version", "--format", "{{.Server.Version}}").Output(); err == nil {
+		m["podman"] = strings.TrimSpace(string(out))
+	}
+	m["image"] = cfg.image
+	return m
+}

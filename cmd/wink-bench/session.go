@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/containers/podman/v5/pkg/api/handlers"
+	"github.com/containers/podman/v5/pkg/bindings"
+	"github.com/containers/podman/v5/pkg/bindings/containers"
+	dockerContainer "github.com/docker/docker/api/types/container"
+)
+
+// fourKiB is the content of the files read and written.
+var fourKiB = strings.Repeat("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\n", 64)
+
+// session is one wink-mcp process driven over stdio by a minimal JSON-RPC
+// client: it writes requests and decodes only what it checks, so the
+// numbers are the server's, not a client library's.
+type session struct {
+	cmd       *exec.Cmd
+	in        io.WriteCloser
+	out       *bufio.Reader
+	next      int
+	container string
+	cache     string
+}
+
+// serverArgs are the flags every measured wink-mcp runs with.
+func serverArgs(cfg config, cache string) []string {
+	return []string{"--image", cfg.image, "--cache-dir", cache, "--podman-url", "unix://" + cfg.socket,
+		"--name-prefix", "wink-bench", "--log-level", "error"}
+}
+
+func startSession(_ context.Context, cfg config) (*session, error) {
+	cache, err := os.MkdirTemp("", "wink-bench-")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(cfg.bin, serverArgs(cfg, cache)...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &session{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), cache: cache}
+	if _, err := s.request("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "wink-bench", "version": "1"}}); err != nil {
+		s.close()
+		return nil, fmt.Errorf("initialize: %w", err)
+	}
+	if _, err := io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// close ends the session (the server removes its container) and deletes its cache.
+func (s *session) close() {
+	if s.cmd == nil {
+		return
+	}
+	s.in.Close()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+	os.RemoveAll(s.cache)
+}
+
+// answer is the part of a JSON-RPC answer the benchmark checks.
+type answer struct {
+	ID     int `json:"id"`
+	Result struct {
+		IsError           bool            `json:"isError"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+		Content           []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"result"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// request sends one JSON-RPC request and waits for its answer.
+func (s *session) request(method string, params any) (*answer, error) {
+	s.next++
+	req, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": s.next, "method": method, "params": params})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.in.Write(append(req, '\n')); err != nil {
+		return nil, err
+	}
+	for {
+		line, err := s.out.ReadBytes('\n')
+		if err != nil {
+			return nil, fmt.Errorf("reading the answer: %w", err)
+		}
+		var a answer
+		if err := json.Unmarshal(line, &a); err != nil {
+			return nil, err
+		}
+		if a.ID != s.next {
+			continue // a notification
+		}
+		if a.Error != nil {
+			return nil, fmt.Errorf("%s: %s", method, a.Error.Message)
+		}
+		return &a, nil
+	}
+}
+
+// call runs one tool and returns its answer, a tool error included.
+func (s *session) call(_ context.Context, name string, args map[string]any) (*answer, error) {
+	return s.request("tools/call", map[string]any{"name": name, "arguments": args})
+}
+
+// expect runs a call that must succeed.
+func (s *session) expect(ctx context.Context, name string, args map[string]any) error {
+	a, err := s.call(ctx, name, args)
+	if err != nil {
+		return err
+	}
+	if a.Result.IsError {
+		msg := ""
+		if len(a.Result.Content) > 0 {
+			msg = a.Result.Content[0].Text
+		}
+		return fmt.Errorf("%s: %s", name, msg)
+	}
+	return nil
+}
+
+// prepare starts the container and creates the files the measurements use.
+func (s *session) prepare(ctx context.Context) error {
+	a, err := s.call(ctx, "podman_shell", map[string]any{"action": "start"})
+	if err != nil || a.Result.IsError {
+		return fmt.Errorf("starting the workspace: %v %+v", err, a)
+	}
+	var started struct {
+		Container string `json:"container"`
+	}
+	if err := json.Unmarshal(a.Result.StructuredContent, &started); err != nil {
+		return err
+	}
+	s.container = started.Container
+	for path, content := range map[string]string{"bench/read.txt": fourKiB, "bench/edit.txt": "MARK-A\n" + fourKiB[7:]} {
+		if err := s.expect(ctx, "write_file", map[string]any{"file_path": path, "content": content}); err != nil {
+			return err
+		}
+	}
+	script := `mkdir -p bench/grep && cd bench/grep && i=0; while [ $i -lt 1000 ]; do ` +
+		`printf 'line one\nneedle-%d here\nline three\n' $i > f$i.txt; i=$((i+1)); done`
+	return s.expect(ctx, "podman_shell", map[string]any{"command": []string{"sh", "-c", script}, "timeout_seconds": 120})
+}
+
+// measureExecBaseline reads the same 4 KiB file the way the seed spec does:
+// one exec of cat per read, through the Podman bindings.
+func measureExecBaseline(ctx context.Context, cfg config, container string, n int) (measurement, error) {
+	conn, err := bindings.NewConnection(ctx, "unix://"+cfg.socket)
+	if err != nil {
+		return measurement{}, err
+	}
+	m := measure("baseline: podman exec cat per read (bindings)", n, func(int) error {
+		id, err := containers.ExecCreate(conn, container, &handlers.ExecCreateConfig{ExecOptions: dockerContainer.ExecOptions{
+			AttachStdout: true, AttachStderr: true, Cmd: []string{"cat", "/workspace/bench/read.txt"},
+		}})
+		if err != nil {
+			return err
+		}
+		var out, errOut bytes.Buffer
+		opts := new(containers.ExecStartAndAttachOptions).WithOutputStream(&out).WithErrorStream(&errOut).
+			WithAttachOutput(true).WithAttachError(true)
+		if err := containers.ExecStartAndAttach(conn, id, opts); err != nil {
+			return err
+		}
+		if out.Len() != len(fourKiB) {
+			return fmt.Errorf("cat returned %d bytes", out.Len())
+		}
+		return nil
+	})
+	return m, nil
+}
