@@ -18,6 +18,8 @@ build:
 	$(GO) build -tags '$(TAGS)' -trimpath -o $(BIN) ./cmd/wink-mcp
 
 test: build
+	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	$(GO) vet -tags '$(TAGS)' ./...
 	WINK_BIN=$(abspath $(BIN)) $(GO) test -tags '$(TAGS)' -count=1 -timeout 20m ./...
 
 clean:
