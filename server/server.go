@@ -87,9 +87,6 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// MCP returns the underlying mcp-go server, for in-process clients in tests.
-func (s *Server) MCP() *mcpserver.MCPServer { return s.mcp }
-
 // ServeStdio serves one session over in and out until in ends or ctx is
 // done. Only JSON-RPC is written to out; logs go to the Logger.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {

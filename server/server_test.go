@@ -35,7 +35,7 @@ func newTestServer(t *testing.T) *Server {
 
 func connect(t *testing.T, s *Server) (*client.Client, *mcp.InitializeResult) {
 	t.Helper()
-	c, err := client.NewInProcessClient(s.MCP())
+	c, err := client.NewInProcessClient(s.mcp)
 	if err != nil {
 		t.Fatal(err)
 	}
