@@ -124,7 +124,7 @@ func (r PythonResult) Text() string {
 
 // Python returns the evaluate_python tool.
 func Python(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(definition[PythonParams, PythonResult]{
+	return build(workspaceFor, definition[PythonParams, PythonResult]{
 		name:  "evaluate_python",
 		title: "Run Python code in the workspace container",
 		description: "Run a short Python 3 program (at most 2000 characters) with python3 in the workspace container, in " +
@@ -134,11 +134,7 @@ func Python(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"by the variable's value. An exception or a syntax error is a normal result with the traceback in stderr. The " +
 			"image must have python3; use podman_shell for anything longer.",
 		annotations: annotate(false, true, false),
-		handle: func(ctx context.Context, p PythonParams) (PythonResult, error) {
-			ws, err := workspaceFor(ctx)
-			if err != nil {
-				return PythonResult{}, err
-			}
+		handle: func(ctx context.Context, ws workspace.Workspace, p PythonParams) (PythonResult, error) {
 			req := workspace.PythonRequest{Code: p.Code, Globals: p.Globals, Timeout: pythonTimeout, OutputChars: pythonOutputChars}
 			for _, r := range p.Reads {
 				req.Reads = append(req.Reads, r.Path)

@@ -53,7 +53,7 @@ func (r LsResult) Text() string {
 
 // Ls returns the ls tool.
 func Ls(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(definition[LsParams, LsResult]{
+	return build(workspaceFor, definition[LsParams, LsResult]{
 		name:  "ls",
 		title: "List a directory in the workspace",
 		description: "List the entries of a directory under /workspace (or describe one file): name, path, kind (file, directory, " +
@@ -61,11 +61,7 @@ func Ls(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"target, never followed out of /workspace. At most 2000 entries; truncated says when there are more. Paths are " +
 			"relative to /workspace, ASCII, at most 16 segments of 80 characters.",
 		annotations: annotate(true, false, true),
-		handle: func(ctx context.Context, p LsParams) (LsResult, error) {
-			ws, err := workspaceFor(ctx)
-			if err != nil {
-				return LsResult{}, err
-			}
+		handle: func(ctx context.Context, ws workspace.Workspace, p LsParams) (LsResult, error) {
 			r, err := ws.List(ctx, p.Path)
 			return LsResult{Path: r.Path, Entries: r.Entries, Total: r.Total, Truncated: r.Truncated}, err
 		},
@@ -119,7 +115,7 @@ func (r ReadFileResult) Text() string {
 
 // ReadFile returns the read_file tool.
 func ReadFile(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(definition[ReadFileParams, ReadFileResult]{
+	return build(workspaceFor, definition[ReadFileParams, ReadFileResult]{
 		name:  "read_file",
 		title: "Read a text file in the workspace",
 		description: "Read lines of a UTF-8 text file under /workspace: `limit` lines (1-2000, default 2000) from the 0-based line " +
@@ -128,11 +124,7 @@ func ReadFile(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"refused with their size: inspect them with podman_shell (base64, od). Directories, special files and symlinks " +
 			"leading out of /workspace are refused. Files over 16 MiB are refused: use podman_shell (head, tail, sed -n).",
 		annotations: annotate(true, false, true),
-		handle: func(ctx context.Context, p ReadFileParams) (ReadFileResult, error) {
-			ws, err := workspaceFor(ctx)
-			if err != nil {
-				return ReadFileResult{}, err
-			}
+		handle: func(ctx context.Context, ws workspace.Workspace, p ReadFileParams) (ReadFileResult, error) {
 			limit := p.Limit
 			if limit == 0 {
 				limit = workspace.MaxReadLines

@@ -147,7 +147,7 @@ func (r ShellResult) Text() string {
 
 // Shell returns the podman_shell tool.
 func Shell(workspaceFor WorkspaceFor, log *slog.Logger) (server.ServerTool, error) {
-	return build(definition[ShellParams, ShellResult]{
+	return build(workspaceFor, definition[ShellParams, ShellResult]{
 		name:  "podman_shell",
 		title: "Run a command in the workspace container",
 		description: "Run a command in this session's isolated Linux container (Podman) and return its exit code and output. " +
@@ -161,11 +161,7 @@ func Shell(workspaceFor WorkspaceFor, log *slog.Logger) (server.ServerTool, erro
 			"that cannot start (not found, not executable) is an error. action=start makes sure the container runs; " +
 			"action=stop removes it and empties /workspace.",
 		annotations: annotate(false, true, false),
-		handle: func(ctx context.Context, p ShellParams) (ShellResult, error) {
-			ws, err := workspaceFor(ctx)
-			if err != nil {
-				return ShellResult{}, err
-			}
+		handle: func(ctx context.Context, ws workspace.Workspace, p ShellParams) (ShellResult, error) {
 			return runShell(ctx, ws, p, log)
 		},
 	})

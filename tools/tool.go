@@ -34,14 +34,15 @@ type definition[P any, R Result] struct {
 	title       string
 	description string
 	annotations mcp.ToolAnnotation
-	handle      func(ctx context.Context, p P) (R, error)
+	// handle runs the call in the session's workspace.
+	handle func(ctx context.Context, ws workspace.Workspace, p P) (R, error)
 }
 
 // build generates the tool's schemas from P and R and wraps its handler:
-// arguments are decoded strictly, failures become tool errors (isError) with
-// a message the model can act on, and results carry both structured content
-// and text.
-func build[P any, R Result](d definition[P, R]) (server.ServerTool, error) {
+// arguments are decoded strictly, the session's workspace is looked up,
+// failures become tool errors (isError) with a message the model can act on,
+// and results carry both structured content and text.
+func build[P any, R Result](workspaceFor WorkspaceFor, d definition[P, R]) (server.ServerTool, error) {
 	dec, err := schema.NewDecoder[P]()
 	if err != nil {
 		return server.ServerTool{}, fmt.Errorf("input schema of %s: %w", d.name, err)
@@ -66,7 +67,11 @@ func build[P any, R Result](d definition[P, R]) (server.ServerTool, error) {
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
 		}
-		r, err := d.handle(ctx, p)
+		ws, err := workspaceFor(ctx)
+		if err != nil {
+			return mcp.NewToolResultError(errorMessage(err)), nil
+		}
+		r, err := d.handle(ctx, ws, p)
 		if err != nil {
 			return mcp.NewToolResultError(errorMessage(err)), nil
 		}

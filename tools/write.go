@@ -40,7 +40,7 @@ func (r WriteFileResult) Text() string {
 
 // WriteFile returns the write_file tool.
 func WriteFile(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(definition[WriteFileParams, WriteFileResult]{
+	return build(workspaceFor, definition[WriteFileParams, WriteFileResult]{
 		name:  "write_file",
 		title: "Write a file in the workspace",
 		description: "Create a file under /workspace, or replace its whole content, creating missing parent directories. The " +
@@ -48,11 +48,7 @@ func WriteFile(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"rejected or failed write leaves the old file as it was. A replaced file keeps its permissions. Directories, " +
 			"symlinks and special files are not overwritten. To change part of a file, use edit_file.",
 		annotations: annotate(false, true, true),
-		handle: func(ctx context.Context, p WriteFileParams) (WriteFileResult, error) {
-			ws, err := workspaceFor(ctx)
-			if err != nil {
-				return WriteFileResult{}, err
-			}
+		handle: func(ctx context.Context, ws workspace.Workspace, p WriteFileParams) (WriteFileResult, error) {
 			r, err := ws.WriteFile(ctx, p.FilePath, p.Content)
 			return WriteFileResult{Path: r.Path, SizeBytes: r.SizeBytes, Version: r.Version, Created: r.Created}, err
 		},
@@ -88,7 +84,7 @@ func (r EditFileResult) Text() string {
 
 // EditFile returns the edit_file tool.
 func EditFile(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(definition[EditFileParams, EditFileResult]{
+	return build(workspaceFor, definition[EditFileParams, EditFileResult]{
 		name:  "edit_file",
 		title: "Edit a file in the workspace",
 		description: "Replace old_string with new_string in a UTF-8 text file under /workspace. old_string must occur exactly " +
@@ -96,11 +92,7 @@ func EditFile(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"which lines, and nothing changes. In a file with CRLF line endings, old_string and new_string written with LF " +
 			"still match and the file keeps CRLF. The edited file may not exceed 48000 characters. Atomic, like write_file.",
 		annotations: annotate(false, true, false),
-		handle: func(ctx context.Context, p EditFileParams) (EditFileResult, error) {
-			ws, err := workspaceFor(ctx)
-			if err != nil {
-				return EditFileResult{}, err
-			}
+		handle: func(ctx context.Context, ws workspace.Workspace, p EditFileParams) (EditFileResult, error) {
 			r, err := ws.EditFile(ctx, workspace.EditRequest{Path: p.FilePath, Old: p.OldString, New: p.NewString, ReplaceAll: p.ReplaceAll})
 			return EditFileResult{Path: r.Path, Replacements: r.Replacements, SizeBytes: r.SizeBytes, Version: r.Version}, err
 		},
@@ -138,17 +130,13 @@ func (r RmResult) Text() string {
 
 // Rm returns the rm tool.
 func Rm(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(definition[RmParams, RmResult]{
+	return build(workspaceFor, definition[RmParams, RmResult]{
 		name:  "rm",
 		title: "Remove a file or directory in the workspace",
 		description: "Remove a file, a symbolic link (never its target) or a whole directory tree under /workspace, and say how " +
 			"many entries went. The workspace root itself cannot be removed.",
 		annotations: annotate(false, true, false),
-		handle: func(ctx context.Context, p RmParams) (RmResult, error) {
-			ws, err := workspaceFor(ctx)
-			if err != nil {
-				return RmResult{}, err
-			}
+		handle: func(ctx context.Context, ws workspace.Workspace, p RmParams) (RmResult, error) {
 			r, err := ws.Remove(ctx, p.Path)
 			return RmResult{Path: r.Path, RemovedEntries: r.RemovedEntries}, err
 		},
