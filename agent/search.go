@@ -176,13 +176,7 @@ func (a *Agent) glob(args wire.GlobArgs) (*wire.GlobResult, *wire.Error) {
 	if werr != nil {
 		return nil, werr
 	}
-	switch {
-	case res.Truncated:
-		res.Note = fmt.Sprintf("only the first %d matches are listed; narrow the pattern or the path", wire.MaxResults)
-	case capped:
-		res.Truncated = true
-		res.Note = fmt.Sprintf("the search stopped after visiting %d entries; narrow the path", wire.MaxWalkEntries)
-	}
+	res.Truncated, res.Note = truncation(res.Truncated, capped, "the pattern or the path")
 	return res, nil
 }
 
@@ -233,14 +227,20 @@ func (a *Agent) grep(args wire.GrepArgs) (*wire.GrepResult, *wire.Error) {
 	if werr != nil {
 		return nil, werr
 	}
-	switch {
-	case res.Truncated:
-		res.Note = fmt.Sprintf("only the first %d matches are listed; narrow the pattern, the path or the glob", wire.MaxResults)
-	case capped:
-		res.Truncated = true
-		res.Note = fmt.Sprintf("the search stopped after visiting %d entries; narrow the path", wire.MaxWalkEntries)
-	}
+	res.Truncated, res.Note = truncation(res.Truncated, capped, "the pattern, the path or the glob")
 	return res, nil
+}
+
+// truncation says whether a search's result is cut short, and why: too many
+// matches (narrow what) or too many entries visited.
+func truncation(tooManyMatches, walkCapped bool, what string) (bool, string) {
+	switch {
+	case tooManyMatches:
+		return true, fmt.Sprintf("only the first %d matches are listed; narrow %s", wire.MaxResults, what)
+	case walkCapped:
+		return true, fmt.Sprintf("the search stopped after visiting %d entries; narrow the path", wire.MaxWalkEntries)
+	}
+	return false, ""
 }
 
 // loadForGrep reads a file to search, or reports false for one to skip: not
