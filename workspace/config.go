@@ -30,13 +30,8 @@ const (
 	DefaultPullTimeout = 10 * time.Minute
 )
 
-// Config says how sessions' containers are made and where their files live.
-// The zero value is not usable; start from DefaultConfig.
-type Config struct {
-	// Image is the container image; it is pulled when missing.
-	Image string
-	// User is the numeric "uid:gid" the container runs as.
-	User string
+// Limits bound what one session's container may use.
+type Limits struct {
 	// MemoryBytes is the memory limit; swap is not allowed beyond it.
 	MemoryBytes int64
 	// CPUs is the CPU quota in cores.
@@ -48,6 +43,17 @@ type Config struct {
 	// NofileLimit and NprocLimit are the RLIMIT_NOFILE and RLIMIT_NPROC of the container.
 	NofileLimit uint64
 	NprocLimit  uint64
+}
+
+// Config says how sessions' containers are made and where their files live.
+// The zero value is not usable; start from DefaultConfig.
+type Config struct {
+	// Image is the container image; it is pulled when missing.
+	Image string
+	// User is the numeric "uid:gid" the container runs as.
+	User string
+	// Limits bound what the container may use.
+	Limits
 	// Runtime is the OCI runtime to use ("" for Podman's default).
 	Runtime string
 	// NamePrefix starts every container name.
@@ -79,14 +85,16 @@ func DefaultConfig() Config {
 		cache = os.TempDir()
 	}
 	return Config{
-		Image:       DefaultImage,
-		User:        DefaultUser,
-		MemoryBytes: DefaultMemoryBytes,
-		CPUs:        DefaultCPUs,
-		PidsLimit:   DefaultPidsLimit,
-		TmpBytes:    DefaultTmpBytes,
-		NofileLimit: DefaultNofileLimit,
-		NprocLimit:  DefaultNprocLimit,
+		Image: DefaultImage,
+		User:  DefaultUser,
+		Limits: Limits{
+			MemoryBytes: DefaultMemoryBytes,
+			CPUs:        DefaultCPUs,
+			PidsLimit:   DefaultPidsLimit,
+			TmpBytes:    DefaultTmpBytes,
+			NofileLimit: DefaultNofileLimit,
+			NprocLimit:  DefaultNprocLimit,
+		},
 		NamePrefix:  DefaultNamePrefix,
 		CacheDir:    filepath.Join(cache, "wink-mcp"),
 		IdleTimeout: DefaultIdleTimeout,

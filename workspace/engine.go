@@ -19,13 +19,8 @@ type containerSpec struct {
 	User         string
 	WorkspaceDir string
 	AgentBinary  string
-	MemoryBytes  int64
-	CPUs         float64
-	PidsLimit    int64
-	TmpBytes     int64
-	NofileLimit  uint64
-	NprocLimit   uint64
-	Runtime      string
+	Limits
+	Runtime string
 }
 
 // listedContainer is one container found by engine.List.

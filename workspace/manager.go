@@ -188,12 +188,7 @@ func (m *Manager) spec(s *Session) containerSpec {
 		User:         m.cfg.User,
 		WorkspaceDir: s.workspaceDir(),
 		AgentBinary:  m.agentBinary,
-		MemoryBytes:  m.cfg.MemoryBytes,
-		CPUs:         m.cfg.CPUs,
-		PidsLimit:    m.cfg.PidsLimit,
-		TmpBytes:     m.cfg.TmpBytes,
-		NofileLimit:  m.cfg.NofileLimit,
-		NprocLimit:   m.cfg.NprocLimit,
+		Limits:       m.cfg.Limits,
 		Runtime:      m.cfg.Runtime,
 	}
 }

@@ -114,16 +114,7 @@ func TestRecreatedAfterContainerDied(t *testing.T) {
 	s, _ := m.Session("dies")
 	echo(t, s, "sh", "-c", "echo survives > f")
 	eng.kill(s.name)
-	waitFor(t, "channel end", func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		select {
-		case <-s.client.Done():
-			return true
-		default:
-			return false
-		}
-	})
+	waitChannelEnd(t, s)
 	if res := echo(t, s, "cat", "f"); res.Stdout != "survives\n" {
 		t.Errorf("after recreation the file reads %q", res.Stdout)
 	}
@@ -137,16 +128,7 @@ func TestChannelReopenedWhileContainerRuns(t *testing.T) {
 	s, _ := m.Session("flaky")
 	echo(t, s, "true")
 	eng.breakChannels(s.name)
-	waitFor(t, "channel end", func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		select {
-		case <-s.client.Done():
-			return true
-		default:
-			return false
-		}
-	})
+	waitChannelEnd(t, s)
 	echo(t, s, "true")
 	if eng.creates != 1 || !slices.Contains(logs.events(), EventChannelReopened) {
 		t.Errorf("%d creates, events %v; want the channel reopened, no new container", eng.creates, logs.events())
@@ -209,6 +191,21 @@ func TestCloseRemovesEveryContainerAndReleasesTheInstance(t *testing.T) {
 	if _, err := m.Session("d"); !errors.Is(err, ErrSessionEnded) {
 		t.Errorf("Session after Close = %v", err)
 	}
+}
+
+// waitChannelEnd waits until the session's channel has noticed it is broken.
+func waitChannelEnd(t *testing.T, s *Session) {
+	t.Helper()
+	waitFor(t, "channel end", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		select {
+		case <-s.client.Done():
+			return true
+		default:
+			return false
+		}
+	})
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

@@ -93,7 +93,7 @@ func TestConfigValidate(t *testing.T) {
 func TestPodmanSpecHardening(t *testing.T) {
 	s := podmanSpec(containerSpec{
 		Name: "wink-x", Image: "img", User: "65534:65534", WorkspaceDir: "/cache/ws", AgentBinary: "/bin/wink-mcp",
-		MemoryBytes: 1 << 30, CPUs: 1.5, PidsLimit: 256, TmpBytes: 256 << 20, NofileLimit: 4096, NprocLimit: 4096,
+		Limits: Limits{MemoryBytes: 1 << 30, CPUs: 1.5, PidsLimit: 256, TmpBytes: 256 << 20, NofileLimit: 4096, NprocLimit: 4096},
 	})
 	if s.NetNS.NSMode != "none" || !slices.Equal(s.CapDrop, []string{"ALL"}) || s.NoNewPrivileges == nil || !*s.NoNewPrivileges {
 		t.Errorf("network %q, cap drop %v, no-new-privileges %v", s.NetNS.NSMode, s.CapDrop, s.NoNewPrivileges)
