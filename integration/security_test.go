@@ -105,6 +105,14 @@ func TestContainerHardening(t *testing.T) {
 	if !slices.Equal(ifaces, []string{"lo"}) {
 		t.Errorf("network interfaces %v, want only lo", ifaces)
 	}
+	// The commands share the agent's user; they still cannot stop it.
+	p.run("sh", "-c", "kill -9 1; kill -TERM 1; kill -INT 1; true")
+	if res := p.run("echo", "agent still here"); res.Stdout != "agent still here\n" || p.logs.count("recreated_after_failure") != 0 {
+		t.Errorf("after signalling PID 1: %+v, %d recreations", res, p.logs.count("recreated_after_failure"))
+	}
+	if res := p.run("sh", "-c", "cat /proc/1/environ >/dev/null 2>&1 && echo readable || echo denied"); res.Stdout != "denied\n" {
+		t.Errorf("the agent's /proc entry is readable by commands: %q", res.Stdout)
+	}
 	if name == "" || strings.Contains(name, "stdio") {
 		t.Errorf("container name %q reveals the session id", name)
 	}
