@@ -32,6 +32,8 @@ type Config struct {
 	Workspace workspace.Config
 	// ShutdownTimeout bounds the removal of containers when a session or the server ends.
 	ShutdownTimeout time.Duration
+	// HTTP configures the SSE and streamable HTTP transports.
+	HTTP HTTPConfig
 	// Logger receives every log record; nil discards them.
 	Logger *slog.Logger
 }
@@ -42,6 +44,8 @@ type Server struct {
 	log       *slog.Logger
 	mgr       *workspace.Manager
 	mcp       *mcpserver.MCPServer
+	sessions  *sessionStore
+	calls     *callTracker
 	sweepDone chan struct{}
 }
 
@@ -59,13 +63,14 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, mgr: mgr, sweepDone: make(chan struct{})}
+	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), calls: newCallTracker(), sweepDone: make(chan struct{})}
 
 	hooks := &mcpserver.Hooks{}
 	hooks.AddOnUnregisterSession(func(ctx context.Context, session mcpserver.ClientSession) {
 		// mcp-go may call this with a cancelled context (stdio at EOF).
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 		defer cancel()
+		s.sessions.remove(session.SessionID())
 		mgr.EndSession(ctx, session.SessionID())
 	})
 	info := prompts.Info{Image: cfg.Workspace.Image, Workspace: workspace.Root, ShellTimeoutSeconds: 120}
@@ -113,8 +118,10 @@ func (s *Server) Close() error {
 // workspaceFor maps a tool call to its session's workspace.
 func (s *Server) workspaceFor(ctx context.Context) (workspace.Workspace, error) {
 	session := mcpserver.ClientSessionFromContext(ctx)
-	if session == nil {
-		return nil, errors.New("the call carries no MCP session")
+	if session == nil || session.SessionID() == "" {
+		// A sessionless request (protocol revision 2026-07-28) would share one
+		// workspace with every other such request.
+		return nil, errors.New("this call has no MCP session, so it has no workspace: connect with a protocol revision that has sessions (2025-11-25 or earlier), over stdio, SSE or streamable HTTP")
 	}
 	return s.mgr.Session(session.SessionID())
 }
@@ -138,6 +145,7 @@ func (s *Server) sweep() {
 func (s *Server) observe(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 		start := time.Now()
+		defer s.calls.start()()
 		defer func() {
 			if p := recover(); p != nil {
 				s.log.Error("tool call panicked", "tool", req.Params.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))

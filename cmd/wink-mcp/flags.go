@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -22,16 +23,24 @@ type logOptions struct {
 	format string
 }
 
+// serveOptions are the serve command's settings that are not the server's config.
+type serveOptions struct {
+	transport     string
+	authTokenFile string
+	logs          logOptions
+}
+
 // parseServeFlags builds the server's configuration from, in increasing
 // precedence, the defaults, the environment (read through lookup) and args.
-func parseServeFlags(args []string, lookup func(string) (string, bool), out io.Writer) (server.Config, logOptions, error) {
-	cfg := server.Config{Workspace: workspace.DefaultConfig(), ShutdownTimeout: server.DefaultShutdownTimeout}
-	w := &cfg.Workspace
-	logs := logOptions{level: "info", format: "text"}
+func parseServeFlags(args []string, lookup func(string) (string, bool), out io.Writer) (server.Config, serveOptions, error) {
+	cfg := server.Config{Workspace: workspace.DefaultConfig(), ShutdownTimeout: server.DefaultShutdownTimeout, HTTP: server.DefaultHTTPConfig()}
+	w, h := &cfg.Workspace, &cfg.HTTP
+	opts := serveOptions{transport: server.TransportStdio, logs: logOptions{level: "info", format: "text"}}
+	logs := &opts.logs
 	fs := flag.NewFlagSet("wink-mcp", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() {
-		fmt.Fprintf(out, "usage: wink-mcp [serve] [flags]\n\nServes MCP over stdio; each session gets its own Podman container.\nEvery flag can also be set by the environment variable named in brackets.\n\n")
+		fmt.Fprintf(out, "usage: wink-mcp [serve] [flags]\n       wink-mcp doctor [flags]\n\nServes MCP over stdio, SSE or streamable HTTP; each session gets its own Podman container.\nEvery flag can also be set by the environment variable named in brackets.\n\n")
 		fs.PrintDefaults()
 	}
 	b := &binder{fs: fs, lookup: lookup}
@@ -53,24 +62,68 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.duration(&w.APITimeout, "podman-timeout", "deadline of each Podman API call", "WINK_PODMAN_TIMEOUT")
 	b.duration(&w.PullTimeout, "pull-timeout", "deadline of an image pull", "WINK_PULL_TIMEOUT")
 	b.duration(&cfg.ShutdownTimeout, "shutdown-timeout", "deadline for removing containers when a session or the server ends", "WINK_SHUTDOWN_TIMEOUT")
+	b.str(&opts.transport, "transport", "stdio, sse (at /sse) or http (streamable HTTP at /mcp)", "WINK_TRANSPORT")
+	b.str(&h.Addr, "addr", "address the sse and http transports listen on", "WINK_ADDR")
+	b.str(&opts.authTokenFile, "auth-token-file", "file of bearer tokens, one a line, that HTTP clients must send", "WINK_AUTH_TOKEN_FILE")
+	b.list(&h.AuthTokens, "auth-token", "a bearer token HTTP clients must send (prefer the file: flags show in ps)", "WINK_AUTH_TOKEN")
+	b.list(&h.AllowedHosts, "allowed-host", "a Host name accepted besides loopback ones (repeatable, or comma-separated)", "WINK_ALLOWED_HOSTS")
+	b.list(&h.AllowedOrigins, "allowed-origin", "an Origin (scheme://host[:port]) accepted besides loopback ones (repeatable)", "WINK_ALLOWED_ORIGINS")
+	b.int(&h.MaxSessions, "max-sessions", "sessions served at once over HTTP", "WINK_MAX_SESSIONS")
+	b.bytes(&h.MaxBodyBytes, "max-body", "largest HTTP request body", "WINK_MAX_BODY")
+	b.duration(&h.DrainTimeout, "drain-timeout", "on SIGTERM, how long tool calls in flight may finish", "WINK_DRAIN_TIMEOUT")
 	b.str(&logs.level, "log-level", "debug, info, warn or error", "WINK_LOG_LEVEL")
 	b.str(&logs.format, "log-format", "text or json (logs always go to stderr)", "WINK_LOG_FORMAT")
 	if err := errors.Join(b.errs...); err != nil {
-		return cfg, logs, err
+		return cfg, opts, err
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return cfg, logs, errHelp
+			return cfg, opts, errHelp
 		}
-		return cfg, logs, err
+		return cfg, opts, err
 	}
 	if fs.NArg() > 0 {
-		return cfg, logs, fmt.Errorf("unexpected argument %q (see -h)", fs.Arg(0))
+		return cfg, opts, fmt.Errorf("unexpected argument %q (see -h)", fs.Arg(0))
 	}
 	if err := w.Validate(); err != nil {
-		return cfg, logs, err
+		return cfg, opts, err
 	}
-	return cfg, logs, nil
+	switch opts.transport {
+	case server.TransportStdio:
+	case server.TransportSSE, server.TransportHTTP:
+		if opts.authTokenFile != "" {
+			tokens, err := readTokenFile(opts.authTokenFile)
+			if err != nil {
+				return cfg, opts, err
+			}
+			h.AuthTokens = append(h.AuthTokens, tokens...)
+		}
+		if err := h.Validate(); err != nil {
+			return cfg, opts, err
+		}
+	default:
+		return cfg, opts, fmt.Errorf("transport %q: want stdio, sse or http", opts.transport)
+	}
+	return cfg, opts, nil
+}
+
+// readTokenFile reads bearer tokens, one a line; blank lines and lines
+// starting with # are skipped.
+func readTokenFile(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the auth token file: %w", err)
+	}
+	var tokens []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			tokens = append(tokens, line)
+		}
+	}
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("the auth token file %s holds no token", path)
+	}
+	return tokens, nil
 }
 
 // newLogger returns a slog logger writing to w.
@@ -156,6 +209,31 @@ func (b *binder) int64(p *int64, name, usage string, envs ...string) {
 
 func (b *binder) uint64(p *uint64, name, usage string, envs ...string) {
 	bind(b, p, name, usage, envs, func(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) }, false)
+}
+
+func (b *binder) int(p *int, name, usage string, envs ...string) {
+	bind(b, p, name, usage, envs, strconv.Atoi, false)
+}
+
+// list binds a repeatable flag; the environment variable holds a comma-separated list.
+func (b *binder) list(p *[]string, name, usage string, envs ...string) {
+	for _, env := range envs {
+		if s, ok := b.lookup(env); ok && s != "" {
+			for _, item := range strings.Split(s, ",") {
+				if item = strings.TrimSpace(item); item != "" {
+					*p = append(*p, item)
+				}
+			}
+		}
+	}
+	b.fs.Func(name, fmt.Sprintf("%s [%s]", usage, strings.Join(envs, ", ")), func(s string) error {
+		for _, item := range strings.Split(s, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				*p = append(*p, item)
+			}
+		}
+		return nil
+	})
 }
 
 func (b *binder) bytes(p *int64, name, usage string, envs ...string) {

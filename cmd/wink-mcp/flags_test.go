@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ func env(vars map[string]string) func(string) (string, bool) {
 }
 
 func TestFlagsOverrideEnvironmentOverDefaults(t *testing.T) {
-	cfg, logs, err := parseServeFlags(
+	cfg, opts, err := parseServeFlags(
 		[]string{"--memory", "512m", "--idle-timeout", "2m", "--log-format", "json"},
 		env(map[string]string{"WINK_MEMORY": "2g", "WINK_IMAGE": "img:1", "WINK_CACHE": "/var/cache/w", "PODMAN_BASE_URL": "tcp://h:1", "WINK_KEEP_SESSION_DIRS": "true"}),
 		io.Discard)
@@ -26,8 +27,8 @@ func TestFlagsOverrideEnvironmentOverDefaults(t *testing.T) {
 	if w.MemoryBytes != 512<<20 || w.Image != "img:1" || w.CacheDir != "/var/cache/w" || w.IdleTimeout != 2*time.Minute || !w.KeepSessionDirs {
 		t.Errorf("config %+v", w)
 	}
-	if w.PodmanURL != "tcp://h:1" || logs.format != "json" || w.PidsLimit != 256 {
-		t.Errorf("podman url %q, log format %q, pids %d", w.PodmanURL, logs.format, w.PidsLimit)
+	if w.PodmanURL != "tcp://h:1" || opts.logs.format != "json" || w.PidsLimit != 256 {
+		t.Errorf("podman url %q, log format %q, pids %d", w.PodmanURL, opts.logs.format, w.PidsLimit)
 	}
 }
 
@@ -89,5 +90,41 @@ func TestLogger(t *testing.T) {
 	}
 	if _, err := newLogger(&b, logOptions{level: "loud", format: "text"}); err == nil {
 		t.Error("bad level accepted")
+	}
+}
+
+func TestHTTPFlags(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := dir + "/tokens"
+	if err := os.WriteFile(tokenFile, []byte("# one a line\n0123456789abcdef0123456789abcdef\n\nfedcba9876543210fedcba9876543210\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, opts, err := parseServeFlags([]string{"--transport", "http", "--addr", "0.0.0.0:9000", "--auth-token-file", tokenFile,
+		"--allowed-host", "a.example,b.example", "--allowed-host", "c.example"},
+		env(map[string]string{"WINK_ALLOWED_ORIGINS": "https://x.example", "WINK_MAX_SESSIONS": "8"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := cfg.HTTP
+	if opts.transport != "http" || h.Addr != "0.0.0.0:9000" || len(h.AuthTokens) != 2 || len(h.AllowedHosts) != 3 || h.AllowedOrigins[0] != "https://x.example" || h.MaxSessions != 8 {
+		t.Errorf("config %+v, transport %q", h, opts.transport)
+	}
+	refusals := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string
+	}{
+		{name: "public without token", args: []string{"--transport", "sse", "--addr", "0.0.0.0:9000"}, wantErr: "without a bearer token"},
+		{name: "missing token file", args: []string{"--transport", "http", "--auth-token-file", dir + "/nope"}, wantErr: "reading the auth token file"},
+		{name: "unknown transport", args: []string{"--transport", "websocket"}, wantErr: `transport "websocket"`},
+		{name: "short token", args: []string{"--transport", "http"}, env: map[string]string{"WINK_AUTH_TOKEN": "short"}, wantErr: "shorter than 16"},
+	}
+	for _, tt := range refusals {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, _, err := parseServeFlags(tt.args, env(tt.env), io.Discard); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("err = %v, want %q", err, tt.wantErr)
+			}
+		})
 	}
 }

@@ -50,10 +50,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return runServe(args, stdin, stdout, stderr)
 }
 
-// runServe serves MCP over stdio until stdin ends or a signal arrives, then
+// runServe serves MCP until stdin ends (stdio) or a signal arrives, then
 // removes every container it made.
 func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cfg, logOpts, err := parseServeFlags(args, os.LookupEnv, stderr)
+	cfg, opts, err := parseServeFlags(args, os.LookupEnv, stderr)
 	if err != nil {
 		if err == errHelp {
 			return 0
@@ -61,7 +61,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "wink-mcp: %v\n", err)
 		return 2
 	}
-	log, err := newLogger(stderr, logOpts)
+	log, err := newLogger(stderr, opts.logs)
 	if err != nil {
 		fmt.Fprintf(stderr, "wink-mcp: %v\n", err)
 		return 2
@@ -71,7 +71,6 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// closed); errors still show.
 	logrus.SetOutput(stderr)
 	logrus.SetLevel(logrus.ErrorLevel)
-
 	cfg.Logger = log
 
 	// A client that goes away closes our stdout and stderr; without this the
@@ -86,11 +85,15 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "wink-mcp: %v\n", err)
 		return 1
 	}
-	log.Info("serving MCP over stdio", "version", server.Version())
-	serveErr := srv.ServeStdio(ctx, stdin, stdout)
+	log.Info("starting", "version", server.Version(), "transport", opts.transport)
+	if opts.transport == server.TransportStdio {
+		err = srv.ServeStdio(ctx, stdin, stdout)
+	} else {
+		err = srv.ServeHTTP(ctx, opts.transport)
+	}
 	closeErr := srv.Close()
-	if serveErr != nil {
-		log.Error("serving stopped", "err", serveErr)
+	if err != nil {
+		log.Error("serving stopped", "err", err)
 		return 1
 	}
 	if closeErr != nil {

@@ -1,0 +1,167 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+
+	mcpserver "github.com/mark3labs/mcp-go/server"
+)
+
+// loopbackNames are the hosts a local client uses.
+var loopbackNames = []string{"localhost", "127.0.0.1", "::1"}
+
+// principalKey carries the request's principal in its context.
+type principalKey struct{}
+
+// principalFrom returns the principal the guard put in ctx.
+func principalFrom(ctx context.Context) string {
+	p, _ := ctx.Value(principalKey{}).(string)
+	return p
+}
+
+// guard checks every HTTP request before any MCP processing: the Host and
+// Origin allowlists (403, against DNS rebinding and cross-site requests),
+// the bearer token (401), the session's owner (404: an unknown, ended or
+// foreign session looks the same), the session cap (503), and the body size.
+type guard struct {
+	tokens      [][sha256.Size]byte // digests of the accepted tokens; none means none is required
+	hosts       map[string]bool     // allowed Host names, lowercase, without port
+	origins     map[string]bool     // allowed Origins besides loopback ones, as scheme://host[:port]
+	store       *sessionStore
+	maxSessions int
+	maxBody     int64
+	log         *slog.Logger
+	next        http.Handler
+}
+
+func newGuard(cfg HTTPConfig, store *sessionStore, log *slog.Logger, next http.Handler) *guard {
+	g := &guard{hosts: map[string]bool{}, origins: map[string]bool{}, store: store, maxSessions: cfg.MaxSessions, maxBody: cfg.MaxBodyBytes, log: log, next: next}
+	for _, t := range cfg.AuthTokens {
+		g.tokens = append(g.tokens, sha256.Sum256([]byte(t)))
+	}
+	for _, h := range append(append([]string{}, loopbackNames...), cfg.AllowedHosts...) {
+		g.hosts[strings.ToLower(h)] = true
+	}
+	if host, _, err := net.SplitHostPort(cfg.Addr); err == nil && host != "" && !isWildcard(host) {
+		g.hosts[strings.ToLower(host)] = true // the address it listens on is a name clients may use
+	}
+	for _, o := range cfg.AllowedOrigins {
+		g.origins[strings.ToLower(strings.TrimSuffix(o, "/"))] = true
+	}
+	return g
+}
+
+func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	refuse := func(status int, reason, message string) {
+		g.log.Info("http request refused", "status", status, "reason", reason, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+		http.Error(w, message, status)
+	}
+	if !g.hostAllowed(r.Host) {
+		refuse(http.StatusForbidden, "host", "forbidden: the Host header is not an allowed name for this server (see --allowed-host)")
+		return
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin) {
+		refuse(http.StatusForbidden, "origin", "forbidden: requests from this Origin are not allowed (see --allowed-origin)")
+		return
+	}
+	principal, ok := g.authenticate(r)
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="wink-mcp"`)
+		refuse(http.StatusUnauthorized, "token", "unauthorized: send Authorization: Bearer <token>")
+		return
+	}
+	id := r.Header.Get(mcpserver.HeaderKeySessionID)
+	if id == "" {
+		id = r.URL.Query().Get("sessionId")
+	}
+	switch {
+	case id != "" && !g.store.owns(id, principal):
+		refuse(http.StatusNotFound, "session", "unknown session: it never existed, has ended, or belongs to another client; initialize a new one")
+		return
+	case id == "" && opensSession(r) && g.store.count() >= g.maxSessions:
+		refuse(http.StatusServiceUnavailable, "session cap", "too many sessions: this server serves at most "+strconv.Itoa(g.maxSessions)+" at once; end one (DELETE) or raise --max-sessions")
+		return
+	}
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(w, r.Body, g.maxBody)
+	}
+	g.next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)))
+}
+
+// opensSession reports whether a request without a session id starts one:
+// a streamable HTTP POST (initialize) or an SSE stream.
+func opensSession(r *http.Request) bool {
+	return r.Method == http.MethodPost && r.URL.Path == streamablePath || r.Method == http.MethodGet && r.URL.Path == ssePath
+}
+
+// authenticate checks the bearer token in constant time and returns the
+// principal: a short digest of the token, never the token itself.
+func (g *guard) authenticate(r *http.Request) (string, bool) {
+	if len(g.tokens) == 0 {
+		return "", true
+	}
+	scheme, token, found := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return "", false
+	}
+	digest := sha256.Sum256([]byte(token))
+	match := 0
+	for _, t := range g.tokens {
+		match |= subtle.ConstantTimeCompare(digest[:], t[:])
+	}
+	if match != 1 {
+		return "", false
+	}
+	return hex.EncodeToString(digest[:8]), true
+}
+
+func (g *guard) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	return g.hosts[strings.ToLower(strings.Trim(host, "[]"))]
+}
+
+// originAllowed accepts http(s) origins on a loopback name, any port, and
+// the origins configured; "null" and anything else are refused.
+func (g *guard) originAllowed(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return false
+	}
+	if g.origins[strings.ToLower(u.Scheme+"://"+u.Host)] {
+		return true
+	}
+	host := strings.ToLower(u.Hostname())
+	for _, name := range loopbackNames {
+		if host == name {
+			return true
+		}
+	}
+	return false
+}
+
+// isLoopback reports whether a listen host only accepts local connections.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && ip.IsLoopback()
+}
+
+// isWildcard reports whether a listen host means every interface.
+func isWildcard(host string) bool {
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return host == "" || (err == nil && ip.IsUnspecified())
+}
