@@ -117,7 +117,8 @@ func (a *Agent) ServeConn(ctx context.Context, conn io.ReadWriter) error {
 		inflight[req.ID] = stop
 		mu.Unlock()
 		wg.Go(func() {
-			resp := a.handle(reqCtx, req)
+			report := func(p wire.Progress) { _ = w.Write(wire.Response{ID: req.ID, Progress: &p}) }
+			resp := a.handle(reqCtx, req, report)
 			mu.Lock()
 			delete(inflight, req.ID)
 			mu.Unlock()
@@ -131,8 +132,9 @@ func (a *Agent) ServeConn(ctx context.Context, conn io.ReadWriter) error {
 	}
 }
 
-// handle runs one request and builds its response.
-func (a *Agent) handle(ctx context.Context, req wire.Request) wire.Response {
+// handle runs one request and builds its response; report sends a progress
+// frame for it.
+func (a *Agent) handle(ctx context.Context, req wire.Request, report func(wire.Progress)) wire.Response {
 	var (
 		result any
 		werr   *wire.Error
@@ -141,9 +143,9 @@ func (a *Agent) handle(ctx context.Context, req wire.Request) wire.Response {
 	case wire.OpPing:
 		result = wire.PingResult{PID: os.Getpid()}
 	case wire.OpExec:
-		result, werr = dispatch(req.Args, func(args wire.ExecArgs) (*wire.ExecResult, *wire.Error) { return a.exec(ctx, args) })
+		result, werr = dispatch(req.Args, func(args wire.ExecArgs) (*wire.ExecResult, *wire.Error) { return a.exec(ctx, args, report) })
 	case wire.OpPython:
-		result, werr = dispatch(req.Args, func(args wire.PythonArgs) (*wire.PythonResult, *wire.Error) { return a.python(ctx, args) })
+		result, werr = dispatch(req.Args, func(args wire.PythonArgs) (*wire.PythonResult, *wire.Error) { return a.python(ctx, args, report) })
 	case wire.OpList:
 		result, werr = dispatch(req.Args, func(args wire.PathArgs) (*wire.ListResult, *wire.Error) { return a.list(args.Path) })
 	case wire.OpRead:

@@ -1,20 +1,31 @@
 package agent
 
 import (
+	"bytes"
 	"strings"
+	"sync"
+	"time"
 	"unicode/utf8"
 )
 
 // capture is an io.Writer that keeps the first limit bytes written to it and
 // counts all of them, so a command's output costs bounded memory however much
-// it prints. It is not safe for concurrent use; os/exec copies each stream
-// from one goroutine.
+// it prints. Write is called from one goroutine (the one copying the
+// stream); latestLine may be called from any.
 type capture struct {
 	limit int
 	keep  bool
 	buf   []byte
 	total int64
+
+	mu      sync.Mutex // guards the fields below, read by progress reports
+	last    string     // the latest complete, non-blank line
+	partial []byte     // the line being written, at most maxLineMemory bytes
+	updated time.Time
 }
+
+// maxLineMemory bounds the line a capture remembers for progress reports.
+const maxLineMemory = 200
 
 func newCapture(limit int, keep bool) *capture {
 	return &capture{limit: limit, keep: keep}
@@ -28,7 +39,43 @@ func (c *capture) Write(p []byte) (int, error) {
 		room := c.limit - len(c.buf)
 		c.buf = append(c.buf, p[:min(room, len(p))]...)
 	}
+	c.remember(p)
 	return len(p), nil
+}
+
+// remember keeps the latest line written, for progress reports.
+func (c *capture) remember(p []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.updated = time.Now()
+	for {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			break
+		}
+		c.partial = appendCapped(c.partial, p[:i])
+		if line := strings.TrimSpace(string(c.partial)); line != "" {
+			c.last = line
+		}
+		c.partial, p = c.partial[:0], p[i+1:]
+	}
+	c.partial = appendCapped(c.partial, p)
+}
+
+func appendCapped(b, p []byte) []byte {
+	return append(b, p[:min(len(p), maxLineMemory-min(len(b), maxLineMemory))]...)
+}
+
+// latestLine returns the line being written, or else the last one, as
+// valid UTF-8, and when the stream was last written to.
+func (c *capture) latestLine() (string, time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	line := c.last
+	if partial := strings.TrimSpace(string(c.partial)); partial != "" {
+		line = partial
+	}
+	return strings.ToValidUTF8(line, "\uFFFD"), c.updated
 }
 
 // text returns the kept output as valid UTF-8 and whether it is shorter than

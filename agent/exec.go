@@ -30,7 +30,13 @@ type runSpec struct {
 	limit   int // bytes kept of each stream
 	// result, when set, receives what the command writes to its descriptor 3.
 	result io.Writer
+	// progress, when set, is called every progressInterval while the command runs.
+	progress func(wire.Progress)
 }
+
+// progressInterval is how often a running command reports progress, well
+// within the 5 s an MCP client may wait between notifications.
+const progressInterval = 2 * time.Second
 
 // runOutcome is what a run did.
 type runOutcome struct {
@@ -80,6 +86,10 @@ func (a *Agent) run(ctx context.Context, spec runSpec) (*runOutcome, *wire.Error
 		replies <- replyOrError{r, err}
 	}()
 
+	if spec.progress != nil {
+		stopReports := reportProgress(start, out, spec.progress)
+		defer stopReports()
+	}
 	timer := time.NewTimer(spec.timeout)
 	defer timer.Stop()
 	var got replyOrError
@@ -118,6 +128,29 @@ func (a *Agent) run(ctx context.Context, spec runSpec) (*runOutcome, *wire.Error
 	return out, nil
 }
 
+// reportProgress calls report every progressInterval with the latest line
+// of output, until the returned function is called.
+func reportProgress(start time.Time, out *runOutcome, report func(wire.Progress)) func() {
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(progressInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			line, when := out.stdout.latestLine()
+			if errLine, errWhen := out.stderr.latestLine(); errWhen.After(when) {
+				line = errLine
+			}
+			report(wire.Progress{ElapsedMillis: time.Since(start).Milliseconds(), Line: line})
+		}
+	}()
+	return func() { close(done) }
+}
+
 // stopCommand kills the command a supervisor runs (not the supervisor) and
 // waits for its report; a supervisor that does not report in time is killed.
 func (a *Agent) stopCommand(sup *supervisor, replies <-chan replyOrError) replyOrError {
@@ -131,8 +164,8 @@ func (a *Agent) stopCommand(sup *supervisor, replies <-chan replyOrError) replyO
 	}
 }
 
-// exec answers OpExec.
-func (a *Agent) exec(ctx context.Context, args wire.ExecArgs) (*wire.ExecResult, *wire.Error) {
+// exec answers OpExec; report sends its progress frames.
+func (a *Agent) exec(ctx context.Context, args wire.ExecArgs, report func(wire.Progress)) (*wire.ExecResult, *wire.Error) {
 	if len(args.Argv) == 0 || args.Argv[0] == "" {
 		return nil, wire.Errorf(wire.CodeBadRequest, "command is empty")
 	}
@@ -146,6 +179,7 @@ func (a *Agent) exec(ctx context.Context, args wire.ExecArgs) (*wire.ExecResult,
 	out, werr := a.run(ctx, runSpec{
 		argv: args.Argv, dir: dir, env: mergeEnv(os.Environ(), args.Env), stdin: args.Stdin,
 		timeout: time.Duration(args.TimeoutMillis) * time.Millisecond, capture: args.Capture, limit: args.OutputLimit,
+		progress: progressIf(args.Progress, report),
 	})
 	if werr != nil {
 		return nil, werr
@@ -161,6 +195,14 @@ func (a *Agent) exec(ctx context.Context, args wire.ExecArgs) (*wire.ExecResult,
 	res.Stdout, res.StdoutTruncated = out.stdout.text()
 	res.Stderr, res.StderrTruncated = out.stderr.text()
 	return res, nil
+}
+
+// progressIf returns report when progress was asked for.
+func progressIf(asked bool, report func(wire.Progress)) func(wire.Progress) {
+	if asked {
+		return report
+	}
+	return nil
 }
 
 // resolveDir checks that dir (relative, normalised) is a directory inside the

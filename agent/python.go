@@ -34,7 +34,7 @@ type runnerResult struct {
 // REPL style (the last expression's repr is the value), and applies the
 // requested writes only if the code succeeded. The files are read and
 // written by the agent, inside the workspace root, not by Python.
-func (a *Agent) python(ctx context.Context, args wire.PythonArgs) (*wire.PythonResult, *wire.Error) {
+func (a *Agent) python(ctx context.Context, args wire.PythonArgs, report func(wire.Progress)) (*wire.PythonResult, *wire.Error) {
 	interpreter, err := exec.LookPath("python3")
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeUnavailable, "python3 is not installed in this container's image")
@@ -69,10 +69,11 @@ func (a *Agent) python(ctx context.Context, args wire.PythonArgs) (*wire.PythonR
 		return nil, wire.Errorf(wire.CodeInternal, "encoding the payload: %v", err)
 	}
 
-	var report bytes.Buffer
+	var result bytes.Buffer
 	out, werr := a.run(ctx, runSpec{
 		argv: []string{interpreter, "-I", "-c", runnerSource}, dir: a.workspace, env: os.Environ(), stdin: string(payload),
-		timeout: time.Duration(args.TimeoutMillis) * time.Millisecond, capture: true, limit: args.OutputChars * utf8.UTFMax, result: &report,
+		timeout: time.Duration(args.TimeoutMillis) * time.Millisecond, capture: true, limit: args.OutputChars * utf8.UTFMax, result: &result,
+		progress: progressIf(args.Progress, report),
 	})
 	if werr != nil {
 		return nil, werr
@@ -85,7 +86,7 @@ func (a *Agent) python(ctx context.Context, args wire.PythonArgs) (*wire.PythonR
 	case out.timedOut:
 		res.Stderr += fmt.Sprintf("\n[evaluate_python stopped the code after %d ms]", args.TimeoutMillis)
 		return res, nil
-	case json.Unmarshal(report.Bytes(), &r) != nil:
+	case json.Unmarshal(result.Bytes(), &r) != nil:
 		res.Stderr += fmt.Sprintf("\n[python3 ended (exit %d) before reporting a result]", out.exitCode)
 		return res, nil
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,27 +23,50 @@ import (
 	"github.com/wink-mcp/wink-mcp/tools"
 )
 
-// proc is one wink-mcp process under test and the MCP client driving it.
+// transports are the transports every scenario runs over.
+var transports = []string{"stdio", "http", "sse"}
+
+// eachTransport runs a scenario once over each transport.
+func eachTransport(t *testing.T, scenario func(t *testing.T, transport string)) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) { scenario(t, tr) })
+	}
+}
+
+// proc is one wink-mcp process under test and an MCP client driving it.
 type proc struct {
-	t      *testing.T
-	client *client.Client
-	cmd    *exec.Cmd
-	logs   *logBuffer
-	prefix string // container name prefix, unique to this process
-	cache  string
-	exited chan struct{}
+	t         *testing.T
+	transport string
+	client    *client.Client
+	cmd       *exec.Cmd
+	logs      *logBuffer
+	prefix    string // container name prefix, unique to this process
+	cache     string
+	url       string // the HTTP endpoint, for sse and http
+	exited    chan struct{}
 }
 
 type startOptions struct {
-	cache string
-	image string
-	args  []string
+	transport string // stdio (the default), http or sse
+	cache     string
+	image     string
+	args      []string
+	headers   map[string]string // sent with every HTTP request
 }
 
-// start launches wink-mcp over stdio and initializes a session. Containers
-// it leaves behind are removed at cleanup, so one failing test does not
-// disturb the next; tests that check for leaks look before that.
+// start launches wink-mcp, connects a client and initializes a session.
+// Containers it leaves behind are removed at cleanup, so one failing test
+// does not disturb the next; tests that check for leaks look before that.
 func start(t *testing.T, opts startOptions) *proc {
+	t.Helper()
+	p := launch(t, opts)
+	p.connect(opts.headers)
+	return p
+}
+
+// launch starts the wink-mcp process without connecting, except over stdio
+// where the client owns the process.
+func launch(t *testing.T, opts startOptions) *proc {
 	t.Helper()
 	if opts.cache == "" {
 		opts.cache = t.TempDir()
@@ -50,45 +74,102 @@ func start(t *testing.T, opts startOptions) *proc {
 	if opts.image == "" {
 		opts.image = testImage
 	}
-	p := &proc{t: t, logs: &logBuffer{}, prefix: "wt" + randomHex(4), cache: opts.cache, exited: make(chan struct{})}
+	if opts.transport == "" {
+		opts.transport = "stdio"
+	}
+	p := &proc{t: t, transport: opts.transport, logs: &logBuffer{}, prefix: "wt" + randomHex(4), cache: opts.cache, exited: make(chan struct{})}
 	args := append([]string{
+		"--transport", opts.transport, "--addr", "127.0.0.1:0",
 		"--image", opts.image, "--cache-dir", opts.cache, "--name-prefix", p.prefix,
 		"--podman-url", "unix://" + podmanSocket, "--log-format", "json", "--log-level", "debug",
 	}, opts.args...)
-	commandFunc := func(_ context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
-		p.cmd = exec.Command(command, args...)
-		p.cmd.Env = append(os.Environ(), env...)
-		return p.cmd, nil
-	}
-	c, err := client.NewStdioMCPClientWithOptions(winkBin, nil, args,
-		transport.WithCommandFunc(commandFunc), transport.WithCommandStderrWriter(p.logs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.client = c
-	go func() {
-		// The transport owns cmd.Wait; watch /proc instead of racing it.
-		for processAlive(p.cmd.Process.Pid) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		close(p.exited)
-	}()
 	t.Cleanup(func() {
-		c.Close()
+		if p.client != nil {
+			p.client.Close()
+		}
+		if p.cmd != nil && p.cmd.Process != nil {
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-p.exited:
+			case <-time.After(20 * time.Second):
+				_ = p.cmd.Process.Kill()
+			}
+		}
 		removeContainers(t, p.prefix)
 		if t.Failed() {
 			t.Logf("wink-mcp log:\n%s", p.logs.String())
 		}
 	})
+	if opts.transport == "stdio" {
+		commandFunc := func(_ context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
+			p.cmd = exec.Command(command, args...)
+			p.cmd.Env = append(os.Environ(), env...)
+			return p.cmd, nil
+		}
+		c, err := client.NewStdioMCPClientWithOptions(winkBin, nil, args,
+			transport.WithCommandFunc(commandFunc), transport.WithCommandStderrWriter(p.logs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.client = c
+		go func() {
+			// The transport owns cmd.Wait; watch /proc instead of racing it.
+			for processAlive(p.cmd.Process.Pid) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			close(p.exited)
+		}()
+		return p
+	}
+	p.cmd = exec.Command(winkBin, args...)
+	p.cmd.Stderr = p.logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.exited)
+	}()
+	select {
+	case <-p.exited:
+		t.Fatalf("wink-mcp exited at start:\n%s", p.logs.String())
+	default:
+	}
+	rec := p.waitLog(15*time.Second, "serving MCP over HTTP", nil)
+	p.url = rec["url"].(string)
+	return p
+}
+
+// connect makes (for sse and http) a client, and initializes its session.
+func (p *proc) connect(headers map[string]string) {
+	p.t.Helper()
+	switch p.transport {
+	case "http":
+		c, err := client.NewStreamableHttpClient(p.url, transport.WithHTTPHeaders(headers))
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		p.client = c
+	case "sse":
+		c, err := client.NewSSEMCPClient(p.url, transport.WithHeaders(headers))
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		p.client = c
+	}
+	// The SSE client's event stream lives as long as the context Start gets.
+	if err := p.client.Start(context.Background()); err != nil {
+		p.t.Fatalf("starting the client: %v\n%s", err, p.logs.String())
+	}
 	var req mcp.InitializeRequest
+	// The client's newest revision: the server must still give it a session.
 	req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
 	req.Params.ClientInfo = mcp.Implementation{Name: "wink-integration", Version: "0"}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := c.Initialize(ctx, req); err != nil {
-		t.Fatalf("initialize: %v\n%s", err, p.logs.String())
+	if _, err := p.client.Initialize(ctx, req); err != nil {
+		p.t.Fatalf("initialize: %v\n%s", err, p.logs.String())
 	}
-	return p
 }
 
 // call invokes a tool and returns its result, failing on protocol errors.
@@ -138,11 +219,16 @@ func (p *proc) container() string {
 	return p.shell(map[string]any{"action": "start"}).Container
 }
 
-// closeStdin ends the session the way a client does, and waits for a clean exit.
-func (p *proc) closeStdin() {
+// endSession ends the session the way its client does: closing stdin
+// (after which a stdio server exits), DELETE (http), or disconnecting (sse).
+func (p *proc) endSession() {
 	p.t.Helper()
 	if err := p.client.Close(); err != nil {
 		p.t.Logf("closing client: %v", err)
+	}
+	p.client = nil
+	if p.transport != "stdio" {
+		return
 	}
 	p.waitExit(20 * time.Second)
 	if code := p.cmd.ProcessState.ExitCode(); code != 0 {

@@ -135,7 +135,7 @@ func Python(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"image must have python3; use podman_shell for anything longer.",
 		annotations: annotate(false, true, false),
 		handle: func(ctx context.Context, ws workspace.Workspace, p PythonParams) (PythonResult, error) {
-			req := workspace.PythonRequest{Code: p.Code, Globals: p.Globals, Timeout: pythonTimeout, OutputChars: pythonOutputChars}
+			req := workspace.PythonRequest{Code: p.Code, Globals: p.Globals, Timeout: pythonTimeout, OutputChars: pythonOutputChars, Progress: progressFrom(ctx)}
 			for _, r := range p.Reads {
 				req.Reads = append(req.Reads, r.Path)
 			}

@@ -196,6 +196,7 @@ func runShell(ctx context.Context, ws workspace.Workspace, p ShellParams, log *s
 		Timeout:     time.Duration(timeout) * time.Second,
 		Capture:     capture,
 		OutputLimit: MaxOutputBytes,
+		Progress:    progressFrom(ctx),
 	})
 	if err != nil {
 		return res, err

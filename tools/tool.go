@@ -71,7 +71,7 @@ func build[P any, R Result](workspaceFor WorkspaceFor, d definition[P, R]) (serv
 		if err != nil {
 			return mcp.NewToolResultError(errorMessage(err)), nil
 		}
-		r, err := d.handle(ctx, ws, p)
+		r, err := d.handle(withProgress(ctx, req), ws, p)
 		if err != nil {
 			return mcp.NewToolResultError(errorMessage(err)), nil
 		}

@@ -86,12 +86,14 @@ type PythonRequest struct {
 	Writes      []PythonWrite
 	Timeout     time.Duration
 	OutputChars int
+	// Progress is as in ExecRequest.
+	Progress func(Progress)
 }
 
 // call sends one typed request to the session's agent.
 func call[R any](ctx context.Context, s *Session, op string, args any) (R, error) {
 	var r R
-	err := s.call(ctx, op, args, &r)
+	err := s.call(ctx, op, args, &r, nil)
 	return r, err
 }
 
@@ -144,10 +146,11 @@ func (s *Session) Remove(ctx context.Context, path string) (RemoveResult, error)
 
 // Python implements Workspace.
 func (s *Session) Python(ctx context.Context, req PythonRequest) (PythonResult, error) {
-	r, err := call[PythonResult](ctx, s, wire.OpPython, wire.PythonArgs{
+	var r PythonResult
+	err := s.call(ctx, wire.OpPython, wire.PythonArgs{
 		Code: req.Code, Globals: req.Globals, Reads: req.Reads, Writes: req.Writes,
-		TimeoutMillis: req.Timeout.Milliseconds(), OutputChars: req.OutputChars,
-	})
+		TimeoutMillis: req.Timeout.Milliseconds(), OutputChars: req.OutputChars, Progress: req.Progress != nil,
+	}, &r, req.Progress)
 	var werr *wire.Error
 	if errors.As(err, &werr) && werr.Code == wire.CodeUnavailable {
 		return r, fmt.Errorf("evaluate_python needs python3, and the image %s has none; use an image with python3 "+

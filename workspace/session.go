@@ -54,9 +54,10 @@ func (s *Session) Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
 		TimeoutMillis: req.Timeout.Milliseconds(),
 		Capture:       req.Capture,
 		OutputLimit:   req.OutputLimit,
+		Progress:      req.Progress != nil,
 	}
 	var res ExecResult
-	err := s.call(ctx, wire.OpExec, args, &res)
+	err := s.call(ctx, wire.OpExec, args, &res, req.Progress)
 	return res, err
 }
 
@@ -95,14 +96,21 @@ func (s *Session) Info() ContainerInfo {
 	return ContainerInfo{Name: s.name, Image: s.m.cfg.Image}
 }
 
-// call sends one request to the agent, starting the container first if needed.
-func (s *Session) call(ctx context.Context, op string, args, result any) error {
+// call sends one request to the agent, starting the container first if
+// needed; progress, if not nil, receives the request's progress reports.
+func (s *Session) call(ctx context.Context, op string, args, result any, progress func(Progress)) error {
 	defer s.enter()()
 	client, err := s.ensure(ctx)
 	if err != nil {
 		return err
 	}
-	err = client.Call(ctx, op, args, result)
+	var deliver func(Progress)
+	if progress != nil {
+		var stop func()
+		deliver, stop = latestOnly(progress)
+		defer stop()
+	}
+	err = client.CallWithProgress(ctx, op, args, result, deliver)
 	if errors.Is(err, wire.ErrClosed) {
 		return fmt.Errorf("%w (%v)", ErrWorkspaceLost, err)
 	}

@@ -44,6 +44,9 @@ type ExecRequest struct {
 	Capture bool
 	// OutputLimit is the number of bytes kept of each stream.
 	OutputLimit int
+	// Progress, if not nil, receives a report every few seconds while the
+	// command runs; it may be slow, reports are dropped rather than queued.
+	Progress func(Progress)
 }
 
 // ExecResult is what a command did. Its Dir is absolute, inside the container.

@@ -30,8 +30,9 @@ type Client struct {
 
 // pendingCall is a call waiting for its answer.
 type pendingCall struct {
-	result any        // where the answer's result is decoded; nil to discard it
-	answer chan error // receives nil, the agent's *Error, or a decoding error
+	result   any            // where the answer's result is decoded; nil to discard it
+	progress func(Progress) // receives progress frames; nil to drop them
+	answer   chan error     // receives nil, the agent's *Error, or a decoding error
 }
 
 // NewClient starts reading answers from r and returns a Client that writes
@@ -58,11 +59,18 @@ func (c *Client) Err() error {
 // agent is told to cancel the request and ctx's error is returned; if the
 // channel ends first, the error wraps ErrClosed.
 func (c *Client) Call(ctx context.Context, op string, args, result any) error {
+	return c.CallWithProgress(ctx, op, args, result, nil)
+}
+
+// CallWithProgress is Call, with progress (if not nil) called, on the
+// client's reading goroutine, for each progress frame of the request; it
+// must not block.
+func (c *Client) CallWithProgress(ctx context.Context, op string, args, result any, progress func(Progress)) error {
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return fmt.Errorf("encoding %s arguments: %w", op, err)
 	}
-	call := &pendingCall{result: result, answer: make(chan error, 1)}
+	call := &pendingCall{result: result, progress: progress, answer: make(chan error, 1)}
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
@@ -106,7 +114,7 @@ func (c *Client) readLoop(r *Reader) {
 		if line, err = r.readLine(); err != nil {
 			break
 		}
-		id, ok := leadingID(line)
+		id, rest, ok := leadingID(line)
 		if !ok {
 			err = fmt.Errorf("decoding frame: no leading id in %.40q", line)
 			break
@@ -116,6 +124,12 @@ func (c *Client) readLoop(r *Reader) {
 		c.mu.Unlock()
 		if call == nil {
 			continue // the caller gave up, or a second answer to one request
+		}
+		if p, ok := progressFrame(rest); ok {
+			if call.progress != nil {
+				call.progress(p)
+			}
+			continue
 		}
 		select {
 		case call.answer <- decodeAnswer(line, call.result):
@@ -147,16 +161,33 @@ func decodeAnswer(line []byte, result any) error {
 	return nil
 }
 
-// leadingID reads the ID of a frame that starts with {"id":N.
-func leadingID(line []byte) (uint64, bool) {
+// progressFrame decodes the rest of a frame, after its id, when the frame
+// only reports progress: Response encodes its fields in order, so such a
+// frame reads {"id":N,"progress":{...}}.
+func progressFrame(rest []byte) (Progress, bool) {
+	body, ok := bytes.CutPrefix(rest, []byte(`,"progress":`))
+	if !ok {
+		return Progress{}, false
+	}
+	var p Progress
+	if err := json.Unmarshal(bytes.TrimSuffix(bytes.TrimRight(body, "\n"), []byte("}")), &p); err != nil {
+		return Progress{}, false
+	}
+	return p, true
+}
+
+// leadingID reads the ID of a frame that starts with {"id":N and returns
+// the rest of the frame.
+func leadingID(line []byte) (uint64, []byte, bool) {
 	rest, ok := bytes.CutPrefix(line, []byte(`{"id":`))
 	if !ok {
-		return 0, false
+		return 0, nil, false
 	}
 	var id uint64
 	n := 0
 	for ; n < len(rest) && rest[n] >= '0' && rest[n] <= '9'; n++ {
 		id = id*10 + uint64(rest[n]-'0')
 	}
-	return id, n > 0 && n <= 19 && n < len(rest) && (rest[n] == ',' || rest[n] == '}')
+	ok = n > 0 && n <= 19 && n < len(rest) && (rest[n] == ',' || rest[n] == '}')
+	return id, rest[n:], ok
 }

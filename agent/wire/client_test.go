@@ -11,12 +11,12 @@ import (
 func TestLeadingID(t *testing.T) {
 	tests := map[string]uint64{`{"id":7,"result":{}}`: 7, `{"id":123}`: 123}
 	for in, want := range tests {
-		if got, ok := leadingID([]byte(in)); !ok || got != want {
+		if got, _, ok := leadingID([]byte(in)); !ok || got != want {
 			t.Errorf("leadingID(%s) = %d, %v", in, got, ok)
 		}
 	}
 	for _, bad := range []string{`{"result":1,"id":2}`, `{"id":}`, `{"id":1x}`, `{"id":99999999999999999999,}`, `garbage`} {
-		if _, ok := leadingID([]byte(bad)); ok {
+		if _, _, ok := leadingID([]byte(bad)); ok {
 			t.Errorf("leadingID(%s) accepted", bad)
 		}
 	}

@@ -184,6 +184,8 @@ type PythonArgs struct {
 	TimeoutMillis int64             `json:"timeout_ms"`
 	// OutputChars bounds stdout, stderr and value_repr, in characters.
 	OutputChars int `json:"output_chars"`
+	// Progress asks for Progress frames while the code runs.
+	Progress bool `json:"progress,omitempty"`
 }
 
 // FileRef names a file and its size.

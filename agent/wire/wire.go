@@ -57,6 +57,16 @@ type Response struct {
 	ID     uint64 `json:"id"`
 	Result any    `json:"result,omitempty"`
 	Error  *Error `json:"error,omitempty"`
+	// Progress, in a frame with neither Result nor Error, reports on a
+	// request still running; the request's answer comes later.
+	Progress *Progress `json:"progress,omitempty"`
+}
+
+// Progress reports on a running command.
+type Progress struct {
+	ElapsedMillis int64 `json:"elapsed_ms"`
+	// Line is the latest line the command wrote, to stdout or stderr.
+	Line string `json:"line"`
 }
 
 // Error is a failure reported by the agent. It implements error.
@@ -101,6 +111,8 @@ type ExecArgs struct {
 	Capture bool `json:"capture"`
 	// OutputLimit is the number of bytes kept of each stream.
 	OutputLimit int `json:"output_limit"`
+	// Progress asks for Progress frames while the command runs.
+	Progress bool `json:"progress,omitempty"`
 }
 
 // ExecResult answers OpExec.
