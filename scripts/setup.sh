@@ -5,7 +5,8 @@
 #   - writes a containers.conf drop-in for hosts where Podman's defaults fail
 #     (crun on hybrid cgroups, ulimits above the host's hard limit);
 #   - starts the Podman REST service when its socket does not answer;
-#   - builds the local workspace images offline when they are missing.
+#   - builds the local workspace images offline when they are missing;
+#   - installs the TypeScript MCP SDK the integration tests drive the server with.
 # Environment: WINK_IMAGE (default localhost/wink-workspace:bookworm),
 # WINK_TEST_IMAGE (default localhost/wink-busybox:latest), PODMAN_SOCKET
 # (default /run/podman/podman.sock), DEBIAN_MIRROR (default: the first apt source).
@@ -17,6 +18,9 @@ SOCKET=${PODMAN_SOCKET:-/run/podman/podman.sock}
 DROPIN_DIR=/etc/containers/containers.conf.d
 DROPIN=$DROPIN_DIR/50-wink-mcp.conf
 SERVICE_LOG=/var/log/wink-podman-service.log
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+TSCLIENT=$REPO/integration/tsclient
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
@@ -159,9 +163,25 @@ build_test_image() {
 	log "image $TEST_IMAGE built"
 }
 
+# install_test_clients installs the TypeScript SDK from the npm registry,
+# unless node_modules already matches package-lock.json.
+install_test_clients() {
+	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+		apt_install nodejs npm
+	fi
+	if cmp -s "$TSCLIENT/package-lock.json" "$TSCLIENT/node_modules/.wink-installed-lock" 2>/dev/null; then
+		log "TypeScript SDK client present"
+		return
+	fi
+	log "installing the TypeScript SDK client (npm ci)"
+	(cd "$TSCLIENT" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+	cp "$TSCLIENT/package-lock.json" "$TSCLIENT/node_modules/.wink-installed-lock"
+}
+
 install_packages
 write_dropin
 start_service
 build_test_image
 build_workspace_image
+install_test_clients
 log "ready"
