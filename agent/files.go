@@ -178,6 +178,9 @@ func (a *Agent) read(args wire.ReadArgs) (*wire.ReadResult, *wire.Error) {
 		lines = lines[:len(lines)-1]
 	}
 	total := len(lines)
+	if args.Whole {
+		return &wire.ReadResult{Path: args.Path, Content: text, Limit: total, TotalLines: total}, nil
+	}
 	if args.Offset > total || (args.Offset == total && total > 0) {
 		return nil, wire.Errorf(wire.CodeInvalid, "offset %d is past the end of %q, which has %d lines (offsets start at 0)", args.Offset, args.Path, total)
 	}

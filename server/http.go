@@ -141,6 +141,9 @@ func (s *Server) transportHandler(transport string) (http.Handler, func(), error
 			// The 2026-07-28 revision has no sessions, so no session to give a container to.
 			mcpserver.WithStreamableHTTPProtocolVersions(mcp.LegacyProtocolVersions()...),
 			mcpserver.WithStreamableHTTPLogger(quiet),
+			// Resumable streams; also makes mcp-go deliver every notification
+			// of a request exactly once (see eventLog).
+			mcpserver.WithEventStore(newEventLog()),
 		)
 		mux := http.NewServeMux()
 		mux.Handle(streamablePath, h)

@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +46,7 @@ type Server struct {
 	mgr       *workspace.Manager
 	mcp       *mcpserver.MCPServer
 	sessions  *sessionStore
+	subs      *subscriptions
 	calls     *callTracker
 	sweepDone chan struct{}
 }
@@ -63,7 +65,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), calls: newCallTracker(), sweepDone: make(chan struct{})}
+	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), calls: newCallTracker(), sweepDone: make(chan struct{})}
 
 	hooks := &mcpserver.Hooks{}
 	hooks.AddOnUnregisterSession(func(ctx context.Context, session mcpserver.ClientSession) {
@@ -71,12 +73,17 @@ func New(cfg Config) (*Server, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 		defer cancel()
 		s.sessions.remove(session.SessionID())
+		s.subs.drop(session.SessionID())
 		mgr.EndSession(ctx, session.SessionID())
 	})
+	s.trackSubscriptions(hooks)
+	hooks.AddOnRequestInitialization(refuseSessionless)
+	mgr.OnChange(s.notifyChanged)
 	info := prompts.Info{Image: cfg.Workspace.Image, Workspace: workspace.Root, ShellTimeoutSeconds: 120}
 	s.mcp = mcpserver.NewMCPServer("wink-mcp", Version(),
 		mcpserver.WithToolCapabilities(false),
 		mcpserver.WithPromptCapabilities(false),
+		mcpserver.WithResourceCapabilities(true, false),
 		mcpserver.WithInstructions(prompts.Text(info)),
 		mcpserver.WithHooks(hooks),
 		mcpserver.WithToolHandlerMiddleware(s.observe),
@@ -88,6 +95,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.mcp.AddTools(all...)
 	s.mcp.AddPrompts(prompts.Workspace(info))
+	s.registerResources()
 	go s.sweep()
 	return s, nil
 }
@@ -102,6 +110,32 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		return nil
 	}
 	return err
+}
+
+// refuseSessionless answers server/discover, and any request made under the
+// sessionless 2026-07-28 revision, with an error, as a server from before
+// that revision would: clients then fall back to initialize and a session,
+// which every wink-mcp transport needs (a workspace and its subscriptions
+// belong to a session). Streamable HTTP refuses them earlier, in mcp-go.
+func refuseSessionless(_ context.Context, _ any, message any) error {
+	raw, ok := message.(json.RawMessage)
+	if !ok {
+		return nil
+	}
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			Meta map[string]any `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	version, _ := m.Params.Meta[mcp.MetaKeyProtocolVersion].(string)
+	if m.Method == string(mcp.MethodServerDiscover) || mcp.IsModernProtocol(version) {
+		return errors.New("wink-mcp speaks the protocol revisions with sessions (2025-11-25 and earlier); connect with initialize")
+	}
+	return nil
 }
 
 // Close removes every container of this server and releases its instance,

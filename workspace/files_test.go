@@ -1,6 +1,8 @@
 package workspace
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +10,13 @@ import (
 
 func TestSnapshotTracksWritesEditsAndRemovals(t *testing.T) {
 	m, _, _ := newTestManager(t, nil)
+	var changes [][]string
+	m.OnChange(func(_ context.Context, sessionID string, paths []string) {
+		if sessionID != "snap" {
+			t.Errorf("change reported for session %q", sessionID)
+		}
+		changes = append(changes, paths)
+	})
 	s, _ := m.Session("snap")
 	w1, err := s.WriteFile(ctx, "dir/a.txt", "one")
 	if err != nil {
@@ -26,6 +35,13 @@ func TestSnapshotTracksWritesEditsAndRemovals(t *testing.T) {
 	}
 	if _, err := s.Remove(ctx, "dir"); err != nil {
 		t.Fatal(err)
+	}
+	want := [][]string{{"dir/a.txt"}, {"dir/a.txt"}, {"dir/a.txt"}, {"b.txt"}, {"dir", "dir/a.txt"}}
+	if !slices.EqualFunc(changes, want, slices.Equal) {
+		t.Errorf("changes reported %q, want %q", changes, want)
+	}
+	if text, err := s.ReadWhole(ctx, "b.txt"); err != nil || text != "b" {
+		t.Errorf("ReadWhole = %q, %v", text, err)
 	}
 	snap := s.Snapshot()
 	if len(snap) != 3 {

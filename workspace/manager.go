@@ -26,6 +26,7 @@ type Manager struct {
 	mu       sync.Mutex
 	sessions map[string]*Session
 	closed   bool
+	onChange func(ctx context.Context, sessionID string, paths []string)
 
 	stopReaper context.CancelFunc
 	reaperDone chan struct{}
@@ -75,10 +76,30 @@ func (m *Manager) Session(id string) (*Session, error) {
 		return s, nil
 	}
 	hash := m.SessionHash(id)
-	s := &Session{m: m, hash: hash, name: containerName(m.cfg.NamePrefix, hash), dir: m.inst.sessionDir(hash)}
+	s := &Session{m: m, id: id, hash: hash, name: containerName(m.cfg.NamePrefix, hash), dir: m.inst.sessionDir(hash)}
 	s.lastUsed.Store(time.Now().UnixNano())
 	m.sessions[id] = s
 	return s, nil
+}
+
+// OnChange sets the function told which paths a session's tools wrote,
+// edited or removed, after each change, with the context of the call that
+// changed them. It is called synchronously and must not block. Set it
+// before the first session.
+func (m *Manager) OnChange(f func(ctx context.Context, sessionID string, paths []string)) {
+	m.mu.Lock()
+	m.onChange = f
+	m.mu.Unlock()
+}
+
+// changed tells the change listener, if any, about changed paths.
+func (m *Manager) changed(ctx context.Context, sessionID string, paths ...string) {
+	m.mu.Lock()
+	f := m.onChange
+	m.mu.Unlock()
+	if f != nil && len(paths) > 0 {
+		f(ctx, sessionID, paths)
+	}
 }
 
 // SessionHash returns the name a session goes by in logs and container

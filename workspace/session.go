@@ -21,6 +21,7 @@ const readyTimeout = 15 * time.Second
 // container is created on the first call that needs it.
 type Session struct {
 	m    *Manager
+	id   string // the MCP session id; never logged
 	hash string
 	name string
 	dir  string

@@ -42,8 +42,9 @@ func (s *snapshot) wrote(path string, size int64) int {
 	return f.Version
 }
 
-// removed records the removal of path and of everything under it.
-func (s *snapshot) removed(path string) {
+// removed records the removal of path and of everything under it, and
+// returns the touched paths it affected, path included, sorted.
+func (s *snapshot) removed(path string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now().UTC()
@@ -53,11 +54,15 @@ func (s *snapshot) removed(path string) {
 	if _, ok := s.files[path]; !ok {
 		s.files[path] = &TouchedFile{Path: path, Created: now}
 	}
+	var affected []string
 	for p, f := range s.files {
 		if p == path || strings.HasPrefix(p, path+"/") {
 			f.Deleted, f.SizeBytes, f.Updated = true, 0, now
+			affected = append(affected, p)
 		}
 	}
+	slices.Sort(affected)
+	return affected
 }
 
 // list returns the touched files sorted by path.

@@ -70,6 +70,9 @@ type ReadArgs struct {
 	Path   string `json:"path"`
 	Offset int    `json:"offset"`
 	Limit  int    `json:"limit"`
+	// Whole returns the whole file as it is, ignoring Offset and Limit and
+	// cutting no line.
+	Whole bool `json:"whole,omitempty"`
 }
 
 // ReadResult answers OpRead. Content holds the lines from Offset on, with
