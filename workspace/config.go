@@ -54,8 +54,6 @@ type Config struct {
 	User string
 	// Limits bound what the container may use.
 	Limits
-	// Runtime is the OCI runtime to use ("" for Podman's default).
-	Runtime string
 	// NamePrefix starts every container name.
 	NamePrefix string
 	// CacheDir holds the per-session directories mounted at /workspace.

@@ -20,7 +20,6 @@ type containerSpec struct {
 	WorkspaceDir string
 	AgentBinary  string
 	Limits
-	Runtime string
 }
 
 // listedContainer is one container found by engine.List.

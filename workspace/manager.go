@@ -39,7 +39,7 @@ func NewManager(cfg Config, log *slog.Logger) (*Manager, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	bin, err := resolveAgentBinary(cfg.AgentBinary)
+	bin, err := ResolveAgentBinary(cfg.AgentBinary)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +210,6 @@ func (m *Manager) spec(s *Session) containerSpec {
 		WorkspaceDir: s.workspaceDir(),
 		AgentBinary:  m.agentBinary,
 		Limits:       m.cfg.Limits,
-		Runtime:      m.cfg.Runtime,
 	}
 }
 
@@ -236,10 +235,10 @@ func (m *Manager) prepareWorkspaceDir(dir string) error {
 	return nil
 }
 
-// resolveAgentBinary returns the absolute path of the binary to mount as
+// ResolveAgentBinary returns the absolute path of the binary to mount as
 // each container's init, and checks that it is statically linked: an image
 // need not have the host's libc, or any libc.
-func resolveAgentBinary(path string) (string, error) {
+func ResolveAgentBinary(path string) (string, error) {
 	if path == "" {
 		exe, err := os.Executable()
 		if err != nil {

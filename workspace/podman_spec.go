@@ -27,7 +27,6 @@ func podmanSpec(c containerSpec) *specgen.SpecGenerator {
 	s.NetNS = specgen.Namespace{NSMode: specgen.NoNetwork}
 	s.CapDrop = []string{"ALL"}
 	s.NoNewPrivileges = ptr(true)
-	s.OCIRuntime = c.Runtime
 	// Volumes an image declares become tmpfs, so no anonymous volume outlives the container.
 	s.ImageVolumeMode = "tmpfs"
 	s.StopTimeout = ptr(uint(0))

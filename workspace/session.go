@@ -208,7 +208,7 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	s.created = true
 	logEvent(m.log, EventCreated, s, start, "image", spec.Image, "user", spec.User, "memory_bytes", spec.MemoryBytes,
 		"cpus", spec.CPUs, "pids_limit", spec.PidsLimit, "tmp_bytes", spec.TmpBytes, "nofile", spec.NofileLimit,
-		"nproc", spec.NprocLimit, "network", "none", "cap_drop", "ALL", "no_new_privileges", true, "runtime", spec.Runtime)
+		"nproc", spec.NprocLimit, "network", "none", "cap_drop", "ALL", "no_new_privileges", true)
 	fail := func(err error) (*wire.Client, error) {
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.APITimeout)
 		defer cancel()

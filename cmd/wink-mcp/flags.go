@@ -52,7 +52,6 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.bytes(&w.TmpBytes, "tmp-size", "size of the /tmp tmpfs (e.g. 256m)", "WINK_TMP_SIZE")
 	b.uint64(&w.NofileLimit, "nofile", "RLIMIT_NOFILE of the container", "WINK_NOFILE")
 	b.uint64(&w.NprocLimit, "nproc", "RLIMIT_NPROC of the container user (counted per host UID)", "WINK_NPROC")
-	b.str(&w.Runtime, "runtime", "OCI runtime, e.g. runc or crun (default: Podman's)", "WINK_RUNTIME")
 	b.str(&w.NamePrefix, "name-prefix", "prefix of container names", "WINK_NAME_PREFIX")
 	b.str(&w.CacheDir, "cache-dir", "directory holding session workspaces", "WINK_CACHE")
 	b.boolean(&w.KeepSessionDirs, "keep-session-dirs", "keep session directories after sessions end", "WINK_KEEP_SESSION_DIRS")
