@@ -28,6 +28,17 @@ var ErrPodmanUnreachable = errors.New("cannot reach the Podman service")
 // ErrImageUnavailable is wrapped when the workspace image is missing and cannot be pulled.
 var ErrImageUnavailable = errors.New("workspace image unavailable")
 
+// Remedies the errors of an unreachable service and a missing image end with.
+const (
+	// ServiceRemedy says how to get a Podman service to answer.
+	ServiceRemedy = "Start it: `sudo systemctl enable --now podman.socket` (root), " +
+		"`systemctl --user enable --now podman.socket` (rootless), or `podman system service --time=0 &`; " +
+		"or point CONTAINER_HOST (--podman-url) at a running service"
+	// ImageRemedy says how to get a workspace image.
+	ImageRemedy = "Use an image that is present (run `make setup` to build localhost/wink-workspace:bookworm, " +
+		"then pass --image or set WINK_IMAGE; see the README) or make its registry reachable"
+)
+
 // podmanEngine drives the Podman service through its REST API. It connects
 // on first use and is safe for concurrent use.
 type podmanEngine struct {
@@ -76,10 +87,8 @@ func (e *podmanEngine) connect(ctx context.Context) (context.Context, error) {
 		e.log.Info("connected to podman", "uri", uri, "api_version", bindings.ServiceVersion(connCtx).String())
 		return connCtx, nil
 	}
-	return nil, fmt.Errorf("%w (tried %s). Start it: `sudo systemctl enable --now podman.socket` (root), "+
-		"`systemctl --user enable --now podman.socket` (rootless), or `podman system service --time=0 &`; "+
-		"or point CONTAINER_HOST at a running service. `wink-mcp doctor` checks the whole set-up",
-		ErrPodmanUnreachable, strings.Join(tried, "; "))
+	return nil, fmt.Errorf("%w (tried %s). %s. `wink-mcp doctor` checks the whole set-up",
+		ErrPodmanUnreachable, strings.Join(tried, "; "), ServiceRemedy)
 }
 
 // dial opens a connection to uri. The connection outlives ctx; ctx only
@@ -155,10 +164,8 @@ func (e *podmanEngine) EnsureImage(ctx context.Context, image string) error {
 	defer cancel()
 	var progress io.Writer = &lineLogger{log: e.log, msg: "pull progress", attrs: []any{"image", image}}
 	if _, err := images.Pull(c, image, new(images.PullOptions).WithProgressWriter(progress).WithPolicy("missing")); err != nil {
-		return fmt.Errorf("%w: image %s is not present and pulling it failed: %v. "+
-			"Use an image that is present (run `make setup` to build localhost/wink-workspace:bookworm, "+
-			"then pass --image or set WINK_IMAGE; see the README) or make its registry reachable",
-			ErrImageUnavailable, image, err)
+		return fmt.Errorf("%w: image %s is not present and pulling it failed: %v. %s",
+			ErrImageUnavailable, image, err, ImageRemedy)
 	}
 	e.log.Info("image pulled", "image", image, "duration_ms", time.Since(start).Milliseconds())
 	return nil

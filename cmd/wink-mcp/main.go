@@ -17,6 +17,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/wink-mcp/wink-mcp/agent"
+	"github.com/wink-mcp/wink-mcp/doctor"
 	"github.com/wink-mcp/wink-mcp/server"
 )
 
@@ -39,6 +40,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runRelay(stderr)
 	case "supervise":
 		return agent.SuperviseMain(args[1:])
+	case "doctor":
+		return runDoctor(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "wink-mcp", server.Version())
 		return 0
@@ -98,6 +101,36 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if closeErr != nil {
 		log.Warn("shutdown incomplete", "err", closeErr)
+	}
+	return 0
+}
+
+// runDoctor checks the host against the configuration serve would use,
+// printing one line per check; it exits 1 when wink-mcp is not ready.
+func runDoctor(args []string, stdout, stderr io.Writer) int {
+	cfg, opts, err := parseServeFlags(args, os.LookupEnv, stderr)
+	if err != nil {
+		if err == errHelp {
+			return 0
+		}
+		fmt.Fprintf(stderr, "wink-mcp doctor: %v\n", err)
+		return 2
+	}
+	// The checks' lines are the output; logs only matter when asked for.
+	if opts.logs.level != "debug" {
+		opts.logs.level = "warn"
+	}
+	log, err := newLogger(stderr, opts.logs)
+	if err != nil {
+		fmt.Fprintf(stderr, "wink-mcp doctor: %v\n", err)
+		return 2
+	}
+	logrus.SetOutput(stderr)
+	logrus.SetLevel(logrus.ErrorLevel)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if !doctor.Run(ctx, cfg.Workspace, stdout, log) {
+		return 1
 	}
 	return 0
 }

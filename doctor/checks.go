@@ -1,0 +1,205 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wink-mcp/wink-mcp/workspace"
+)
+
+// Bounds of the checks.
+const (
+	// containerCheckTimeout bounds starting, probing and removing the test container.
+	containerCheckTimeout = 2 * time.Minute
+	// lowDiskBytes is the free space under the cache directory below which doctor warns.
+	lowDiskBytes = 1 << 30
+	// oldestPodmanMajor is the oldest Podman major version wink-mcp is tested with.
+	oldestPodmanMajor = 4
+)
+
+// doctor runs the checks in order; later checks read what earlier ones found.
+type doctor struct {
+	cfg  workspace.Config
+	log  *slog.Logger
+	svc  *workspace.Service
+	host host
+
+	agentOK bool
+	info    *workspace.ServiceInfo // set once the service answered
+	imageOK bool
+}
+
+type check struct {
+	name string
+	run  func(context.Context) Result
+}
+
+func (d *doctor) checks() []check {
+	return []check{
+		{"agent binary", d.agentBinary},
+		{"cache dir", d.cacheDir},
+		{"podman", d.podmanCLI},
+		{"service", d.service},
+		{"runtime", d.runtime},
+		{"ulimits", d.ulimits},
+		{"image", d.image},
+		{"container", d.container},
+	}
+}
+
+func (d *doctor) agentBinary(context.Context) Result {
+	path, err := workspace.ResolveAgentBinary(d.cfg.AgentBinary)
+	if err != nil {
+		return Result{Status: Fail, Detail: err.Error(), Fix: "build a static binary: `make build`, or the README's install command (CGO_ENABLED=0)"}
+	}
+	d.agentOK = true
+	return Result{Status: OK, Detail: path + " is statically linked, so it runs as init in any image"}
+}
+
+func (d *doctor) cacheDir(context.Context) Result {
+	dir := d.cfg.CacheDir
+	fix := "pass --cache-dir (WINK_CACHE) pointing at a writable directory on a local disk"
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return Result{Status: Fail, Detail: fmt.Sprintf("cannot create %s: %v", dir, err), Fix: fix}
+	}
+	f, err := os.CreateTemp(dir, "doctor-*")
+	if err == nil {
+		_, err = f.WriteString("wink-mcp doctor\n")
+		f.Close()
+		os.Remove(f.Name())
+	}
+	if err != nil {
+		return Result{Status: Fail, Detail: fmt.Sprintf("cannot write in %s: %v", dir, err), Fix: fix}
+	}
+	free, err := d.host.freeBytes(dir)
+	if err == nil && free < lowDiskBytes {
+		return Result{Status: Warn, Detail: fmt.Sprintf("%s is writable but has only %d MiB free; sessions' files live here", dir, free>>20),
+			Fix: "free some space, or pass --cache-dir on a larger disk"}
+	}
+	return Result{Status: OK, Detail: fmt.Sprintf("%s is writable (%d GiB free)", dir, free>>30)}
+}
+
+func (d *doctor) podmanCLI(ctx context.Context) Result {
+	path, version, err := d.host.podmanVersion(ctx)
+	switch {
+	case path == "" && isRemote(d.cfg.PodmanURL):
+		return Result{Status: OK, Detail: "not installed here; the service at " + d.cfg.PodmanURL + " is used"}
+	case path == "":
+		return Result{Status: Fail, Detail: "podman is not installed (not found in PATH)",
+			Fix: "install Podman and runc (Debian/Ubuntu: `sudo apt-get install -y podman runc`; or `make setup`), or pass --podman-url for a remote service"}
+	case err != nil:
+		return Result{Status: Fail, Detail: fmt.Sprintf("%s --version failed: %v %s", path, err, version), Fix: "reinstall Podman"}
+	}
+	return Result{Status: OK, Detail: fmt.Sprintf("%s (%s)", version, path)}
+}
+
+func (d *doctor) service(ctx context.Context) Result {
+	info, err := d.svc.Info(ctx)
+	if err != nil {
+		detail, _, _ := strings.Cut(err.Error(), ". "+workspace.ServiceRemedy)
+		return Result{Status: Fail, Detail: detail, Fix: workspace.ServiceRemedy}
+	}
+	d.info = &info
+	mode := "rootful"
+	if info.Rootless {
+		mode = "rootless"
+	}
+	detail := fmt.Sprintf("%s answers: Podman %s, API %s, %s", info.URI, info.Version, info.APIVersion, mode)
+	if major, err := strconv.Atoi(strings.SplitN(info.Version, ".", 2)[0]); err == nil && major < oldestPodmanMajor {
+		return Result{Status: Warn, Detail: detail, Fix: fmt.Sprintf("wink-mcp is tested with Podman %d.3 and later; upgrade if containers misbehave", oldestPodmanMajor)}
+	}
+	return Result{Status: OK, Detail: detail}
+}
+
+func (d *doctor) runtime(context.Context) Result {
+	if d.info == nil {
+		return skipped("the service")
+	}
+	return runtimeResult(d.info.DefaultRuntime, d.host.cgroupLayout(), d.info.Remote)
+}
+
+// runtimeResult judges the service's OCI runtime, which every container
+// uses (the REST API has no per-container choice), against the host's
+// cgroup layout: crun cannot start containers when cgroups are hybrid.
+func runtimeResult(runtime, layout string, remote bool) Result {
+	if remote {
+		return Result{Status: OK, Detail: runtime + "; the service runs on another host, the container check tries it"}
+	}
+	if layout == cgroupsHybrid && runtime == "crun" {
+		return Result{Status: Fail,
+			Detail: "the service uses crun, which cannot start containers here: cgroups are " + layout,
+			Fix:    "install runc, set runtime = \"runc\" under [engine] in /etc/containers/containers.conf, and restart the Podman service (`make setup` does all three)"}
+	}
+	return Result{Status: OK, Detail: fmt.Sprintf("%s; cgroups %s", runtime, layout)}
+}
+
+func (d *doctor) ulimits(context.Context) Result {
+	if d.info != nil && d.info.Remote {
+		return Result{Status: OK, Detail: fmt.Sprintf("nofile=%d nproc=%d are set on each container; the container check tries them on the remote host", d.cfg.NofileLimit, d.cfg.NprocLimit)}
+	}
+	nofile, err1 := d.host.hardLimit(unix.RLIMIT_NOFILE)
+	nproc, err2 := d.host.hardLimit(unix.RLIMIT_NPROC)
+	if err := errors.Join(err1, err2); err != nil {
+		return Result{Status: Warn, Detail: "cannot read this host's hard limits: " + err.Error()}
+	}
+	return ulimitsResult(d.cfg.Limits, nofile, nproc)
+}
+
+// ulimitsResult checks the limits set on each container against the host's
+// hard limits, which Podman cannot raise them above.
+func ulimitsResult(l workspace.Limits, nofileHard, nprocHard uint64) Result {
+	var over []string
+	if l.NofileLimit > nofileHard {
+		over = append(over, fmt.Sprintf("--nofile %d is above the hard limit %d (`ulimit -Hn`)", l.NofileLimit, nofileHard))
+	}
+	if l.NprocLimit > nprocHard {
+		over = append(over, fmt.Sprintf("--nproc %d is above the hard limit %d (`ulimit -Hu`)", l.NprocLimit, nprocHard))
+	}
+	if len(over) > 0 {
+		return Result{Status: Fail, Detail: strings.Join(over, "; "), Fix: "lower --nofile and --nproc to at most the host's hard limits, or raise those limits"}
+	}
+	return Result{Status: OK, Detail: fmt.Sprintf("each container gets nofile=%d nproc=%d explicitly, within the host's hard limits (%s, %s)",
+		l.NofileLimit, l.NprocLimit, limitText(nofileHard), limitText(nprocHard))}
+}
+
+func (d *doctor) image(ctx context.Context) Result {
+	if d.info == nil {
+		return skipped("the service")
+	}
+	present, err := d.svc.ImagePresent(ctx)
+	if err != nil {
+		return Result{Status: Fail, Detail: err.Error(), Fix: "check the service's storage with `podman images`"}
+	}
+	if present {
+		d.imageOK = true
+		return Result{Status: OK, Detail: d.cfg.Image + " is present"}
+	}
+	start := time.Now()
+	if err := d.svc.EnsureImage(ctx); err != nil {
+		detail, _, _ := strings.Cut(err.Error(), ". "+workspace.ImageRemedy)
+		return Result{Status: Fail, Detail: detail, Fix: workspace.ImageRemedy}
+	}
+	d.imageOK = true
+	return Result{Status: OK, Detail: fmt.Sprintf("%s was missing and has been pulled in %s", d.cfg.Image, time.Since(start).Round(time.Second))}
+}
+
+func skipped(needs string) Result {
+	return Result{Status: Skip, Detail: "not checked: needs " + needs}
+}
+
+func isRemote(uri string) bool { return uri != "" && !strings.HasPrefix(uri, "unix://") }
+
+func limitText(v uint64) string {
+	if v == ^uint64(0) { // RLIM_INFINITY
+		return "unlimited"
+	}
+	return strconv.FormatUint(v, 10)
+}

@@ -1,0 +1,101 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/workspace"
+)
+
+// probeScript prints, from inside the container, what the hardening
+// should make of it: the user id, the effective capabilities and the
+// network interfaces.
+const probeScript = `id -u; grep '^CapEff:' /proc/self/status; ls /sys/class/net`
+
+// container starts a real session container with the configured hardening,
+// looks at it from inside, writes a file in /workspace, removes it, and
+// checks it is gone.
+func (d *doctor) container(ctx context.Context) Result {
+	if d.info == nil || !d.imageOK || !d.agentOK {
+		return skipped("the service, the image and the agent binary")
+	}
+	ctx, cancel := context.WithTimeout(ctx, containerCheckTimeout)
+	defer cancel()
+	m, err := workspace.NewManager(d.cfg, d.log)
+	if err != nil {
+		return Result{Status: Fail, Detail: err.Error(), Fix: containerFix(err)}
+	}
+	s, err := m.Session("doctor")
+	if err != nil {
+		m.Close(ctx)
+		return Result{Status: Fail, Detail: err.Error(), Fix: containerFix(err)}
+	}
+	start := time.Now()
+	_, err = s.Start(ctx)
+	startup := time.Since(start)
+	var probe workspace.ExecResult
+	if err == nil {
+		probe, err = s.Exec(ctx, workspace.ExecRequest{Argv: []string{"sh", "-c", probeScript}, Timeout: 20 * time.Second, Capture: true, OutputLimit: 4096})
+	}
+	if err == nil {
+		_, err = s.WriteFile(ctx, "doctor.txt", "written by wink-mcp doctor\n")
+	}
+	name := s.Info().Name
+	closeErr := m.Close(ctx)
+	exists, existsErr := d.svc.ContainerExists(ctx, name)
+	switch {
+	case err != nil:
+		return Result{Status: Fail, Detail: "a hardened container did not work: " + err.Error(), Fix: containerFix(err)}
+	case existsErr != nil || exists:
+		return Result{Status: Fail, Detail: fmt.Sprintf("container %s was not removed: %v %v", name, existsErr, closeErr),
+			Fix: "remove it with `podman rm -f " + name + "`; check the service's logs for why removal fails"}
+	}
+	if problem := hardeningProblem(probe, d.cfg.User); problem != "" {
+		return Result{Status: Fail, Detail: "the container is not hardened as configured: " + problem,
+			Fix: "use Podman 4.3 or later; report it with the output of `podman info` if it persists"}
+	}
+	return Result{Status: OK, Detail: fmt.Sprintf("started in %d ms as uid %s with no capabilities and no network; /workspace writable; removed",
+		startup.Milliseconds(), strings.SplitN(d.cfg.User, ":", 2)[0])}
+}
+
+// hardeningProblem reads the probe's output and says what is not as
+// configured, or "" when all is.
+func hardeningProblem(r workspace.ExecResult, user string) string {
+	if r.ExitCode != 0 {
+		return fmt.Sprintf("the probe exited with %d: %s", r.ExitCode, strings.TrimSpace(r.Stderr))
+	}
+	lines := strings.Fields(r.Stdout)
+	uid, _, _ := strings.Cut(user, ":")
+	if len(lines) < 3 || lines[0] != uid {
+		return fmt.Sprintf("want uid %s, the probe printed %q", uid, r.Stdout)
+	}
+	var problems []string
+	if lines[1] != "CapEff:" || strings.Trim(lines[2], "0") != "" {
+		problems = append(problems, fmt.Sprintf("effective capabilities %s, want none", lines[2]))
+	}
+	if ifaces := lines[3:]; len(ifaces) != 1 || ifaces[0] != "lo" {
+		problems = append(problems, fmt.Sprintf("network interfaces %v, want only lo", ifaces))
+	}
+	return strings.Join(problems, "; ")
+}
+
+// containerFix names the remedy for a container that would not start.
+func containerFix(err error) string {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, workspace.ErrPodmanUnreachable):
+		return workspace.ServiceRemedy
+	case errors.Is(err, workspace.ErrImageUnavailable):
+		return workspace.ImageRemedy
+	case strings.Contains(msg, "hybrid mode"):
+		return "crun does not support hybrid cgroups: install runc, set runtime = \"runc\" under [engine] in /etc/containers/containers.conf, and restart the Podman service"
+	case strings.Contains(msg, "RLIMIT_") || strings.Contains(msg, "setrlimit"):
+		return "lower --nofile and --nproc to the host's hard limits (`ulimit -Hn`, `ulimit -Hu`)"
+	case strings.Contains(msg, "executable file not found") || strings.Contains(msg, "no such file"):
+		return "use an image with /bin/sh (podman_shell needs a shell), e.g. the default " + workspace.DefaultImage
+	}
+	return "rerun with --log-level debug, and read the Podman service's log (`journalctl -u podman` or its stderr)"
+}

@@ -1,0 +1,163 @@
+package doctor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/wink-mcp/wink-mcp/workspace"
+)
+
+// fakeHost is a host with set answers.
+type fakeHost struct {
+	podmanPath string
+	layout     string
+	hard       uint64
+	free       uint64
+}
+
+func (h fakeHost) podmanVersion(context.Context) (string, string, error) {
+	if h.podmanPath == "" {
+		return "", "", nil
+	}
+	return h.podmanPath, "podman version 4.3.1", nil
+}
+func (h fakeHost) cgroupLayout() string             { return h.layout }
+func (h fakeHost) hardLimit(int) (uint64, error)    { return h.hard, nil }
+func (h fakeHost) freeBytes(string) (uint64, error) { return h.free, nil }
+
+func TestRunWithoutAServiceFailsAndSkipsWhatNeedsIt(t *testing.T) {
+	cfg := workspace.DefaultConfig()
+	cfg.CacheDir = t.TempDir()
+	cfg.PodmanURL = "unix://" + t.TempDir() + "/no-podman.sock"
+	self, _ := os.Executable()
+	cfg.AgentBinary = self
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d := &doctor{cfg: cfg, log: log, svc: workspace.NewService(cfg, log), host: fakeHost{podmanPath: "/usr/bin/podman", layout: cgroupsUnified, hard: 1 << 20, free: 100 << 30}}
+	var out bytes.Buffer
+	if run(context.Background(), d, &out) {
+		t.Fatalf("ready without a service:\n%s", out.String())
+	}
+	want := []string{
+		"ok    cache dir     " + cfg.CacheDir + " is writable (100 GiB free)",
+		"ok    podman        podman version 4.3.1 (/usr/bin/podman)",
+		"FAIL  service       cannot reach the Podman service (tried " + cfg.PodmanURL,
+		"                    fix: " + workspace.ServiceRemedy,
+		"skip  runtime       not checked: needs the service",
+		"ok    ulimits       each container gets nofile=4096 nproc=4096 explicitly, within the host's hard limits (1048576, 1048576)",
+		"skip  image         not checked: needs the service",
+		"skip  container     not checked: needs the service, the image and the agent binary",
+		"not ready: 1 check(s) failed (service)",
+	}
+	if !strings.Contains(out.String(), "agent binary") {
+		t.Errorf("no agent binary line:\n%s", out.String())
+	}
+	for _, w := range want {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("output lacks %q:\n%s", w, out.String())
+		}
+	}
+}
+
+func TestCacheDirLowOnSpaceWarns(t *testing.T) {
+	d := &doctor{cfg: workspace.Config{CacheDir: t.TempDir()}, host: fakeHost{free: 200 << 20}}
+	if r := d.cacheDir(context.Background()); r.Status != Warn || !strings.Contains(r.Detail, "only 200 MiB free") {
+		t.Errorf("%+v", r)
+	}
+	d.cfg.CacheDir = "/proc/wink-cannot-exist"
+	if r := d.cacheDir(context.Background()); r.Status != Fail || !strings.Contains(r.Fix, "--cache-dir") {
+		t.Errorf("%+v", r)
+	}
+}
+
+func TestPodmanMissing(t *testing.T) {
+	d := &doctor{host: fakeHost{}}
+	if r := d.podmanCLI(context.Background()); r.Status != Fail || !strings.Contains(r.Fix, "apt-get install -y podman runc") {
+		t.Errorf("local: %+v", r)
+	}
+	d.cfg.PodmanURL = "ssh://core@builder/run/podman/podman.sock"
+	if r := d.podmanCLI(context.Background()); r.Status != OK {
+		t.Errorf("remote service: %+v", r)
+	}
+}
+
+func TestRuntimeAgainstCgroups(t *testing.T) {
+	for _, tc := range []struct {
+		runtime, layout string
+		remote          bool
+		want            Status
+	}{
+		{"crun", cgroupsHybrid, false, Fail},
+		{"runc", cgroupsHybrid, false, OK},
+		{"crun", cgroupsUnified, false, OK},
+		{"crun", cgroupsHybrid, true, OK}, // another host's layout is not this one's
+	} {
+		r := runtimeResult(tc.runtime, tc.layout, tc.remote)
+		if r.Status != tc.want || (r.Status == Fail && !strings.Contains(r.Fix, `runtime = "runc"`)) {
+			t.Errorf("runtimeResult(%q, %q, %v) = %+v, want %v", tc.runtime, tc.layout, tc.remote, r, tc.want)
+		}
+	}
+}
+
+func TestUlimitsAgainstHardLimits(t *testing.T) {
+	l := workspace.Limits{NofileLimit: 4096, NprocLimit: 4096}
+	if r := ulimitsResult(l, 20000, ^uint64(0)); r.Status != OK || !strings.Contains(r.Detail, "(20000, unlimited)") {
+		t.Errorf("%+v", r)
+	}
+	l.NofileLimit = 30000
+	r := ulimitsResult(l, 20000, 1000)
+	if r.Status != Fail || !strings.Contains(r.Detail, "--nofile 30000 is above the hard limit 20000") || !strings.Contains(r.Detail, "--nproc 4096 is above the hard limit 1000") {
+		t.Errorf("%+v", r)
+	}
+}
+
+func TestHardeningProblem(t *testing.T) {
+	good := workspace.ExecResult{Stdout: "65534\nCapEff:\t0000000000000000\nlo\n"}
+	if p := hardeningProblem(good, "65534:65534"); p != "" {
+		t.Errorf("hardened container reported: %s", p)
+	}
+	for _, tc := range []struct {
+		r    workspace.ExecResult
+		want string
+	}{
+		{workspace.ExecResult{Stdout: "0\nCapEff:\t0000000000000000\nlo\n"}, "want uid 65534"},
+		{workspace.ExecResult{Stdout: "65534\nCapEff:\t00000000a80425fb\nlo\n"}, "effective capabilities 00000000a80425fb"},
+		{workspace.ExecResult{Stdout: "65534\nCapEff:\t0000000000000000\neth0\nlo\n"}, "network interfaces [eth0 lo]"},
+		{workspace.ExecResult{ExitCode: 127, Stderr: "sh: not found"}, "exited with 127: sh: not found"},
+	} {
+		if p := hardeningProblem(tc.r, "65534:65534"); !strings.Contains(p, tc.want) {
+			t.Errorf("probe %+v: %q, want %q", tc.r, p, tc.want)
+		}
+	}
+}
+
+func TestContainerFix(t *testing.T) {
+	for err, want := range map[error]string{
+		fmt.Errorf("%w: x", workspace.ErrPodmanUnreachable):                            "systemctl enable --now podman.socket",
+		errors.New("crun: cgroups in hybrid mode not supported, drop all controllers"): `runtime = "runc"`,
+		errors.New("setrlimit `RLIMIT_NOFILE`: Operation not permitted"):               "lower --nofile",
+		errors.New("something new"):                                                    "--log-level debug",
+	} {
+		if fix := containerFix(err); !strings.Contains(fix, want) {
+			t.Errorf("containerFix(%v) = %q, want %q in it", err, fix, want)
+		}
+	}
+}
+
+func TestSummary(t *testing.T) {
+	var out bytes.Buffer
+	if !summarize(&out, []Result{{Name: "a", Status: OK}, {Name: "b", Status: Warn}}) || !strings.Contains(out.String(), "ready, with 1 warning(s) (b)") {
+		t.Errorf("warnings only: %s", out.String())
+	}
+	out.Reset()
+	writeResult(&out, Result{Name: "image", Status: Fail, Detail: "missing", Fix: "build it"})
+	if want := "FAIL  image         missing\n                    fix: build it\n"; out.String() != want {
+		t.Errorf("line %q, want %q", out.String(), want)
+	}
+}

@@ -1,0 +1,91 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/containers/podman/v5/pkg/bindings"
+	"github.com/containers/podman/v5/pkg/bindings/images"
+	"github.com/containers/podman/v5/pkg/bindings/system"
+)
+
+// ServiceInfo describes the Podman service a Config reaches.
+type ServiceInfo struct {
+	// URI is the service that answered.
+	URI string
+	// Version and APIVersion are the service's Podman and REST API versions.
+	Version, APIVersion string
+	// DefaultRuntime is the OCI runtime used when Config.Runtime is empty.
+	DefaultRuntime string
+	// CgroupsVersion is "v1" or "v2" as the service sees the host.
+	CgroupsVersion string
+	// Rootless is true for a service running without root.
+	Rootless bool
+	// Remote is true when the service is not on this host's Unix socket.
+	Remote bool
+}
+
+// Service is the Podman service of a Config, seen from outside any
+// session: what `wink-mcp doctor` asks about.
+type Service struct {
+	eng   *podmanEngine
+	image string
+}
+
+// NewService returns the service cfg points at; it connects on first use.
+func NewService(cfg Config, log *slog.Logger) *Service {
+	return &Service{eng: newPodmanEngine(cfg, log), image: cfg.Image}
+}
+
+// Info connects to the service and describes it.
+func (s *Service) Info(ctx context.Context) (ServiceInfo, error) {
+	c, cancel, err := s.eng.call(ctx, s.eng.apiTimeout)
+	if err != nil {
+		return ServiceInfo{}, err
+	}
+	defer cancel()
+	info, err := system.Info(c, nil)
+	if err != nil {
+		return ServiceInfo{}, fmt.Errorf("asking the Podman service at %s for its info: %w", s.eng.uri, err)
+	}
+	out := ServiceInfo{
+		URI:        s.eng.uri,
+		Version:    info.Version.Version,
+		APIVersion: bindings.ServiceVersion(c).String(),
+		Remote:     !isUnixURI(s.eng.uri),
+	}
+	if h := info.Host; h != nil {
+		out.CgroupsVersion, out.Rootless = h.CgroupsVersion, h.Security.Rootless
+		if h.OCIRuntime != nil {
+			out.DefaultRuntime = h.OCIRuntime.Name
+		}
+	}
+	return out, nil
+}
+
+// ImagePresent reports whether the workspace image is in the service's storage.
+func (s *Service) ImagePresent(ctx context.Context) (bool, error) {
+	c, cancel, err := s.eng.call(ctx, s.eng.apiTimeout)
+	if err != nil {
+		return false, err
+	}
+	defer cancel()
+	ok, err := images.Exists(c, s.image, nil)
+	if err != nil {
+		return false, fmt.Errorf("checking image %s: %w", s.image, err)
+	}
+	return ok, nil
+}
+
+// EnsureImage pulls the workspace image if it is missing.
+func (s *Service) EnsureImage(ctx context.Context) error { return s.eng.EnsureImage(ctx, s.image) }
+
+// ContainerExists reports whether a container of this name exists.
+func (s *Service) ContainerExists(ctx context.Context, name string) (bool, error) {
+	exists, _, err := s.eng.Running(ctx, name)
+	return exists, err
+}
+
+func isUnixURI(uri string) bool { return strings.HasPrefix(uri, "unix://") }
