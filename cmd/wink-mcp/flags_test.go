@@ -128,3 +128,19 @@ func TestHTTPFlags(t *testing.T) {
 		})
 	}
 }
+
+func TestBadFlagsExitTwoBeforeAnythingRuns(t *testing.T) {
+	for _, args := range [][]string{
+		{"doctor", "--log-level", "loud"},
+		{"doctor", "--bogus"},
+		{"serve", "--transport", "carrier-pigeon"},
+	} {
+		var stderr strings.Builder
+		if code := run(args, strings.NewReader(""), io.Discard, &stderr); code != 2 || stderr.Len() == 0 {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and a message", args, code, stderr.String())
+		}
+	}
+	if code := run([]string{"doctor", "-h"}, strings.NewReader(""), io.Discard, io.Discard); code != 0 {
+		t.Errorf("doctor -h: exit %d", code)
+	}
+}

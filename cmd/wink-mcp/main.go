@@ -56,25 +56,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // runServe serves MCP until stdin ends (stdio) or a signal arrives, then
 // removes every container it made.
 func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cfg, opts, err := parseServeFlags(args, os.LookupEnv, stderr)
-	if err != nil {
-		if err == errHelp {
-			return 0
-		}
-		fmt.Fprintf(stderr, "wink-mcp: %v\n", err)
-		return 2
+	cfg, opts, code, ok := configure("wink-mcp", args, stderr, nil)
+	if !ok {
+		return code
 	}
-	log, err := newLogger(stderr, opts.logs)
-	if err != nil {
-		fmt.Fprintf(stderr, "wink-mcp: %v\n", err)
-		return 2
-	}
-	// The Podman bindings log through logrus; stdout belongs to the protocol.
-	// Their warnings are teardown noise (half-closing a socket they already
-	// closed); errors still show.
-	logrus.SetOutput(stderr)
-	logrus.SetLevel(logrus.ErrorLevel)
-	cfg.Logger = log
+	log := cfg.Logger
 
 	// A client that goes away closes our stdout and stderr; without this the
 	// next write would kill the process with SIGPIPE before it removed its
@@ -108,31 +94,48 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // runDoctor checks the host against the configuration serve would use,
 // printing one line per check; it exits 1 when wink-mcp is not ready.
 func runDoctor(args []string, stdout, stderr io.Writer) int {
-	cfg, opts, err := parseServeFlags(args, os.LookupEnv, stderr)
-	if err != nil {
-		if err == errHelp {
-			return 0
+	cfg, _, code, ok := configure("wink-mcp doctor", args, stderr, func(l *logOptions) {
+		// The checks' lines are the output; info logs would bury them.
+		if l.level == "info" {
+			l.level = "warn"
 		}
-		fmt.Fprintf(stderr, "wink-mcp doctor: %v\n", err)
-		return 2
+	})
+	if !ok {
+		return code
 	}
-	// The checks' lines are the output; logs only matter when asked for.
-	if opts.logs.level != "debug" {
-		opts.logs.level = "warn"
-	}
-	log, err := newLogger(stderr, opts.logs)
-	if err != nil {
-		fmt.Fprintf(stderr, "wink-mcp doctor: %v\n", err)
-		return 2
-	}
-	logrus.SetOutput(stderr)
-	logrus.SetLevel(logrus.ErrorLevel)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if !doctor.Run(ctx, cfg.Workspace, stdout, log) {
+	if !doctor.Run(ctx, cfg.Workspace, stdout, cfg.Logger) {
 		return 1
 	}
 	return 0
+}
+
+// configure parses the serve flags and environment, shared by serve and
+// doctor, and sets up logging to stderr; adjust, if not nil, may change the
+// log options first. When ok is false the command must exit with code: the
+// flags were bad (2) or only asked for help (0).
+func configure(command string, args []string, stderr io.Writer, adjust func(*logOptions)) (cfg server.Config, opts serveOptions, code int, ok bool) {
+	cfg, opts, err := parseServeFlags(args, os.LookupEnv, stderr)
+	if err == errHelp {
+		return cfg, opts, 0, false
+	}
+	if err == nil {
+		if adjust != nil {
+			adjust(&opts.logs)
+		}
+		cfg.Logger, err = newLogger(stderr, opts.logs)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", command, err)
+		return cfg, opts, 2, false
+	}
+	// The Podman bindings log through logrus; stdout may belong to the
+	// protocol. Their warnings are teardown noise (half-closing a socket
+	// they already closed); errors still show.
+	logrus.SetOutput(stderr)
+	logrus.SetLevel(logrus.ErrorLevel)
+	return cfg, opts, 0, true
 }
 
 // runAgent runs the agent as the container's init.
