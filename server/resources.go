@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/url"
 	"strings"
 	"sync"
@@ -77,16 +76,6 @@ func (s *Server) registerResources() {
 			}
 			return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, MIMEType: "text/plain", Text: text}}, nil
 		})
-}
-
-// sessionWorkspace is workspaceFor for resource reads, which need the
-// concrete session (for its snapshot and whole-file reads).
-func (s *Server) sessionWorkspace(ctx context.Context) (*workspace.Session, error) {
-	session := mcpserver.ClientSessionFromContext(ctx)
-	if session == nil || session.SessionID() == "" {
-		return nil, fmt.Errorf("resources belong to a session's workspace; this request has no session")
-	}
-	return s.mgr.Session(session.SessionID())
 }
 
 // subscriptions records which resource URIs each session subscribed to. It

@@ -151,6 +151,15 @@ func (s *Server) Close() error {
 
 // workspaceFor maps a tool call to its session's workspace.
 func (s *Server) workspaceFor(ctx context.Context) (workspace.Workspace, error) {
+	ws, err := s.sessionWorkspace(ctx)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return ws, nil
+}
+
+// sessionWorkspace returns the workspace of the request's MCP session.
+func (s *Server) sessionWorkspace(ctx context.Context) (*workspace.Session, error) {
 	session := mcpserver.ClientSessionFromContext(ctx)
 	if session == nil || session.SessionID() == "" {
 		// A sessionless request (protocol revision 2026-07-28) would share one

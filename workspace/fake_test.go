@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/wink-mcp/wink-mcp/agent"
 )
@@ -37,6 +38,8 @@ type fakeEngine struct {
 	creates    int
 	startErr   error
 	listed     []listedContainer
+	// removeDelay makes Remove take this long, as Podman's does (~280 ms).
+	removeDelay time.Duration
 }
 
 type fakeContainer struct {
@@ -100,6 +103,10 @@ func (f *fakeEngine) Running(_ context.Context, name string) (bool, bool, error)
 }
 
 func (f *fakeEngine) Remove(_ context.Context, name string) error {
+	f.mu.Lock()
+	delay := f.removeDelay
+	f.mu.Unlock()
+	time.Sleep(delay)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if c, ok := f.containers[name]; ok {

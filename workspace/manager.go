@@ -26,6 +26,7 @@ type Manager struct {
 	mu       sync.Mutex
 	sessions map[string]*Session
 	closed   bool
+	ending   sync.WaitGroup // EndSession calls still removing a container; Close waits for them
 	onChange func(ctx context.Context, sessionID string, paths []string)
 
 	stopReaper context.CancelFunc
@@ -112,15 +113,20 @@ func (m *Manager) EndSession(ctx context.Context, id string) {
 	m.mu.Lock()
 	s, ok := m.sessions[id]
 	delete(m.sessions, id)
+	if ok {
+		m.ending.Add(1)
+	}
 	m.mu.Unlock()
 	if ok {
+		defer m.ending.Done()
 		s.end(ctx)
 	}
 }
 
-// Close ends every session, removing their containers in parallel, and
-// releases the instance. ctx bounds the whole shutdown; containers that
-// could not be removed in time are swept by the next wink-mcp to start.
+// Close ends every session, removing their containers in parallel, waits
+// for sessions already being ended, and releases the instance. ctx bounds
+// the shutdown; containers that could not be removed in time are swept by
+// the next wink-mcp to start.
 func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
@@ -139,6 +145,7 @@ func (m *Manager) Close(ctx context.Context) error {
 		wg.Go(func() { s.end(ctx) })
 	}
 	wg.Wait()
+	m.ending.Wait() // each bounded by its caller's context
 	return m.inst.release(!m.cfg.KeepSessionDirs)
 }
 

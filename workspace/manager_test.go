@@ -193,6 +193,31 @@ func TestCloseRemovesEveryContainerAndReleasesTheInstance(t *testing.T) {
 	}
 }
 
+// TestCloseWaitsForSessionsBeingEnded closes the manager while a session's
+// end (an SSE stream cut by the shutdown) is still removing its container:
+// Close must not return before the removal is done, or the process exits
+// and leaves the container behind.
+func TestCloseWaitsForSessionsBeingEnded(t *testing.T) {
+	m, eng, _ := newTestManager(t, nil)
+	s, _ := m.Session("ending")
+	echo(t, s, "true")
+	eng.mu.Lock()
+	eng.removeDelay = 300 * time.Millisecond
+	eng.mu.Unlock()
+	go m.EndSession(ctx, "ending")
+	waitFor(t, "the session to leave the map", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.sessions["ending"] == nil
+	})
+	if err := m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if eng.count() != 0 {
+		t.Errorf("Close returned with %d container(s) still being removed", eng.count())
+	}
+}
+
 // waitChannelEnd waits until the session's channel has noticed it is broken.
 func waitChannelEnd(t *testing.T, s *Session) {
 	t.Helper()
