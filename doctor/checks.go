@@ -174,21 +174,20 @@ func (d *doctor) image(ctx context.Context) Result {
 	if d.info == nil {
 		return skipped("the service")
 	}
-	present, err := d.svc.ImagePresent(ctx)
-	if err != nil {
-		return Result{Status: Fail, Detail: err.Error(), Fix: "check the service's storage with `podman images`"}
-	}
-	if present {
-		d.imageOK = true
-		return Result{Status: OK, Detail: d.cfg.Image + " is present"}
-	}
 	start := time.Now()
-	if err := d.svc.EnsureImage(ctx); err != nil {
+	pulled, err := d.svc.EnsureImage(ctx)
+	switch {
+	case errors.Is(err, workspace.ErrImageUnavailable):
 		detail, _, _ := strings.Cut(err.Error(), ". "+workspace.ImageRemedy)
 		return Result{Status: Fail, Detail: detail, Fix: workspace.ImageRemedy}
+	case err != nil:
+		return Result{Status: Fail, Detail: err.Error(), Fix: "check the service's storage with `podman images`"}
 	}
 	d.imageOK = true
-	return Result{Status: OK, Detail: fmt.Sprintf("%s was missing and has been pulled in %s", d.cfg.Image, time.Since(start).Round(time.Second))}
+	if pulled {
+		return Result{Status: OK, Detail: fmt.Sprintf("%s was missing and has been pulled in %s", d.cfg.Image, time.Since(start).Round(time.Second))}
+	}
+	return Result{Status: OK, Detail: d.cfg.Image + " is present"}
 }
 
 func skipped(needs string) Result {

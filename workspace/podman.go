@@ -143,32 +143,38 @@ func (c valuesFrom) Value(key any) any {
 
 // EnsureImage pulls the image when it is missing, logging progress.
 func (e *podmanEngine) EnsureImage(ctx context.Context, image string) error {
+	_, err := e.pullIfMissing(ctx, image)
+	return err
+}
+
+// pullIfMissing is EnsureImage, also saying whether it pulled.
+func (e *podmanEngine) pullIfMissing(ctx context.Context, image string) (pulled bool, err error) {
 	c, cancel, err := e.call(ctx, e.apiTimeout)
 	if err != nil {
-		return err
+		return false, err
 	}
 	exists, err := images.Exists(c, image, nil)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("checking image %s: %w", image, err)
+		return false, fmt.Errorf("checking image %s: %w", image, err)
 	}
 	if exists {
-		return nil
+		return false, nil
 	}
 	e.log.Info("pulling image", "image", image)
 	start := time.Now()
 	c, cancel, err = e.call(ctx, e.pullTimeout)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer cancel()
 	var progress io.Writer = &lineLogger{log: e.log, msg: "pull progress", attrs: []any{"image", image}}
 	if _, err := images.Pull(c, image, new(images.PullOptions).WithProgressWriter(progress).WithPolicy("missing")); err != nil {
-		return fmt.Errorf("%w: image %s is not present and pulling it failed: %v. %s",
+		return false, fmt.Errorf("%w: image %s is not present and pulling it failed: %v. %s",
 			ErrImageUnavailable, image, err, ImageRemedy)
 	}
 	e.log.Info("image pulled", "image", image, "duration_ms", time.Since(start).Milliseconds())
-	return nil
+	return true, nil
 }
 
 // Create creates the container described by spec.

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/containers/podman/v5/pkg/bindings"
-	"github.com/containers/podman/v5/pkg/bindings/images"
 	"github.com/containers/podman/v5/pkg/bindings/system"
 )
 
@@ -65,22 +64,10 @@ func (s *Service) Info(ctx context.Context) (ServiceInfo, error) {
 	return out, nil
 }
 
-// ImagePresent reports whether the workspace image is in the service's storage.
-func (s *Service) ImagePresent(ctx context.Context) (bool, error) {
-	c, cancel, err := s.eng.call(ctx, s.eng.apiTimeout)
-	if err != nil {
-		return false, err
-	}
-	defer cancel()
-	ok, err := images.Exists(c, s.image, nil)
-	if err != nil {
-		return false, fmt.Errorf("checking image %s: %w", s.image, err)
-	}
-	return ok, nil
+// EnsureImage pulls the workspace image if it is missing, and says whether it did.
+func (s *Service) EnsureImage(ctx context.Context) (pulled bool, err error) {
+	return s.eng.pullIfMissing(ctx, s.image)
 }
-
-// EnsureImage pulls the workspace image if it is missing.
-func (s *Service) EnsureImage(ctx context.Context) error { return s.eng.EnsureImage(ctx, s.image) }
 
 // ContainerExists reports whether a container of this name exists.
 func (s *Service) ContainerExists(ctx context.Context, name string) (bool, error) {
