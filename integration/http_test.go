@@ -21,10 +21,12 @@ import (
 
 const testToken = "integration-token-0123456789abcdef"
 
-// post sends a raw JSON-RPC body to an HTTP server and returns the status.
-func post(t *testing.T, url string, headers map[string]string, body string) (int, string) {
+// rawRequest sends one request as an MCP client would, with headers
+// ("Host" sets the request's host), and returns the response; the caller
+// closes its body.
+func rawRequest(t *testing.T, method, url string, headers map[string]string, body string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,10 +39,17 @@ func post(t *testing.T, url string, headers map[string]string, body string) (int
 		}
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return resp
+}
+
+// post sends a raw JSON-RPC body to an HTTP server and returns the status.
+func post(t *testing.T, url string, headers map[string]string, body string) (int, string) {
+	t.Helper()
+	resp := rawRequest(t, "POST", url, headers, body)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	return resp.StatusCode, string(b)

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 )
 
 // sseEvent is one event of a text/event-stream.
@@ -15,19 +14,7 @@ type sseEvent struct{ id, data string }
 // response, with the SSE events of its body when it streams.
 func exchange(t *testing.T, method, url string, headers map[string]string, body string) (*http.Response, []sseEvent) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := rawRequest(t, method, url, headers, body)
 	defer resp.Body.Close()
 	var events []sseEvent
 	var cur sseEvent
