@@ -3,6 +3,7 @@ module github.com/wink-mcp/wink-mcp
 go 1.26.0
 
 require (
+	github.com/aymanbagabas/go-udiff v0.4.1
 	github.com/containers/podman/v5 v5.7.0
 	github.com/docker/docker v28.5.1+incompatible
 	github.com/invopop/jsonschema v0.14.0

@@ -1,0 +1,192 @@
+package changes
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/aymanbagabas/go-udiff"
+)
+
+// zeroHash is git's name for "no object" on one side of a patch.
+const zeroHash = "0000000000000000000000000000000000000000"
+
+// contextLines is the unchanged lines shown around each hunk, as git does.
+const contextLines = 3
+
+// PatchOptions say how a patch shows file contents.
+type PatchOptions struct {
+	// TextLimit is the largest file shown as a text diff. Larger files, and
+	// files with NUL bytes or invalid UTF-8, are binary.
+	TextLimit int64
+	// Binary embeds binary files as git binary patches, so that the patch
+	// reproduces them; without it they are listed as "Binary files ... differ".
+	Binary bool
+}
+
+// WritePatch writes changes, as Changes returned them, as a git patch that
+// `git apply` accepts in a clean copy of the host folder. Entries git cannot
+// hold (fifos, sockets, devices) are named in comment lines git ignores.
+func (f *Folder) WritePatch(w io.Writer, changes []Change, opts PatchOptions) error {
+	bw := bufio.NewWriter(w)
+	for _, c := range changes {
+		old, cur := c.Old, c.New
+		if old != nil && old.Kind == KindOther {
+			fmt.Fprintf(bw, "# not in this patch: %s was a fifo, socket or device\n", c.Path)
+			old = nil
+		}
+		if cur != nil && cur.Kind == KindOther {
+			fmt.Fprintf(bw, "# not in this patch: %s is a fifo, socket or device\n", c.Path)
+			cur = nil
+		}
+		var err error
+		switch {
+		case old == nil && cur == nil:
+		case old != nil && cur != nil && old.Kind != cur.Kind:
+			// git writes a type change as a deletion and a creation.
+			if err = f.section(bw, c.Path, old, nil, opts); err == nil {
+				err = f.section(bw, c.Path, nil, cur, opts)
+			}
+		default:
+			err = f.section(bw, c.Path, old, cur, opts)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// side is one side of a file's patch section.
+type side struct {
+	entry *Entry
+	data  []byte // the content, when it is text
+	text  bool
+	hash  string
+}
+
+// load reads one side's content, as text when it qualifies.
+func load(t tree, rel string, e *Entry, opts PatchOptions) (side, error) {
+	s := side{entry: e, text: true, hash: zeroHash}
+	if e == nil {
+		return s, nil
+	}
+	info, err := t.lstat(rel)
+	if err != nil {
+		return s, err
+	}
+	if info.Size() > opts.TextLimit {
+		s.text = false
+		s.hash, err = streamHash(t, rel, info.Size())
+		return s, err
+	}
+	s.data, err = content(t, rel, info, opts.TextLimit)
+	if err != nil {
+		return s, err
+	}
+	s.text = utf8.Valid(s.data) && bytes.IndexByte(s.data, 0) < 0
+	s.hash = blobHash(s.data)
+	return s, nil
+}
+
+// section writes the patch of one path between two entries of the same
+// kind, either of which may be absent.
+func (f *Folder) section(w *bufio.Writer, rel string, old, cur *Entry, opts PatchOptions) error {
+	a, err := load(f.base, rel, old, opts)
+	if err != nil {
+		return err
+	}
+	b, err := load(f.current, rel, cur, opts)
+	if err != nil {
+		return err
+	}
+	aName, bName := quotePath("a/"+rel), quotePath("b/"+rel)
+	fmt.Fprintf(w, "diff --git %s %s\n", aName, bName)
+	switch {
+	case old == nil:
+		fmt.Fprintf(w, "new file mode %s\n", cur.gitMode())
+		aName = "/dev/null"
+	case cur == nil:
+		fmt.Fprintf(w, "deleted file mode %s\n", old.gitMode())
+		bName = "/dev/null"
+	case old.gitMode() != cur.gitMode():
+		fmt.Fprintf(w, "old mode %s\nnew mode %s\n", old.gitMode(), cur.gitMode())
+	}
+	if a.hash == b.hash {
+		return nil
+	}
+	fmt.Fprintf(w, "index %s..%s", a.hash, b.hash)
+	if old != nil && cur != nil && old.gitMode() == cur.gitMode() {
+		fmt.Fprintf(w, " %s", old.gitMode())
+	}
+	w.WriteString("\n")
+	if a.text && b.text {
+		diff, err := udiff.ToUnified(label(aName), label(bName), string(a.data), udiff.Lines(string(a.data), string(b.data)), contextLines)
+		if err != nil {
+			return fmt.Errorf("diffing %s: %w", rel, err)
+		}
+		_, err = w.WriteString(diff)
+		return err
+	}
+	if !opts.Binary {
+		_, err := fmt.Fprintf(w, "Binary files %s and %s differ\n", aName, bName)
+		return err
+	}
+	w.WriteString("GIT binary patch\n")
+	if cur == nil {
+		return writeLiteral(w, bytes.NewReader(nil), 0)
+	}
+	if b.data != nil || cur.Size == 0 {
+		return writeLiteral(w, bytes.NewReader(b.data), int64(len(b.data)))
+	}
+	r, err := f.current.open(rel)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	info, err := f.current.lstat(rel)
+	if err != nil {
+		return err
+	}
+	return writeLiteral(w, r, info.Size())
+}
+
+// label is a file name on a ---/+++ line: git ends one that holds a space with a tab.
+func label(name string) string {
+	if strings.Contains(name, " ") {
+		return name + "\t"
+	}
+	return name
+}
+
+// blobHash is git's object name for a blob of data.
+func blobHash(data []byte) string {
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00", len(data))
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// streamHash is blobHash of a regular file too large to hold.
+func streamHash(t tree, rel string, size int64) (string, error) {
+	r, err := t.open(rel)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00", size)
+	n, err := io.Copy(h, r)
+	if err != nil {
+		return "", err
+	}
+	if n != size {
+		return "", fmt.Errorf("%s changed size while being read", rel)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
