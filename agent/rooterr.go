@@ -46,6 +46,10 @@ func pathError(p string, err error) *wire.Error {
 		return wire.Errorf(wire.CodeInvalid, "%q: permission denied", shown)
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return wire.Errorf(wire.CodeInvalid, "no space left in /workspace while writing %q; delete files to make room (nothing was changed)", shown)
+	case errors.Is(err, syscall.EROFS):
+		return wire.Errorf(wire.CodeInvalid, "%q is in a read-only folder (a host folder mounted :ro; the workspace prompt lists them) and cannot be changed; copy it elsewhere in /workspace to work on it", shown)
+	case errors.Is(err, syscall.EBUSY):
+		return wire.Errorf(wire.CodeInvalid, "%q is, or holds, a host folder mounted into the workspace, which cannot be removed or replaced; change the files inside it instead", shown)
 	case errors.Is(err, syscall.EISDIR):
 		return wire.Errorf(wire.CodeInvalid, "%q is a directory", shown)
 	}

@@ -27,6 +27,9 @@ type PatchOptions struct {
 	// Binary embeds binary files as git binary patches, so that the patch
 	// reproduces them; without it they are listed as "Binary files ... differ".
 	Binary bool
+	// Prefix is put before every path, such as the folder's place in the
+	// workspace ("project/"); "" gives paths relative to the folder.
+	Prefix string
 }
 
 // WritePatch writes changes, as Changes returned them, as a git patch that
@@ -105,7 +108,7 @@ func (f *Folder) section(w *bufio.Writer, rel string, old, cur *Entry, opts Patc
 	if err != nil {
 		return err
 	}
-	aName, bName := quotePath("a/"+rel), quotePath("b/"+rel)
+	aName, bName := quotePath("a/"+opts.Prefix+rel), quotePath("b/"+opts.Prefix+rel)
 	fmt.Fprintf(w, "diff --git %s %s\n", aName, bName)
 	switch {
 	case old == nil:

@@ -53,12 +53,13 @@ func (d *doctor) container(ctx context.Context) Result {
 		return Result{Status: Fail, Detail: fmt.Sprintf("container %s was not removed: %v %v", name, existsErr, closeErr),
 			Fix: "remove it with `podman rm -f " + name + "`; check the service's logs for why removal fails"}
 	}
-	if problem := hardeningProblem(probe, d.cfg.User); problem != "" {
+	user := s.Info().User
+	if problem := hardeningProblem(probe, user); problem != "" {
 		return Result{Status: Fail, Detail: "the container is not hardened as configured: " + problem,
 			Fix: "use Podman 4.3 or later; report it with the output of `podman info` if it persists"}
 	}
 	return Result{Status: OK, Detail: fmt.Sprintf("started in %d ms as uid %s with no capabilities and no network; /workspace writable; removed",
-		startup.Milliseconds(), strings.SplitN(d.cfg.User, ":", 2)[0])}
+		startup.Milliseconds(), strings.SplitN(user, ":", 2)[0])}
 }
 
 // hardeningProblem reads the probe's output and says what is not as

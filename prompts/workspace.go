@@ -35,6 +35,9 @@ type Info struct {
 	ShellTimeoutSeconds int
 	// Mounts lists the host folders exposed in the workspace.
 	Mounts []Mount
+	// ClientRoots says the client's roots are mounted too, when the first
+	// tool runs; until then Mounts lists only the configured folders.
+	ClientRoots bool
 }
 
 // Text renders the guidance: what the sandbox is, then a table of the live settings.
@@ -44,7 +47,14 @@ func Text(info Info) string {
 	fmt.Fprintf(&b, "- The file tools (ls, read_file, write_file, edit_file, glob, grep, rm) mirror a virtual filesystem interface but operate on `%s` inside the container. Their paths are relative to `%s`.\n", info.Workspace, info.Workspace)
 	fmt.Fprintf(&b, "- `podman_shell` runs short commands (at most %d seconds each) in the same environment, starting in `%s`; files written by either are immediately visible to the other.\n", info.ShellTimeoutSeconds, info.Workspace)
 	fmt.Fprintf(&b, "- There is no network access and no privileged operation: you run as an unprivileged user with no capabilities, and memory, CPU and process counts are limited.\n")
-	fmt.Fprintf(&b, "- Do not assume files outside `%s` exist, and keep your work inside it; `/tmp` is a small scratch area.\n\n", info.Workspace)
+	fmt.Fprintf(&b, "- Do not assume files outside `%s` exist, and keep your work inside it; `/tmp` is a small scratch area.\n", info.Workspace)
+	if len(info.Mounts) > 0 || info.ClientRoots {
+		fmt.Fprintf(&b, "- The user's host folders are mounted in `%s` (see the table). Edit `overlay` folders freely: the copy on the host never changes, and your changes are kept for the user to review and apply as a patch; `workspace_changes` lists them and `workspace_diff` shows them. `ro` folders are read-only. `copy` folders are a filtered copy of the host folder, tracked the same way.\n", info.Workspace)
+	}
+	if info.ClientRoots {
+		fmt.Fprintf(&b, "- Folders your client declares as its roots are mounted as well, when the first tool runs.\n")
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "| setting | value |\n| --- | --- |\n")
 	fmt.Fprintf(&b, "| image | `%s` |\n", info.Image)
 	fmt.Fprintf(&b, "| workspace | `%s` |\n", info.Workspace)
@@ -57,16 +67,16 @@ func Text(info Info) string {
 	return b.String()
 }
 
-// Workspace returns the prompt and its handler.
-func Workspace(info Info) server.ServerPrompt {
-	text := Text(info)
+// Workspace returns the prompt and its handler; infoFor gives the settings
+// of the session a request belongs to.
+func Workspace(infoFor func(ctx context.Context) Info) server.ServerPrompt {
 	prompt := mcp.NewPrompt(Name,
 		mcp.WithPromptTitle(Title),
 		mcp.WithPromptDescription("What the Podman workspace sandbox is, how its tools relate, and its limits."),
 	)
-	handler := func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	handler := func(ctx context.Context, _ mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return mcp.NewGetPromptResult(Title, []mcp.PromptMessage{
-			mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(text)),
+			mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(Text(infoFor(ctx)))),
 		}), nil
 	}
 	return server.ServerPrompt{Prompt: prompt, Handler: handler}

@@ -18,14 +18,21 @@ func TestTextNamesTheSandboxAndItsSettings(t *testing.T) {
 			t.Errorf("text lacks %q:\n%s", want, text)
 		}
 	}
-	if strings.Contains(Text(Info{Image: "i", Workspace: "/workspace"}), "| mount |") {
-		t.Error("a workspace without mounts lists one")
+	if !strings.Contains(text, "`workspace_changes` lists them") {
+		t.Errorf("a workspace with mounts does not say how to see the changes:\n%s", text)
+	}
+	bare := Text(Info{Image: "i", Workspace: "/workspace"})
+	if strings.Contains(bare, "| mount |") || strings.Contains(bare, "workspace_changes") {
+		t.Errorf("a workspace without mounts speaks of them:\n%s", bare)
+	}
+	if roots := Text(Info{Image: "i", Workspace: "/workspace", ClientRoots: true}); !strings.Contains(roots, "declares as its roots") {
+		t.Errorf("client roots are not mentioned:\n%s", roots)
 	}
 }
 
 func TestPromptServesTheText(t *testing.T) {
 	info := Info{Image: "img:1", Workspace: "/workspace", ShellTimeoutSeconds: 120}
-	p := Workspace(info)
+	p := Workspace(func(context.Context) Info { return info })
 	if p.Prompt.Name != Name || p.Prompt.Title != Title {
 		t.Errorf("prompt %+v", p.Prompt)
 	}

@@ -79,7 +79,8 @@ func New(cfg Config) (*Server, error) {
 	s.trackSubscriptions(hooks)
 	hooks.AddOnRequestInitialization(refuseSessionless)
 	mgr.OnChange(s.notifyChanged)
-	info := prompts.Info{Image: cfg.Workspace.Image, Workspace: workspace.Root, ShellTimeoutSeconds: 120}
+	info := prompts.Info{Image: cfg.Workspace.Image, Workspace: workspace.Root, ShellTimeoutSeconds: 120,
+		Mounts: promptMounts(mgr.Mounts()), ClientRoots: cfg.Workspace.MountRoots}
 	s.mcp = mcpserver.NewMCPServer("wink-mcp", Version(),
 		mcpserver.WithToolCapabilities(false),
 		mcpserver.WithPromptCapabilities(false),
@@ -94,7 +95,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.mcp.AddTools(all...)
-	s.mcp.AddPrompts(prompts.Workspace(info))
+	s.mcp.AddPrompts(prompts.Workspace(func(ctx context.Context) prompts.Info { return s.promptInfo(ctx, info) }))
+	if cfg.Workspace.MountRoots {
+		mgr.SetRoots(s.clientRoots)
+	}
 	s.registerResources()
 	go s.sweep()
 	return s, nil

@@ -24,12 +24,16 @@ type fakeWorkspace struct {
 	greps  []workspace.GrepRequest
 	python []workspace.PythonRequest
 	pyRes  workspace.PythonResult
+
+	mounts  []workspace.MountInfo
+	changes []workspace.FolderChange
+	diff    workspace.DiffResult
 }
 
 var _ workspace.Workspace = (*fakeWorkspace)(nil)
 
 func (f *fakeWorkspace) Info() workspace.ContainerInfo {
-	return workspace.ContainerInfo{Name: "wink-test", Image: "img"}
+	return workspace.ContainerInfo{Name: "wink-test", Image: "img", Mounts: f.mounts}
 }
 
 func (f *fakeWorkspace) Exec(_ context.Context, req workspace.ExecRequest) (workspace.ExecResult, error) {
@@ -93,3 +97,13 @@ func (f *fakeWorkspace) Python(_ context.Context, req workspace.PythonRequest) (
 }
 
 func (f *fakeWorkspace) Snapshot() []workspace.TouchedFile { return nil }
+
+func (f *fakeWorkspace) Changes(_ context.Context, prefix string) ([]workspace.FolderChange, error) {
+	f.calls = append(f.calls, "changes "+prefix)
+	return f.changes, f.err
+}
+
+func (f *fakeWorkspace) Diff(_ context.Context, prefix string) (workspace.DiffResult, error) {
+	f.calls = append(f.calls, "diff "+prefix)
+	return f.diff, f.err
+}

@@ -42,6 +42,8 @@ var pathArgs = map[string]func(p string) map[string]any{
 	"evaluate_python": func(p string) map[string]any {
 		return map[string]any{"code": "1", "reads": []map[string]string{{"path": p}}}
 	},
+	"workspace_changes": func(p string) map[string]any { return map[string]any{"path": p} },
+	"workspace_diff":    func(p string) map[string]any { return map[string]any{"path": p} },
 }
 
 func callArgs(t *testing.T, tool server.ServerTool, args map[string]any) (string, bool) {

@@ -18,6 +18,8 @@ func All(workspaceFor WorkspaceFor, log *slog.Logger) ([]server.ServerTool, erro
 		func() (server.ServerTool, error) { return Rm(workspaceFor) },
 		func() (server.ServerTool, error) { return Shell(workspaceFor, log) },
 		func() (server.ServerTool, error) { return Python(workspaceFor) },
+		func() (server.ServerTool, error) { return WorkspaceChanges(workspaceFor) },
+		func() (server.ServerTool, error) { return WorkspaceDiff(workspaceFor) },
 	}
 	out := make([]server.ServerTool, 0, len(constructors))
 	for _, c := range constructors {

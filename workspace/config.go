@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -50,7 +51,9 @@ type Limits struct {
 type Config struct {
 	// Image is the container image; it is pulled when missing.
 	Image string
-	// User is the numeric "uid:gid" the container runs as.
+	// User is the numeric "uid:gid" the container runs as; "" chooses:
+	// the owner of the writable mounts when there are any (so the session
+	// can edit them), else DefaultUser. Root (uid 0) is refused.
 	User string
 	// Limits bound what the container may use.
 	Limits
@@ -62,6 +65,16 @@ type Config struct {
 	KeepSessionDirs bool
 	// IdleTimeout removes a session's container after this long without calls.
 	IdleTimeout time.Duration
+	// Mounts are host folders shown in every session's workspace; each
+	// must lie under one of AllowedRoots.
+	Mounts       []Mount
+	AllowedRoots []string
+	// MountRoots mounts the folders an MCP client declares as its roots,
+	// as overlays, when they lie under AllowedRoots.
+	MountRoots bool
+	// ExportDir, when set, receives each session's changes to its mounted
+	// folders as git patches when the session ends.
+	ExportDir string
 	// PodmanURL is the Podman service to use; "" tries the root socket,
 	// then the rootless one under $XDG_RUNTIME_DIR.
 	PodmanURL string
@@ -84,7 +97,6 @@ func DefaultConfig() Config {
 	}
 	return Config{
 		Image: DefaultImage,
-		User:  DefaultUser,
 		Limits: Limits{
 			MemoryBytes: DefaultMemoryBytes,
 			CPUs:        DefaultCPUs,
@@ -112,7 +124,9 @@ func (c Config) Validate() error {
 		}
 	}
 	check(c.Image != "", "image must not be empty")
-	check(numericUser.MatchString(c.User), "user %q must be numeric uid:gid, such as 65534:65534 (names would be resolved inside an untrusted image)", c.User)
+	check(c.User == "" || numericUser.MatchString(c.User), "user %q must be numeric uid:gid, such as 65534:65534 (names would be resolved inside an untrusted image)", c.User)
+	uid, _, _ := strings.Cut(c.User, ":")
+	check(c.User == "" || strings.Trim(uid, "0") != "", "user %q is root; the workspace never runs as root", c.User)
 	check(c.MemoryBytes >= 16<<20, "memory limit %d bytes is below the minimum of 16 MiB", c.MemoryBytes)
 	check(c.CPUs > 0 && c.CPUs <= 1024, "cpus %g must be above 0", c.CPUs)
 	check(c.PidsLimit >= 16, "pids limit %d is below the minimum of 16", c.PidsLimit)
@@ -124,5 +138,7 @@ func (c Config) Validate() error {
 	check(c.IdleTimeout > 0, "idle timeout must be positive")
 	check(c.APITimeout > 0, "podman API timeout must be positive")
 	check(c.PullTimeout > 0, "pull timeout must be positive")
+	check(c.ExportDir == "" || filepath.IsAbs(c.ExportDir), "export directory %q must be an absolute path", c.ExportDir)
+	check(!c.MountRoots || len(c.AllowedRoots) > 0, "--mount-roots needs at least one --allowed-root: client roots are mounted only under allowed roots")
 	return errors.Join(errs...)
 }

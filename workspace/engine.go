@@ -17,9 +17,19 @@ type containerSpec struct {
 	Image        string
 	Labels       map[string]string
 	User         string
+	KeepID       bool // run in a keep-id user namespace (rootless Podman)
 	WorkspaceDir string
+	Mounts       []hostMount
 	AgentBinary  string
 	Limits
+}
+
+// hostMount is a host folder mounted into a container: read-only, or as
+// an overlay whose changes collect in Upper.
+type hostMount struct {
+	Source, Destination string
+	ReadOnly            bool
+	Upper, Work         string
 }
 
 // listedContainer is one container found by engine.List.
@@ -35,6 +45,8 @@ var errNameInUse = errors.New("container name already in use")
 // implements it against the Podman service; unit tests use a fake that runs
 // the real agent in-process.
 type engine interface {
+	// Rootless reports whether the engine runs without root.
+	Rootless(ctx context.Context) (bool, error)
 	// EnsureImage makes sure the image is present, pulling it if needed.
 	EnsureImage(ctx context.Context, image string) error
 	// Create creates a container; it returns errNameInUse if the name is taken.

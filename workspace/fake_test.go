@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -211,7 +210,6 @@ func newTestManager(t *testing.T, mutate func(*Config)) (*Manager, *fakeEngine, 
 	cfg := DefaultConfig()
 	cfg.Image = "test-image"
 	cfg.CacheDir = t.TempDir()
-	cfg.User = strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid())
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -227,3 +225,5 @@ func newTestManager(t *testing.T, mutate func(*Config)) (*Manager, *fakeEngine, 
 	t.Cleanup(func() { m.Close(context.Background()) })
 	return m, eng, logs
 }
+
+func (f *fakeEngine) Rootless(context.Context) (bool, error) { return false, nil }

@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -22,6 +20,11 @@ type Manager struct {
 	eng         engine
 	inst        *instance
 	agentBinary string
+	mounts      []resolvedMount
+	mountOwner  string // "uid:gid" owning the writable mounts, "" if there are none
+
+	rootsMu sync.Mutex
+	roots   RootsFunc
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -48,6 +51,19 @@ func NewManager(cfg Config, log *slog.Logger) (*Manager, error) {
 }
 
 func newManager(cfg Config, log *slog.Logger, eng engine, agentBinary string) (*Manager, error) {
+	mounts, err := resolveMounts(cfg.Mounts, cfg.AllowedRoots, cfg.CacheDir)
+	if err != nil {
+		return nil, err
+	}
+	owner, err := writableOwner(mounts)
+	if err != nil && cfg.User == "" {
+		return nil, err
+	}
+	if cfg.MountRoots {
+		if _, err := resolveRoots(cfg.AllowedRoots); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating cache directory: %w", err)
 	}
@@ -57,11 +73,14 @@ func newManager(cfg Config, log *slog.Logger, eng engine, agentBinary string) (*
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	m := &Manager{
-		cfg: cfg, log: log, eng: eng, inst: inst, agentBinary: agentBinary,
+		cfg: cfg, log: log, eng: eng, inst: inst, agentBinary: agentBinary, mounts: mounts, mountOwner: owner,
 		sessions: map[string]*Session{}, stopReaper: stop, reaperDone: make(chan struct{}),
 	}
 	go m.reapIdle(ctx)
 	log.Info("workspace manager ready", "instance", inst.id, "cache_dir", cfg.CacheDir, "image", cfg.Image, "idle_timeout", cfg.IdleTimeout.String())
+	for _, mt := range mounts {
+		log.Info("host folder mounted in every workspace", "host_path", mt.HostPath, "path", Root+"/"+mt.Path, "mode", mt.Mode)
+	}
 	return m, nil
 }
 
@@ -207,32 +226,58 @@ func (m *Manager) reapIdle(ctx context.Context) {
 	}
 }
 
-// spec describes the container of session s.
-func (m *Manager) spec(s *Session) containerSpec {
-	return containerSpec{
+// spec describes the container of session s, run as user.
+func (m *Manager) spec(s *Session, user string, keepID bool) containerSpec {
+	spec := containerSpec{
 		Name:         s.name,
 		Image:        m.cfg.Image,
 		Labels:       ownerLabels(m.inst, s.hash),
-		User:         m.cfg.User,
+		User:         user,
+		KeepID:       keepID,
 		WorkspaceDir: s.workspaceDir(),
 		AgentBinary:  m.agentBinary,
 		Limits:       m.cfg.Limits,
 	}
+	for _, mt := range s.mounts {
+		if mt.Mode == MountCopy {
+			continue
+		}
+		spec.Mounts = append(spec.Mounts, hostMount{Source: mt.HostPath, Destination: Root + "/" + mt.Path,
+			ReadOnly: mt.Mode == MountReadOnly, Upper: mt.upper(), Work: mt.work()})
+	}
+	return spec
+}
+
+// identity returns the user the containers run as, and whether they need
+// a keep-id user namespace: rootless Podman maps the host user to root in
+// the container unless told to keep it, and then the files of mounted
+// folders, owned by the host user, would not be the container user's.
+func (m *Manager) identity(rootless bool, s *Session) (user string, keepID bool) {
+	keepID = rootless && len(s.mounts) > 0
+	switch {
+	case m.cfg.User != "":
+		return m.cfg.User, keepID
+	case keepID:
+		return fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid()), true
+	case s.rootsOwner != "":
+		return s.rootsOwner, false
+	case m.mountOwner != "":
+		return m.mountOwner, false
+	}
+	return DefaultUser, false
 }
 
 // prepareWorkspaceDir creates the directory mounted at /workspace, owned by
 // the container's user. Without root, ownership cannot be given away, so the
 // directory is made writable by all; its parents stay private (0700).
-func (m *Manager) prepareWorkspaceDir(dir string) error {
+func (m *Manager) prepareWorkspaceDir(dir, user string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating the workspace directory: %w", err)
 	}
-	uidText, gidText, _ := strings.Cut(m.cfg.User, ":")
-	uid, _ := strconv.Atoi(uidText)
-	gid, _ := strconv.Atoi(gidText)
+	uid, gid := parseUser(user)
 	if os.Geteuid() == 0 {
 		if err := os.Chown(dir, uid, gid); err != nil {
-			return fmt.Errorf("giving the workspace directory to %s: %w", m.cfg.User, err)
+			return fmt.Errorf("giving the workspace directory to %s: %w", user, err)
 		}
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/containers/podman/v5/pkg/bindings"
 	"github.com/containers/podman/v5/pkg/bindings/containers"
 	"github.com/containers/podman/v5/pkg/bindings/images"
+	"github.com/containers/podman/v5/pkg/bindings/system"
 	"github.com/containers/podman/v5/pkg/errorhandling"
 )
 
@@ -50,6 +51,13 @@ type podmanEngine struct {
 	mu      sync.Mutex
 	uri     string          // the service that answered
 	connCtx context.Context // carries the bindings connection
+	host    *hostFacts      // asked once
+}
+
+// hostFacts are what container specs depend on about the service's host.
+type hostFacts struct {
+	rootless bool
+	selinux  bool
 }
 
 func newPodmanEngine(cfg Config, log *slog.Logger) *podmanEngine {
@@ -177,14 +185,59 @@ func (e *podmanEngine) pullIfMissing(ctx context.Context, image string) (pulled 
 	return true, nil
 }
 
-// Create creates the container described by spec.
+// Rootless reports whether the service runs without root.
+func (e *podmanEngine) Rootless(ctx context.Context) (bool, error) {
+	h, err := e.facts(ctx)
+	if err != nil {
+		return false, err
+	}
+	return h.rootless, nil
+}
+
+// facts asks the service about its host, once.
+func (e *podmanEngine) facts(ctx context.Context) (hostFacts, error) {
+	e.mu.Lock()
+	h := e.host
+	e.mu.Unlock()
+	if h != nil {
+		return *h, nil
+	}
+	c, cancel, err := e.call(ctx, e.apiTimeout)
+	if err != nil {
+		return hostFacts{}, err
+	}
+	defer cancel()
+	info, err := system.Info(c, nil)
+	if err != nil {
+		return hostFacts{}, fmt.Errorf("asking the Podman service about its host: %w", err)
+	}
+	h = &hostFacts{}
+	if info.Host != nil {
+		h.rootless, h.selinux = info.Host.Security.Rootless, info.Host.Security.SELinuxEnabled
+	}
+	e.mu.Lock()
+	e.host = h
+	e.mu.Unlock()
+	return *h, nil
+}
+
+// Create creates the container described by spec. On SELinux hosts, bind
+// mounts are relabelled so the container may read them.
 func (e *podmanEngine) Create(ctx context.Context, spec containerSpec) error {
+	h, err := e.facts(ctx)
+	if err != nil {
+		return err
+	}
 	c, cancel, err := e.call(ctx, e.apiTimeout)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	if _, err := containers.CreateWithSpec(c, podmanSpec(spec), nil); err != nil {
+	s := podmanSpec(spec)
+	if h.selinux {
+		relabel(s)
+	}
+	if _, err := containers.CreateWithSpec(c, s, nil); err != nil {
 		if isStatus(err, http.StatusConflict) || strings.Contains(err.Error(), "already in use") {
 			return fmt.Errorf("creating container %s: %w", spec.Name, errNameInUse)
 		}

@@ -49,7 +49,30 @@ func podmanSpec(c containerSpec) *specgen.SpecGenerator {
 		// the mode of the image's /tmp, which may be root's 0755.
 		{Type: "tmpfs", Source: "tmpfs", Destination: "/tmp", Options: []string{"rw", "nosuid", "nodev", fmt.Sprintf("size=%d", c.TmpBytes), "mode=1777", "U"}},
 	}
+	for _, m := range c.Mounts {
+		if m.ReadOnly {
+			s.Mounts = append(s.Mounts, spec.Mount{Type: "bind", Source: m.Source, Destination: m.Destination, Options: []string{"ro", "nosuid", "nodev"}})
+			continue
+		}
+		s.OverlayVolumes = append(s.OverlayVolumes, &specgen.OverlayVolume{Source: m.Source, Destination: m.Destination,
+			Options: []string{"upperdir=" + m.Upper, "workdir=" + m.Work}})
+	}
+	if c.KeepID {
+		s.UserNS = specgen.Namespace{NSMode: specgen.KeepID}
+	}
 	return s
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// relabel marks the host folders bind-mounted into the container with the
+// shared container label ("z"), without which SELinux denies the container
+// access to them. The agent binary is left alone: it is executable by
+// containers as it is, and relabelling it would change a host file for all.
+func relabel(s *specgen.SpecGenerator) {
+	for i, m := range s.Mounts {
+		if m.Type == "bind" && m.Destination != AgentPath {
+			s.Mounts[i].Options = append(m.Options, "z")
+		}
+	}
+}

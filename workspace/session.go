@@ -34,6 +34,11 @@ type Session struct {
 	created bool // a container exists (or existed until it died) for this session
 	ended   bool
 
+	mounts         []sessionMount // fixed when the first container is made
+	mountsResolved bool
+	rootsOwner     string // "uid:gid" owning the client's writable roots, if it chose the user
+	user           string // the "uid:gid" of the last container made
+
 	active   atomic.Int32 // calls in progress
 	lastUsed atomic.Int64 // unix nanoseconds of the last call's start or end
 
@@ -75,26 +80,38 @@ func (s *Session) Reset(ctx context.Context) (ContainerInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
-		return s.Info(), ErrSessionEnded
+		return s.infoLocked(), ErrSessionEnded
 	}
 	start := time.Now()
 	had := s.created
 	if err := s.removeLocked(ctx); err != nil {
-		return s.Info(), err
+		return s.infoLocked(), err
 	}
-	if err := os.RemoveAll(s.workspaceDir()); err != nil {
-		return s.Info(), fmt.Errorf("deleting the workspace files: %w", err)
+	for _, dir := range []string{s.workspaceDir(), filepath.Join(s.dir, mountsDir)} {
+		if err := os.RemoveAll(dir); err != nil {
+			return s.infoLocked(), fmt.Errorf("deleting the workspace files: %w", err)
+		}
 	}
 	s.touched.reset()
 	if had {
 		logEvent(s.m.log, EventRemoved, s, start, "reason", "reset")
 	}
-	return s.Info(), nil
+	return s.infoLocked(), nil
 }
 
 // Info implements Workspace.
 func (s *Session) Info() ContainerInfo {
-	return ContainerInfo{Name: s.name, Image: s.m.cfg.Image}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.infoLocked()
+}
+
+func (s *Session) infoLocked() ContainerInfo {
+	info := ContainerInfo{Name: s.name, Image: s.m.cfg.Image, User: s.user}
+	for _, mt := range s.mounts {
+		info.Mounts = append(info.Mounts, mt.info(s.dir))
+	}
+	return info
 }
 
 // call sends one request to the agent, starting the container first if
@@ -190,11 +207,24 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	if err := m.eng.EnsureImage(ctx, m.cfg.Image); err != nil {
 		return nil, err
 	}
-	if err := m.prepareWorkspaceDir(s.workspaceDir()); err != nil {
+	rootless, err := m.eng.Rootless(ctx)
+	if err != nil {
 		return nil, err
 	}
-	spec := m.spec(s)
-	err := m.eng.Create(ctx, spec)
+	if err := s.resolveMountsLocked(ctx); err != nil {
+		return nil, err
+	}
+	user, keepID := m.identity(rootless, s)
+	s.user = user
+	if err := m.prepareWorkspaceDir(s.workspaceDir(), user); err != nil {
+		return nil, err
+	}
+	uid, gid := parseUser(user)
+	if err := prepareMounts(s.workspaceDir(), s.mounts, uid, gid); err != nil {
+		return nil, err
+	}
+	spec := m.spec(s, user, keepID)
+	err = m.eng.Create(ctx, spec)
 	if errors.Is(err, errNameInUse) {
 		// Names are keyed by this instance's secret: a container with this
 		// name can only be a leftover of this very session.
@@ -208,7 +238,7 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	s.created = true
 	logEvent(m.log, EventCreated, s, start, "image", spec.Image, "user", spec.User, "memory_bytes", spec.MemoryBytes,
 		"cpus", spec.CPUs, "pids_limit", spec.PidsLimit, "tmp_bytes", spec.TmpBytes, "nofile", spec.NofileLimit,
-		"nproc", spec.NprocLimit, "network", "none", "cap_drop", "ALL", "no_new_privileges", true)
+		"nproc", spec.NprocLimit, "network", "none", "cap_drop", "ALL", "no_new_privileges", true, "keep_id", keepID, "mounts", len(spec.Mounts))
 	fail := func(err error) (*wire.Client, error) {
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.APITimeout)
 		defer cancel()
@@ -302,6 +332,9 @@ func (s *Session) end(ctx context.Context) {
 	had := s.created
 	if err := s.removeLocked(ctx); err != nil {
 		s.m.log.Warn("removing container at session end", "session", s.hash, "container", s.name, "err", err)
+	}
+	if s.m.cfg.ExportDir != "" && len(s.mounts) > 0 {
+		s.exportOnEnd(time.Now())
 	}
 	if !s.m.cfg.KeepSessionDirs {
 		if err := os.RemoveAll(s.dir); err != nil {

@@ -58,6 +58,10 @@ type ContainerInfo struct {
 	Name string
 	// Image is the image it runs.
 	Image string
+	// User is the "uid:gid" it runs as, known once it has been created.
+	User string
+	// Mounts are the host folders in its workspace, known once it has been created.
+	Mounts []MountInfo
 }
 
 // Workspace is one session's sandbox, as the tools see it. Implementations
@@ -93,4 +97,9 @@ type Workspace interface {
 	Python(ctx context.Context, req PythonRequest) (PythonResult, error)
 	// Snapshot lists the files this session's tools wrote, edited or removed.
 	Snapshot() []TouchedFile
+	// Changes lists what the session changed in its mounted host folders,
+	// under prefix ("" for all); the host copies themselves never change.
+	Changes(ctx context.Context, prefix string) ([]FolderChange, error)
+	// Diff is Changes as a unified diff, binary files listed, not shown.
+	Diff(ctx context.Context, prefix string) (DiffResult, error)
 }

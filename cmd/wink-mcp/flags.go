@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,7 @@ type logOptions struct {
 type serveOptions struct {
 	transport     string
 	authTokenFile string
+	mounts        []string
 	logs          logOptions
 }
 
@@ -45,13 +47,17 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	}
 	b := &binder{fs: fs, lookup: lookup}
 	b.str(&w.Image, "image", "container image for workspaces, pulled when missing", "WINK_IMAGE")
-	b.str(&w.User, "user", "numeric uid:gid the container runs as", "WINK_USER")
+	b.str(&w.User, "user", "numeric uid:gid the container runs as (default: the owner of the writable mounts, else 65534:65534)", "WINK_USER")
 	b.bytes(&w.MemoryBytes, "memory", "memory limit, no swap beyond it (e.g. 1g, 512m)", "WINK_MEMORY")
 	b.float(&w.CPUs, "cpus", "CPU limit in cores", "WINK_CPUS")
 	b.int64(&w.PidsLimit, "pids-limit", "maximum processes per container", "WINK_PIDS_LIMIT")
 	b.bytes(&w.TmpBytes, "tmp-size", "size of the /tmp tmpfs (e.g. 256m)", "WINK_TMP_SIZE")
 	b.uint64(&w.NofileLimit, "nofile", "RLIMIT_NOFILE of the container", "WINK_NOFILE")
 	b.uint64(&w.NprocLimit, "nproc", "RLIMIT_NPROC of the container user (counted per host UID)", "WINK_NPROC")
+	b.pathList(&opts.mounts, "mount", "a host folder to show in every workspace: "+mountSyntax+" (repeatable)", "WINK_MOUNTS")
+	b.pathList(&w.AllowedRoots, "allowed-root", "a folder under which host folders may be mounted (repeatable)", "WINK_ALLOWED_ROOTS")
+	b.boolean(&w.MountRoots, "mount-roots", "also mount the folders the client declares as its roots, if under an allowed root", "WINK_MOUNT_ROOTS")
+	b.str(&w.ExportDir, "export-on-exit", "directory that receives each session's changes to its mounted folders as git patches when it ends", "WINK_EXPORT_ON_EXIT")
 	b.str(&w.NamePrefix, "name-prefix", "prefix of container names", "WINK_NAME_PREFIX")
 	b.str(&w.CacheDir, "cache-dir", "directory holding session workspaces", "WINK_CACHE")
 	b.boolean(&w.KeepSessionDirs, "keep-session-dirs", "keep session directories after sessions end", "WINK_KEEP_SESSION_DIRS")
@@ -84,6 +90,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	if fs.NArg() > 0 {
 		return cfg, opts, fmt.Errorf("unexpected argument %q (see -h)", fs.Arg(0))
 	}
+	if err := resolvePaths(w, opts.mounts); err != nil {
+		return cfg, opts, err
+	}
 	if err := w.Validate(); err != nil {
 		return cfg, opts, err
 	}
@@ -104,6 +113,28 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 		return cfg, opts, fmt.Errorf("transport %q: want stdio, sse or http", opts.transport)
 	}
 	return cfg, opts, nil
+}
+
+// resolvePaths parses the mounts and makes the paths a client may pass
+// unexpanded ("~/...") or relative usable.
+func resolvePaths(w *workspace.Config, mounts []string) error {
+	var errs []error
+	for _, spec := range mounts {
+		m, err := parseMount(spec)
+		errs = append(errs, err)
+		if err == nil {
+			w.Mounts = append(w.Mounts, m)
+		}
+	}
+	for i, r := range w.AllowedRoots {
+		w.AllowedRoots[i] = expandHome(r)
+	}
+	if w.ExportDir != "" {
+		dir, err := filepath.Abs(expandHome(w.ExportDir))
+		errs = append(errs, err)
+		w.ExportDir = dir
+	}
+	return errors.Join(errs...)
 }
 
 // readTokenFile reads bearer tokens, one a line; blank lines and lines

@@ -1,0 +1,189 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/wink-mcp/wink-mcp/agent/wire"
+	"github.com/wink-mcp/wink-mcp/workspace"
+)
+
+// maxChangesListed bounds workspace_changes' list.
+const maxChangesListed = 2000
+
+// MountView describes a host folder in the workspace.
+type MountView struct {
+	HostPath string `json:"host_path" jsonschema_description:"The folder on the host."`
+	Path     string `json:"path" jsonschema_description:"Where it appears, relative to /workspace."`
+	Mode     string `json:"mode" jsonschema_description:"overlay (editable; the host copy never changes), ro (read-only) or copy (a filtered copy)."`
+}
+
+func mountViews(ms []workspace.MountInfo) []MountView {
+	out := make([]MountView, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, MountView{HostPath: m.HostPath, Path: m.Path, Mode: string(m.Mode)})
+	}
+	return out
+}
+
+// ChangeView is one changed path.
+type ChangeView struct {
+	Path         string `json:"path" jsonschema_description:"The path, relative to /workspace."`
+	Status       string `json:"status" jsonschema_description:"created, modified or deleted."`
+	Kind         string `json:"kind" jsonschema_description:"file, symlink or other (a fifo, socket or device, which a patch cannot carry)."`
+	SizeBytes    int64  `json:"size_bytes" jsonschema_description:"The size now; for a deleted path, the size it had."`
+	OldSizeBytes int64  `json:"old_size_bytes,omitempty" jsonschema_description:"For a modified path, the size the host copy has."`
+}
+
+// WorkspaceChangesParams are workspace_changes' arguments.
+type WorkspaceChangesParams struct {
+	Path string `json:"path,omitempty" jsonschema:"maxLength=1295" jsonschema_description:"Only changes at or under this path, relative to /workspace; empty for all."`
+}
+
+// Validate normalises the path.
+func (p *WorkspaceChangesParams) Validate() (err error) {
+	p.Path, err = cleanPath("path", p.Path, true)
+	return err
+}
+
+// WorkspaceChangesResult is workspace_changes' result.
+type WorkspaceChangesResult struct {
+	Mounts    []MountView  `json:"mounts" jsonschema_description:"The host folders in the workspace."`
+	Changes   []ChangeView `json:"changes" jsonschema_description:"Files and symlinks created, modified or deleted in the host folders, in path order within each folder."`
+	Total     int          `json:"total" jsonschema_description:"How many paths changed."`
+	Truncated bool         `json:"truncated" jsonschema_description:"True when only the first 2000 changes are listed; narrow with path."`
+}
+
+// Text renders one change a line.
+func (r WorkspaceChangesResult) Text() string {
+	var b strings.Builder
+	if len(r.Mounts) == 0 {
+		return "no host folder is mounted in this workspace (or none has been used yet), so there are no changes to report"
+	}
+	fmt.Fprintf(&b, "%d changed paths in the mounted host folders", r.Total)
+	if r.Truncated {
+		fmt.Fprintf(&b, " (first %d shown; narrow with path)", len(r.Changes))
+	}
+	for _, c := range r.Changes {
+		fmt.Fprintf(&b, "\n%-8s %-7s %10d  %s", c.Status, c.Kind, c.SizeBytes, c.Path)
+	}
+	return b.String()
+}
+
+// WorkspaceChanges returns the workspace_changes tool.
+func WorkspaceChanges(workspaceFor WorkspaceFor) (server.ServerTool, error) {
+	return build(workspaceFor, definition[WorkspaceChangesParams, WorkspaceChangesResult]{
+		name:  "workspace_changes",
+		title: "List changes to the mounted host folders",
+		description: "List the files and symlinks created, modified or deleted in the host folders mounted in /workspace " +
+			"(the workspace prompt lists them), with their sizes. The host copies never change: this is what the user " +
+			"would take back as a patch. Read-only and cheap; starts no container. At most 2000 changes; narrow with path. " +
+			"workspace_diff shows the changes themselves.",
+		annotations: annotate(true, false, true),
+		handle: func(ctx context.Context, ws workspace.Workspace, p WorkspaceChangesParams) (WorkspaceChangesResult, error) {
+			list, err := ws.Changes(ctx, p.Path)
+			r := WorkspaceChangesResult{Mounts: mountViews(ws.Info().Mounts), Changes: []ChangeView{}, Total: len(list)}
+			for _, c := range list {
+				if len(r.Changes) == maxChangesListed {
+					r.Truncated = true
+					break
+				}
+				r.Changes = append(r.Changes, ChangeView{Path: c.Path, Status: string(c.Status), Kind: string(c.Kind), SizeBytes: c.Size, OldSizeBytes: c.OldSize})
+			}
+			return r, err
+		},
+	})
+}
+
+// WorkspaceDiffParams are workspace_diff's arguments.
+type WorkspaceDiffParams struct {
+	Path   string `json:"path,omitempty" jsonschema:"maxLength=1295" jsonschema_description:"Only changes at or under this path, relative to /workspace; empty for all."`
+	Offset int    `json:"offset,omitempty" jsonschema:"minimum=0,default=0" jsonschema_description:"First line of the diff to return, 0-based."`
+	Limit  int    `json:"limit,omitempty" jsonschema:"minimum=1,maximum=2000,default=2000" jsonschema_description:"How many lines to return, 1 to 2000."`
+}
+
+// Validate normalises the path.
+func (p *WorkspaceDiffParams) Validate() (err error) {
+	p.Path, err = cleanPath("path", p.Path, true)
+	return err
+}
+
+// WorkspaceDiffResult is workspace_diff's result.
+type WorkspaceDiffResult struct {
+	Diff       string `json:"diff" jsonschema_description:"The lines of the unified diff (git's format, paths relative to /workspace); a line over 2000 characters is cut with a marker."`
+	Offset     int    `json:"offset" jsonschema_description:"The 0-based index of the first line returned."`
+	Limit      int    `json:"limit" jsonschema_description:"How many lines were returned."`
+	TotalLines int    `json:"total_lines" jsonschema_description:"How many lines the diff has."`
+	Truncated  bool   `json:"truncated" jsonschema_description:"True when lines remain after these, a line was cut, or the diff passed 16 MiB and stops there."`
+	Capped     bool   `json:"capped" jsonschema_description:"True when the whole diff passed 16 MiB and stops there; narrow it with path."`
+}
+
+// Text is the diff under a header saying which lines it holds.
+func (r WorkspaceDiffResult) Text() string {
+	if r.TotalLines == 0 {
+		return "no changes to the mounted host folders"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "lines %d-%d of %d of the diff", r.Offset+1, r.Offset+r.Limit, r.TotalLines)
+	if next := r.Offset + r.Limit; next < r.TotalLines {
+		fmt.Fprintf(&b, " (read more with offset %d)", next)
+	}
+	if r.Capped {
+		fmt.Fprintf(&b, " (the diff passed %d MiB and stops there; narrow it with path)", workspace.MaxDiffBytes>>20)
+	}
+	b.WriteString("\n")
+	b.WriteString(r.Diff)
+	return b.String()
+}
+
+// WorkspaceDiff returns the workspace_diff tool.
+func WorkspaceDiff(workspaceFor WorkspaceFor) (server.ServerTool, error) {
+	return build(workspaceFor, definition[WorkspaceDiffParams, WorkspaceDiffResult]{
+		name:  "workspace_diff",
+		title: "Show changes to the mounted host folders as a diff",
+		description: "Show the changes to the host folders mounted in /workspace as a unified diff in git's format, paths " +
+			"relative to /workspace: `limit` lines (1-2000, default 2000) from the 0-based line `offset`; read on with a " +
+			"larger offset. Binary files, files that are not UTF-8 and files over 1 MiB are listed (\"Binary files ... " +
+			"differ\"), not shown. A line over 2000 characters is cut with a marker; a diff over 16 MiB stops there " +
+			"(narrow it with path). Read-only; starts no container.",
+		annotations: annotate(true, false, true),
+		handle: func(ctx context.Context, ws workspace.Workspace, p WorkspaceDiffParams) (WorkspaceDiffResult, error) {
+			d, err := ws.Diff(ctx, p.Path)
+			if err != nil {
+				return WorkspaceDiffResult{}, err
+			}
+			limit := p.Limit
+			if limit == 0 {
+				limit = workspace.MaxReadLines
+			}
+			return pageOfDiff(d, p.Offset, limit), nil
+		},
+	})
+}
+
+// pageOfDiff cuts limit lines from offset out of a diff.
+func pageOfDiff(d workspace.DiffResult, offset, limit int) WorkspaceDiffResult {
+	lines := strings.SplitAfter(d.Text, "\n")
+	if n := len(lines); n > 0 && lines[n-1] == "" {
+		lines = lines[:n-1]
+	}
+	r := WorkspaceDiffResult{Offset: offset, TotalLines: len(lines), Capped: d.Truncated}
+	start := min(offset, len(lines))
+	end := min(start+limit, len(lines))
+	var b strings.Builder
+	cut := false
+	for _, line := range lines[start:end] {
+		if body := strings.TrimSuffix(line, "\n"); utf8.RuneCountInString(body) > wire.MaxLineChars {
+			line = string([]rune(body)[:wire.MaxLineChars]) + fmt.Sprintf("… [line cut at %d of %d characters]\n", wire.MaxLineChars, utf8.RuneCountInString(body))
+			cut = true
+		}
+		b.WriteString(line)
+	}
+	r.Diff, r.Limit = b.String(), end-start
+	r.Truncated = end < len(lines) || cut || d.Truncated
+	return r
+}

@@ -1,0 +1,247 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/changes"
+)
+
+// Limits of the views of a session's changes.
+const (
+	// DiffTextLimit is the largest file a diff shows as text.
+	DiffTextLimit = 1 << 20
+	// MaxDiffBytes bounds a whole diff; past it the diff stops, saying so.
+	MaxDiffBytes = 16 << 20
+	// exportTextLimit is the largest file an exported patch holds as text;
+	// larger ones are binary literals, which reproduce them as well.
+	exportTextLimit = 8 << 20
+)
+
+// FolderChange is one path a session created, modified or deleted in a
+// host folder mounted in its workspace.
+type FolderChange struct {
+	// Path is the workspace path.
+	Path string
+	// Status is created, modified or deleted.
+	Status changes.Status
+	// Kind is file, symlink or other (the session's, or the host's when deleted).
+	Kind changes.Kind
+	// Size is the session's size in bytes, or the host's when deleted.
+	Size int64
+	// OldSize is the host's size when modified.
+	OldSize int64
+}
+
+// DiffResult is a unified diff of a session's changes.
+type DiffResult struct {
+	// Text is the diff, in git's format, with workspace paths.
+	Text string
+	// Truncated is true when the diff passed MaxDiffBytes and stops there.
+	Truncated bool
+}
+
+// Changes implements Workspace.
+func (s *Session) Changes(ctx context.Context, prefix string) ([]FolderChange, error) {
+	var out []FolderChange
+	err := s.eachFolder(ctx, prefix, func(mi MountInfo, f *changes.Folder, list []changes.Change) error {
+		for _, c := range list {
+			fc := FolderChange{Path: mi.Path + "/" + c.Path, Status: c.Status()}
+			switch {
+			case c.New == nil:
+				fc.Kind, fc.Size = c.Old.Kind, c.Old.Size
+			case c.Old == nil:
+				fc.Kind, fc.Size = c.New.Kind, c.New.Size
+			default:
+				fc.Kind, fc.Size, fc.OldSize = c.New.Kind, c.New.Size, c.Old.Size
+			}
+			out = append(out, fc)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Diff implements Workspace.
+func (s *Session) Diff(ctx context.Context, prefix string) (DiffResult, error) {
+	w := &cappedBuffer{limit: MaxDiffBytes}
+	err := s.eachFolder(ctx, prefix, func(mi MountInfo, f *changes.Folder, list []changes.Change) error {
+		return f.WritePatch(w, list, changes.PatchOptions{TextLimit: DiffTextLimit, Prefix: mi.Path + "/"})
+	})
+	if errors.Is(err, errDiffFull) {
+		return DiffResult{Text: w.String(), Truncated: true}, nil
+	}
+	return DiffResult{Text: w.String()}, err
+}
+
+// eachFolder calls f with the changes of each mounted folder that can
+// change, keeping those under prefix (a workspace path, "" for all).
+func (s *Session) eachFolder(ctx context.Context, prefix string, f func(MountInfo, *changes.Folder, []changes.Change) error) error {
+	defer s.enter()()
+	for _, mi := range s.Info().Mounts {
+		if prefix != "" && !overlaps(mi.Path, prefix) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		folder, err := openFolder(s.dir, mi)
+		if err != nil || folder == nil {
+			return err
+		}
+		list, err := folder.Changes()
+		if err == nil {
+			list = changesUnder(list, mi.Path, prefix)
+			if len(list) > 0 {
+				err = f(mi, folder, list)
+			}
+		}
+		folder.Close()
+		if err != nil {
+			return fmt.Errorf("reading the changes to /workspace/%s: %w", mi.Path, err)
+		}
+	}
+	return nil
+}
+
+// changesUnder keeps the changes whose workspace path is prefix or inside it.
+func changesUnder(list []changes.Change, mountPath, prefix string) []changes.Change {
+	if prefix == "" || prefix == mountPath || strings.HasPrefix(mountPath, prefix+"/") {
+		return list
+	}
+	var out []changes.Change
+	for _, c := range list {
+		if p := mountPath + "/" + c.Path; p == prefix || strings.HasPrefix(p, prefix+"/") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// openFolder opens a mount of the session in sessionDir for comparison;
+// it returns nil for a read-only mount, or one whose session files do not
+// exist yet: neither can have changed.
+func openFolder(sessionDir string, mi MountInfo) (*changes.Folder, error) {
+	dir := filepath.Join(sessionDir, mi.Dir)
+	var f *changes.Folder
+	var err error
+	switch mi.Mode {
+	case MountOverlay:
+		f, err = changes.OpenOverlay(mi.HostPath, filepath.Join(dir, "upper"))
+	case MountCopy:
+		f, err = changes.OpenCopy(filepath.Join(dir, "base"), filepath.Join(sessionDir, "workspace"), mi.Path)
+	default:
+		return nil, nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return f, err
+}
+
+// ExportMount writes the changes the session in sessionDir made to one of
+// its mounts as a git patch that `git apply` accepts in a clean copy of the
+// host folder, and returns how many paths changed.
+func ExportMount(sessionDir string, mi MountInfo, w io.Writer) (int, error) {
+	folder, err := openFolder(sessionDir, mi)
+	if err != nil || folder == nil {
+		return 0, err
+	}
+	defer folder.Close()
+	list, err := folder.Changes()
+	if err != nil {
+		return 0, err
+	}
+	return len(list), folder.WritePatch(w, list, changes.PatchOptions{TextLimit: exportTextLimit, Binary: true})
+}
+
+// exportChanges writes a patch of each changed mount of the session to
+// <dir>/<workspace path>.patch, each written whole or not at all, and
+// returns the files written.
+func exportChanges(sessionDir string, mounts []MountInfo, dir string) ([]string, error) {
+	var written []string
+	var errs []error
+	for _, mi := range mounts {
+		if mi.Mode == MountReadOnly {
+			continue
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(mi.Path)+".patch")
+		n, err := writeAtomically(dst, func(w io.Writer) (int, error) { return ExportMount(sessionDir, mi, w) })
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("exporting the changes to %s: %w", mi.HostPath, err))
+		case n > 0:
+			written = append(written, dst)
+		}
+	}
+	return written, errors.Join(errs...)
+}
+
+// writeAtomically writes a file through a temporary one, keeping it only
+// when write succeeds and reports something written.
+func writeAtomically(dst string, write func(io.Writer) (int, error)) (int, error) {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return 0, err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".export-*")
+	if err != nil {
+		return 0, err
+	}
+	n, err := write(tmp)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || n == 0 {
+		os.Remove(tmp.Name())
+		return 0, err
+	}
+	return n, os.Rename(tmp.Name(), dst)
+}
+
+// exportDirName names a session's folder under Config.ExportDir: when it
+// ended, then its hash, so folders sort by time.
+func exportDirName(hash string, ended time.Time) string {
+	return ended.UTC().Format("20060102T150405Z") + "-" + hash
+}
+
+// errDiffFull is returned by cappedBuffer once its limit is reached.
+var errDiffFull = errors.New("diff limit reached")
+
+// cappedBuffer keeps up to limit bytes, cut at a line's end, then refuses more.
+type cappedBuffer struct {
+	bytes.Buffer
+	limit int
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if room := b.limit - b.Len(); len(p) > room {
+		if cut := bytes.LastIndexByte(p[:max(room, 0)], '\n'); cut >= 0 {
+			b.Buffer.Write(p[:cut+1])
+		}
+		return 0, errDiffFull
+	}
+	return b.Buffer.Write(p)
+}
+
+// exportOnEnd writes the session's changes under Config.ExportDir, logging
+// each patch written; the session directory is deleted after it.
+func (s *Session) exportOnEnd(ended time.Time) {
+	dir := filepath.Join(s.m.cfg.ExportDir, exportDirName(s.hash, ended))
+	written, err := exportChanges(s.dir, s.infoLocked().Mounts, dir)
+	for _, p := range written {
+		s.m.log.Info("exported the session's changes", "session", s.hash, "patch", p)
+	}
+	if err != nil {
+		s.m.log.Error("exporting the session's changes failed", "session", s.hash, "err", err)
+	} else if len(written) == 0 {
+		s.m.log.Info("the session changed no mounted folder; nothing exported", "session", s.hash)
+	}
+}

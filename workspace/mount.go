@@ -1,0 +1,238 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/wink-mcp/wink-mcp/agent/glob"
+)
+
+// MountMode says how a host folder appears in the workspace.
+type MountMode string
+
+// Mount modes.
+const (
+	// MountOverlay shows the folder read-write through a Podman overlay: the
+	// host copy never changes, and the session's changes collect in its
+	// session directory.
+	MountOverlay MountMode = "overlay"
+	// MountReadOnly shows the folder read-only.
+	MountReadOnly MountMode = "ro"
+	// MountCopy copies the folder's files, filtered, into the session's
+	// directory when the session starts; for hosts without overlays.
+	MountCopy MountMode = "copy"
+)
+
+// DefaultCopyMaxBytes bounds the bytes a copy mount copies unless it says otherwise.
+const DefaultCopyMaxBytes = 256 << 20
+
+// Mount is a host folder shown in every session's workspace.
+type Mount struct {
+	// HostPath is the folder on the host.
+	HostPath string
+	// Path is where it appears, relative to /workspace; "" means the
+	// folder's own name.
+	Path string
+	// Mode is overlay (the default), ro or copy.
+	Mode MountMode
+	// Include, Exclude, MaxBytes and FollowSymlinks apply to copy mounts:
+	// the files copied are those matching an Include pattern (all when
+	// there is none) and no Exclude pattern, at most MaxBytes in all;
+	// symlinks are copied as links unless FollowSymlinks.
+	Include        []string
+	Exclude        []string
+	MaxBytes       int64
+	FollowSymlinks bool
+}
+
+// String renders the mount as its --mount flag would.
+func (m Mount) String() string {
+	return fmt.Sprintf("%s:%s:%s", m.HostPath, m.Path, m.Mode)
+}
+
+// resolvedMount is a Mount checked against the host: the folder exists,
+// lies under an allowed root, and has an owner.
+type resolvedMount struct {
+	Mount
+	include, exclude []*glob.Pattern
+	roots            []string // the allowed roots, resolved: where a followed link may lead
+	uid, gid         int
+}
+
+// writable reports whether the session may change the folder in place.
+func (m resolvedMount) writable() bool { return m.Mode == MountOverlay }
+
+// resolveMounts checks mounts against the host and the allowed roots, and
+// against each other. Every problem is reported, each naming its mount.
+func resolveMounts(mounts []Mount, allowedRoots []string, cacheDir string) ([]resolvedMount, error) {
+	if len(mounts) == 0 {
+		return nil, nil
+	}
+	roots, err := resolveRoots(allowedRoots)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	var out []resolvedMount
+	for _, m := range mounts {
+		r, err := resolveMount(m, roots, cacheDir)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--mount %s: %w", m.HostPath, err))
+			continue
+		}
+		for _, other := range out {
+			if overlaps(r.Path, other.Path) {
+				errs = append(errs, fmt.Errorf("--mount %s: its workspace path %q overlaps %q of %s; give one of them another WORKSPACE_PATH", m.HostPath, r.Path, other.Path, other.HostPath))
+			}
+		}
+		out = append(out, r)
+	}
+	return out, errors.Join(errs...)
+}
+
+// resolveRoots makes the allowed roots absolute, with symlinks resolved.
+func resolveRoots(allowed []string) ([]string, error) {
+	if len(allowed) == 0 {
+		return nil, errors.New("host folders can be mounted only under an allowed root, and none is set: add --allowed-root DIR (or WINK_ALLOWED_ROOTS) naming a folder that holds them")
+	}
+	var errs []error
+	var out []string
+	for _, a := range allowed {
+		p, err := realDir(a)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--allowed-root %s: %w", a, err))
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, errors.Join(errs...)
+}
+
+func resolveMount(m Mount, roots []string, cacheDir string) (resolvedMount, error) {
+	r := resolvedMount{Mount: m, roots: roots}
+	host, err := realDir(m.HostPath)
+	if err != nil {
+		return r, err
+	}
+	r.HostPath = host
+	if !underAny(host, roots) {
+		return r, fmt.Errorf("%s is outside the allowed roots (%s); mount a folder under one of them, or add its parent with --allowed-root", host, strings.Join(roots, ", "))
+	}
+	if cache, err := filepath.Abs(cacheDir); err == nil && (under(host, cache) || under(cache, host)) {
+		return r, fmt.Errorf("%s holds or is inside the cache directory %s, where session files live", host, cache)
+	}
+	if r.Path == "" {
+		r.Path = filepath.Base(host)
+	}
+	if r.Path, err = CleanPath(r.Path); err != nil {
+		return r, fmt.Errorf("workspace path: %w; name one with HOST_PATH:WORKSPACE_PATH", err)
+	}
+	if r.Path == "" {
+		return r, errors.New("the workspace path is /workspace itself; mount the folder at a folder inside it, such as HOST_PATH:project")
+	}
+	switch r.Mode {
+	case "":
+		r.Mode = MountOverlay
+	case MountOverlay, MountReadOnly:
+	case MountCopy:
+		if r.MaxBytes == 0 {
+			r.MaxBytes = DefaultCopyMaxBytes
+		}
+	default:
+		return r, fmt.Errorf("mode %q: want overlay, ro or copy", r.Mode)
+	}
+	if r.Mode != MountCopy && (len(m.Include)+len(m.Exclude) > 0 || m.MaxBytes != 0 || m.FollowSymlinks) {
+		return r, errors.New("include, exclude, max_bytes and follow_symlinks apply to copy mounts only; add copy to the mount's options")
+	}
+	if r.MaxBytes < 0 {
+		return r, fmt.Errorf("max_bytes %d must be positive", r.MaxBytes)
+	}
+	for _, p := range m.Include {
+		g, err := glob.Compile(p)
+		if err != nil {
+			return r, fmt.Errorf("include %q: %w", p, err)
+		}
+		r.include = append(r.include, g)
+	}
+	for _, p := range m.Exclude {
+		g, err := glob.Compile(p)
+		if err != nil {
+			return r, fmt.Errorf("exclude %q: %w", p, err)
+		}
+		r.exclude = append(r.exclude, g)
+	}
+	info, err := os.Stat(host)
+	if err != nil {
+		return r, err
+	}
+	st := info.Sys().(*syscall.Stat_t)
+	r.uid, r.gid = int(st.Uid), int(st.Gid)
+	return r, nil
+}
+
+// realDir returns the absolute path of an existing directory, symlinks resolved.
+func realDir(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("%s does not exist or cannot be reached: %w", abs, errors.Unwrap(err))
+	}
+	info, err := os.Stat(real)
+	if err != nil {
+		return "", err
+	}
+	if !info.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", real)
+	}
+	return real, nil
+}
+
+// under reports whether p is dir or inside it; both are clean and absolute.
+func under(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+func underAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if under(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// overlaps reports whether two workspace paths are the same or nested.
+func overlaps(a, b string) bool {
+	return a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/")
+}
+
+// writableOwner returns the "uid:gid" owning the writable mounts, which
+// the containers must run as for the session to edit them. Root-owned
+// folders and folders of different owners are refused: the workspace runs
+// as one user, never root.
+func writableOwner(mounts []resolvedMount) (string, error) {
+	owner, from := "", ""
+	for _, m := range mounts {
+		if !m.writable() {
+			continue
+		}
+		o := fmt.Sprintf("%d:%d", m.uid, m.gid)
+		switch {
+		case m.uid == 0:
+			return "", fmt.Errorf("--mount %s: the folder is owned by root, and the workspace never runs as root, so the session could not edit it; "+
+				"mount it read-only (%s:%s:ro), copy it (%s:%s:copy), give it to a user (chown), or choose a user with --user", m.HostPath, m.HostPath, m.Path, m.HostPath, m.Path)
+		case owner == "":
+			owner, from = o, m.HostPath
+		case owner != o:
+			return "", fmt.Errorf("--mount %s is owned by %s but %s by %s; the workspace runs as one user, so mount one of them :ro or :copy, or choose a user with --user", m.HostPath, o, from, owner)
+		}
+	}
+	return owner, nil
+}

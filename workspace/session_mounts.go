@@ -1,0 +1,288 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Layout of a session directory:
+//
+//	<session>/workspace            mounted at /workspace
+//	<session>/mounts.json          the session's mounts, for `wink-mcp export`
+//	<session>/mounts/<n>/upper     an overlay mount's changes
+//	<session>/mounts/<n>/work      the overlay's work directory
+//	<session>/mounts/<n>/base      a copy mount's files as they were copied
+const (
+	mountsManifest = "mounts.json"
+	mountsDir      = "mounts"
+)
+
+// MountInfo describes one host folder in a session's workspace.
+type MountInfo struct {
+	// HostPath is the folder on the host.
+	HostPath string `json:"host_path"`
+	// Path is where it appears, relative to /workspace.
+	Path string `json:"path"`
+	// Mode is overlay, ro or copy.
+	Mode MountMode `json:"mode"`
+	// Dir is its directory under the session directory, "mounts/<n>".
+	Dir string `json:"dir"`
+	// FromRoot is true for a folder the MCP client declared as a root.
+	FromRoot bool `json:"from_root,omitempty"`
+}
+
+// manifest is the content of mounts.json.
+type manifest struct {
+	Mounts []MountInfo `json:"mounts"`
+}
+
+// sessionMount is a mount as one session has it.
+type sessionMount struct {
+	resolvedMount
+	dir      string // absolute: <session>/mounts/<n>
+	fromRoot bool
+}
+
+func (m sessionMount) info(sessionDir string) MountInfo {
+	rel, _ := filepath.Rel(sessionDir, m.dir)
+	return MountInfo{HostPath: m.HostPath, Path: m.Path, Mode: m.Mode, Dir: rel, FromRoot: m.fromRoot}
+}
+
+// upper, work and base are the mount's directories by role.
+func (m sessionMount) upper() string { return filepath.Join(m.dir, "upper") }
+func (m sessionMount) work() string  { return filepath.Join(m.dir, "work") }
+func (m sessionMount) base() string  { return filepath.Join(m.dir, "base") }
+
+// writeManifest records the session's mounts in its directory.
+func writeManifest(sessionDir string, mounts []sessionMount) error {
+	var mf manifest
+	for _, m := range mounts {
+		mf.Mounts = append(mf.Mounts, m.info(sessionDir))
+	}
+	data, err := json.MarshalIndent(mf, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(sessionDir, mountsManifest+".tmp")
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("recording the session's mounts: %w", err)
+	}
+	return os.Rename(tmp, filepath.Join(sessionDir, mountsManifest))
+}
+
+// ReadManifest returns the mounts recorded in a session directory.
+func ReadManifest(sessionDir string) ([]MountInfo, error) {
+	data, err := os.ReadFile(filepath.Join(sessionDir, mountsManifest))
+	if err != nil {
+		return nil, err
+	}
+	var mf manifest
+	if err := json.Unmarshal(data, &mf); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", filepath.Join(sessionDir, mountsManifest), err)
+	}
+	for _, m := range mf.Mounts {
+		if !strings.HasPrefix(m.Dir, mountsDir+"/") || strings.Contains(m.Dir, "..") {
+			return nil, fmt.Errorf("%s names a mount directory %q outside the session", mountsManifest, m.Dir)
+		}
+	}
+	return mf.Mounts, nil
+}
+
+// prepareMounts makes the directories the session's mounts need, copies
+// the files of copy mounts that have not been copied yet, and creates each
+// mount point, owned by uid:gid. Everything under workspaceDir is reached
+// through an os.Root: the session may have planted symlinks there.
+func prepareMounts(workspaceDir string, mounts []sessionMount, uid, gid int) error {
+	ws, err := os.OpenRoot(workspaceDir)
+	if err != nil {
+		return fmt.Errorf("opening the workspace directory: %w", err)
+	}
+	defer ws.Close()
+	for _, m := range mounts {
+		switch m.Mode {
+		case MountOverlay:
+			for _, d := range []string{m.upper(), m.work()} {
+				if err := os.MkdirAll(d, 0o700); err != nil {
+					return fmt.Errorf("creating the overlay directories of %s: %w", m.Path, err)
+				}
+			}
+		case MountCopy:
+			if _, err := os.Lstat(m.base()); err == nil {
+				continue // copied when the session started; the session's edits are in the workspace
+			}
+			if err := copyMount(m, ws, uid, gid); err != nil {
+				return fmt.Errorf("copying %s to /workspace/%s: %w", m.HostPath, m.Path, err)
+			}
+			continue
+		}
+		if err := makeMountPoint(ws, m.Path, uid, gid); err != nil {
+			return fmt.Errorf("creating the mount point /workspace/%s: %w", m.Path, err)
+		}
+	}
+	return nil
+}
+
+// makeMountPoint creates the directory a mount covers, and its parents,
+// inside ws; an existing directory is kept.
+func makeMountPoint(ws *os.Root, path string, uid, gid int) error {
+	dir := ""
+	for _, seg := range strings.Split(path, "/") {
+		dir = filepath.Join(dir, seg)
+		err := ws.Mkdir(dir, 0o755)
+		if errors.Is(err, fs.ErrExist) {
+			info, err := ws.Lstat(dir)
+			if err != nil {
+				return err
+			}
+			if !info.IsDir() {
+				return fmt.Errorf("/workspace/%s is a %s, not a directory; remove it (rm) so the folder can be mounted", dir, fileType(info.Mode()))
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if os.Geteuid() == 0 {
+			if err := ws.Lchown(dir, uid, gid); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// parseUser splits a numeric "uid:gid".
+func parseUser(user string) (uid, gid int) {
+	u, g, _ := strings.Cut(user, ":")
+	uid, _ = strconv.Atoi(u)
+	gid, _ = strconv.Atoi(g)
+	return uid, gid
+}
+
+func fileType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m.IsRegular():
+		return "file"
+	}
+	return "special file"
+}
+
+// RootsFunc returns the host folders the MCP client of the call in ctx
+// declares as its roots.
+type RootsFunc func(ctx context.Context) ([]string, error)
+
+// SetRoots sets how sessions learn their client's roots, which they mount
+// when Config.MountRoots is set. Set it before the first session.
+func (m *Manager) SetRoots(f RootsFunc) {
+	m.rootsMu.Lock()
+	m.roots = f
+	m.rootsMu.Unlock()
+}
+
+// rootsTimeout bounds the wait for a client to list its roots.
+const rootsTimeout = 10 * time.Second
+
+// resolveMountsLocked fixes the session's mounts the first time its
+// container is made: the configured ones, then, with MountRoots, the
+// client's roots. They stay the same for the session's life, so that a
+// recreated container finds its overlay directories again.
+func (s *Session) resolveMountsLocked(ctx context.Context) error {
+	if s.mountsResolved {
+		return nil
+	}
+	m := s.m
+	list := make([]sessionMount, 0, len(m.mounts))
+	for _, mt := range m.mounts {
+		list = append(list, sessionMount{resolvedMount: mt, dir: filepath.Join(s.dir, mountsDir, strconv.Itoa(len(list)))})
+	}
+	if m.cfg.MountRoots {
+		for _, mt := range s.clientRoots(ctx, list) {
+			list = append(list, sessionMount{resolvedMount: mt, dir: filepath.Join(s.dir, mountsDir, strconv.Itoa(len(list))), fromRoot: true})
+		}
+	}
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return err
+	}
+	if len(list) > 0 {
+		if err := writeManifest(s.dir, list); err != nil {
+			return err
+		}
+	}
+	s.mounts, s.mountsResolved = list, true
+	return nil
+}
+
+// clientRoots asks the client for its roots and resolves those it may
+// mount: under an allowed root, not overlapping another mount. A root the
+// session could not edit (owned by root, or by another user than the
+// other writable mounts) is mounted read-only. Each root left out is logged.
+func (s *Session) clientRoots(ctx context.Context, configured []sessionMount) []resolvedMount {
+	m := s.m
+	m.rootsMu.Lock()
+	f := m.roots
+	m.rootsMu.Unlock()
+	if f == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, rootsTimeout)
+	defer cancel()
+	paths, err := f(ctx)
+	if err != nil {
+		m.log.Warn("the client's roots are not mounted: listing them failed", "session", s.hash, "err", err)
+		return nil
+	}
+	allowed, err := resolveRoots(m.cfg.AllowedRoots)
+	if err != nil {
+		m.log.Warn("the client's roots are not mounted", "session", s.hash, "err", err)
+		return nil
+	}
+	owner := m.mountOwner
+	taken := make([]string, 0, len(configured))
+	for _, c := range configured {
+		taken = append(taken, c.Path)
+	}
+	var out []resolvedMount
+	for _, p := range paths {
+		r, err := resolveMount(Mount{HostPath: p}, allowed, m.cfg.CacheDir)
+		if err == nil && slices.ContainsFunc(taken, func(t string) bool { return overlaps(t, r.Path) }) {
+			err = fmt.Errorf("its workspace path %q is taken", r.Path)
+		}
+		if err != nil {
+			m.log.Warn("a client root is not mounted", "session", s.hash, "root", p, "err", err)
+			continue
+		}
+		o := fmt.Sprintf("%d:%d", r.uid, r.gid)
+		if owner == "" && r.uid != 0 && m.cfg.User == "" {
+			owner = o
+		}
+		if r.uid == 0 || (m.cfg.User == "" && o != owner) {
+			r.Mode = MountReadOnly
+			m.log.Warn("a client root is mounted read-only: the workspace user could not edit it", "session", s.hash, "root", p, "owner", o)
+		}
+		taken = append(taken, r.Path)
+		out = append(out, r)
+	}
+	s.rootsOwner = owner
+	return out
+}
+
+// Mounts describes the configured host folders every session's workspace
+// shows (a session may add its client's roots).
+func (m *Manager) Mounts() []MountInfo {
+	out := make([]MountInfo, 0, len(m.mounts))
+	for _, mt := range m.mounts {
+		out = append(out, MountInfo{HostPath: mt.HostPath, Path: mt.Path, Mode: mt.Mode})
+	}
+	return out
+}
