@@ -5,12 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/wink-mcp/wink-mcp/changes"
 )
@@ -147,71 +144,6 @@ func openFolder(sessionDir string, mi MountInfo) (*changes.Folder, error) {
 	return f, err
 }
 
-// ExportMount writes the changes the session in sessionDir made to one of
-// its mounts as a git patch that `git apply` accepts in a clean copy of the
-// host folder, and returns how many paths changed.
-func ExportMount(sessionDir string, mi MountInfo, w io.Writer) (int, error) {
-	folder, err := openFolder(sessionDir, mi)
-	if err != nil || folder == nil {
-		return 0, err
-	}
-	defer folder.Close()
-	list, err := folder.Changes()
-	if err != nil {
-		return 0, err
-	}
-	return len(list), folder.WritePatch(w, list, changes.PatchOptions{TextLimit: exportTextLimit, Binary: true})
-}
-
-// exportChanges writes a patch of each changed mount of the session to
-// <dir>/<workspace path>.patch, each written whole or not at all, and
-// returns the files written.
-func exportChanges(sessionDir string, mounts []MountInfo, dir string) ([]string, error) {
-	var written []string
-	var errs []error
-	for _, mi := range mounts {
-		if mi.Mode == MountReadOnly {
-			continue
-		}
-		dst := filepath.Join(dir, filepath.FromSlash(mi.Path)+".patch")
-		n, err := writeAtomically(dst, func(w io.Writer) (int, error) { return ExportMount(sessionDir, mi, w) })
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("exporting the changes to %s: %w", mi.HostPath, err))
-		case n > 0:
-			written = append(written, dst)
-		}
-	}
-	return written, errors.Join(errs...)
-}
-
-// writeAtomically writes a file through a temporary one, keeping it only
-// when write succeeds and reports something written.
-func writeAtomically(dst string, write func(io.Writer) (int, error)) (int, error) {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return 0, err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".export-*")
-	if err != nil {
-		return 0, err
-	}
-	n, err := write(tmp)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil || n == 0 {
-		os.Remove(tmp.Name())
-		return 0, err
-	}
-	return n, os.Rename(tmp.Name(), dst)
-}
-
-// exportDirName names a session's folder under Config.ExportDir: when it
-// ended, then its hash, so folders sort by time.
-func exportDirName(hash string, ended time.Time) string {
-	return ended.UTC().Format("20060102T150405Z") + "-" + hash
-}
-
 // errDiffFull is returned by cappedBuffer once its limit is reached.
 var errDiffFull = errors.New("diff limit reached")
 
@@ -229,19 +161,4 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 		return 0, errDiffFull
 	}
 	return b.Buffer.Write(p)
-}
-
-// exportOnEnd writes the session's changes under Config.ExportDir, logging
-// each patch written; the session directory is deleted after it.
-func (s *Session) exportOnEnd(ended time.Time) {
-	dir := filepath.Join(s.m.cfg.ExportDir, exportDirName(s.hash, ended))
-	written, err := exportChanges(s.dir, s.infoLocked().Mounts, dir)
-	for _, p := range written {
-		s.m.log.Info("exported the session's changes", "session", s.hash, "patch", p)
-	}
-	if err != nil {
-		s.m.log.Error("exporting the session's changes failed", "session", s.hash, "err", err)
-	} else if len(written) == 0 {
-		s.m.log.Info("the session changed no mounted folder; nothing exported", "session", s.hash)
-	}
 }

@@ -42,7 +42,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	fs := flag.NewFlagSet("wink-mcp", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() {
-		fmt.Fprintf(out, "usage: wink-mcp [serve] [flags]\n       wink-mcp doctor [flags]\n\nServes MCP over stdio, SSE or streamable HTTP; each session gets its own Podman container.\nEvery flag can also be set by the environment variable named in brackets.\n\n")
+		fmt.Fprintf(out, "usage: wink-mcp [serve] [flags]\n       wink-mcp doctor [flags]\n       wink-mcp export [--session HASH] [--out DIR]\n\nServes MCP over stdio, SSE or streamable HTTP; each session gets its own Podman container.\nEvery flag can also be set by the environment variable named in brackets.\n\n")
 		fs.PrintDefaults()
 	}
 	b := &binder{fs: fs, lookup: lookup}

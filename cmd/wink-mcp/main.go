@@ -42,6 +42,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return agent.SuperviseMain(args[1:])
 	case "doctor":
 		return runDoctor(args[1:], stdout, stderr)
+	case "export":
+		return runExport(args[1:], os.LookupEnv, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "wink-mcp", server.Version())
 		return 0
