@@ -52,6 +52,18 @@ type startOptions struct {
 	image     string
 	args      []string
 	headers   map[string]string // sent with every HTTP request
+	roots     []string          // stdio only: the client declares these folders as its roots
+}
+
+// rootsList answers the server's roots/list with fixed folders.
+type rootsList []string
+
+func (r rootsList) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	res := &mcp.ListRootsResult{Roots: []mcp.Root{}}
+	for _, dir := range r {
+		res.Roots = append(res.Roots, mcp.Root{URI: "file://" + dir, Name: filepath.Base(dir)})
+	}
+	return res, nil
 }
 
 // start launches wink-mcp, connects a client and initializes a session.
@@ -106,12 +118,16 @@ func launch(t *testing.T, opts startOptions) *proc {
 			p.cmd.Env = append(os.Environ(), env...)
 			return p.cmd, nil
 		}
-		c, err := client.NewStdioMCPClientWithOptions(winkBin, nil, args,
+		tr := transport.NewStdioWithOptions(winkBin, nil, args,
 			transport.WithCommandFunc(commandFunc), transport.WithCommandStderrWriter(p.logs))
-		if err != nil {
+		if err := tr.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		p.client = c
+		var clientOpts []client.ClientOption
+		if opts.roots != nil {
+			clientOpts = append(clientOpts, client.WithRootsHandler(rootsList(opts.roots)))
+		}
+		p.client = client.NewClient(tr, clientOpts...)
 		go func() {
 			// The transport owns cmd.Wait; watch /proc instead of racing it.
 			for processAlive(p.cmd.Process.Pid) {

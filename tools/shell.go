@@ -45,7 +45,7 @@ type ShellParams struct {
 	Stdin          string            `json:"stdin,omitempty" jsonschema:"maxLength=48000" jsonschema_description:"Text piped to the command's standard input, at most 48000 characters. Never logged."`
 	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"minimum=1,maximum=120,default=30" jsonschema_description:"Seconds before the command and every process it started are killed (exit_code 124, timed_out true)."`
 	CaptureOutput  *bool             `json:"capture_output,omitempty" jsonschema:"default=true" jsonschema_description:"Return stdout and stderr (default true). When false they only say that capture was off; the byte counts are still reported."`
-	Action         string            `json:"action,omitempty" jsonschema:"enum=exec,enum=start,enum=stop,default=exec" jsonschema_description:"exec runs the command; start makes sure the container runs and returns its name; stop removes the container and deletes the files in /workspace, so the next call starts fresh."`
+	Action         string            `json:"action,omitempty" jsonschema:"enum=exec,enum=start,enum=stop,default=exec" jsonschema_description:"exec runs the command; start makes sure the container runs and returns its name; stop removes the container and deletes the files in /workspace, including the changes made to mounted host folders (the host copies are untouched), so the next call starts fresh."`
 }
 
 // JSONSchemaExtend states the env limits no struct tag can express.
@@ -159,7 +159,7 @@ func Shell(workspaceFor WorkspaceFor, log *slog.Logger) (server.ServerTool, erro
 			"the background are also killed when it exits. stdout and stderr keep 32 KiB each and end with [truncated] " +
 			"when cut; stdout_bytes and stderr_bytes give the full sizes. A non-zero exit is a normal result; a command " +
 			"that cannot start (not found, not executable) is an error. action=start makes sure the container runs; " +
-			"action=stop removes it and empties /workspace.",
+			"action=stop removes it and empties /workspace, discarding the changes to mounted host folders (their host copies never change).",
 		annotations: annotate(false, true, false),
 		handle: func(ctx context.Context, ws workspace.Workspace, p ShellParams) (ShellResult, error) {
 			return runShell(ctx, ws, p, log)
