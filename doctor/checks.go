@@ -32,9 +32,10 @@ type doctor struct {
 	svc  *workspace.Service
 	host host
 
-	agentOK bool
-	info    *workspace.ServiceInfo // set once the service answered
-	imageOK bool
+	agentOK  bool
+	info     *workspace.ServiceInfo // set once the service answered
+	imageOK  bool
+	mountsOK bool
 }
 
 type check struct {
@@ -51,6 +52,7 @@ func (d *doctor) checks() []check {
 		{"runtime", d.runtime},
 		{"ulimits", d.ulimits},
 		{"image", d.image},
+		{"mounts", d.mounts},
 		{"container", d.container},
 	}
 }
@@ -201,4 +203,24 @@ func limitText(v uint64) string {
 		return "unlimited"
 	}
 	return strconv.FormatUint(v, 10)
+}
+
+func (d *doctor) mounts(context.Context) Result {
+	if len(d.cfg.Mounts) == 0 && !d.cfg.MountRoots {
+		d.mountsOK = true
+		return Result{Status: Skip, Detail: "no host folder to mount (--mount, --mount-roots)"}
+	}
+	mounts, user, err := d.cfg.CheckMounts()
+	if err != nil {
+		return Result{Status: Fail, Detail: err.Error(), Fix: "serve refuses to start with these mounts; change them as the message says"}
+	}
+	d.mountsOK = true
+	var parts []string
+	for _, m := range mounts {
+		parts = append(parts, fmt.Sprintf("%s at /workspace/%s (%s)", m.HostPath, m.Path, m.Mode))
+	}
+	if d.cfg.MountRoots {
+		parts = append(parts, "the client's roots under "+strings.Join(d.cfg.AllowedRoots, ", "))
+	}
+	return Result{Status: OK, Detail: strings.Join(parts, "; ") + "; the workspace runs as " + user}
 }

@@ -19,8 +19,8 @@ const probeScript = `id -u; grep '^CapEff:' /proc/self/status; ls /sys/class/net
 // looks at it from inside, writes a file in /workspace, removes it, and
 // checks it is gone.
 func (d *doctor) container(ctx context.Context) Result {
-	if d.info == nil || !d.imageOK || !d.agentOK {
-		return skipped("the service, the image and the agent binary")
+	if d.info == nil || !d.imageOK || !d.agentOK || !d.mountsOK {
+		return skipped("the service, the image, the agent binary and the mounts")
 	}
 	ctx, cancel := context.WithTimeout(ctx, containerCheckTimeout)
 	defer cancel()

@@ -52,7 +52,7 @@ func TestRunWithoutAServiceFailsAndSkipsWhatNeedsIt(t *testing.T) {
 		"skip  runtime       not checked: needs the service",
 		"ok    ulimits       each container gets nofile=4096 nproc=4096 explicitly, within the host's hard limits (1048576, 1048576)",
 		"skip  image         not checked: needs the service",
-		"skip  container     not checked: needs the service, the image and the agent binary",
+		"skip  container     not checked: needs the service, the image, the agent binary and the mounts",
 		"not ready: 1 check(s) failed (service)",
 	}
 	if !strings.Contains(out.String(), "agent binary") {
@@ -159,5 +159,41 @@ func TestSummary(t *testing.T) {
 	writeResult(&out, Result{Name: "image", Status: Fail, Detail: "missing", Fix: "build it"})
 	if want := "FAIL  image         missing\n                    fix: build it\n"; out.String() != want {
 		t.Errorf("line %q, want %q", out.String(), want)
+	}
+}
+
+func TestMountsCheck(t *testing.T) {
+	root := t.TempDir()
+	folder := root + "/proj"
+	if err := os.Mkdir(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*workspace.Config)
+		status Status
+		detail string
+	}{
+		{name: "none", mutate: func(*workspace.Config) {}, status: Skip, detail: "no host folder"},
+		{name: "outside", mutate: func(c *workspace.Config) {
+			c.Mounts, c.AllowedRoots = []workspace.Mount{{HostPath: "/etc"}}, []string{root}
+		}, status: Fail, detail: "/etc is outside the allowed roots"},
+		{name: "read-only", mutate: func(c *workspace.Config) {
+			c.Mounts, c.AllowedRoots = []workspace.Mount{{HostPath: folder, Mode: workspace.MountReadOnly}}, []string{root}
+		}, status: OK, detail: folder + " at /workspace/proj (ro); the workspace runs as 65534:65534"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := workspace.DefaultConfig()
+			cfg.CacheDir = t.TempDir()
+			tc.mutate(&cfg)
+			d := &doctor{cfg: cfg}
+			r := d.mounts(context.Background())
+			if r.Status != tc.status || !strings.Contains(r.Detail, tc.detail) {
+				t.Fatalf("%v %q, want %v with %q", r.Status, r.Detail, tc.status, tc.detail)
+			}
+			if d.mountsOK != (tc.status != Fail) {
+				t.Errorf("mountsOK %v after %v", d.mountsOK, r.Status)
+			}
+		})
 	}
 }

@@ -236,3 +236,28 @@ func writableOwner(mounts []resolvedMount) (string, error) {
 	}
 	return owner, nil
 }
+
+// CheckMounts resolves the configured mounts as a server would at start-up,
+// and returns them and the user the workspace would run as (on rootful
+// Podman), or the problems found.
+func (c Config) CheckMounts() ([]MountInfo, string, error) {
+	mounts, err := resolveMounts(c.Mounts, c.AllowedRoots, c.CacheDir)
+	if err == nil && c.MountRoots {
+		_, err = resolveRoots(c.AllowedRoots)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	owner, err := writableOwner(mounts)
+	if c.User != "" {
+		owner, err = c.User, nil
+	}
+	if owner == "" {
+		owner = DefaultUser
+	}
+	out := make([]MountInfo, 0, len(mounts))
+	for _, m := range mounts {
+		out = append(out, MountInfo{HostPath: m.HostPath, Path: m.Path, Mode: m.Mode})
+	}
+	return out, owner, err
+}
