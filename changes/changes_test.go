@@ -170,23 +170,37 @@ func edit(t *testing.T, dir string) {
 	})
 }
 
-func TestCopyFolderPatchReproducesTheSessionTree(t *testing.T) {
+// editedCopy makes the base files, a copy of them edited by edit, and
+// the Folder comparing the two, with its changes.
+func editedCopy(t *testing.T) (base, current string, f *Folder, changes []Change) {
+	t.Helper()
 	base, ws := t.TempDir(), t.TempDir()
 	build(t, base, baseFiles)
-	current := filepath.Join(ws, "proj")
+	current = filepath.Join(ws, "proj")
 	must(t, os.Mkdir(current, 0o755))
 	copyTree(t, base, current)
 	edit(t, current)
+	f, changes = openCopy(t, base, ws)
+	return base, current, f, changes
+}
 
+// openCopy opens the copy at proj under ws against base, and lists its changes.
+func openCopy(t *testing.T, base, ws string) (*Folder, []Change) {
+	t.Helper()
 	f, err := OpenCopy(base, ws, "proj")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
 	changes, err := f.Changes()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f, changes
+}
+
+func TestCopyFolderPatchReproducesTheSessionTree(t *testing.T) {
+	base, current, f, changes := editedCopy(t)
 	got := map[string]Status{}
 	for _, c := range changes {
 		got[c.Path] = c.Status()
@@ -218,21 +232,7 @@ func TestCopyFolderPatchReproducesTheSessionTree(t *testing.T) {
 }
 
 func TestDiffListsBinaryChangesWithoutTheirBytes(t *testing.T) {
-	base, ws := t.TempDir(), t.TempDir()
-	build(t, base, baseFiles)
-	current := filepath.Join(ws, "proj")
-	must(t, os.Mkdir(current, 0o755))
-	copyTree(t, base, current)
-	edit(t, current)
-	f, err := OpenCopy(base, ws, "proj")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	changes, err := f.Changes()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, f, changes := editedCopy(t)
 	diff := string(patchOf(t, f, changes, PatchOptions{TextLimit: 1 << 20}))
 	for _, want := range []string{
 		"Binary files a/image.bin and b/image.bin differ\n",
@@ -267,15 +267,7 @@ func TestSymlinksPlantedByTheSessionAreNeverFollowed(t *testing.T) {
 	// A directory link out of the folder.
 	must(t, os.Symlink(secretDir, filepath.Join(current, "dirlink")))
 
-	f, err := OpenCopy(base, ws, "proj")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	changes, err := f.Changes()
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, changes := openCopy(t, base, ws)
 	for _, opts := range []PatchOptions{exportOptions, {TextLimit: 1 << 20}} {
 		patch := patchOf(t, f, changes, opts)
 		if bytes.Contains(patch, []byte("TOKEN-7f3a9c")) {
@@ -303,15 +295,7 @@ func TestTheFolderItselfReplacedByALinkIsRefused(t *testing.T) {
 func TestDeletedFolderIsEveryFileDeleted(t *testing.T) {
 	base, ws := t.TempDir(), t.TempDir()
 	build(t, base, map[string]string{"a.txt": "a\n", "sub/b.txt": "b\n"})
-	f, err := OpenCopy(base, ws, "proj")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	changes, err := f.Changes()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, changes := openCopy(t, base, ws)
 	if len(changes) != 2 || changes[0].Status() != Deleted || changes[1].Status() != Deleted {
 		t.Fatalf("changes %+v, want two deletions", changes)
 	}
