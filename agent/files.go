@@ -189,9 +189,9 @@ func (a *Agent) read(args wire.ReadArgs) (*wire.ReadResult, *wire.Error) {
 	cut := 0
 	for _, line := range lines[args.Offset:end] {
 		body, ending := splitEnding(line)
-		if utf8.RuneCountInString(body) > wire.MaxLineChars {
+		body, wasCut := wire.CutLine(body)
+		if wasCut {
 			cut++
-			body = string([]rune(body)[:wire.MaxLineChars]) + fmt.Sprintf("… [line cut at %d of %d characters]", wire.MaxLineChars, utf8.RuneCountInString(body))
 		}
 		b.WriteString(body)
 		b.WriteString(ending)

@@ -140,7 +140,7 @@ func (o *overlayTree) lstat(rel string) (fs.FileInfo, error) {
 // names lists the merged directory: the upper entries that are not
 // whiteouts, and the lower entries they do not hide.
 func (o *overlayTree) names(rel string) ([]string, error) {
-	upper, lower, err := o.layers(rel)
+	_, upper, lower, err := o.layers(rel)
 	if err != nil {
 		return nil, err
 	}
@@ -171,11 +171,7 @@ func (o *overlayTree) names(rel string) ([]string, error) {
 // directory (whiteouts included, under the name they hide), and, when the
 // upper directory hides or replaces the lower one, every lower entry.
 func (o *overlayTree) changedNames(rel string) ([]string, error) {
-	upper, lower, err := o.layers(rel)
-	if err != nil {
-		return nil, err
-	}
-	p, err := o.locate(rel)
+	p, upper, lower, err := o.layers(rel)
 	if err != nil {
 		return nil, err
 	}
@@ -203,26 +199,26 @@ func (o *overlayTree) changedNames(rel string) ([]string, error) {
 	return out, nil
 }
 
-// layers lists the upper and visible lower entries of the merged directory at rel.
-func (o *overlayTree) layers(rel string) (upper, lower []string, err error) {
-	p, err := o.locate(rel)
-	if err != nil {
-		return nil, nil, err
+// layers locates the merged directory at rel and lists its upper and
+// visible lower entries.
+func (o *overlayTree) layers(rel string) (p place, upper, lower []string, err error) {
+	if p, err = o.locate(rel); err != nil {
+		return p, nil, nil, err
 	}
 	if p.inUpper {
 		if upper, err = o.upper.names(rel); err != nil {
-			return nil, nil, err
+			return p, nil, nil, err
 		}
 	}
 	if p.inLower {
 		if lower, err = o.lower.names(p.lowerRel); err != nil {
-			return nil, nil, err
+			return p, nil, nil, err
 		}
 	}
 	if !p.inUpper && !p.inLower {
-		return nil, nil, fmt.Errorf("%s: %w", rel, fs.ErrNotExist)
+		return p, nil, nil, fmt.Errorf("%s: %w", rel, fs.ErrNotExist)
 	}
-	return upper, lower, nil
+	return p, upper, lower, nil
 }
 
 func (o *overlayTree) open(rel string) (io.ReadCloser, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -177,11 +176,12 @@ func pageOfDiff(d workspace.DiffResult, offset, limit int) WorkspaceDiffResult {
 	var b strings.Builder
 	cut := false
 	for _, line := range lines[start:end] {
-		if body := strings.TrimSuffix(line, "\n"); utf8.RuneCountInString(body) > wire.MaxLineChars {
-			line = string([]rune(body)[:wire.MaxLineChars]) + fmt.Sprintf("… [line cut at %d of %d characters]\n", wire.MaxLineChars, utf8.RuneCountInString(body))
-			cut = true
+		body, wasCut := wire.CutLine(strings.TrimSuffix(line, "\n"))
+		cut = cut || wasCut
+		b.WriteString(body)
+		if strings.HasSuffix(line, "\n") {
+			b.WriteString("\n")
 		}
-		b.WriteString(line)
 	}
 	r.Diff, r.Limit = b.String(), end-start
 	r.Truncated = end < len(lines) || cut || d.Truncated

@@ -60,6 +60,9 @@ func copyMount(m sessionMount, ws *os.Root, uid, gid int) error {
 		if err := copyOne(e, base, nil); err != nil {
 			return err
 		}
+		// The workspace's copy is made from the base, so the two are the
+		// same even if the host file changes meanwhile.
+		e.source = filepath.Join(tmp, filepath.FromSlash(e.rel))
 		if err := copyOne(e, dst, owner); err != nil {
 			return err
 		}

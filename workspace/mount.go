@@ -255,9 +255,5 @@ func (c Config) CheckMounts() ([]MountInfo, string, error) {
 	if owner == "" {
 		owner = DefaultUser
 	}
-	out := make([]MountInfo, 0, len(mounts))
-	for _, m := range mounts {
-		out = append(out, MountInfo{HostPath: m.HostPath, Path: m.Path, Mode: m.Mode})
-	}
-	return out, owner, err
+	return mountInfos(mounts), owner, err
 }

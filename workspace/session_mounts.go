@@ -279,9 +279,12 @@ func (s *Session) clientRoots(ctx context.Context, configured []sessionMount) []
 
 // Mounts describes the configured host folders every session's workspace
 // shows (a session may add its client's roots).
-func (m *Manager) Mounts() []MountInfo {
-	out := make([]MountInfo, 0, len(m.mounts))
-	for _, mt := range m.mounts {
+func (m *Manager) Mounts() []MountInfo { return mountInfos(m.mounts) }
+
+// mountInfos describes resolved mounts, not yet given to a session.
+func mountInfos(mounts []resolvedMount) []MountInfo {
+	out := make([]MountInfo, 0, len(mounts))
+	for _, mt := range mounts {
 		out = append(out, MountInfo{HostPath: mt.HostPath, Path: mt.Path, Mode: mt.Mode})
 	}
 	return out

@@ -1,6 +1,10 @@
 package wire
 
-import "time"
+import (
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
 
 // File operations. Every path in their arguments is relative to the
 // workspace and already normalised by the server ("" is the root); the agent
@@ -24,7 +28,7 @@ const (
 	MaxResults = 2_000
 	// MaxReadLines bounds the lines one read_file returns.
 	MaxReadLines = 2_000
-	// MaxLineChars is where read_file cuts a long line.
+	// MaxLineChars is where read_file (and workspace_diff) cut a long line.
 	MaxLineChars = 2_000
 	// MaxGrepLineChars is where grep cuts a matching line.
 	MaxGrepLineChars = 500
@@ -217,4 +221,14 @@ type PythonResult struct {
 	Writes   []WriteOutcome    `json:"writes"`
 	Ok       bool              `json:"ok"`
 	TimedOut bool              `json:"timed_out"`
+}
+
+// CutLine shortens a line (without its ending) longer than MaxLineChars
+// characters, marking the cut, and says whether it did.
+func CutLine(body string) (string, bool) {
+	n := utf8.RuneCountInString(body)
+	if n <= MaxLineChars {
+		return body, false
+	}
+	return string([]rune(body)[:MaxLineChars]) + fmt.Sprintf("… [line cut at %d of %d characters]", MaxLineChars, n), true
 }
