@@ -20,8 +20,7 @@ type Manager struct {
 	eng         engine
 	inst        *instance
 	agentBinary string
-	mounts      []resolvedMount
-	mountOwner  string // "uid:gid" owning the writable mounts, "" if there are none
+	mounts      mountPlan
 
 	rootsMu sync.Mutex
 	roots   RootsFunc
@@ -51,18 +50,9 @@ func NewManager(cfg Config, log *slog.Logger) (*Manager, error) {
 }
 
 func newManager(cfg Config, log *slog.Logger, eng engine, agentBinary string) (*Manager, error) {
-	mounts, err := resolveMounts(cfg.Mounts, cfg.AllowedRoots, cfg.CacheDir)
+	plan, err := cfg.planMounts()
 	if err != nil {
 		return nil, err
-	}
-	owner, err := writableOwner(mounts)
-	if err != nil && cfg.User == "" {
-		return nil, err
-	}
-	if cfg.MountRoots {
-		if _, err := resolveRoots(cfg.AllowedRoots); err != nil {
-			return nil, err
-		}
 	}
 	if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating cache directory: %w", err)
@@ -73,12 +63,12 @@ func newManager(cfg Config, log *slog.Logger, eng engine, agentBinary string) (*
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	m := &Manager{
-		cfg: cfg, log: log, eng: eng, inst: inst, agentBinary: agentBinary, mounts: mounts, mountOwner: owner,
+		cfg: cfg, log: log, eng: eng, inst: inst, agentBinary: agentBinary, mounts: plan,
 		sessions: map[string]*Session{}, stopReaper: stop, reaperDone: make(chan struct{}),
 	}
 	go m.reapIdle(ctx)
 	log.Info("workspace manager ready", "instance", inst.id, "cache_dir", cfg.CacheDir, "image", cfg.Image, "idle_timeout", cfg.IdleTimeout.String())
-	for _, mt := range mounts {
+	for _, mt := range plan.mounts {
 		log.Info("host folder mounted in every workspace", "host_path", mt.HostPath, "path", Root+"/"+mt.Path, "mode", mt.Mode)
 	}
 	return m, nil
@@ -261,8 +251,8 @@ func (m *Manager) identity(rootless bool, s *Session) (user string, keepID bool)
 		return fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid()), true
 	case s.rootsOwner != "":
 		return s.rootsOwner, false
-	case m.mountOwner != "":
-		return m.mountOwner, false
+	case m.mounts.owner != "":
+		return m.mounts.owner, false
 	}
 	return DefaultUser, false
 }

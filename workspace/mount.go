@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -66,16 +67,39 @@ type resolvedMount struct {
 // writable reports whether the session may change the folder in place.
 func (m resolvedMount) writable() bool { return m.Mode == MountOverlay }
 
-// resolveMounts checks mounts against the host and the allowed roots, and
-// against each other. Every problem is reported, each naming its mount.
-func resolveMounts(mounts []Mount, allowedRoots []string, cacheDir string) ([]resolvedMount, error) {
-	if len(mounts) == 0 {
-		return nil, nil
+// mountPlan is what start-up makes of the mount settings: the mounts and
+// the allowed roots, resolved, and the owner of the writable mounts.
+type mountPlan struct {
+	mounts []resolvedMount
+	roots  []string
+	owner  string // "uid:gid", "" without writable mounts
+}
+
+// planMounts checks the mount settings against the host. An explicit User
+// makes the owner of the writable mounts irrelevant.
+func (c Config) planMounts() (mountPlan, error) {
+	if len(c.Mounts) == 0 && !c.MountRoots {
+		return mountPlan{}, nil
 	}
-	roots, err := resolveRoots(allowedRoots)
+	roots, err := resolveRoots(c.AllowedRoots)
 	if err != nil {
-		return nil, err
+		return mountPlan{}, err
 	}
+	mounts, err := resolveMounts(c.Mounts, roots, c.CacheDir)
+	if err != nil {
+		return mountPlan{}, err
+	}
+	owner, err := writableOwner(mounts)
+	if c.User != "" {
+		err = nil
+	}
+	return mountPlan{mounts: mounts, roots: roots, owner: owner}, err
+}
+
+// resolveMounts checks mounts against the host and the (resolved) allowed
+// roots, and against each other. Every problem is reported, each naming
+// its mount.
+func resolveMounts(mounts []Mount, roots []string, cacheDir string) ([]resolvedMount, error) {
 	var errs []error
 	var out []resolvedMount
 	for _, m := range mounts {
@@ -241,19 +265,13 @@ func writableOwner(mounts []resolvedMount) (string, error) {
 // and returns them and the user the workspace would run as (on rootful
 // Podman), or the problems found.
 func (c Config) CheckMounts() ([]MountInfo, string, error) {
-	mounts, err := resolveMounts(c.Mounts, c.AllowedRoots, c.CacheDir)
-	if err == nil && c.MountRoots {
-		_, err = resolveRoots(c.AllowedRoots)
-	}
+	plan, err := c.planMounts()
 	if err != nil {
 		return nil, "", err
 	}
-	owner, err := writableOwner(mounts)
-	if c.User != "" {
-		owner, err = c.User, nil
+	user := c.User
+	if user == "" {
+		user = cmp.Or(plan.owner, DefaultUser)
 	}
-	if owner == "" {
-		owner = DefaultUser
-	}
-	return mountInfos(mounts), owner, err
+	return mountInfos(plan.mounts), user, nil
 }

@@ -59,19 +59,22 @@ func TestResolveMountsRefusesWhatItShould(t *testing.T) {
 		{name: "the cache", mounts: []Mount{{HostPath: cache}}, roots: []string{cache}, wantErr: "cache directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := resolveMounts(tc.mounts, tc.roots, filepath.Join(cache, "c"))
+			cfg := Config{Mounts: tc.mounts, AllowedRoots: tc.roots, CacheDir: filepath.Join(cache, "c")}
 			if tc.name == "the cache" {
-				_, err = resolveMounts(tc.mounts, tc.roots, cache)
+				cfg.CacheDir = cache
 			}
+			_, err := cfg.planMounts()
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("err %v, want one saying %q", err, tc.wantErr)
 			}
 		})
 	}
-	got, err := resolveMounts([]Mount{{HostPath: folder + "/"}, {HostPath: outside, Path: "./docs/", Mode: MountReadOnly}}, []string{root, outside}, cache)
+	plan, err := Config{Mounts: []Mount{{HostPath: folder + "/"}, {HostPath: outside, Path: "./docs/", Mode: MountReadOnly}},
+		AllowedRoots: []string{root, outside}, CacheDir: cache, User: "1000:1000"}.planMounts()
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := plan.mounts
 	if got[0].Path != "proj" || got[0].Mode != MountOverlay || got[1].Path != "docs" || got[1].HostPath != outside {
 		t.Errorf("resolved %+v", got)
 	}

@@ -202,8 +202,8 @@ func (s *Session) resolveMountsLocked(ctx context.Context) error {
 		return nil
 	}
 	m := s.m
-	list := make([]sessionMount, 0, len(m.mounts))
-	for _, mt := range m.mounts {
+	list := make([]sessionMount, 0, len(m.mounts.mounts))
+	for _, mt := range m.mounts.mounts {
 		list = append(list, sessionMount{resolvedMount: mt, dir: filepath.Join(s.dir, mountsDir, strconv.Itoa(len(list)))})
 	}
 	if m.cfg.MountRoots {
@@ -242,19 +242,14 @@ func (s *Session) clientRoots(ctx context.Context, configured []sessionMount) []
 		m.log.Warn("the client's roots are not mounted: listing them failed", "session", s.hash, "err", err)
 		return nil
 	}
-	allowed, err := resolveRoots(m.cfg.AllowedRoots)
-	if err != nil {
-		m.log.Warn("the client's roots are not mounted", "session", s.hash, "err", err)
-		return nil
-	}
-	owner := m.mountOwner
+	owner := m.mounts.owner
 	taken := make([]string, 0, len(configured))
 	for _, c := range configured {
 		taken = append(taken, c.Path)
 	}
 	var out []resolvedMount
 	for _, p := range paths {
-		r, err := resolveMount(Mount{HostPath: p}, allowed, m.cfg.CacheDir)
+		r, err := resolveMount(Mount{HostPath: p}, m.mounts.roots, m.cfg.CacheDir)
 		if err == nil && slices.ContainsFunc(taken, func(t string) bool { return overlaps(t, r.Path) }) {
 			err = fmt.Errorf("its workspace path %q is taken", r.Path)
 		}
@@ -279,7 +274,7 @@ func (s *Session) clientRoots(ctx context.Context, configured []sessionMount) []
 
 // Mounts describes the configured host folders every session's workspace
 // shows (a session may add its client's roots).
-func (m *Manager) Mounts() []MountInfo { return mountInfos(m.mounts) }
+func (m *Manager) Mounts() []MountInfo { return mountInfos(m.mounts.mounts) }
 
 // mountInfos describes resolved mounts, not yet given to a session.
 func mountInfos(mounts []resolvedMount) []MountInfo {
