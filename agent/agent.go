@@ -116,6 +116,7 @@ func (a *Agent) ServeConn(ctx context.Context, conn io.ReadWriter) error {
 		reqCtx, stop := context.WithCancel(ctx)
 		inflight[req.ID] = stop
 		mu.Unlock()
+		_ = w.Write(wire.Response{ID: req.ID, Ack: true})
 		wg.Go(func() {
 			report := func(p wire.Progress) { _ = w.Write(wire.Response{ID: req.ID, Progress: &p}) }
 			resp := a.handle(reqCtx, req, report)

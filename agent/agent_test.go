@@ -94,6 +94,7 @@ func TestExecResults(t *testing.T) {
 			wantStdout: "1:" + os.Getenv("PATH") + "\n"},
 		{name: "stdin exact", args: wire.ExecArgs{Argv: []string{"cat"}, Stdin: "a\x00b\x10\x11c\r\n€", Capture: true}, wantStdout: "a\x00b\x10\x11c\r\n€"},
 		{name: "capture off", args: wire.ExecArgs{Argv: []string{"echo", "hidden"}, Capture: false}},
+		{name: "commands are the OOM killer's first choice", args: wire.ExecArgs{Argv: []string{"cat", "/proc/self/oom_score_adj"}, Capture: true}, wantStdout: "1000\n"},
 		{name: "kill 0 spares the supervisor", args: wire.ExecArgs{Argv: []string{"sh", "-c", "echo before; kill 0"}, Capture: true},
 			wantCode: 143, wantStdout: "before\n"},
 	}

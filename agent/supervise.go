@@ -65,6 +65,14 @@ func SuperviseMain([]string) int {
 	// Only the agent may end a supervisor: a command's signals to its parent
 	// must not orphan the processes it started.
 	shieldFromSignals(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+	// Commands inherit the highest OOM score, so the kernel kills them, not
+	// the agent, when the container runs out of memory. Raising it needs no
+	// privilege; it must come before the process stops being dumpable,
+	// which makes its /proc files root's.
+	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0); err != nil {
+		fmt.Fprintf(os.Stderr, "wink-mcp supervise: raising the OOM score of commands: %v\n", err)
+	}
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		fmt.Fprintf(os.Stderr, "wink-mcp supervise: becoming a subreaper: %v\n", err)
 		return 2

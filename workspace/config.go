@@ -18,6 +18,7 @@ const (
 	DefaultCPUs        = 1.0
 	DefaultPidsLimit   = 256
 	DefaultTmpBytes    = 256 << 20
+	DefaultDiskBytes   = 2 << 30
 	// DefaultNofileLimit and DefaultNprocLimit are set on every container
 	// rather than left to Podman, whose defaults exceed the hard limits of
 	// some hosts and then make every start fail. RLIMIT_NPROC counts all
@@ -41,6 +42,10 @@ type Limits struct {
 	PidsLimit int64
 	// TmpBytes is the size of the tmpfs mounted at /tmp.
 	TmpBytes int64
+	// DiskBytes bounds the session's files: /workspace, including the
+	// changes to overlay mounts and the copies of copy mounts. 0 turns
+	// the limit off.
+	DiskBytes int64
 	// NofileLimit and NprocLimit are the RLIMIT_NOFILE and RLIMIT_NPROC of the container.
 	NofileLimit uint64
 	NprocLimit  uint64
@@ -102,6 +107,7 @@ func DefaultConfig() Config {
 			CPUs:        DefaultCPUs,
 			PidsLimit:   DefaultPidsLimit,
 			TmpBytes:    DefaultTmpBytes,
+			DiskBytes:   DefaultDiskBytes,
 			NofileLimit: DefaultNofileLimit,
 			NprocLimit:  DefaultNprocLimit,
 		},
@@ -131,6 +137,7 @@ func (c Config) Validate() error {
 	check(c.CPUs > 0 && c.CPUs <= 1024, "cpus %g must be above 0", c.CPUs)
 	check(c.PidsLimit >= 16, "pids limit %d is below the minimum of 16", c.PidsLimit)
 	check(c.TmpBytes >= 1<<20, "tmp size %d bytes is below the minimum of 1 MiB", c.TmpBytes)
+	check(c.DiskBytes == 0 || c.DiskBytes >= 16<<20, "disk limit %d bytes is below the minimum of 16 MiB (0 turns it off)", c.DiskBytes)
 	check(c.NofileLimit >= 64, "nofile limit %d is below the minimum of 64", c.NofileLimit)
 	check(c.NprocLimit >= uint64(c.PidsLimit), "nproc limit %d is below the pids limit %d", c.NprocLimit, c.PidsLimit)
 	check(namePrefixPattern.MatchString(c.NamePrefix), "name prefix %q must be 1-40 letters, digits, '_', '.' or '-', starting with a letter or digit", c.NamePrefix)

@@ -28,8 +28,24 @@ type SessionRecord struct {
 
 // FindSessions lists the session directories under cacheDir that have
 // mounts, newest first: those of running servers, and those kept with
-// KeepSessionDirs.
-func FindSessions(cacheDir string) ([]SessionRecord, error) {
+// KeepSessionDirs. The disks of kept sessions are mounted read-only to be
+// read; the caller must call release when done with the records.
+func FindSessions(cacheDir string) (records []SessionRecord, release func(), err error) {
+	mounted := mountKeptDisks(cacheDir)
+	release = func() {
+		for _, dir := range mounted {
+			_ = unmountDisk(dir)
+		}
+	}
+	records, err = findSessions(cacheDir)
+	if err != nil {
+		release()
+		return nil, func() {}, err
+	}
+	return records, release, nil
+}
+
+func findSessions(cacheDir string) ([]SessionRecord, error) {
 	manifests, err := filepath.Glob(filepath.Join(cacheDir, instancesDir, "*", sessionsDir, "*", mountsManifest))
 	if err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ type Manager struct {
 	inst        *instance
 	agentBinary string
 	mounts      mountPlan
+	disk        *diskTools // nil when sessions' disks are not limited
 
 	rootsMu sync.Mutex
 	roots   RootsFunc
@@ -65,6 +66,13 @@ func newManager(cfg Config, log *slog.Logger, eng engine, agentBinary string) (*
 	m := &Manager{
 		cfg: cfg, log: log, eng: eng, inst: inst, agentBinary: agentBinary, mounts: plan,
 		sessions: map[string]*Session{}, stopReaper: stop, reaperDone: make(chan struct{}),
+	}
+	if cfg.DiskBytes > 0 {
+		if tools, err := findDiskTools(); err != nil {
+			log.Warn("sessions can fill the cache disk", "err", err)
+		} else {
+			m.disk = &tools
+		}
 	}
 	go m.reapIdle(ctx)
 	log.Info("workspace manager ready", "instance", inst.id, "cache_dir", cfg.CacheDir, "image", cfg.Image, "idle_timeout", cfg.IdleTimeout.String())
@@ -182,6 +190,11 @@ func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
 			"session", c.Labels[LabelSession], "instance", c.Labels[LabelInstance], "duration_ms", time.Since(start).Milliseconds())
 	}
 	for _, dir := range deadInstanceDirs(m.cfg.CacheDir, m.inst) {
+		// A server killed with SIGKILL leaves its sessions' disks mounted.
+		if err := unmountUnder(dir); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, fmt.Errorf("deleting the directory of a dead instance: %w", err))
 			continue

@@ -82,6 +82,13 @@ func TestKeepSessionDirs(t *testing.T) {
 	s, _ := m.Session("kept")
 	echo(t, s, "sh", "-c", "echo x > f")
 	m.EndSession(ctx, "kept")
+	// A kept session's own filesystem is unmounted when it ends and mounted
+	// again, read-only, to be read.
+	_, release, err := FindSessions(m.cfg.CacheDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
 	if _, err := os.Stat(filepath.Join(s.workspaceDir(), "f")); err != nil {
 		t.Errorf("kept session lost its file: %v", err)
 	}

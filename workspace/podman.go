@@ -243,6 +243,16 @@ func (e *podmanEngine) Create(ctx context.Context, spec containerSpec) error {
 		}
 		return fmt.Errorf("creating container %s: %w", spec.Name, err)
 	}
+	data, err := containers.Inspect(c, spec.Name, nil)
+	if err == nil {
+		err = checkEffective(spec, data)
+	}
+	if err != nil {
+		if _, rmErr := containers.Remove(c, spec.Name, new(containers.RemoveOptions).WithForce(true).WithVolumes(true)); rmErr != nil {
+			e.log.Warn("removing a container refused after creation", "container", spec.Name, "err", rmErr)
+		}
+		return fmt.Errorf("refusing container %s: %w. Check the Podman service's containers.conf and the image; `wink-mcp doctor` checks the set-up", spec.Name, err)
+	}
 	return nil
 }
 

@@ -17,6 +17,14 @@ import (
 // readyTimeout bounds the wait for a new channel's agent to answer.
 const readyTimeout = 15 * time.Second
 
+// A channel is pinged after heartbeatInterval without a frame, and given up
+// after heartbeatTimeout: a frozen Podman service freezes the stream it
+// relays, and calls on it must fail rather than hang.
+const (
+	heartbeatInterval = 5 * time.Second
+	heartbeatTimeout  = 20 * time.Second
+)
+
 // Session is one MCP session's workspace. It implements Workspace. The
 // container is created on the first call that needs it.
 type Session struct {
@@ -33,6 +41,7 @@ type Session struct {
 	stream  io.Closer
 	created bool // a container exists (or existed until it died) for this session
 	ended   bool
+	disk    bool // the session directory is its own filesystem, mounted
 
 	mounts         []sessionMount // fixed when the first container is made
 	mountsResolved bool
@@ -46,6 +55,49 @@ type Session struct {
 }
 
 var _ Workspace = (*Session)(nil)
+
+// diskImage is the file holding the session directory's filesystem.
+func (s *Session) diskImage() string { return filepath.Join(s.m.inst.dir, disksDir, s.hash+".img") }
+
+// mountDiskLocked gives the session directory a filesystem of its own,
+// the size of the disk limit, before anything is written to it.
+func (s *Session) mountDiskLocked(ctx context.Context) error {
+	if s.disk || s.m.disk == nil {
+		return nil
+	}
+	if err := s.m.disk.mountDisk(ctx, s.diskImage(), s.dir, s.m.cfg.DiskBytes); err != nil {
+		return err
+	}
+	s.disk = true
+	return nil
+}
+
+// unmountDiskLocked unmounts the session's filesystem, keeping its image
+// (FindSessions mounts kept images again to read them).
+func (s *Session) unmountDiskLocked() bool {
+	if !s.disk {
+		return true
+	}
+	if err := unmountDisk(s.dir); err != nil {
+		s.m.log.Warn("unmounting session disk", "session", s.hash, "err", err)
+		return false
+	}
+	s.disk = false
+	return true
+}
+
+// deleteFilesLocked deletes the session directory and its filesystem.
+func (s *Session) deleteFilesLocked() {
+	if !s.unmountDiskLocked() {
+		return
+	}
+	if err := os.Remove(s.diskImage()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.m.log.Warn("deleting session disk image", "session", s.hash, "err", err)
+	}
+	if err := os.RemoveAll(s.dir); err != nil {
+		s.m.log.Warn("deleting session directory", "session", s.hash, "dir", s.dir, "err", err)
+	}
+}
 
 // workspaceDir is the host directory mounted at /workspace.
 func (s *Session) workspaceDir() string { return filepath.Join(s.dir, "workspace") }
@@ -118,21 +170,29 @@ func (s *Session) infoLocked() ContainerInfo {
 // needed; progress, if not nil, receives the request's progress reports.
 func (s *Session) call(ctx context.Context, op string, args, result any, progress func(Progress)) error {
 	defer s.enter()()
-	client, err := s.ensure(ctx)
-	if err != nil {
-		return err
-	}
 	var deliver func(Progress)
 	if progress != nil {
 		var stop func()
 		deliver, stop = latestOnly(progress)
 		defer stop()
 	}
-	err = client.CallWithProgress(ctx, op, args, result, deliver)
-	if errors.Is(err, wire.ErrClosed) {
-		return fmt.Errorf("%w (%v)", ErrWorkspaceLost, err)
+	// A request the agent never took (the channel died first) is sent once
+	// more, on a new channel, to the container as it is then.
+	for attempt := 1; ; attempt++ {
+		client, err := s.ensure(ctx)
+		if err != nil {
+			return err
+		}
+		err = client.CallWithProgress(ctx, op, args, result, deliver)
+		if errors.Is(err, wire.ErrNotDelivered) && attempt < 2 {
+			s.m.log.Info("request sent again on a new channel", "session", s.hash, "op", op, "err", err)
+			continue
+		}
+		if errors.Is(err, wire.ErrClosed) {
+			return fmt.Errorf("%w (%v)", ErrWorkspaceLost, err)
+		}
+		return err
 	}
-	return err
 }
 
 // enter marks a call as in progress and returns the function that ends it;
@@ -207,6 +267,9 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	if err := m.eng.EnsureImage(ctx, m.cfg.Image); err != nil {
 		return nil, err
 	}
+	if err := s.mountDiskLocked(ctx); err != nil {
+		return nil, err
+	}
 	rootless, err := m.eng.Rootless(ctx)
 	if err != nil {
 		return nil, err
@@ -271,6 +334,7 @@ func (s *Session) connectLocked(ctx context.Context) error {
 		stream.Close()
 		return fmt.Errorf("waiting for the agent: %w", err)
 	}
+	client.Watch(heartbeatInterval, heartbeatTimeout, stream)
 	s.client, s.stream = client, stream
 	return nil
 }
@@ -336,10 +400,10 @@ func (s *Session) end(ctx context.Context) {
 	if s.m.cfg.ExportDir != "" && len(s.mounts) > 0 {
 		s.exportOnEnd(time.Now())
 	}
-	if !s.m.cfg.KeepSessionDirs {
-		if err := os.RemoveAll(s.dir); err != nil {
-			s.m.log.Warn("deleting session directory", "session", s.hash, "dir", s.dir, "err", err)
-		}
+	if s.m.cfg.KeepSessionDirs {
+		s.unmountDiskLocked()
+	} else {
+		s.deleteFilesLocked()
 	}
 	if had {
 		logEvent(s.m.log, EventRemoved, s, start, "reason", "session ended")

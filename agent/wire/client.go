@@ -8,11 +8,22 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // ErrClosed is returned by Client.Call once the channel has ended; Client.Err
 // says why.
 var ErrClosed = errors.New("agent channel closed")
+
+// ErrNotDelivered wraps ErrClosed when the channel ended before the agent
+// acknowledged the request: the agent never ran it, so it may be sent again
+// on a new channel.
+var ErrNotDelivered = fmt.Errorf("%w before the agent took the request", ErrClosed)
+
+// ErrSilent ends a watched channel on which nothing arrived for too long:
+// the stream froze (a stopped Podman service relays it) or the agent hangs.
+var ErrSilent = errors.New("the agent has not answered")
 
 // Client multiplexes calls over one channel to the agent: each call gets an
 // ID, and answers may arrive in any order. Each answer is decoded once,
@@ -26,6 +37,9 @@ type Client struct {
 	err     error
 
 	done chan struct{}
+
+	lastFrame atomic.Int64 // unix nanoseconds of the last frame read
+	silent    atomic.Pointer[error]
 }
 
 // pendingCall is a call waiting for its answer.
@@ -33,6 +47,7 @@ type pendingCall struct {
 	result   any            // where the answer's result is decoded; nil to discard it
 	progress func(Progress) // receives progress frames; nil to drop them
 	answer   chan error     // receives nil, the agent's *Error, or a decoding error
+	acked    atomic.Bool    // the agent took the request
 }
 
 // NewClient starts reading answers from r and returns a Client that writes
@@ -40,8 +55,49 @@ type pendingCall struct {
 // closes them to end it early.
 func NewClient(r io.Reader, w io.Writer) *Client {
 	c := &Client{w: NewWriter(w), pending: map[uint64]*pendingCall{}, done: make(chan struct{})}
+	c.lastFrame.Store(time.Now().UnixNano())
 	go c.readLoop(NewReader(r))
 	return c
+}
+
+// Watch keeps the channel honest until it ends: whenever nothing has
+// arrived for interval it pings the agent, and when nothing has arrived for
+// timeout it ends the channel with ErrSilent and closes closer, which must
+// end the reads. Calls in flight then fail instead of hanging.
+func (c *Client) Watch(interval, timeout time.Duration, closer io.Closer) {
+	go func() {
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		var pinging atomic.Bool
+		for {
+			select {
+			case <-c.done:
+				return
+			case <-tick.C:
+			}
+			quiet := time.Since(time.Unix(0, c.lastFrame.Load()))
+			if quiet >= timeout {
+				err := fmt.Errorf("%w for %s", ErrSilent, quiet.Round(time.Second))
+				c.silent.Store(&err)
+				closer.Close()
+				return
+			}
+			// The write may block on a frozen stream; it must not stop the watch.
+			if quiet >= interval && pinging.CompareAndSwap(false, true) {
+				go func() {
+					defer pinging.Store(false)
+					_ = c.w.Write(Request{ID: c.newID(), Op: OpPing})
+				}()
+			}
+		}
+	}()
+}
+
+func (c *Client) newID() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.next++
+	return c.next
 }
 
 // Done is closed when the channel has ended.
@@ -84,7 +140,7 @@ func (c *Client) CallWithProgress(ctx context.Context, op string, args, result a
 	defer c.forget(id)
 
 	if err := c.w.Write(Request{ID: id, Op: op, Args: raw}); err != nil {
-		return fmt.Errorf("%w: %w", ErrClosed, err)
+		return fmt.Errorf("%w: %w", ErrNotDelivered, err)
 	}
 	select {
 	case err := <-call.answer:
@@ -95,6 +151,14 @@ func (c *Client) CallWithProgress(ctx context.Context, op string, args, result a
 		_ = c.w.Write(Request{Op: OpCancel, Args: cancel})
 		return ctx.Err()
 	case <-c.done:
+		select {
+		case err := <-call.answer: // answered just before the end
+			return err
+		default:
+		}
+		if !call.acked.Load() {
+			return fmt.Errorf("%w: %w", ErrNotDelivered, c.Err())
+		}
 		return fmt.Errorf("%w: %w", ErrClosed, c.Err())
 	}
 }
@@ -114,6 +178,7 @@ func (c *Client) readLoop(r *Reader) {
 		if line, err = r.readLine(); err != nil {
 			break
 		}
+		c.lastFrame.Store(time.Now().UnixNano())
 		id, rest, ok := leadingID(line)
 		if !ok {
 			err = fmt.Errorf("decoding frame: no leading id in %.40q", line)
@@ -124,6 +189,10 @@ func (c *Client) readLoop(r *Reader) {
 		c.mu.Unlock()
 		if call == nil {
 			continue // the caller gave up, or a second answer to one request
+		}
+		if bytes.Equal(rest, []byte(`,"ack":true}`)) {
+			call.acked.Store(true)
+			continue
 		}
 		if p, ok := progressFrame(rest); ok {
 			if call.progress != nil {
@@ -138,6 +207,9 @@ func (c *Client) readLoop(r *Reader) {
 	}
 	if errors.Is(err, io.EOF) {
 		err = io.EOF
+	}
+	if silent := c.silent.Load(); silent != nil {
+		err = *silent
 	}
 	c.mu.Lock()
 	c.err = err

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestLeadingID(t *testing.T) {
@@ -60,7 +62,76 @@ func TestClientRoutesAnswersOutOfOrder(t *testing.T) {
 func TestClientEndsOnGarbage(t *testing.T) {
 	c := NewClient(strings.NewReader("not a frame\n"), io.Discard)
 	<-c.Done()
+	if !errors.Is(c.Err(), ErrCorruptFrame) {
+		t.Errorf("err = %v, want a corrupt frame", c.Err())
+	}
+	c = NewClient(strings.NewReader(string(appendSum([]byte("not a frame")))), io.Discard)
+	<-c.Done()
 	if c.Err() == nil || !strings.Contains(c.Err().Error(), "no leading id") {
 		t.Errorf("err = %v", c.Err())
+	}
+}
+
+// fakeAgent reads requests from the client at the other end of two pipes
+// and hands each to answer, which writes what it likes.
+func fakeAgent(t *testing.T, answer func(Request, *Writer)) (*Client, io.Closer) {
+	t.Helper()
+	toAgent, fromClient := io.Pipe()
+	toClient, fromAgent := io.Pipe()
+	go func() {
+		r, w := NewReader(toAgent), NewWriter(fromAgent)
+		for {
+			var req Request
+			if r.Next(&req) != nil {
+				fromAgent.Close()
+				return
+			}
+			answer(req, w)
+		}
+	}()
+	closer := closeFunc(func() error { toClient.Close(); return fromClient.Close() })
+	t.Cleanup(func() { closer.Close() })
+	return NewClient(toClient, fromClient), closer
+}
+
+type closeFunc func() error
+
+func (f closeFunc) Close() error { return f() }
+
+func TestWatchEndsAChannelThatFroze(t *testing.T) {
+	var pings atomic.Int32
+	c, closer := fakeAgent(t, func(req Request, w *Writer) {
+		if req.Op == OpPing && pings.Add(1) == 1 {
+			_ = w.Write(Response{ID: req.ID, Result: PingResult{}}) // then the stream freezes
+		}
+	})
+	c.Watch(10*time.Millisecond, 200*time.Millisecond, closer)
+	start := time.Now()
+	err := c.Call(context.Background(), OpList, PathArgs{}, nil)
+	if !errors.Is(err, ErrSilent) || !errors.Is(err, ErrNotDelivered) {
+		t.Fatalf("call on a frozen channel = %v, want ErrSilent and ErrNotDelivered", err)
+	}
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Errorf("the frozen channel was given up after %s", elapsed)
+	}
+	if pings.Load() < 2 {
+		t.Errorf("%d heartbeat pings, want some while the channel was quiet", pings.Load())
+	}
+}
+
+func TestOnlyUnacknowledgedRequestsAreNotDelivered(t *testing.T) {
+	for _, ack := range []bool{false, true} {
+		dead := make(chan struct{})
+		c, closer := fakeAgent(t, func(req Request, w *Writer) {
+			if ack {
+				_ = w.Write(Response{ID: req.ID, Ack: true})
+			}
+			close(dead)
+		})
+		go func() { <-dead; closer.Close() }() // the channel dies before the answer
+		err := c.Call(context.Background(), OpExec, ExecArgs{}, nil)
+		if !errors.Is(err, ErrClosed) || errors.Is(err, ErrNotDelivered) != !ack {
+			t.Errorf("acked=%v: err = %v", ack, err)
+		}
 	}
 }

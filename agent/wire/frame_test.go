@@ -19,7 +19,7 @@ func TestFramesNeverCarryControlBytes(t *testing.T) {
 	if bytes.IndexByte(frame, '\n') != len(frame)-1 {
 		t.Fatalf("frame has a newline before its end: %q", frame)
 	}
-	for _, b := range frame[:len(frame)-1] {
+	for _, b := range frame[:len(frame)-sumLen-1] {
 		if b < 0x20 || b == 0x7f {
 			t.Fatalf("frame carries control byte %#x: %q", b, frame)
 		}
@@ -41,6 +41,9 @@ func TestReaderErrors(t *testing.T) {
 	}{
 		{name: "clean end", input: "", want: io.EOF},
 		{name: "cut frame", input: `{"id":1`, want: io.ErrUnexpectedEOF},
+		{name: "no checksum", input: `{"id":1}` + "\n", want: ErrCorruptFrame},
+		{name: "flipped byte", input: strings.Replace(string(appendSum([]byte(`{"id":1}`))), "1", "2", 1), want: ErrCorruptFrame},
+		{name: "lost byte", input: strings.Replace(string(appendSum([]byte(`{"id":12}`))), "2", "", 1), want: ErrCorruptFrame},
 		{name: "oversized frame", input: strings.Repeat("x", MaxFrameBytes+1) + "\n", want: ErrFrameTooLarge},
 	}
 	for _, tt := range tests {
@@ -52,7 +55,7 @@ func TestReaderErrors(t *testing.T) {
 		})
 	}
 	var v Response
-	if err := NewReader(strings.NewReader("garbage\n")).Next(&v); err == nil {
+	if err := NewReader(strings.NewReader(string(appendSum([]byte("garbage"))))).Next(&v); err == nil {
 		t.Error("a line that is not JSON decoded without error")
 	}
 }

@@ -2,10 +2,12 @@
 // server and the agent inside a workspace container exchange over one
 // long-lived channel.
 //
-// A frame is one JSON object on one line. JSON escapes every control byte
-// inside strings, so a frame never contains a raw newline, NUL or Podman's
-// detach keys (0x10, 0x11), whatever bytes a command prints or a file holds:
-// the only control byte on the wire is the newline that ends each frame.
+// A frame is one JSON object on one line, followed by a tab and the
+// object's CRC-32C in hex, so a frame damaged on its way is detected rather
+// than misread. JSON escapes every control byte inside strings, so a frame
+// never contains a raw newline, NUL or Podman's detach keys (0x10, 0x11),
+// whatever bytes a command prints or a file holds: the only control bytes
+// on the wire are the tab before each check and the newline ending each frame.
 package wire
 
 import (
@@ -60,6 +62,9 @@ type Response struct {
 	// Progress, in a frame with neither Result nor Error, reports on a
 	// request still running; the request's answer comes later.
 	Progress *Progress `json:"progress,omitempty"`
+	// Ack, alone in a frame, says the agent has taken the request: from
+	// then on it runs, so it is never sent again on another channel.
+	Ack bool `json:"ack,omitempty"`
 }
 
 // Progress reports on a running command.

@@ -40,11 +40,12 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 		fmt.Fprintf(stderr, "wink-mcp export: unexpected argument %q (see -h)\n", fs.Arg(0))
 		return 2
 	}
-	sessions, err := workspace.FindSessions(cache)
+	sessions, release, err := workspace.FindSessions(cache)
 	if err != nil {
 		fmt.Fprintf(stderr, "wink-mcp export: %v\n", err)
 		return 1
 	}
+	defer release()
 	var matches []workspace.SessionRecord
 	for _, s := range sessions {
 		if strings.HasPrefix(s.Hash, *session) {

@@ -52,6 +52,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.float(&w.CPUs, "cpus", "CPU limit in cores", "WINK_CPUS")
 	b.int64(&w.PidsLimit, "pids-limit", "maximum processes per container", "WINK_PIDS_LIMIT")
 	b.bytes(&w.TmpBytes, "tmp-size", "size of the /tmp tmpfs (e.g. 256m)", "WINK_TMP_SIZE")
+	b.bytes(&w.DiskBytes, "disk-limit", "size of each session's own filesystem holding /workspace (e.g. 2g; 0 = no limit; needs root)", "WINK_DISK_LIMIT")
 	b.uint64(&w.NofileLimit, "nofile", "RLIMIT_NOFILE of the container", "WINK_NOFILE")
 	b.uint64(&w.NprocLimit, "nproc", "RLIMIT_NPROC of the container user (counted per host UID)", "WINK_NPROC")
 	b.pathList(&opts.mounts, "mount", "a host folder to show in every workspace: "+mountSyntax+" (repeatable)", "WINK_MOUNTS")

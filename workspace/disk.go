@@ -1,0 +1,256 @@
+package workspace
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A session's directory (its /workspace, the upper directories of its
+// overlays and its copies) is a filesystem of its own: a sparse ext4 image,
+// loop-mounted over the directory, so the kernel stops the session at its
+// disk limit with ENOSPC however it writes, and the host disk never fills.
+// Mounting needs root; without it the limit is not enforced and the server
+// says so at start.
+
+// disksDir holds the images, under the instance directory, beside sessionsDir.
+const disksDir = "disks"
+
+// diskToolTimeout bounds mkfs and mount, which take milliseconds.
+const diskToolTimeout = 30 * time.Second
+
+// diskSbinDirs are searched for mkfs.ext4 and mount besides $PATH, which
+// clients such as Claude Desktop start servers with a short $PATH.
+var diskSbinDirs = []string{"/usr/sbin", "/sbin", "/usr/bin", "/bin"}
+
+// ErrDiskLimitUnavailable is returned when disk limits cannot be enforced.
+var ErrDiskLimitUnavailable = errors.New("per-session disk limit unavailable")
+
+// diskTools are the programs a disk limit needs, found at start.
+type diskTools struct{ mkfs, mount string }
+
+// findDiskTools locates mkfs.ext4 and mount, or says why disk limits
+// cannot be enforced on this host.
+func findDiskTools() (diskTools, error) {
+	if os.Geteuid() != 0 {
+		return diskTools{}, fmt.Errorf("%w: it loop-mounts a filesystem per session, which needs root, and this server runs as uid %d; "+
+			"run it as root (rootful Podman), or pass --disk-limit 0 to accept sessions that can fill the cache disk", ErrDiskLimitUnavailable, os.Geteuid())
+	}
+	var t diskTools
+	var missing []string
+	for _, p := range []struct {
+		dst  *string
+		name string
+	}{{&t.mkfs, "mkfs.ext4"}, {&t.mount, "mount"}} {
+		*p.dst = lookTool(p.name)
+		if *p.dst == "" {
+			missing = append(missing, p.name)
+		}
+	}
+	if len(missing) > 0 {
+		return diskTools{}, fmt.Errorf("%w: %s not found; install e2fsprogs and mount (`apt-get install e2fsprogs mount`), or pass --disk-limit 0",
+			ErrDiskLimitUnavailable, strings.Join(missing, " and "))
+	}
+	return t, nil
+}
+
+func lookTool(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, d := range diskSbinDirs {
+		p := filepath.Join(d, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+// mountDisk makes dir the root of a new ext4 filesystem of size bytes kept
+// in the sparse file image. It refuses when the disk holding image has less
+// than size free, so one session alone can never fill it.
+func (t diskTools) mountDisk(ctx context.Context, image, dir string, size int64) error {
+	if err := os.MkdirAll(filepath.Dir(image), 0o700); err != nil {
+		return fmt.Errorf("creating the disk image directory: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating the session directory: %w", err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Dir(image), &st); err != nil {
+		return fmt.Errorf("checking free space for the session disk: %w", err)
+	}
+	if free := int64(st.Bavail) * st.Bsize; free < size {
+		return fmt.Errorf("the cache disk holding %s has %s free, less than one session's disk limit of %s: "+
+			"free space there, point --cache-dir at a larger disk, or lower --disk-limit", filepath.Dir(image), formatBytes(free), formatBytes(size))
+	}
+	f, err := os.OpenFile(image, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("creating the session disk image: %w", err)
+	}
+	err = f.Truncate(size)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(image)
+		return fmt.Errorf("sizing the session disk image: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, diskToolTimeout)
+	defer cancel()
+	// No journal and no reserved blocks: the filesystem lives as long as a
+	// session, and all of it is the session's.
+	if err := run(ctx, t.mkfs, "-q", "-F", "-m", "0", "-O", "^has_journal", "-E", "lazy_itable_init=1,nodiscard", image); err != nil {
+		os.Remove(image)
+		return fmt.Errorf("making the session filesystem: %w", err)
+	}
+	if err := run(ctx, t.mount, "-t", "ext4", "-o", "loop,nosuid,nodev,noatime", image, dir); err != nil {
+		os.Remove(image)
+		return fmt.Errorf("mounting the session filesystem: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return errors.Join(fmt.Errorf("securing the session directory: %w", err), unmountDisk(dir))
+	}
+	return nil
+}
+
+func run(ctx context.Context, name string, args ...string) error {
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %v: %s", filepath.Base(name), strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// unmountDisk unmounts the filesystem at dir; the loop device goes with it.
+// A filesystem still in use (a container being torn down) is detached, and
+// goes when its last user does. Nothing mounted at dir is not an error.
+func unmountDisk(dir string) error {
+	err := unix.Unmount(dir, 0)
+	if errors.Is(err, unix.EBUSY) {
+		err = unix.Unmount(dir, unix.MNT_DETACH)
+	}
+	if err == nil || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return fmt.Errorf("unmounting the session filesystem at %s: %w", dir, err)
+}
+
+// unmountUnder detaches every filesystem mounted at or below root, deepest
+// first: the session disks a server killed with SIGKILL left behind.
+func unmountUnder(root string) error {
+	points, err := mountPoints()
+	if err != nil {
+		return err
+	}
+	var under []string
+	for _, p := range points {
+		if p == root || strings.HasPrefix(p, root+"/") {
+			under = append(under, p)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(under)))
+	var errs []error
+	for _, p := range under {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			errs = append(errs, fmt.Errorf("unmounting %s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// mountPoints lists this process's mount points from /proc/self/mountinfo.
+func mountPoints() ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var points []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if fields := strings.Fields(sc.Text()); len(fields) > 4 {
+			points = append(points, unescapeMountinfo(fields[4]))
+		}
+	}
+	return points, sc.Err()
+}
+
+// unescapeMountinfo undoes the octal escapes (\040 for a space) the kernel
+// writes in mountinfo paths.
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
+			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
+			i += 3
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }
+
+// formatBytes renders n in the largest binary unit that keeps it at least 1.
+func formatBytes(n int64) string {
+	const units = "KMGTPE"
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n)/1024, 0
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, units[i])
+}
+
+// mountKeptDisks mounts, read-only, the disk image of every session kept
+// under cacheDir whose directory is not mounted (its session ended), and
+// returns the directories it mounted. Without root it mounts nothing.
+func mountKeptDisks(cacheDir string) []string {
+	images, _ := filepath.Glob(filepath.Join(cacheDir, instancesDir, "*", disksDir, "*.img"))
+	if len(images) == 0 || os.Geteuid() != 0 {
+		return nil
+	}
+	points, err := mountPoints()
+	if err != nil {
+		return nil
+	}
+	isMounted := map[string]bool{}
+	for _, p := range points {
+		isMounted[p] = true
+	}
+	mount := lookTool("mount")
+	var mounted []string
+	for _, image := range images {
+		hash := strings.TrimSuffix(filepath.Base(image), ".img")
+		dir := filepath.Join(filepath.Dir(filepath.Dir(image)), sessionsDir, hash)
+		if isMounted[dir] || mount == "" {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), diskToolTimeout)
+		err := run(ctx, mount, "-t", "ext4", "-o", "loop,ro,nosuid,nodev,noexec", image, dir)
+		cancel()
+		if err == nil {
+			mounted = append(mounted, dir)
+		}
+	}
+	return mounted
+}

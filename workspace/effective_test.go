@@ -1,0 +1,60 @@
+package workspace
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/containers/podman/v5/libpod/define"
+)
+
+// inspected is what Podman 4.3 reports for a container made from spec, as
+// recorded from a real one.
+func inspected(spec containerSpec) *define.InspectContainerData {
+	return &define.InspectContainerData{
+		Config: &define.InspectContainerConfig{User: spec.User},
+		HostConfig: &define.InspectContainerHostConfig{
+			SecurityOpt: []string{"no-new-privileges"}, NetworkMode: "none",
+			Memory: spec.MemoryBytes, MemorySwap: spec.MemoryBytes, PidsLimit: spec.PidsLimit, CpuQuota: int64(spec.CPUs * cpuPeriod),
+		},
+		Mounts: []define.InspectMount{
+			{Type: "bind", Source: spec.WorkspaceDir, Destination: Root, RW: true},
+			{Type: "bind", Source: spec.AgentBinary, Destination: AgentPath},
+		},
+	}
+}
+
+func TestEffectiveSettingsDriftIsRefused(t *testing.T) {
+	spec := containerSpec{User: "1000:1000", WorkspaceDir: "/c/w", AgentBinary: "/bin/wink", Limits: DefaultConfig().Limits}
+	if err := checkEffective(spec, inspected(spec)); err != nil {
+		t.Fatalf("the settings asked for were refused: %v", err)
+	}
+	drifts := map[string]func(d *define.InspectContainerData){
+		"effective capabilities": func(d *define.InspectContainerData) { d.EffectiveCaps = []string{"CAP_CHOWN"} },
+		"bounding capabilities":  func(d *define.InspectContainerData) { d.BoundingCaps = []string{"CAP_SYS_ADMIN"} },
+		"added capabilities":     func(d *define.InspectContainerData) { d.HostConfig.CapAdd = []string{"NET_RAW"} },
+		"privileged":             func(d *define.InspectContainerData) { d.HostConfig.Privileged = true },
+		"no-new-privileges":      func(d *define.InspectContainerData) { d.HostConfig.SecurityOpt = nil },
+		"user":                   func(d *define.InspectContainerData) { d.Config.User = "0:0" },
+		"network mode":           func(d *define.InspectContainerData) { d.HostConfig.NetworkMode = "bridge" },
+		"memory limit":           func(d *define.InspectContainerData) { d.HostConfig.Memory = 0 },
+		"memory+swap":            func(d *define.InspectContainerData) { d.HostConfig.MemorySwap = -1 },
+		"pids limit":             func(d *define.InspectContainerData) { d.HostConfig.PidsLimit = 0 },
+		"CPU quota":              func(d *define.InspectContainerData) { d.HostConfig.CpuQuota = 0 },
+		"a volume": func(d *define.InspectContainerData) {
+			d.Mounts = append(d.Mounts, define.InspectMount{Type: "volume", Name: "anon", Destination: "/data", RW: true})
+		},
+		"unexpected mount": func(d *define.InspectContainerData) {
+			d.Mounts = append(d.Mounts, define.InspectMount{Type: "bind", Source: "/", Destination: "/host"})
+		},
+		"is writable": func(d *define.InspectContainerData) { d.Mounts[1].RW = true },
+	}
+	for name, mutate := range drifts {
+		d := inspected(spec)
+		mutate(d)
+		err := checkEffective(spec, d)
+		if !errors.Is(err, ErrSettingsDrift) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+}
