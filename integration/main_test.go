@@ -45,6 +45,10 @@ func TestMain(m *testing.M) {
 	}
 	winkBin = bin
 	code := m.Run()
+	if err := writeFigures(); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: writing the reliability figures: %v\n", err)
+		code = 1
+	}
 	cleanup()
 	os.Exit(code)
 }

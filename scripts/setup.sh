@@ -42,6 +42,9 @@ install_packages() {
 	command -v podman >/dev/null || missing+=(podman)
 	command -v runc >/dev/null || missing+=(runc)
 	command -v curl >/dev/null || missing+=(curl)
+	# Each session's disk limit is an ext4 image, made and loop-mounted by these.
+	PATH="$PATH:/usr/sbin:/sbin" command -v mkfs.ext4 >/dev/null || missing+=(e2fsprogs)
+	PATH="$PATH:/usr/sbin:/sbin" command -v losetup >/dev/null || missing+=(mount)
 	if [ ${#missing[@]} -gt 0 ]; then
 		apt_install "${missing[@]}"
 	else

@@ -121,7 +121,26 @@ func (t diskTools) mountDisk(ctx context.Context, image, dir string, size int64)
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return errors.Join(fmt.Errorf("securing the session directory: %w", err), unmountDisk(dir))
 	}
+	directIO(dir)
 	return nil
+}
+
+// directIO makes the loop device under dir write straight to its image
+// instead of through a second page cache: a session filling its disk then
+// costs the host half the memory copies, which other sessions feel less.
+// It is an optimisation; a backing filesystem without O_DIRECT keeps the
+// default.
+func directIO(dir string) {
+	var st unix.Stat_t
+	if unix.Stat(dir, &st) != nil || unix.Major(st.Dev) != 7 {
+		return
+	}
+	fd, err := unix.Open(fmt.Sprintf("/dev/loop%d", unix.Minor(st.Dev)), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	_ = unix.IoctlSetInt(fd, unix.LOOP_SET_DIRECT_IO, 1)
 }
 
 func run(ctx context.Context, name string, args ...string) error {

@@ -1,0 +1,163 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The reliability suite (the TestReliability* tests) proves the sandbox
+// holds against bad input, escapes, abuse, faults and load. Each test adds
+// its figures here; with WINK_RELIABILITY_OUT set, TestMain writes them as
+// JSON, from which the README's Reliability section is generated.
+// WINK_SOAK sets how long the load test runs (CI keeps it short).
+
+// figures is what the suite measured.
+type figures struct {
+	mu        sync.Mutex
+	Machine   map[string]string `json:"machine"`
+	BadInput  badInputFigures   `json:"bad_input"`
+	Escapes   escapeFigures     `json:"escapes"`
+	Abuse     []abuseFigure     `json:"abuse"`
+	Faults    []faultFigure     `json:"faults"`
+	Orphans   *int              `json:"orphans_after_kill9,omitempty"`
+	Load      *loadFigures      `json:"load,omitempty"`
+	Generated string            `json:"generated"`
+}
+
+type badInputFigures struct {
+	Tried   int `json:"tried"`
+	Crashes int `json:"crashes"` // the server stopped answering or exited
+	Unclear int `json:"unclear"` // answered, but not with an error naming the field
+	Changed int `json:"changed"` // the workspace changed
+}
+
+type escapeFigures struct {
+	Tried       int `json:"tried"`
+	Leaks       int `json:"leaks"`        // a canary token came back through a file tool
+	HostChanges int `json:"host_changes"` // a host or in-container canary changed
+}
+
+type abuseFigure struct {
+	Case          string  `json:"case"`
+	Contained     string  `json:"contained"` // how the limit showed
+	CallMillis    int64   `json:"call_ms"`
+	RecoveryMs    int64   `json:"recovery_ms"` // from the call's end until `echo ok` answered
+	NeighbourP99  float64 `json:"neighbour_p99_ms"`
+	BaselineP99   float64 `json:"baseline_p99_ms"`
+	NeighbourMax  float64 `json:"neighbour_max_ms"`
+	NeighbourSeen int     `json:"neighbour_samples"`
+}
+
+type faultFigure struct {
+	Fault      string `json:"fault"`
+	Survived   bool   `json:"survived"` // the next call worked
+	FilesLost  int    `json:"files_lost"`
+	InFlight   string `json:"in_flight,omitempty"` // what the interrupted call said
+	RecoveryMs int64  `json:"recovery_ms"`
+}
+
+type loadFigures struct {
+	Sessions  int                     `json:"sessions"`
+	Seconds   float64                 `json:"seconds"`
+	Calls     int                     `json:"calls"`
+	Errors    int                     `json:"errors"`
+	Tools     map[string]latencyStats `json:"tools"`
+	Before    resourceSample          `json:"before"`
+	After     resourceSample          `json:"after"`
+	MaxExecID int                     `json:"max_exec_sessions_per_container"`
+}
+
+type latencyStats struct {
+	Calls int     `json:"calls"`
+	P50   float64 `json:"p50_ms"`
+	P99   float64 `json:"p99_ms"`
+}
+
+type resourceSample struct {
+	Goroutines int `json:"goroutines"`
+	FDs        int `json:"fds"`
+	RSSKiB     int `json:"rss_kib"`
+	Conmons    int `json:"conmons"`
+	Containers int `json:"containers"`
+}
+
+var suite = &figures{}
+
+func (f *figures) record(fn func(f *figures)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+// writeFigures saves the suite's figures where WINK_RELIABILITY_OUT says.
+func writeFigures() error {
+	out := os.Getenv("WINK_RELIABILITY_OUT")
+	if out == "" {
+		return nil
+	}
+	suite.mu.Lock()
+	defer suite.mu.Unlock()
+	suite.Machine = machine()
+	suite.Generated = time.Now().UTC().Format("2006-01-02")
+	b, err := json.MarshalIndent(suite, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out, append(b, '\n'), 0o644)
+}
+
+// machine describes where the figures come from.
+func machine() map[string]string {
+	m := map[string]string{"cpus": fmt.Sprint(runtime.NumCPU()), "go": runtime.Version()}
+	first := func(name string, args ...string) string {
+		out, err := exec.Command(name, args...).CombinedOutput()
+		if err != nil {
+			return "unknown"
+		}
+		line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+		return line
+	}
+	m["kernel"] = first("uname", "-r")
+	m["podman"] = first("podman", "version", "--format", "{{.Server.Version}}")
+	m["runc"] = first("runc", "--version")
+	m["conmon"] = first("conmon", "--version")
+	if b, err := os.ReadFile("/etc/os-release"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "PRETTY_NAME="); ok {
+				m["os"] = strings.Trim(v, `"`)
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int
+		fmt.Sscanf(string(b), "MemTotal: %d kB", &kb)
+		m["memory"] = fmt.Sprintf("%.0f GiB", float64(kb)/(1<<20))
+	}
+	return m
+}
+
+// percentile returns the p-th percentile (0-100) of samples in milliseconds.
+func percentile(samples []time.Duration, p float64) float64 {
+	if len(samples) == 0 {
+		return 0
+	}
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	i := int(float64(len(s)-1) * p / 100)
+	return float64(s[i].Microseconds()) / 1000
+}
+
+// soak is how long the load test runs: WINK_SOAK, else 30 s.
+func soak() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("WINK_SOAK")); err == nil && d > 0 {
+		return d
+	}
+	return 30 * time.Second
+}
