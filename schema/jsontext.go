@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -15,7 +17,7 @@ import (
 // and duplicated keys (the last one silently wins).
 func checkJSONText(raw []byte) error {
 	if !utf8.Valid(raw) {
-		return errors.New("arguments are not valid UTF-8")
+		return invalidUTF8(raw)
 	}
 	if err := checkSurrogates(raw); err != nil {
 		return err
@@ -29,6 +31,32 @@ func checkJSONText(raw []byte) error {
 		return errors.New("arguments hold more than one JSON value")
 	}
 	return nil
+}
+
+// invalidUTF8 names the argument that holds bytes which are not UTF-8.
+func invalidUTF8(raw []byte) error {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) == nil {
+		keys := slices.Sorted(maps.Keys(fields))
+		for _, k := range keys {
+			if v := fields[k]; !utf8.Valid(v) {
+				return fmt.Errorf("%s: not valid UTF-8 (byte %#x); send UTF-8 text", joinField("arguments", k), v[invalidAt(v)])
+			}
+		}
+	}
+	return fmt.Errorf("arguments are not valid UTF-8 (byte %#x); send UTF-8 text", raw[invalidAt(raw)])
+}
+
+// invalidAt returns the offset of the first byte of b that is not UTF-8.
+func invalidAt(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return 0
 }
 
 // checkSurrogates finds \uD800-\uDFFF escapes that are not a high surrogate

@@ -99,7 +99,7 @@ func TestDecode(t *testing.T) {
 		{name: "nested field", args: `{"needed":"x","inner":{"name":"abcd"}}`, wantErr: "inner.name: must be at most 3 characters long (got 4)"},
 		{name: "duplicate key", args: `{"needed":"x","needed":"y"}`, wantErr: "needed: the key appears more than once"},
 		{name: "nested duplicate key", args: `{"needed":"x","env":{"A":"1","A":"2"}}`, wantErr: "env.A: the key appears more than once"},
-		{name: "invalid UTF-8", args: "{\"needed\":\"x\xff\"}", wantErr: "not valid UTF-8"},
+		{name: "invalid UTF-8", args: "{\"needed\":\"x\xff\"}", wantErr: "needed: not valid UTF-8 (byte 0xff)"},
 		{name: "lone surrogate", args: `{"needed":"\ud800"}`, wantErr: "lone UTF-16 surrogate"},
 		{name: "lone low surrogate", args: `{"needed":"\udc00x"}`, wantErr: "lone UTF-16 surrogate"},
 		{name: "escaped backslash is not a surrogate", args: `{"needed":"\\ud800"}`},
