@@ -8,7 +8,7 @@ export CGO_ENABLED := 0
 GO ?= go
 BIN := bin/wink-mcp
 
-.PHONY: setup build test bench clean
+.PHONY: setup build test fuzz reliability bench clean
 
 setup:
 	./scripts/setup.sh
@@ -21,6 +21,25 @@ test: build
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet -tags '$(TAGS)' ./...
 	WINK_BIN=$(abspath $(BIN)) $(GO) test -tags '$(TAGS)' -count=1 -timeout 20m ./...
+	$(MAKE) fuzz
+
+# Go fuzzing of path rules, argument decoding and the agent's framing, for a
+# fixed budget per target (10 s in `make test`, a minute in `make reliability`).
+FUZZTIME ?= 10s
+fuzz:
+	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz '^FuzzCleanPath$$' -fuzztime $(FUZZTIME) ./workspace
+	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./schema
+	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz '^FuzzFrames$$' -fuzztime $(FUZZTIME) ./agent/wire
+
+# The whole reliability suite with the 10-minute load soak; writes
+# reliability-results.json and regenerates the README's Reliability section.
+# `make test` runs the same suite with a 30-second soak.
+SOAK ?= 10m
+reliability: build
+	CI=true WINK_SOAK=$(SOAK) WINK_RELIABILITY_OUT=$(abspath reliability-results.json) WINK_BIN=$(abspath $(BIN)) \
+		$(GO) test -tags '$(TAGS)' -count=1 -timeout 60m -run '^TestReliability' -v ./integration
+	$(MAKE) fuzz FUZZTIME=60s
+	WINK_BIN=$(abspath $(BIN)) $(GO) test -tags '$(TAGS)' -count=1 -run '^TestReadmeReliabilitySection$$' ./integration -update
 
 clean:
 	rm -rf bin

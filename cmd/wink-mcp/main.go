@@ -70,6 +70,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	logStatsOnSignal(ctx, log)
 	srv, err := server.New(cfg)
 	if err != nil {
 		log.Error("cannot start", "err", err)

@@ -1,0 +1,178 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+const loadSessions = 50
+
+// loadCall is one call of the mixed workload a load session repeats.
+type loadCall struct {
+	tool string
+	args func(session, i int) map[string]any
+}
+
+var loadMix = []loadCall{
+	{"write_file", func(s, i int) map[string]any {
+		return map[string]any{"file_path": fmt.Sprintf("f%d.txt", i%10), "content": fmt.Sprintf("session %d call %d\n", s, i)}
+	}},
+	{"read_file", func(s, i int) map[string]any { return map[string]any{"file_path": fmt.Sprintf("f%d.txt", i%10)} }},
+	{"ls", func(int, int) map[string]any { return map[string]any{} }},
+	{"grep", func(s, _ int) map[string]any { return map[string]any{"pattern": fmt.Sprintf("session %d ", s)} }},
+	{"edit_file", func(s, i int) map[string]any {
+		return map[string]any{"file_path": fmt.Sprintf("f%d.txt", i%10), "old_string": "call", "new_string": "CALL"}
+	}},
+	{"podman_shell", func(_, i int) map[string]any { return map[string]any{"command": []string{"cat", fmt.Sprintf("f%d.txt", i%10)}} }},
+}
+
+func TestReliabilityLoad(t *testing.T) {
+	p := launch(t, startOptions{transport: "http"})
+	before := sampleResources(t, p)
+	duration := soak()
+	var (
+		mu     sync.Mutex
+		lat    = map[string][]time.Duration{}
+		errors []string
+		calls  int
+		maxExe int
+	)
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(errors) < 20 {
+			errors = append(errors, fmt.Sprintf(format, args...))
+		} else {
+			errors = append(errors, "")
+		}
+	}
+	deadline := time.Now().Add(duration)
+	var wg sync.WaitGroup
+	for s := range loadSessions {
+		wg.Go(func() {
+			c, err := client.NewStreamableHttpClient(p.url)
+			if err != nil {
+				fail("session %d: %v", s, err)
+				return
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), duration+5*time.Minute)
+			defer cancel()
+			var init mcp.InitializeRequest
+			init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+			init.Params.ClientInfo = mcp.Implementation{Name: "load", Version: "0"}
+			if _, err := c.Initialize(ctx, init); err != nil {
+				fail("session %d: initialize: %v", s, err)
+				return
+			}
+			for i := 0; time.Now().Before(deadline); i++ {
+				call := loadMix[i%len(loadMix)]
+				var req mcp.CallToolRequest
+				req.Params.Name, req.Params.Arguments = call.tool, call.args(s, i/len(loadMix))
+				begin := time.Now()
+				res, err := c.CallTool(ctx, req)
+				elapsed := time.Since(begin)
+				if err == nil && res.IsError && !(call.tool == "edit_file" && strings.Contains(textOf(res), "not found")) {
+					err = fmt.Errorf("%.200s", textOf(res))
+				}
+				if err == nil && call.tool == "read_file" && !strings.Contains(textOf(res), fmt.Sprintf("session %d ", s)) {
+					err = fmt.Errorf("read another session's file: %.200s", textOf(res))
+				}
+				mu.Lock()
+				calls++
+				lat[call.tool] = append(lat[call.tool], elapsed)
+				mu.Unlock()
+				if err != nil {
+					fail("session %d: %s: %v", s, call.tool, err)
+				}
+			}
+			// Exec sessions must not pile up in Podman while a session works.
+			if names := containersNamed(t, p.prefix); len(names) > 0 && s == 0 {
+				for _, n := range names {
+					out, _ := podman(t, "inspect", "--format", "{{len .ExecIDs}}", n)
+					if k, _ := strconv.Atoi(out); k > maxExe {
+						mu.Lock()
+						maxExe = max(maxExe, k)
+						mu.Unlock()
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	waitUntil(t, 60*time.Second, "every session's container to go", func() bool { return len(containersNamed(t, p.prefix)) == 0 })
+	time.Sleep(2 * time.Second) // idle HTTP connections close
+	after := sampleResources(t, p)
+
+	fig := &loadFigures{Sessions: loadSessions, Seconds: duration.Seconds(), Calls: calls, Errors: len(errors),
+		Tools: map[string]latencyStats{}, Before: before, After: after, MaxExecID: maxExe}
+	for tool, l := range lat {
+		fig.Tools[tool] = latencyStats{Calls: len(l), P50: percentile(l, 50), P99: percentile(l, 99)}
+		t.Logf("%-13s %6d calls  p50 %7.2f ms  p99 %7.2f ms", tool, len(l), percentile(l, 50), percentile(l, 99))
+	}
+	t.Logf("%d sessions for %s: %d calls, %d errors; before %+v, after %+v; at most %d exec sessions per container",
+		loadSessions, duration, calls, len(errors), before, after, maxExe)
+	for _, e := range errors {
+		if e != "" {
+			t.Error(e)
+		}
+	}
+	if after.Goroutines > before.Goroutines+20 || after.FDs > before.FDs+20 {
+		t.Errorf("the server grew: before %+v, after %+v", before, after)
+	}
+	// Each container and each exec channel has a conmon; Podman keeps an
+	// exec session's conmon for its exit_command_delay (300 s by default)
+	// after the exec ends, so up to two per session may still be there.
+	if after.Containers > 0 || after.Conmons > before.Conmons+2*loadSessions {
+		t.Errorf("conmon processes or containers piled up: before %+v, after %+v", before, after)
+	}
+	if maxExe > 4 {
+		t.Errorf("%d exec sessions in one container; they pile up", maxExe)
+	}
+	suite.record(func(f *figures) { f.Load = fig })
+}
+
+// sampleResources reads the server's goroutines (from its SIGUSR1 stats
+// log), open files and RSS, and the host's conmon processes and containers.
+func sampleResources(t *testing.T, p *proc) resourceSample {
+	t.Helper()
+	pid := p.cmd.Process.Pid
+	marker := len(p.logs.records())
+	if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	var r resourceSample
+	waitUntil(t, 10*time.Second, "runtime stats", func() bool {
+		recs := p.logs.records()
+		for _, rec := range recs[min(marker, len(recs)):] {
+			if rec["msg"] == "runtime stats" {
+				r.Goroutines = int(rec["goroutines"].(float64))
+				r.FDs = int(rec["open_fds"].(float64))
+				return true
+			}
+		}
+		return false
+	})
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+				r.RSSKiB, _ = strconv.Atoi(strings.Fields(v)[0])
+			}
+		}
+	}
+	out, _ := exec.Command("pgrep", "-c", "-x", "conmon").Output()
+	r.Conmons, _ = strconv.Atoi(strings.TrimSpace(string(out)))
+	r.Containers = len(containersNamed(t, p.prefix))
+	return r
+}
