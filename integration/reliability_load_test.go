@@ -34,7 +34,9 @@ var loadMix = []loadCall{
 	{"edit_file", func(s, i int) map[string]any {
 		return map[string]any{"file_path": fmt.Sprintf("f%d.txt", i%10), "old_string": "call", "new_string": "CALL"}
 	}},
-	{"podman_shell", func(_, i int) map[string]any { return map[string]any{"command": []string{"cat", fmt.Sprintf("f%d.txt", i%10)}} }},
+	{"podman_shell", func(_, i int) map[string]any {
+		return map[string]any{"command": []string{"cat", fmt.Sprintf("f%d.txt", i%10)}}
+	}},
 }
 
 func TestReliabilityLoad(t *testing.T) {
