@@ -2,14 +2,12 @@ package integration
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
-	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/machine"
 )
 
 // The reliability suite (the TestReliability* tests) proves the sandbox
@@ -104,43 +102,13 @@ func writeFigures() error {
 	}
 	suite.mu.Lock()
 	defer suite.mu.Unlock()
-	suite.Machine = machine()
+	suite.Machine = machine.Describe()
 	suite.Generated = time.Now().UTC().Format("2006-01-02")
 	b, err := json.MarshalIndent(suite, "", "  ")
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(out, append(b, '\n'), 0o644)
-}
-
-// machine describes where the figures come from.
-func machine() map[string]string {
-	m := map[string]string{"cpus": fmt.Sprint(runtime.NumCPU()), "go": runtime.Version()}
-	first := func(name string, args ...string) string {
-		out, err := exec.Command(name, args...).CombinedOutput()
-		if err != nil {
-			return "unknown"
-		}
-		line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-		return line
-	}
-	m["kernel"] = first("uname", "-r")
-	m["podman"] = first("podman", "version", "--format", "{{.Server.Version}}")
-	m["runc"] = first("runc", "--version")
-	m["conmon"] = first("conmon", "--version")
-	if b, err := os.ReadFile("/etc/os-release"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(l, "PRETTY_NAME="); ok {
-				m["os"] = strings.Trim(v, `"`)
-			}
-		}
-	}
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		var kb int
-		fmt.Sscanf(string(b), "MemTotal: %d kB", &kb)
-		m["memory"] = fmt.Sprintf("%.0f GiB", float64(kb)/(1<<20))
-	}
-	return m
 }
 
 // percentile returns the p-th percentile (0-100) of samples in milliseconds.

@@ -4,11 +4,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"runtime"
 	"slices"
-	"strings"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/machine"
 )
 
 // warmup calls run before a measurement and are not counted.
@@ -111,26 +110,8 @@ func (r report) print(w io.Writer) {
 
 // describeMachine records what the numbers were measured on.
 func describeMachine(cfg config) map[string]string {
-	m := map[string]string{"cpus": fmt.Sprint(runtime.NumCPU()), "go": runtime.Version(), "date": time.Now().UTC().Format("2006-01-02")}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if name, ok := strings.CutPrefix(line, "model name"); ok {
-				m["cpu"] = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), ":"))
-				break
-			}
-		}
-	}
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		var kb int
-		fmt.Sscanf(strings.SplitN(string(b), "\n", 2)[0], "MemTotal: %d kB", &kb)
-		m["memory"] = fmt.Sprintf("%.0f GiB", float64(kb)/(1<<20))
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m["kernel"] = strings.TrimSpace(string(b))
-	}
-	if out, err := exec.Command("podman", "version", "--format", "{{.Server.Version}}").Output(); err == nil {
-		m["podman"] = strings.TrimSpace(string(out))
-	}
+	m := machine.Describe()
+	m["date"] = time.Now().UTC().Format("2006-01-02")
 	m["image"] = cfg.image
 	return m
 }
