@@ -103,11 +103,10 @@ func TestReliabilityLoad(t *testing.T) {
 			if names := containersNamed(t, p.prefix); len(names) > 0 && s == 0 {
 				for _, n := range names {
 					out, _ := podman(t, "inspect", "--format", "{{len .ExecIDs}}", n)
-					if k, _ := strconv.Atoi(out); k > maxExe {
-						mu.Lock()
-						maxExe = max(maxExe, k)
-						mu.Unlock()
-					}
+					k, _ := strconv.Atoi(out)
+					mu.Lock()
+					maxExe = max(maxExe, k)
+					mu.Unlock()
 				}
 			}
 		})

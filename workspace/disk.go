@@ -45,16 +45,13 @@ func findDiskTools() (diskTools, error) {
 		return diskTools{}, fmt.Errorf("%w: it loop-mounts a filesystem per session, which needs root, and this server runs as uid %d; "+
 			"run it as root (rootful Podman), or pass --disk-limit 0 to accept sessions that can fill the cache disk", ErrDiskLimitUnavailable, os.Geteuid())
 	}
-	var t diskTools
+	t := diskTools{mkfs: lookTool("mkfs.ext4"), mount: lookTool("mount")}
 	var missing []string
-	for _, p := range []struct {
-		dst  *string
-		name string
-	}{{&t.mkfs, "mkfs.ext4"}, {&t.mount, "mount"}} {
-		*p.dst = lookTool(p.name)
-		if *p.dst == "" {
-			missing = append(missing, p.name)
-		}
+	if t.mkfs == "" {
+		missing = append(missing, "mkfs.ext4")
+	}
+	if t.mount == "" {
+		missing = append(missing, "mount")
 	}
 	if len(missing) > 0 {
 		return diskTools{}, fmt.Errorf("%w: %s not found; install e2fsprogs and mount (`apt-get install e2fsprogs mount`), or pass --disk-limit 0",
@@ -114,12 +111,14 @@ func (t diskTools) mountDisk(ctx context.Context, image, dir string, size int64)
 		os.Remove(image)
 		return fmt.Errorf("making the session filesystem: %w", err)
 	}
-	if err := run(ctx, t.mount, "-t", "ext4", "-o", "loop,nosuid,nodev,noatime", image, dir); err != nil {
+	if err := t.mountImage(ctx, image, dir, "nosuid,nodev,noatime"); err != nil {
 		os.Remove(image)
 		return fmt.Errorf("mounting the session filesystem: %w", err)
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
-		return errors.Join(fmt.Errorf("securing the session directory: %w", err), unmountDisk(dir))
+		err = errors.Join(fmt.Errorf("securing the session directory: %w", err), unmountDisk(dir))
+		os.Remove(image)
+		return err
 	}
 	directIO(dir)
 	return nil
@@ -141,6 +140,11 @@ func directIO(dir string) {
 	}
 	defer unix.Close(fd)
 	_ = unix.IoctlSetInt(fd, unix.LOOP_SET_DIRECT_IO, 1)
+}
+
+// mountImage loop-mounts the ext4 image at dir with these options.
+func (t diskTools) mountImage(ctx context.Context, image, dir, options string) error {
+	return run(ctx, t.mount, "-t", "ext4", "-o", "loop,"+options, image, dir)
 }
 
 func run(ctx context.Context, name string, args ...string) error {
@@ -256,16 +260,16 @@ func mountKeptDisks(cacheDir string) []string {
 	for _, p := range points {
 		isMounted[p] = true
 	}
-	mount := lookTool("mount")
+	t := diskTools{mount: lookTool("mount")}
 	var mounted []string
 	for _, image := range images {
 		hash := strings.TrimSuffix(filepath.Base(image), ".img")
 		dir := filepath.Join(filepath.Dir(filepath.Dir(image)), sessionsDir, hash)
-		if isMounted[dir] || mount == "" {
+		if isMounted[dir] || t.mount == "" {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), diskToolTimeout)
-		err := run(ctx, mount, "-t", "ext4", "-o", "loop,ro,nosuid,nodev,noexec", image, dir)
+		err := t.mountImage(ctx, image, dir, "ro,nosuid,nodev,noexec")
 		cancel()
 		if err == nil {
 			mounted = append(mounted, dir)

@@ -40,7 +40,7 @@ func checkEffective(spec containerSpec, data *define.InspectContainerData) error
 	want(hc.Memory == spec.MemoryBytes, "memory limit %d, want %d", hc.Memory, spec.MemoryBytes)
 	want(hc.MemorySwap == spec.MemoryBytes, "memory+swap limit %d, want %d (no swap)", hc.MemorySwap, spec.MemoryBytes)
 	want(hc.PidsLimit == spec.PidsLimit, "pids limit %d, want %d", hc.PidsLimit, spec.PidsLimit)
-	want(hc.CpuQuota == int64(spec.CPUs*cpuPeriod), "CPU quota %d, want %d", hc.CpuQuota, int64(spec.CPUs*cpuPeriod))
+	want(hc.CpuQuota == cpuQuota(spec.CPUs), "CPU quota %d, want %d", hc.CpuQuota, cpuQuota(spec.CPUs))
 
 	expected := map[string]bool{Root: true, AgentPath: false} // destination → writable
 	for _, m := range spec.Mounts {

@@ -15,7 +15,7 @@ func inspected(spec containerSpec) *define.InspectContainerData {
 		Config: &define.InspectContainerConfig{User: spec.User},
 		HostConfig: &define.InspectContainerHostConfig{
 			SecurityOpt: []string{"no-new-privileges"}, NetworkMode: "none",
-			Memory: spec.MemoryBytes, MemorySwap: spec.MemoryBytes, PidsLimit: spec.PidsLimit, CpuQuota: int64(spec.CPUs * cpuPeriod),
+			Memory: spec.MemoryBytes, MemorySwap: spec.MemoryBytes, PidsLimit: spec.PidsLimit, CpuQuota: cpuQuota(spec.CPUs),
 		},
 		Mounts: []define.InspectMount{
 			{Type: "bind", Source: spec.WorkspaceDir, Destination: Root, RW: true},

@@ -32,7 +32,7 @@ func podmanSpec(c containerSpec) *specgen.SpecGenerator {
 	s.StopTimeout = ptr(uint(0))
 
 	memory := c.MemoryBytes
-	quota := int64(c.CPUs * cpuPeriod)
+	quota := cpuQuota(c.CPUs)
 	s.ResourceLimits = &spec.LinuxResources{
 		Memory: &spec.LinuxMemory{Limit: &memory, Swap: &memory},
 		CPU:    &spec.LinuxCPU{Quota: &quota, Period: ptr(uint64(cpuPeriod))},
@@ -62,6 +62,9 @@ func podmanSpec(c containerSpec) *specgen.SpecGenerator {
 	}
 	return s
 }
+
+// cpuQuota is the CFS quota, per cpuPeriod, of a limit of cpus cores.
+func cpuQuota(cpus float64) int64 { return int64(cpus * cpuPeriod) }
 
 func ptr[T any](v T) *T { return &v }
 
