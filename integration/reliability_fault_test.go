@@ -75,6 +75,12 @@ func TestReliabilityFaults(t *testing.T) {
 		}))
 	})
 	t.Run("podman service restarted", func(t *testing.T) {
+		// A service restarted from here was once seen leaving hundreds of
+		// zombie conmons, which broke the next run on the same host; until
+		// that is understood, only the full run (make reliability) restarts it.
+		if os.Getenv("WINK_RELIABILITY_OUT") == "" {
+			t.Skip("restarts the host's Podman service; run by `make reliability`")
+		}
 		p := start(t, startOptions{})
 		p.container()
 		record(survives(t, p, "Podman service restarted mid-command", func() { restartService(t) }))
