@@ -66,7 +66,8 @@ type loadFigures struct {
 	Seconds   float64                 `json:"seconds"`
 	Calls     int                     `json:"calls"`
 	Errors    int                     `json:"errors"`
-	Tools     map[string]latencyStats `json:"tools"`
+	Tools     map[string]latencyStats `json:"tools"`      // every call but each session's first
+	FirstCall latencyStats            `json:"first_call"` // each session's first call, which creates its container
 	Before    resourceSample          `json:"before"`
 	After     resourceSample          `json:"after"`
 	MaxExecID int                     `json:"max_exec_sessions_per_container"`
@@ -82,7 +83,8 @@ type resourceSample struct {
 	Goroutines int `json:"goroutines"`
 	FDs        int `json:"fds"`
 	RSSKiB     int `json:"rss_kib"`
-	Conmons    int `json:"conmons"`
+	Conmons    int `json:"conmons"` // live ones
+	Zombies    int `json:"zombies"` // every zombie process on the host
 	Containers int `json:"containers"`
 }
 

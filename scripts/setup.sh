@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # setup.sh makes a Debian/Ubuntu host ready to run and test wink-mcp.
 # It is idempotent: every step checks before it acts, so a second run takes seconds.
-#   - installs podman and runc when missing;
+#   - installs podman, runc and (without systemd) tini when missing;
 #   - writes a containers.conf drop-in for hosts where Podman's defaults fail
 #     (crun on hybrid cgroups, ulimits above the host's hard limit);
 #   - starts the Podman REST service when its socket does not answer;
@@ -45,6 +45,9 @@ install_packages() {
 	# Each session's disk limit is an ext4 image, made and loop-mounted by these.
 	PATH="$PATH:/usr/sbin:/sbin" command -v mkfs.ext4 >/dev/null || missing+=(e2fsprogs)
 	PATH="$PATH:/usr/sbin:/sbin" command -v losetup >/dev/null || missing+=(mount)
+	# Without systemd the service runs under tini, which reaps the conmon processes
+	# the service orphans (see start_service).
+	if ! has_systemd; then command -v tini >/dev/null || missing+=(tini); fi
 	if [ ${#missing[@]} -gt 0 ]; then
 		apt_install "${missing[@]}"
 	else
@@ -94,6 +97,10 @@ write_dropin() {
 	printf '%s' "$want" | $SUDO tee "$DROPIN" >/dev/null
 }
 
+has_systemd() {
+	[ "$(ps -p 1 -o comm=)" = systemd ]
+}
+
 service_answers() {
 	curl -sf --max-time 2 --unix-socket "$SOCKET" http://d/_ping >/dev/null 2>&1
 }
@@ -103,14 +110,18 @@ start_service() {
 		log "podman service answers on $SOCKET"
 		return
 	fi
-	if [ "$(ps -p 1 -o comm=)" = systemd ] && [ "$SOCKET" = /run/podman/podman.sock ]; then
+	if has_systemd && [ "$SOCKET" = /run/podman/podman.sock ]; then
 		log "enabling podman.socket with systemd"
 		$SUDO systemctl enable --now podman.socket
 	else
 		log "starting podman system service on $SOCKET (log: $SERVICE_LOG)"
 		$SUDO mkdir -p "$(dirname "$SOCKET")"
 		$SUDO rm -f "$SOCKET"
-		$SUDO setsid nohup podman system service --time=0 "unix://$SOCKET" >>"$SERVICE_LOG" 2>&1 </dev/null &
+		# Each container's conmon daemonises, so when it exits it is reaped by the
+		# nearest child subreaper above the service, else by PID 1. A subreaper that
+		# reaps only its own child (as some CI runners are) would collect them as
+		# zombies until container starts fail; tini -s is a subreaper that reaps all.
+		$SUDO setsid nohup tini -s -- podman system service --time=0 "unix://$SOCKET" >>"$SERVICE_LOG" 2>&1 </dev/null &
 	fi
 	for _ in $(seq 1 100); do
 		service_answers && { log "podman service is up"; return; }
