@@ -1,10 +1,13 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -75,15 +78,14 @@ func TestReliabilityFaults(t *testing.T) {
 		}))
 	})
 	t.Run("podman service restarted", func(t *testing.T) {
-		// A service restarted from here was once seen leaving hundreds of
-		// zombie conmons, which broke the next run on the same host; until
-		// that is understood, only the full run (make reliability) restarts it.
-		if os.Getenv("WINK_RELIABILITY_OUT") == "" {
-			t.Skip("restarts the host's Podman service; run by `make reliability`")
-		}
 		p := start(t, startOptions{})
 		p.container()
 		record(survives(t, p, "Podman service restarted mid-command", func() { restartService(t) }))
+	})
+	t.Run("podman service hung", func(t *testing.T) {
+		p := start(t, startOptions{args: []string{"--podman-timeout", "5s"}})
+		p.container()
+		record(serviceHangs(t, p, servicePID(t)))
 	})
 	t.Run("image removed", func(t *testing.T) {
 		image := "localhost/wink-rel-" + randomHex(4) + ":latest"
@@ -168,6 +170,70 @@ func mustPodman(t *testing.T, args ...string) {
 	if out, err := podman(t, args...); err != nil {
 		t.Fatalf("podman %v: %v %s", args, err, out)
 	}
+}
+
+// serviceHangs stops the Podman service with SIGSTOP during a command: the
+// call in flight must fail once the heartbeat gives the frozen channel up, a
+// call while the service stays frozen must fail within the API deadline, and
+// once the service resumes the session goes on with its files.
+func serviceHangs(t *testing.T, p *proc, pid int) faultFigure {
+	t.Helper()
+	fig := faultFigure{Fault: "Podman service frozen (SIGSTOP) mid-command, resumed after the next call"}
+	p.tool("write_file", map[string]any{"file_path": "kept.txt", "content": "written before the fault\n"}, &map[string]any{})
+	answer := inFlight(p)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	defer resume()
+	stopped := time.Now()
+	select {
+	case fig.InFlight = <-answer:
+	case <-time.After(40 * time.Second):
+		t.Fatal("with the service frozen, the call in flight had no answer after 40 s")
+	}
+	t.Logf("the call in flight answered %s after the freeze: %.200q", time.Since(stopped).Round(time.Second), fig.InFlight)
+	begin := time.Now()
+	frozen := p.call("podman_shell", map[string]any{"command": []string{"echo", "ok"}})
+	t.Logf("a call with the service still frozen answered after %s: %.300q", time.Since(begin).Round(time.Second), textOf(frozen))
+	if !frozen.IsError || !strings.Contains(textOf(frozen), "Podman") {
+		t.Errorf("with the service frozen, a call said %q; want an error naming the Podman service", textOf(frozen))
+	}
+	fig.InFlight += "; a call while it stayed frozen: " + textOf(frozen)
+	resume()
+	begin = time.Now()
+	res := p.call("read_file", map[string]any{"file_path": "kept.txt"})
+	fig.RecoveryMs = time.Since(begin).Milliseconds()
+	if res.IsError || !strings.Contains(textOf(res), "written before the fault") {
+		fig.FilesLost = 1
+		t.Errorf("after the service resumed, the file written before: %.300s", textOf(res))
+	}
+	echo := p.call("podman_shell", map[string]any{"command": []string{"echo", "ok"}})
+	if echo.IsError {
+		t.Errorf("after the service resumed: %s", textOf(echo))
+	}
+	fig.Survived = !echo.IsError && fig.FilesLost == 0
+	return fig
+}
+
+// servicePID finds the Podman service process (not a tini above it).
+func servicePID(t *testing.T) int {
+	t.Helper()
+	out, _ := exec.Command("pgrep", "-f", "podman system service").Output()
+	for _, f := range strings.Fields(string(out)) {
+		pid, _ := strconv.Atoi(f)
+		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) == "podman" {
+			return pid
+		}
+	}
+	t.Fatal("no Podman service process (socket-activated services are not handled)")
+	return 0
 }
 
 // restartService kills the Podman service and starts it again the way

@@ -26,6 +26,10 @@ const connectTimeout = 5 * time.Second
 // reaching the Podman service.
 var ErrPodmanUnreachable = errors.New("cannot reach the Podman service")
 
+// ErrPodmanSlow is wrapped by the error of an API call the Podman service
+// did not answer before its deadline.
+var ErrPodmanSlow = errors.New("the Podman service did not answer")
+
 // ErrImageUnavailable is wrapped when the workspace image is missing and cannot be pulled.
 var ErrImageUnavailable = errors.New("workspace image unavailable")
 
@@ -123,15 +127,36 @@ func (e *podmanEngine) dial(ctx context.Context, uri string) (context.Context, e
 	}
 }
 
-// call returns a context for one API call: the connection's values, ctx's
-// cancellation, and a deadline of timeout.
-func (e *podmanEngine) call(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc, error) {
+// call returns a context for one API call, bounded by the API deadline, and
+// the function that ends it (see within).
+func (e *podmanEngine) call(ctx context.Context) (context.Context, func(*error), error) {
+	return e.callWithin(ctx, e.apiTimeout, "--podman-timeout")
+}
+
+// callWithin is call with the deadline timeout, which the flag named sets.
+func (e *podmanEngine) callWithin(ctx context.Context, timeout time.Duration, flag string) (context.Context, func(*error), error) {
 	connCtx, err := e.connect(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
+	c, end := within(ctx, connCtx, timeout, flag)
+	return c, end, nil
+}
+
+// within returns a context for one API call on the connection in connCtx,
+// with ctx's cancellation and a deadline of timeout, and the function that
+// ends the call: it releases the context and, when the deadline (not ctx)
+// cut the call short, rewrites *err to say the service did not answer,
+// naming the flag that sets the deadline.
+func within(ctx, connCtx context.Context, timeout time.Duration, flag string) (context.Context, func(*error)) {
 	c, cancel := context.WithTimeout(valuesFrom{Context: ctx, values: connCtx}, timeout)
-	return c, cancel, nil
+	return c, func(err *error) {
+		if *err != nil && ctx.Err() == nil && errors.Is(c.Err(), context.DeadlineExceeded) {
+			*err = fmt.Errorf("%w within %s, so it is stopped or overloaded (%v). `wink-mcp doctor` checks it; if it is only slow, raise %s",
+				ErrPodmanSlow, timeout, *err, flag)
+		}
+		cancel()
+	}
 }
 
 // valuesFrom is a context with the deadline and cancellation of Context and
@@ -157,25 +182,17 @@ func (e *podmanEngine) EnsureImage(ctx context.Context, image string) error {
 
 // pullIfMissing is EnsureImage, also saying whether it pulled.
 func (e *podmanEngine) pullIfMissing(ctx context.Context, image string) (pulled bool, err error) {
-	c, cancel, err := e.call(ctx, e.apiTimeout)
-	if err != nil {
+	exists, err := e.imageExists(ctx, image)
+	if err != nil || exists {
 		return false, err
-	}
-	exists, err := images.Exists(c, image, nil)
-	cancel()
-	if err != nil {
-		return false, fmt.Errorf("checking image %s: %w", image, err)
-	}
-	if exists {
-		return false, nil
 	}
 	e.log.Info("pulling image", "image", image)
 	start := time.Now()
-	c, cancel, err = e.call(ctx, e.pullTimeout)
+	c, end, err := e.callWithin(ctx, e.pullTimeout, "--pull-timeout")
 	if err != nil {
 		return false, err
 	}
-	defer cancel()
+	defer end(&err)
 	var progress io.Writer = &lineLogger{log: e.log, msg: "pull progress", attrs: []any{"image", image}}
 	if _, err := images.Pull(c, image, new(images.PullOptions).WithProgressWriter(progress).WithPolicy("missing")); err != nil {
 		return false, fmt.Errorf("%w: image %s is not present and pulling it failed: %v. %s",
@@ -183,6 +200,20 @@ func (e *podmanEngine) pullIfMissing(ctx context.Context, image string) (pulled 
 	}
 	e.log.Info("image pulled", "image", image, "duration_ms", time.Since(start).Milliseconds())
 	return true, nil
+}
+
+// imageExists says whether the service has image.
+func (e *podmanEngine) imageExists(ctx context.Context, image string) (exists bool, err error) {
+	c, end, err := e.call(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer end(&err)
+	exists, err = images.Exists(c, image, nil)
+	if err != nil {
+		return false, fmt.Errorf("checking image %s: %w", image, err)
+	}
+	return exists, nil
 }
 
 // Rootless reports whether the service runs without root.
@@ -195,18 +226,18 @@ func (e *podmanEngine) Rootless(ctx context.Context) (bool, error) {
 }
 
 // facts asks the service about its host, once.
-func (e *podmanEngine) facts(ctx context.Context) (hostFacts, error) {
+func (e *podmanEngine) facts(ctx context.Context) (_ hostFacts, err error) {
 	e.mu.Lock()
 	h := e.host
 	e.mu.Unlock()
 	if h != nil {
 		return *h, nil
 	}
-	c, cancel, err := e.call(ctx, e.apiTimeout)
+	c, end, err := e.call(ctx)
 	if err != nil {
 		return hostFacts{}, err
 	}
-	defer cancel()
+	defer end(&err)
 	info, err := system.Info(c, nil)
 	if err != nil {
 		return hostFacts{}, fmt.Errorf("asking the Podman service about its host: %w", err)
@@ -223,16 +254,16 @@ func (e *podmanEngine) facts(ctx context.Context) (hostFacts, error) {
 
 // Create creates the container described by spec. On SELinux hosts, bind
 // mounts are relabelled so the container may read them.
-func (e *podmanEngine) Create(ctx context.Context, spec containerSpec) error {
+func (e *podmanEngine) Create(ctx context.Context, spec containerSpec) (err error) {
 	h, err := e.facts(ctx)
 	if err != nil {
 		return err
 	}
-	c, cancel, err := e.call(ctx, e.apiTimeout)
+	c, end, err := e.call(ctx)
 	if err != nil {
 		return err
 	}
-	defer cancel()
+	defer end(&err)
 	s := podmanSpec(spec)
 	if h.selinux {
 		relabel(s)
@@ -257,12 +288,12 @@ func (e *podmanEngine) Create(ctx context.Context, spec containerSpec) error {
 }
 
 // Start starts a created container.
-func (e *podmanEngine) Start(ctx context.Context, name string) error {
-	c, cancel, err := e.call(ctx, e.apiTimeout)
+func (e *podmanEngine) Start(ctx context.Context, name string) (err error) {
+	c, end, err := e.call(ctx)
 	if err != nil {
 		return err
 	}
-	defer cancel()
+	defer end(&err)
 	if err := containers.Start(c, name, nil); err != nil {
 		return fmt.Errorf("starting container %s: %w", name, err)
 	}
@@ -270,12 +301,12 @@ func (e *podmanEngine) Start(ctx context.Context, name string) error {
 }
 
 // Running inspects the container.
-func (e *podmanEngine) Running(ctx context.Context, name string) (bool, bool, error) {
-	c, cancel, err := e.call(ctx, e.apiTimeout)
+func (e *podmanEngine) Running(ctx context.Context, name string) (_, _ bool, err error) {
+	c, end, err := e.call(ctx)
 	if err != nil {
 		return false, false, err
 	}
-	defer cancel()
+	defer end(&err)
 	data, err := containers.Inspect(c, name, nil)
 	if isStatus(err, http.StatusNotFound) {
 		return false, false, nil
@@ -287,12 +318,12 @@ func (e *podmanEngine) Running(ctx context.Context, name string) (bool, bool, er
 }
 
 // Remove force-removes the container and its volumes without waiting for it to stop.
-func (e *podmanEngine) Remove(ctx context.Context, name string) error {
-	c, cancel, err := e.call(ctx, e.apiTimeout)
+func (e *podmanEngine) Remove(ctx context.Context, name string) (err error) {
+	c, end, err := e.call(ctx)
 	if err != nil {
 		return err
 	}
-	defer cancel()
+	defer end(&err)
 	_, err = containers.Remove(c, name, new(containers.RemoveOptions).WithForce(true).WithVolumes(true).WithTimeout(0))
 	if err != nil && !isStatus(err, http.StatusNotFound) {
 		return fmt.Errorf("removing container %s: %w", name, err)
@@ -301,12 +332,12 @@ func (e *podmanEngine) Remove(ctx context.Context, name string) error {
 }
 
 // List returns every container labelled as wink-mcp's, in any state.
-func (e *podmanEngine) List(ctx context.Context) ([]listedContainer, error) {
-	c, cancel, err := e.call(ctx, e.apiTimeout)
+func (e *podmanEngine) List(ctx context.Context) (_ []listedContainer, err error) {
+	c, end, err := e.call(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer cancel()
+	defer end(&err)
 	found, err := containers.List(c, new(containers.ListOptions).WithAll(true).
 		WithFilters(map[string][]string{"label": {LabelManaged + "=true"}}))
 	if err != nil {

@@ -55,14 +55,14 @@ func (e *podmanEngine) OpenChannel(ctx context.Context, name string) (io.ReadWri
 		return c, err
 	}
 
-	createCtx, cancel := context.WithTimeout(valuesFrom{Context: ctx, values: connCtx}, e.apiTimeout)
-	defer cancel()
+	createCtx, end := within(ctx, connCtx, e.apiTimeout, "--podman-timeout")
 	execID, err := containers.ExecCreate(createCtx, name, &handlers.ExecCreateConfig{ExecOptions: dockerContainer.ExecOptions{
 		AttachStdin:  true,
 		AttachStdout: true,
 		AttachStderr: true,
 		Cmd:          []string{AgentPath, "relay"},
 	}})
+	end(&err)
 	if err != nil {
 		sockets.closeAll()
 		return nil, fmt.Errorf("creating the channel's exec session in %s: %w", name, err)

@@ -39,12 +39,12 @@ func NewService(cfg Config, log *slog.Logger) *Service {
 }
 
 // Info connects to the service and describes it.
-func (s *Service) Info(ctx context.Context) (ServiceInfo, error) {
-	c, cancel, err := s.eng.call(ctx, s.eng.apiTimeout)
+func (s *Service) Info(ctx context.Context) (_ ServiceInfo, err error) {
+	c, end, err := s.eng.call(ctx)
 	if err != nil {
 		return ServiceInfo{}, err
 	}
-	defer cancel()
+	defer end(&err)
 	info, err := system.Info(c, nil)
 	if err != nil {
 		return ServiceInfo{}, fmt.Errorf("asking the Podman service at %s for its info: %w", s.eng.uri, err)

@@ -188,6 +188,9 @@ func (s *Session) call(ctx context.Context, op string, args, result any, progres
 			s.m.log.Info("request sent again on a new channel", "session", s.hash, "op", op, "err", err)
 			continue
 		}
+		if errors.Is(err, wire.ErrSilent) {
+			return fmt.Errorf("%w (%v: the container or the Podman service is frozen or overloaded)", ErrWorkspaceLost, err)
+		}
 		if errors.Is(err, wire.ErrClosed) {
 			return fmt.Errorf("%w (%v)", ErrWorkspaceLost, err)
 		}

@@ -20,9 +20,11 @@ import (
 var (
 	// ErrSessionEnded means the session is over and its workspace gone.
 	ErrSessionEnded = errors.New("the session has ended")
-	// ErrWorkspaceLost means the container or the channel to it died during
-	// the call; the next call starts it again.
-	ErrWorkspaceLost = errors.New("the workspace container stopped during the call; the next call starts it again (files in /workspace are kept)")
+	// ErrWorkspaceLost means the channel to the container ended during the
+	// call (the container or the Podman service stopped, or froze); the next
+	// call reconnects, or starts the container again.
+	ErrWorkspaceLost = errors.New("the connection to the workspace container ended during the call, so its result is lost; " +
+		"the next call reconnects, starting the container again if it stopped (files in /workspace are kept)")
 )
 
 // All paths given to a Workspace are normalised by CleanPath ("" is the

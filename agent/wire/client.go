@@ -23,7 +23,7 @@ var ErrNotDelivered = fmt.Errorf("%w before the agent took the request", ErrClos
 
 // ErrSilent ends a watched channel on which nothing arrived for too long:
 // the stream froze (a stopped Podman service relays it) or the agent hangs.
-var ErrSilent = errors.New("the agent has not answered")
+var ErrSilent = errors.New("nothing came from the agent")
 
 // Client multiplexes calls over one channel to the agent: each call gets an
 // ID, and answers may arrive in any order. Each answer is decoded once,

@@ -1,0 +1,48 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWithinExplainsOnlyItsOwnDeadline(t *testing.T) {
+	t.Run("the deadline passed", func(t *testing.T) {
+		c, end := within(context.Background(), context.Background(), time.Millisecond, "--podman-timeout")
+		<-c.Done()
+		err := fmt.Errorf("inspecting container x: %w", c.Err())
+		end(&err)
+		if !errors.Is(err, ErrPodmanSlow) || errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v; want ErrPodmanSlow, no longer a bare deadline", err)
+		}
+		for _, want := range []string{"within 1ms", "inspecting container x", "--podman-timeout", "wink-mcp doctor"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%q lacks %q", err, want)
+			}
+		}
+	})
+	t.Run("the caller cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		c, end := within(ctx, context.Background(), time.Hour, "--podman-timeout")
+		cancel()
+		<-c.Done()
+		want := fmt.Errorf("listing containers: %w", c.Err())
+		err := want
+		end(&err)
+		if err != want {
+			t.Fatalf("err = %v; a cancelled caller's error must stay as it was", err)
+		}
+	})
+	t.Run("no error", func(t *testing.T) {
+		c, end := within(context.Background(), context.Background(), time.Millisecond, "--podman-timeout")
+		<-c.Done()
+		var err error
+		end(&err)
+		if err != nil {
+			t.Fatalf("err = %v; want nil", err)
+		}
+	})
+}
