@@ -47,6 +47,7 @@ func (d *doctor) checks() []check {
 	return []check{
 		{"agent binary", d.agentBinary},
 		{"cache dir", d.cacheDir},
+		{"disk limit", d.diskLimit},
 		{"podman", d.podmanCLI},
 		{"service", d.service},
 		{"runtime", d.runtime},
@@ -87,6 +88,30 @@ func (d *doctor) cacheDir(context.Context) Result {
 			Fix: "free some space, or pass --cache-dir on a larger disk"}
 	}
 	return Result{Status: OK, Detail: fmt.Sprintf("%s is writable (%d GiB free)", dir, free>>30)}
+}
+
+// diskLimit checks that each session's files can be bounded as configured,
+// and that the cache disk has room for one full session.
+func (d *doctor) diskLimit(context.Context) Result {
+	limit := d.cfg.Limits.DiskBytes
+	if limit == 0 {
+		return Result{Status: Warn, Detail: "off (--disk-limit 0): one session can fill the disk holding " + d.cfg.CacheDir,
+			Fix: "pass --disk-limit with a size (2g is the default)"}
+	}
+	if err := d.host.diskLimitSupport(); err != nil {
+		detail, fix, _ := strings.Cut(err.Error(), "; ")
+		return Result{Status: Warn, Detail: detail + "; sessions will run without it", Fix: fix}
+	}
+	free, err := d.host.freeBytes(d.cfg.CacheDir)
+	switch {
+	case err != nil:
+		return Result{Status: Fail, Detail: fmt.Sprintf("cannot read the free space under %s: %v", d.cfg.CacheDir, err), Fix: "pass --cache-dir on a local disk"}
+	case free < uint64(limit):
+		return Result{Status: Fail, Detail: fmt.Sprintf("%s has %d MiB free, less than one session's disk limit of %d MiB, so every session would be refused",
+			d.cfg.CacheDir, free>>20, limit>>20), Fix: "free space there, pass --cache-dir on a larger disk, or lower --disk-limit"}
+	}
+	return Result{Status: OK, Detail: fmt.Sprintf("each session's files get an ext4 filesystem of %d MiB, loop-mounted from a sparse image in %s (%d GiB free)",
+		limit>>20, d.cfg.CacheDir, free>>30)}
 }
 
 func (d *doctor) podmanCLI(ctx context.Context) Result {

@@ -11,9 +11,12 @@ import (
 )
 
 // probeScript prints, from inside the container, what the hardening
-// should make of it: the user id, the effective capabilities and the
-// network interfaces.
-const probeScript = `id -u; grep '^CapEff:' /proc/self/status; ls /sys/class/net`
+// should make of it: the user id, the effective capabilities, the type of
+// the filesystem at /workspace and the network interfaces. It needs only a
+// shell, grep and ls.
+const probeScript = `id -u; grep '^CapEff:' /proc/self/status
+while read -r dev dir fs rest; do [ "$dir" = /workspace ] && echo "$fs"; done < /proc/mounts
+ls /sys/class/net`
 
 // container starts a real session container with the configured hardening,
 // looks at it from inside, writes a file in /workspace, removes it, and
@@ -54,30 +57,39 @@ func (d *doctor) container(ctx context.Context) Result {
 			Fix: "remove it with `podman rm -f " + name + "`; check the service's logs for why removal fails"}
 	}
 	user := s.Info().User
-	if problem := hardeningProblem(probe, user); problem != "" {
+	ownDisk := d.cfg.Limits.DiskBytes > 0 && d.host.diskLimitSupport() == nil
+	if problem := hardeningProblem(probe, user, ownDisk); problem != "" {
 		return Result{Status: Fail, Detail: "the container is not hardened as configured: " + problem,
 			Fix: "use Podman 4.3 or later; report it with the output of `podman info` if it persists"}
 	}
-	return Result{Status: OK, Detail: fmt.Sprintf("started in %d ms as uid %s with no capabilities and no network; /workspace writable; removed",
-		startup.Milliseconds(), strings.SplitN(user, ":", 2)[0])}
+	disk := ""
+	if ownDisk {
+		disk = " on its own ext4 filesystem"
+	}
+	return Result{Status: OK, Detail: fmt.Sprintf("started in %d ms as uid %s with no capabilities and no network; /workspace writable%s; removed",
+		startup.Milliseconds(), strings.SplitN(user, ":", 2)[0], disk)}
 }
 
 // hardeningProblem reads the probe's output and says what is not as
-// configured, or "" when all is.
-func hardeningProblem(r workspace.ExecResult, user string) string {
+// configured, or "" when all is; ownDisk says /workspace must be the
+// session's own ext4 filesystem (the disk limit is enforced).
+func hardeningProblem(r workspace.ExecResult, user string, ownDisk bool) string {
 	if r.ExitCode != 0 {
 		return fmt.Sprintf("the probe exited with %d: %s", r.ExitCode, strings.TrimSpace(r.Stderr))
 	}
 	lines := strings.Fields(r.Stdout)
 	uid, _, _ := strings.Cut(user, ":")
-	if len(lines) < 3 || lines[0] != uid {
+	if len(lines) < 4 || lines[0] != uid {
 		return fmt.Sprintf("want uid %s, the probe printed %q", uid, r.Stdout)
 	}
 	var problems []string
 	if lines[1] != "CapEff:" || strings.Trim(lines[2], "0") != "" {
 		problems = append(problems, fmt.Sprintf("effective capabilities %s, want none", lines[2]))
 	}
-	if ifaces := lines[3:]; len(ifaces) != 1 || ifaces[0] != "lo" {
+	if ownDisk && lines[3] != "ext4" {
+		problems = append(problems, fmt.Sprintf("/workspace is on %s, not the session's own ext4 filesystem, so the disk limit does not hold", lines[3]))
+	}
+	if ifaces := lines[4:]; len(ifaces) != 1 || ifaces[0] != "lo" {
 		problems = append(problems, fmt.Sprintf("network interfaces %v, want only lo", ifaces))
 	}
 	return strings.Join(problems, "; ")

@@ -20,6 +20,7 @@ type fakeHost struct {
 	layout     string
 	hard       uint64
 	free       uint64
+	noDisk     error // what diskLimitSupport says
 }
 
 func (h fakeHost) podmanVersion(context.Context) (string, string, error) {
@@ -31,6 +32,7 @@ func (h fakeHost) podmanVersion(context.Context) (string, string, error) {
 func (h fakeHost) cgroupLayout() string             { return h.layout }
 func (h fakeHost) hardLimit(int) (uint64, error)    { return h.hard, nil }
 func (h fakeHost) freeBytes(string) (uint64, error) { return h.free, nil }
+func (h fakeHost) diskLimitSupport() error          { return h.noDisk }
 
 func TestRunWithoutAServiceFailsAndSkipsWhatNeedsIt(t *testing.T) {
 	cfg := workspace.DefaultConfig()
@@ -46,6 +48,7 @@ func TestRunWithoutAServiceFailsAndSkipsWhatNeedsIt(t *testing.T) {
 	}
 	want := []string{
 		"ok    cache dir     " + cfg.CacheDir + " is writable (100 GiB free)",
+		"ok    disk limit    each session's files get an ext4 filesystem of 2048 MiB, loop-mounted from a sparse image in " + cfg.CacheDir + " (100 GiB free)",
 		"ok    podman        podman version 4.3.1 (/usr/bin/podman)",
 		"FAIL  service       cannot reach the Podman service (tried " + cfg.PodmanURL,
 		"                    fix: " + workspace.ServiceRemedy,
@@ -73,6 +76,31 @@ func TestCacheDirLowOnSpaceWarns(t *testing.T) {
 	d.cfg.CacheDir = "/proc/wink-cannot-exist"
 	if r := d.cacheDir(context.Background()); r.Status != Fail || !strings.Contains(r.Fix, "--cache-dir") {
 		t.Errorf("%+v", r)
+	}
+}
+
+func TestDiskLimitCheck(t *testing.T) {
+	noRoot := fmt.Errorf("%w: it loop-mounts a filesystem per session, which needs root, and this server runs as uid 1000; run it as root, or pass --disk-limit 0",
+		workspace.ErrDiskLimitUnavailable)
+	for _, tc := range []struct {
+		name        string
+		limit       int64
+		host        fakeHost
+		status      Status
+		detail, fix string
+	}{
+		{"off", 0, fakeHost{free: 100 << 30}, Warn, "off (--disk-limit 0): one session can fill", "--disk-limit"},
+		{"not root", 2 << 30, fakeHost{free: 100 << 30, noDisk: noRoot}, Warn, "which needs root, and this server runs as uid 1000; sessions will run without it", "run it as root"},
+		{"cache disk too small", 2 << 30, fakeHost{free: 1 << 30}, Fail, "1024 MiB free, less than one session's disk limit of 2048 MiB", "lower --disk-limit"},
+		{"enforced", 2 << 30, fakeHost{free: 100 << 30}, OK, "ext4 filesystem of 2048 MiB", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &doctor{cfg: workspace.Config{CacheDir: "/var/cache/wink", Limits: workspace.Limits{DiskBytes: tc.limit}}, host: tc.host}
+			r := d.diskLimit(context.Background())
+			if r.Status != tc.status || !strings.Contains(r.Detail, tc.detail) || !strings.Contains(r.Fix, tc.fix) {
+				t.Errorf("%v %q fix %q; want %v with %q, fix with %q", r.Status, r.Detail, r.Fix, tc.status, tc.detail, tc.fix)
+			}
+		})
 	}
 }
 
@@ -118,20 +146,27 @@ func TestUlimitsAgainstHardLimits(t *testing.T) {
 }
 
 func TestHardeningProblem(t *testing.T) {
-	good := workspace.ExecResult{Stdout: "65534\nCapEff:\t0000000000000000\nlo\n"}
-	if p := hardeningProblem(good, "65534:65534"); p != "" {
+	good := workspace.ExecResult{Stdout: "65534\nCapEff:\t0000000000000000\next4\nlo\n"}
+	if p := hardeningProblem(good, "65534:65534", true); p != "" {
 		t.Errorf("hardened container reported: %s", p)
+	}
+	unbounded := workspace.ExecResult{Stdout: "65534\nCapEff:\t0000000000000000\noverlay\nlo\n"}
+	if p := hardeningProblem(unbounded, "65534:65534", false); p != "" {
+		t.Errorf("without a disk limit, reported: %s", p)
+	}
+	if p := hardeningProblem(unbounded, "65534:65534", true); !strings.Contains(p, "/workspace is on overlay, not the session's own ext4 filesystem") {
+		t.Errorf("with the disk limit expected, an overlay /workspace gave %q", p)
 	}
 	for _, tc := range []struct {
 		r    workspace.ExecResult
 		want string
 	}{
-		{workspace.ExecResult{Stdout: "0\nCapEff:\t0000000000000000\nlo\n"}, "want uid 65534"},
-		{workspace.ExecResult{Stdout: "65534\nCapEff:\t00000000a80425fb\nlo\n"}, "effective capabilities 00000000a80425fb"},
-		{workspace.ExecResult{Stdout: "65534\nCapEff:\t0000000000000000\neth0\nlo\n"}, "network interfaces [eth0 lo]"},
+		{workspace.ExecResult{Stdout: "0\nCapEff:\t0000000000000000\next4\nlo\n"}, "want uid 65534"},
+		{workspace.ExecResult{Stdout: "65534\nCapEff:\t00000000a80425fb\next4\nlo\n"}, "effective capabilities 00000000a80425fb"},
+		{workspace.ExecResult{Stdout: "65534\nCapEff:\t0000000000000000\next4\neth0\nlo\n"}, "network interfaces [eth0 lo]"},
 		{workspace.ExecResult{ExitCode: 127, Stderr: "sh: not found"}, "exited with 127: sh: not found"},
 	} {
-		if p := hardeningProblem(tc.r, "65534:65534"); !strings.Contains(p, tc.want) {
+		if p := hardeningProblem(tc.r, "65534:65534", true); !strings.Contains(p, tc.want) {
 			t.Errorf("probe %+v: %q, want %q", tc.r, p, tc.want)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
 // Cgroup layouts of a host.
@@ -27,6 +29,8 @@ type host interface {
 	hardLimit(resource int) (uint64, error)
 	// freeBytes returns the space left to unprivileged users under dir.
 	freeBytes(dir string) (uint64, error)
+	// diskLimitSupport says why per-session disk limits cannot be enforced, or nil.
+	diskLimitSupport() error
 }
 
 // localHost is the machine wink-mcp runs on.
@@ -73,3 +77,5 @@ func (localHost) freeBytes(dir string) (uint64, error) {
 	}
 	return st.Bavail * uint64(st.Bsize), nil
 }
+
+func (localHost) diskLimitSupport() error { return workspace.DiskLimitSupport() }

@@ -159,10 +159,21 @@ func TestReliabilityFaults(t *testing.T) {
 // its own, so removing it removes an image and not only a tag.
 func uniqueImage(t *testing.T, name string) {
 	t.Helper()
+	commitImage(t, name, "true")
+}
+
+// commitImage builds the image name from the test image: script runs in it
+// as root, then the result is committed with the Dockerfile changes given.
+func commitImage(t *testing.T, name, script string, changes ...string) {
+	t.Helper()
 	tmp := "wink-rel-src-" + randomHex(4)
-	mustPodman(t, "create", "--name", tmp, testImage, "true")
+	mustPodman(t, "run", "--name", tmp, testImage, "sh", "-c", script)
 	defer podman(t, "rm", "-f", tmp)
-	mustPodman(t, "commit", "-q", tmp, name)
+	args := []string{"commit", "-q"}
+	for _, c := range changes {
+		args = append(args, "--change", c)
+	}
+	mustPodman(t, append(args, tmp, name)...)
 }
 
 func mustPodman(t *testing.T, args ...string) {

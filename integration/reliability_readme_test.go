@@ -75,6 +75,9 @@ func renderFigures(f *figures) string {
 	if f.Orphans != nil {
 		p("| server killed with SIGKILL, restarted | 1 | %d containers of ours left after 60 s; the live server's kept |\n", *f.Orphans)
 	}
+	if h := f.HostileImage; h != nil {
+		p("| images built to undo the sandbox (VOLUMEs over /workspace, /tmp and /data; USER root; PATH, LD_PRELOAD, ENTRYPOINT, WORKDIR; STOPSIGNAL SIGSTOP; /etc/passwd → /dev/zero) | %d checks | %d failed: still uid 65534 with no capabilities in the session's /workspace, VOLUMEs became tmpfs and no volume was made, a bad PATH is named, the container goes when the session ends, the /dev/zero passwd gets runc's error at once |\n", h.Checks, h.Failed)
+	}
 	p("\n| abuse | contained by | call | `echo ok` again after | neighbour p99 (baseline) |\n| --- | --- | --- | --- | --- |\n")
 	for _, a := range f.Abuse {
 		p("| %s | %s | %.1f s | %d ms | %.2f ms (%.2f ms) |\n", a.Case, a.Contained, float64(a.CallMillis)/1000, a.RecoveryMs, a.NeighbourP99, a.BaselineP99)

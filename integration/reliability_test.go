@@ -18,15 +18,16 @@ import (
 
 // figures is what the suite measured.
 type figures struct {
-	mu        sync.Mutex
-	Machine   map[string]string `json:"machine"`
-	BadInput  badInputFigures   `json:"bad_input"`
-	Escapes   escapeFigures     `json:"escapes"`
-	Abuse     []abuseFigure     `json:"abuse"`
-	Faults    []faultFigure     `json:"faults"`
-	Orphans   *int              `json:"orphans_after_kill9,omitempty"`
-	Load      *loadFigures      `json:"load,omitempty"`
-	Generated string            `json:"generated"`
+	mu           sync.Mutex
+	Machine      map[string]string `json:"machine"`
+	BadInput     badInputFigures   `json:"bad_input"`
+	Escapes      escapeFigures     `json:"escapes"`
+	Abuse        []abuseFigure     `json:"abuse"`
+	Faults       []faultFigure     `json:"faults"`
+	Orphans      *int              `json:"orphans_after_kill9,omitempty"`
+	HostileImage *imageFigures     `json:"hostile_image,omitempty"`
+	Load         *loadFigures      `json:"load,omitempty"`
+	Generated    string            `json:"generated"`
 }
 
 type badInputFigures struct {
@@ -51,6 +52,11 @@ type abuseFigure struct {
 	BaselineP99   float64 `json:"baseline_p99_ms"`
 	NeighbourMax  float64 `json:"neighbour_max_ms"`
 	NeighbourSeen int     `json:"neighbour_samples"`
+}
+
+type imageFigures struct {
+	Checks int `json:"checks"`
+	Failed int `json:"failed"`
 }
 
 type faultFigure struct {

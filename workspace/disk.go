@@ -60,6 +60,14 @@ func findDiskTools() (diskTools, error) {
 	return t, nil
 }
 
+// DiskLimitSupport returns nil when this host can enforce a per-session
+// disk limit, else an error wrapping ErrDiskLimitUnavailable that says why
+// and what to do.
+func DiskLimitSupport() error {
+	_, err := findDiskTools()
+	return err
+}
+
 func lookTool(name string) string {
 	if p, err := exec.LookPath(name); err == nil {
 		return p

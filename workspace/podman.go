@@ -295,7 +295,7 @@ func (e *podmanEngine) Start(ctx context.Context, name string) (err error) {
 	}
 	defer end(&err)
 	if err := containers.Start(c, name, nil); err != nil {
-		return fmt.Errorf("starting container %s: %w", name, err)
+		return fmt.Errorf("starting container %s: %w. If the image is at fault, `wink-mcp doctor --image IMAGE` tries it", name, err)
 	}
 	return nil
 }
