@@ -41,6 +41,8 @@ func checkEffective(spec containerSpec, data *define.InspectContainerData) error
 	want(hc.MemorySwap == spec.MemoryBytes, "memory+swap limit %d, want %d (no swap)", hc.MemorySwap, spec.MemoryBytes)
 	want(hc.PidsLimit == spec.PidsLimit, "pids limit %d, want %d", hc.PidsLimit, spec.PidsLimit)
 	want(hc.CpuQuota == cpuQuota(spec.CPUs), "CPU quota %d, want %d", hc.CpuQuota, cpuQuota(spec.CPUs))
+	want(hc.CpuPeriod == cpuPeriod, "CPU period %d µs, want %d", hc.CpuPeriod, cpuPeriod)
+	want(hc.CpuShares == cpuShares, "CPU shares %d, want %d", hc.CpuShares, cpuShares)
 
 	expected := map[string]bool{Root: true, AgentPath: false} // destination → writable
 	for _, m := range spec.Mounts {

@@ -16,6 +16,7 @@ func inspected(spec containerSpec) *define.InspectContainerData {
 		HostConfig: &define.InspectContainerHostConfig{
 			SecurityOpt: []string{"no-new-privileges"}, NetworkMode: "none",
 			Memory: spec.MemoryBytes, MemorySwap: spec.MemoryBytes, PidsLimit: spec.PidsLimit, CpuQuota: cpuQuota(spec.CPUs),
+			CpuPeriod: cpuPeriod, CpuShares: cpuShares,
 		},
 		Mounts: []define.InspectMount{
 			{Type: "bind", Source: spec.WorkspaceDir, Destination: Root, RW: true},
@@ -41,6 +42,8 @@ func TestEffectiveSettingsDriftIsRefused(t *testing.T) {
 		"memory+swap":            func(d *define.InspectContainerData) { d.HostConfig.MemorySwap = -1 },
 		"pids limit":             func(d *define.InspectContainerData) { d.HostConfig.PidsLimit = 0 },
 		"CPU quota":              func(d *define.InspectContainerData) { d.HostConfig.CpuQuota = 0 },
+		"CPU period":             func(d *define.InspectContainerData) { d.HostConfig.CpuPeriod = 100_000 },
+		"CPU shares":             func(d *define.InspectContainerData) { d.HostConfig.CpuShares = 1024 },
 		"a volume": func(d *define.InspectContainerData) {
 			d.Mounts = append(d.Mounts, define.InspectMount{Type: "volume", Name: "anon", Destination: "/data", RW: true})
 		},

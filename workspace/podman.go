@@ -130,30 +130,25 @@ func (e *podmanEngine) dial(ctx context.Context, uri string) (context.Context, e
 // call returns a context for one API call, bounded by the API deadline, and
 // the function that ends it (see within).
 func (e *podmanEngine) call(ctx context.Context) (context.Context, func(*error), error) {
-	return e.callWithin(ctx, e.apiTimeout, "--podman-timeout")
-}
-
-// callWithin is call with the deadline timeout, which the flag named sets.
-func (e *podmanEngine) callWithin(ctx context.Context, timeout time.Duration, flag string) (context.Context, func(*error), error) {
 	connCtx, err := e.connect(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	c, end := within(ctx, connCtx, timeout, flag)
+	c, end := within(ctx, connCtx, e.apiTimeout)
 	return c, end, nil
 }
 
 // within returns a context for one API call on the connection in connCtx,
-// with ctx's cancellation and a deadline of timeout, and the function that
-// ends the call: it releases the context and, when the deadline (not ctx)
-// cut the call short, rewrites *err to say the service did not answer,
-// naming the flag that sets the deadline.
-func within(ctx, connCtx context.Context, timeout time.Duration, flag string) (context.Context, func(*error)) {
+// with ctx's cancellation and a deadline of timeout (--podman-timeout), and
+// the function that ends the call: it releases the context and, when the
+// deadline (not ctx) cut the call short, rewrites *err to say the service
+// did not answer in time.
+func within(ctx, connCtx context.Context, timeout time.Duration) (context.Context, func(*error)) {
 	c, cancel := context.WithTimeout(valuesFrom{Context: ctx, values: connCtx}, timeout)
 	return c, func(err *error) {
 		if *err != nil && ctx.Err() == nil && errors.Is(c.Err(), context.DeadlineExceeded) {
-			*err = fmt.Errorf("%w within %s, so it is stopped or overloaded (%v). `wink-mcp doctor` checks it; if it is only slow, raise %s",
-				ErrPodmanSlow, timeout, *err, flag)
+			*err = fmt.Errorf("%w within %s, so it is stopped or overloaded (%v). `wink-mcp doctor` checks it; if it is only slow, raise --podman-timeout",
+				ErrPodmanSlow, timeout, *err)
 		}
 		cancel()
 	}
@@ -188,13 +183,17 @@ func (e *podmanEngine) pullIfMissing(ctx context.Context, image string) (pulled 
 	}
 	e.log.Info("pulling image", "image", image)
 	start := time.Now()
-	c, end, err := e.callWithin(ctx, e.pullTimeout, "--pull-timeout")
+	connCtx, err := e.connect(ctx)
 	if err != nil {
 		return false, err
 	}
-	defer end(&err)
+	c, cancel := context.WithTimeout(valuesFrom{Context: ctx, values: connCtx}, e.pullTimeout)
+	defer cancel()
 	var progress io.Writer = &lineLogger{log: e.log, msg: "pull progress", attrs: []any{"image", image}}
 	if _, err := images.Pull(c, image, new(images.PullOptions).WithProgressWriter(progress).WithPolicy("missing")); err != nil {
+		if ctx.Err() == nil && errors.Is(c.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("not done within --pull-timeout (%s): %w", e.pullTimeout, err)
+		}
 		return false, fmt.Errorf("%w: image %s is not present and pulling it failed: %v. %s",
 			ErrImageUnavailable, image, err, ImageRemedy)
 	}

@@ -55,7 +55,7 @@ func (e *podmanEngine) OpenChannel(ctx context.Context, name string) (io.ReadWri
 		return c, err
 	}
 
-	createCtx, end := within(ctx, connCtx, e.apiTimeout, "--podman-timeout")
+	createCtx, end := within(ctx, connCtx, e.apiTimeout)
 	execID, err := containers.ExecCreate(createCtx, name, &handlers.ExecCreateConfig{ExecOptions: dockerContainer.ExecOptions{
 		AttachStdin:  true,
 		AttachStdout: true,

@@ -7,8 +7,23 @@ import (
 	spec "github.com/opencontainers/runtime-spec/specs-go"
 )
 
-// cpuPeriod is the CFS period the CPU quota is expressed in (100 ms).
-const cpuPeriod = 100_000
+// CPU scheduling of every session container. Both keep an abusive session
+// from delaying the others' calls, which pass through the server, the
+// Podman service and conmon. On a 2-core host, the reliability suite's
+// neighbour p99 during a disk fill went from 2.5-2.8 to 1.6-2.5 times its
+// baseline, and during 1 GB of output from 2.4-3.7 to 2.0-3.4 times
+// (four runs each).
+const (
+	// cpuPeriod is the CFS period the CPU quota is enforced over, in µs:
+	// 10 ms rather than the usual 100 ms, so a container allowed one CPU
+	// cannot hold every core for half of a long period before it is throttled.
+	cpuPeriod = 10_000
+	// cpuShares is the containers' CPU weight (cgroup v1 shares; Podman maps
+	// it to cpu.weight on v2), an eighth of the default 1024: under
+	// contention they yield to the host's processes, among them the ones
+	// relaying every session's calls, and share equally among themselves.
+	cpuShares = 128
+)
 
 // podmanSpec turns a containerSpec into Podman's create request. Every
 // hardening setting is explicit here, so nothing depends on the host's
@@ -35,7 +50,7 @@ func podmanSpec(c containerSpec) *specgen.SpecGenerator {
 	quota := cpuQuota(c.CPUs)
 	s.ResourceLimits = &spec.LinuxResources{
 		Memory: &spec.LinuxMemory{Limit: &memory, Swap: &memory},
-		CPU:    &spec.LinuxCPU{Quota: &quota, Period: ptr(uint64(cpuPeriod))},
+		CPU:    &spec.LinuxCPU{Quota: &quota, Period: ptr(uint64(cpuPeriod)), Shares: ptr(uint64(cpuShares))},
 		Pids:   &spec.LinuxPids{Limit: c.PidsLimit},
 	}
 	s.Rlimits = []spec.POSIXRlimit{

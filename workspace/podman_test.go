@@ -11,7 +11,7 @@ import (
 
 func TestWithinExplainsOnlyItsOwnDeadline(t *testing.T) {
 	t.Run("the deadline passed", func(t *testing.T) {
-		c, end := within(context.Background(), context.Background(), time.Millisecond, "--podman-timeout")
+		c, end := within(context.Background(), context.Background(), time.Millisecond)
 		<-c.Done()
 		err := fmt.Errorf("inspecting container x: %w", c.Err())
 		end(&err)
@@ -26,7 +26,7 @@ func TestWithinExplainsOnlyItsOwnDeadline(t *testing.T) {
 	})
 	t.Run("the caller cancelled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
-		c, end := within(ctx, context.Background(), time.Hour, "--podman-timeout")
+		c, end := within(ctx, context.Background(), time.Hour)
 		cancel()
 		<-c.Done()
 		want := fmt.Errorf("listing containers: %w", c.Err())
@@ -37,7 +37,7 @@ func TestWithinExplainsOnlyItsOwnDeadline(t *testing.T) {
 		}
 	})
 	t.Run("no error", func(t *testing.T) {
-		c, end := within(context.Background(), context.Background(), time.Millisecond, "--podman-timeout")
+		c, end := within(context.Background(), context.Background(), time.Millisecond)
 		<-c.Done()
 		var err error
 		end(&err)

@@ -102,8 +102,8 @@ func TestPodmanSpecHardening(t *testing.T) {
 		t.Errorf("user %q workdir %q entrypoint %v", s.User, s.WorkDir, s.Entrypoint)
 	}
 	r := s.ResourceLimits
-	if *r.Memory.Limit != 1<<30 || *r.Memory.Swap != 1<<30 || *r.CPU.Quota != 150_000 || *r.CPU.Period != 100_000 || r.Pids.Limit != 256 {
-		t.Errorf("limits: memory %d swap %d quota %d period %d pids %d", *r.Memory.Limit, *r.Memory.Swap, *r.CPU.Quota, *r.CPU.Period, r.Pids.Limit)
+	if *r.Memory.Limit != 1<<30 || *r.Memory.Swap != 1<<30 || *r.CPU.Quota != 15_000 || *r.CPU.Period != 10_000 || *r.CPU.Shares != 128 || r.Pids.Limit != 256 {
+		t.Errorf("limits: memory %d swap %d quota %d period %d shares %d pids %d", *r.Memory.Limit, *r.Memory.Swap, *r.CPU.Quota, *r.CPU.Period, *r.CPU.Shares, r.Pids.Limit)
 	}
 	mounts := map[string][]string{}
 	for _, m := range s.Mounts {
