@@ -47,7 +47,7 @@ install_packages() {
 	PATH="$PATH:/usr/sbin:/sbin" command -v losetup >/dev/null || missing+=(mount)
 	# Without systemd the service runs under tini, which reaps the conmon processes
 	# the service orphans (see start_service).
-	if ! has_systemd; then command -v tini >/dev/null || missing+=(tini); fi
+	if ! service_via_systemd; then command -v tini >/dev/null || missing+=(tini); fi
 	if [ ${#missing[@]} -gt 0 ]; then
 		apt_install "${missing[@]}"
 	else
@@ -97,8 +97,9 @@ write_dropin() {
 	printf '%s' "$want" | $SUDO tee "$DROPIN" >/dev/null
 }
 
-has_systemd() {
-	[ "$(ps -p 1 -o comm=)" = systemd ]
+# service_via_systemd says whether systemd's podman.socket serves $SOCKET.
+service_via_systemd() {
+	[ "$(ps -p 1 -o comm=)" = systemd ] && [ "$SOCKET" = /run/podman/podman.sock ]
 }
 
 service_answers() {
@@ -110,7 +111,7 @@ start_service() {
 		log "podman service answers on $SOCKET"
 		return
 	fi
-	if has_systemd && [ "$SOCKET" = /run/podman/podman.sock ]; then
+	if service_via_systemd; then
 		log "enabling podman.socket with systemd"
 		$SUDO systemctl enable --now podman.socket
 	else
