@@ -24,6 +24,7 @@ type inspected struct {
 		MemorySwap  int64
 		CpuQuota    int64
 		CpuPeriod   int64
+		CpuShares   int64
 		PidsLimit   int64
 		Tmpfs       map[string]string
 		Ulimits     []struct {
@@ -68,7 +69,8 @@ func TestContainerHardening(t *testing.T) {
 		check(c.Config.User == "65534:65534", "user %q", c.Config.User)
 		check(c.Config.WorkingDir == "/workspace", "working directory %q", c.Config.WorkingDir)
 		check(hc.Memory == 1<<30 && hc.MemorySwap == 1<<30, "memory %d, memory+swap %d; want 1 GiB and no swap beyond it", hc.Memory, hc.MemorySwap)
-		check(hc.CpuQuota == 100_000 && hc.CpuPeriod == 100_000, "cpu quota %d / period %d, want one CPU", hc.CpuQuota, hc.CpuPeriod)
+		check(hc.CpuQuota == 10_000 && hc.CpuPeriod == 10_000 && hc.CpuShares == 128,
+			"cpu quota %d / period %d, shares %d; want one CPU over 10 ms periods at shares 128", hc.CpuQuota, hc.CpuPeriod, hc.CpuShares)
 		check(hc.PidsLimit == 256, "pids limit %d", hc.PidsLimit)
 		tmp := hc.Tmpfs["/tmp"]
 		check(strings.Contains(tmp, "size=268435456") && strings.Contains(tmp, "nosuid") && strings.Contains(tmp, "uid=65534"), "tmpfs /tmp: %q", tmp)
