@@ -105,9 +105,9 @@ func renderFigures(f *figures) string {
 		if fc := l.FirstCall; fc.Calls > 0 {
 			p("| a session's first call, which creates its container (%d at once) | %d | %.1f ms | %.1f ms |\n", l.Sessions, fc.Calls, fc.P50, fc.P99)
 		}
-		p("\nAfter the load, with every session ended: goroutines %d → %d, open files %d → %d, RSS %.0f → %.0f MiB; containers left %d; at most %d exec session per container; zombie processes on the host %d → %d; conmon processes %d → %d (Podman keeps an exec session's conmon for its `exit_command_delay`, 300 s by default).\n",
-			l.Before.Goroutines, l.After.Goroutines, l.Before.FDs, l.After.FDs, float64(l.Before.RSSKiB)/1024, float64(l.After.RSSKiB)/1024,
-			l.After.Containers, l.MaxExecID, l.Before.Zombies, l.After.Zombies, l.Before.Conmons, l.After.Conmons)
+		p("\nAfter the load, with every session ended: goroutines %d → %d, open files %d → %d, live heap %.1f → %.1f MiB, RSS %.0f → %.0f MiB; containers left %d; at most %d exec session per container; %d zombie processes left of those the load started; conmon processes %d → %d (Podman keeps an exec session's conmon for its `exit_command_delay`, 300 s by default).\n",
+			l.Before.Goroutines, l.After.Goroutines, l.Before.FDs, l.After.FDs, float64(l.Before.HeapKiB)/1024, float64(l.After.HeapKiB)/1024, float64(l.Before.RSSKiB)/1024, float64(l.After.RSSKiB)/1024,
+			l.After.Containers, l.MaxExecID, l.Zombies, l.Before.Conmons, l.After.Conmons)
 	}
 	return b.String()
 }

@@ -77,6 +77,7 @@ type loadFigures struct {
 	Before    resourceSample          `json:"before"`
 	After     resourceSample          `json:"after"`
 	MaxExecID int                     `json:"max_exec_sessions_per_container"`
+	Zombies   int                     `json:"zombies_left"` // processes started during the load, unreaped after it
 }
 
 type latencyStats struct {
@@ -88,9 +89,9 @@ type latencyStats struct {
 type resourceSample struct {
 	Goroutines int `json:"goroutines"`
 	FDs        int `json:"fds"`
+	HeapKiB    int `json:"live_heap_kib"` // after a collection
 	RSSKiB     int `json:"rss_kib"`
 	Conmons    int `json:"conmons"` // live ones
-	Zombies    int `json:"zombies"` // every zombie process on the host
 	Containers int `json:"containers"`
 }
 

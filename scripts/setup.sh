@@ -121,7 +121,7 @@ start_service() {
 		# Each container's conmon daemonises, so when it exits it is reaped by the
 		# nearest child subreaper above the service, else by PID 1. A subreaper that
 		# reaps only its own child (as some CI runners are) would collect them as
-		# zombies until container starts fail; tini -s is a subreaper that reaps all.
+		# zombies, hundreds in a test run; tini -s is a subreaper that reaps all.
 		$SUDO setsid nohup tini -s -- podman system service --time=0 "unix://$SOCKET" >>"$SERVICE_LOG" 2>&1 </dev/null &
 	fi
 	for _ in $(seq 1 100); do
