@@ -36,6 +36,9 @@ type doctor struct {
 	info     *workspace.ServiceInfo // set once the service answered
 	imageOK  bool
 	mountsOK bool
+	// diskOwn says each session's /workspace is its own filesystem (the
+	// disk limit is on and this host can enforce it).
+	diskOwn bool
 }
 
 type check struct {
@@ -102,6 +105,7 @@ func (d *doctor) diskLimit(context.Context) Result {
 		detail, fix, _ := strings.Cut(err.Error(), "; ")
 		return Result{Status: Warn, Detail: detail + "; sessions will run without it", Fix: fix}
 	}
+	d.diskOwn = true
 	free, err := d.host.freeBytes(d.cfg.CacheDir)
 	switch {
 	case err != nil:

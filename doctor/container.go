@@ -57,13 +57,12 @@ func (d *doctor) container(ctx context.Context) Result {
 			Fix: "remove it with `podman rm -f " + name + "`; check the service's logs for why removal fails"}
 	}
 	user := s.Info().User
-	ownDisk := d.cfg.Limits.DiskBytes > 0 && d.host.diskLimitSupport() == nil
-	if problem := hardeningProblem(probe, user, ownDisk); problem != "" {
+	if problem := hardeningProblem(probe, user, d.diskOwn); problem != "" {
 		return Result{Status: Fail, Detail: "the container is not hardened as configured: " + problem,
 			Fix: "use Podman 4.3 or later; report it with the output of `podman info` if it persists"}
 	}
 	disk := ""
-	if ownDisk {
+	if d.diskOwn {
 		disk = " on its own ext4 filesystem"
 	}
 	return Result{Status: OK, Detail: fmt.Sprintf("started in %d ms as uid %s with no capabilities and no network; /workspace writable%s; removed",

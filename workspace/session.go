@@ -188,11 +188,12 @@ func (s *Session) call(ctx context.Context, op string, args, result any, progres
 			s.m.log.Info("request sent again on a new channel", "session", s.hash, "op", op, "err", err)
 			continue
 		}
-		if errors.Is(err, wire.ErrSilent) {
-			return fmt.Errorf("%w (%v: the container or the Podman service is frozen or overloaded)", ErrWorkspaceLost, err)
-		}
 		if errors.Is(err, wire.ErrClosed) {
-			return fmt.Errorf("%w (%v)", ErrWorkspaceLost, err)
+			var why string
+			if errors.Is(err, wire.ErrSilent) {
+				why = ": the container or the Podman service is frozen or overloaded"
+			}
+			return fmt.Errorf("%w (%v%s)", ErrWorkspaceLost, err, why)
 		}
 		return err
 	}
