@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"time"
 
 	"github.com/wink-mcp/wink-mcp/agent/wire"
 )
@@ -46,6 +47,23 @@ type Agent struct {
 
 	poolMu sync.Mutex
 	idle   []*supervisor // supervisors waiting for a command
+
+	// mutateMu serialises every change the file tools make (write, edit,
+	// rm, evaluate_python's writes): each reads, decides and renames with no
+	// other tool change in between, so no update is lost. lastSeq numbers
+	// the changes in the order they happened (see mutation).
+	mutateMu sync.Mutex
+	lastSeq  int64
+}
+
+// mutation takes the lock every tool change holds and returns the change's
+// sequence number, which orders it among all this workspace's changes, also
+// across agent restarts: it is a time in nanoseconds, strictly increasing.
+// The caller calls the returned function when done.
+func (a *Agent) mutation() (seq int64, done func()) {
+	a.mutateMu.Lock()
+	a.lastSeq = max(a.lastSeq+1, time.Now().UnixNano())
+	return a.lastSeq, a.mutateMu.Unlock
 }
 
 // New opens the workspace and returns an Agent. Close releases it.

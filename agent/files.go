@@ -74,25 +74,32 @@ func kindName(m fs.FileMode) string {
 
 // readText loads a regular file of at most wire.MaxFileBytes that is UTF-8 text.
 func (a *Agent) readText(p string) (string, *wire.Error) {
+	text, _, werr := a.readTextInfo(p)
+	return text, werr
+}
+
+// readTextInfo is readText that also describes the file it read, so that a
+// change can check the file is still that one before replacing it.
+func (a *Agent) readTextInfo(p string) (string, fs.FileInfo, *wire.Error) {
 	f, fi, werr := a.openRegular(p)
 	if werr != nil {
-		return "", werr
+		return "", nil, werr
 	}
 	defer f.Close()
 	if fi.Size() > wire.MaxFileBytes {
-		return "", wire.Errorf(wire.CodeInvalid, "%q is %d bytes; the file tools load files of up to %d bytes; use podman_shell (head, tail, sed -n) for larger ones", p, fi.Size(), wire.MaxFileBytes)
+		return "", nil, wire.Errorf(wire.CodeInvalid, "%q is %d bytes; the file tools load files of up to %d bytes; use podman_shell (head, tail, sed -n) for larger ones", p, fi.Size(), wire.MaxFileBytes)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, wire.MaxFileBytes+1))
 	if err != nil {
-		return "", pathError(p, err)
+		return "", nil, pathError(p, err)
 	}
 	if len(data) > wire.MaxFileBytes {
-		return "", wire.Errorf(wire.CodeInvalid, "%q grew past %d bytes while being read", p, wire.MaxFileBytes)
+		return "", nil, wire.Errorf(wire.CodeInvalid, "%q grew past %d bytes while being read", p, wire.MaxFileBytes)
 	}
 	if !utf8.Valid(data) {
-		return "", wire.Errorf(wire.CodeInvalid, "%q is not UTF-8 text (a binary file of %d bytes); inspect it with podman_shell, e.g. [\"base64\", %q] or [\"od\", \"-c\", %q]", p, len(data), p, p)
+		return "", nil, wire.Errorf(wire.CodeInvalid, "%q is not UTF-8 text (a binary file of %d bytes); inspect it with podman_shell, e.g. [\"base64\", %q] or [\"od\", \"-c\", %q]", p, len(data), p, p)
 	}
-	return string(data), nil
+	return string(data), fi, nil
 }
 
 // writable checks that p may be replaced by a write: it is missing or a
@@ -133,8 +140,10 @@ func (a *Agent) makeParents(p string) *wire.Error {
 
 // replaceFile writes data to p atomically: a temporary file in the same
 // directory, then a rename over p. On any failure p is left as it was and
-// the temporary file is removed.
-func (a *Agent) replaceFile(p string, data []byte, perm fs.FileMode) *wire.Error {
+// the temporary file is removed. With read set, p must still be the file
+// read describes (a command may have changed it since it was read); if it
+// is not, nothing is written and the error says so.
+func (a *Agent) replaceFile(p string, data []byte, perm fs.FileMode, read fs.FileInfo) *wire.Error {
 	var suffix [6]byte
 	_, _ = rand.Read(suffix[:])
 	dir, base := path.Split(p)
@@ -150,6 +159,12 @@ func (a *Agent) replaceFile(p string, data []byte, perm fs.FileMode) *wire.Error
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil && read != nil {
+		if werr := a.unchangedSince(p, read); werr != nil {
+			_ = a.root.Remove(tmp)
+			return werr
+		}
+	}
 	if err == nil {
 		err = a.root.Rename(tmp, p)
 	}
@@ -158,6 +173,17 @@ func (a *Agent) replaceFile(p string, data []byte, perm fs.FileMode) *wire.Error
 		return pathError(p, err)
 	}
 	return nil
+}
+
+// unchangedSince checks that p is still the file read describes: the same
+// inode, size and modification time. Tool changes are serialised, so only a
+// command can have changed it.
+func (a *Agent) unchangedSince(p string, read fs.FileInfo) *wire.Error {
+	now, err := a.root.Lstat(p)
+	if err == nil && os.SameFile(now, read) && now.Size() == read.Size() && now.ModTime().Equal(read.ModTime()) {
+		return nil
+	}
+	return wire.Errorf(wire.CodeConflict, "%q changed while it was being edited (a command wrote, replaced or removed it); nothing was written: read it again and redo the edit", p)
 }
 
 func truncate(s string, n int) string {
@@ -221,6 +247,8 @@ func (a *Agent) write(args wire.WriteArgs) (*wire.WriteResult, *wire.Error) {
 	if n := utf8.RuneCountInString(args.Content); n > wire.MaxFileChars {
 		return nil, wire.Errorf(wire.CodeInvalid, "content is %d characters; the limit is %d", n, wire.MaxFileChars)
 	}
+	seq, done := a.mutation()
+	defer done()
 	if werr := a.makeParents(args.Path); werr != nil {
 		return nil, werr
 	}
@@ -228,10 +256,10 @@ func (a *Agent) write(args wire.WriteArgs) (*wire.WriteResult, *wire.Error) {
 	if werr != nil {
 		return nil, werr
 	}
-	if werr := a.replaceFile(args.Path, []byte(args.Content), perm); werr != nil {
+	if werr := a.replaceFile(args.Path, []byte(args.Content), perm, nil); werr != nil {
 		return nil, werr
 	}
-	return &wire.WriteResult{Path: args.Path, SizeBytes: int64(len(args.Content)), Created: !exists}, nil
+	return &wire.WriteResult{Path: args.Path, SizeBytes: int64(len(args.Content)), Created: !exists, Seq: seq}, nil
 }
 
 // edit answers OpEdit.
@@ -242,6 +270,8 @@ func (a *Agent) edit(args wire.EditArgs) (*wire.EditResult, *wire.Error) {
 	case args.Old == args.New:
 		return nil, wire.Errorf(wire.CodeInvalid, "old_string and new_string are the same; nothing would change")
 	}
+	seq, done := a.mutation()
+	defer done()
 	perm, exists, werr := a.writable(args.Path)
 	if werr != nil {
 		return nil, werr
@@ -249,7 +279,7 @@ func (a *Agent) edit(args wire.EditArgs) (*wire.EditResult, *wire.Error) {
 	if !exists {
 		return nil, wire.Errorf(wire.CodeNotFound, "%q does not exist in /workspace; create it with write_file", args.Path)
 	}
-	text, werr := a.readText(args.Path)
+	text, read, werr := a.readTextInfo(args.Path)
 	if werr != nil {
 		return nil, werr
 	}
@@ -278,10 +308,10 @@ func (a *Agent) edit(args wire.EditArgs) (*wire.EditResult, *wire.Error) {
 	if c := utf8.RuneCountInString(updated); c > wire.MaxFileChars {
 		return nil, wire.Errorf(wire.CodeInvalid, "the edited %q would be %d characters; the limit is %d, so the file was left unchanged", args.Path, c, wire.MaxFileChars)
 	}
-	if werr := a.replaceFile(args.Path, []byte(updated), perm); werr != nil {
+	if werr := a.replaceFile(args.Path, []byte(updated), perm, read); werr != nil {
 		return nil, werr
 	}
-	return &wire.EditResult{Path: args.Path, Replacements: n, SizeBytes: int64(len(updated))}, nil
+	return &wire.EditResult{Path: args.Path, Replacements: n, SizeBytes: int64(len(updated)), Seq: seq}, nil
 }
 
 // toCRLF rewrites every line ending of s as "\r\n".
@@ -311,6 +341,8 @@ func (a *Agent) remove(p string) (*wire.RemoveResult, *wire.Error) {
 	if p == "" {
 		return nil, wire.Errorf(wire.CodeInvalid, "refusing to remove the workspace root; remove the entries inside it instead")
 	}
+	seq, done := a.mutation()
+	defer done()
 	fi, err := a.root.Lstat(p)
 	if err != nil {
 		return nil, pathError(p, err)
@@ -330,5 +362,5 @@ func (a *Agent) remove(p string) (*wire.RemoveResult, *wire.Error) {
 	if err != nil {
 		return nil, pathError(p, err)
 	}
-	return &wire.RemoveResult{Path: p, RemovedEntries: count}, nil
+	return &wire.RemoveResult{Path: p, RemovedEntries: count, Seq: seq}, nil
 }

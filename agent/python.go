@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"time"
@@ -116,6 +117,8 @@ func (a *Agent) applyWrite(w wire.PythonWrite, content string) wire.WriteOutcome
 	if w.Path == "" {
 		return fail("the path names the workspace root, not a file")
 	}
+	seq, done := a.mutation()
+	defer done()
 	if w.Mode == wire.WriteCreate {
 		if werr := a.makeParents(w.Path); werr != nil {
 			return fail("%s", werr.Message)
@@ -130,20 +133,21 @@ func (a *Agent) applyWrite(w wire.PythonWrite, content string) wire.WriteOutcome
 	case w.Mode != wire.WriteCreate && !exists:
 		return fail("%q does not exist; use mode create", w.Path)
 	}
+	var read fs.FileInfo
 	if w.Mode == wire.WriteAppend {
-		old, werr := a.readText(w.Path)
+		old, fi, werr := a.readTextInfo(w.Path)
 		if werr != nil {
 			return fail("%s", werr.Message)
 		}
-		content = old + content
+		content, read = old+content, fi
 	}
 	if n := utf8.RuneCountInString(content); n > wire.MaxFileChars {
 		return fail("the content would be %d characters; the limit is %d", n, wire.MaxFileChars)
 	}
-	if werr := a.replaceFile(w.Path, []byte(content), perm); werr != nil {
+	if werr := a.replaceFile(w.Path, []byte(content), perm, read); werr != nil {
 		return fail("%s", werr.Message)
 	}
-	o.Applied, o.SizeBytes = true, int64(len(content))
+	o.Applied, o.SizeBytes, o.Seq = true, int64(len(content)), seq
 	return o
 }
 

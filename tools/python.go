@@ -83,14 +83,23 @@ func (p *PythonParams) Validate() error {
 
 // PythonResult is evaluate_python's result.
 type PythonResult struct {
-	ValueRepr *string                  `json:"value_repr" jsonschema:"oneof_type=string;null" jsonschema_description:"repr() of the final expression's value; null when there is none."`
-	Stdout    string                   `json:"stdout" jsonschema_description:"Standard output, at most 4096 characters, ending with [truncated] when cut."`
-	Stderr    string                   `json:"stderr" jsonschema_description:"Standard error (tracebacks), at most 4096 characters."`
-	Globals   map[string]string        `json:"globals" jsonschema_description:"The variables after the run that JSON can encode, name to JSON; feed them back as globals."`
-	Reads     []workspace.FileRef      `json:"reads" jsonschema_description:"The files loaded, with their sizes."`
-	Writes    []workspace.WriteOutcome `json:"writes" jsonschema_description:"What became of each requested write: applied, or why not."`
-	Succeeded bool                     `json:"succeeded" jsonschema_description:"True when the code ran without an exception or a timeout."`
-	TimedOut  bool                     `json:"timed_out" jsonschema_description:"True when the code was killed after 5 seconds."`
+	ValueRepr *string              `json:"value_repr" jsonschema:"oneof_type=string;null" jsonschema_description:"repr() of the final expression's value; null when there is none."`
+	Stdout    string               `json:"stdout" jsonschema_description:"Standard output, at most 4096 characters, ending with [truncated] when cut."`
+	Stderr    string               `json:"stderr" jsonschema_description:"Standard error (tracebacks), at most 4096 characters."`
+	Globals   map[string]string    `json:"globals" jsonschema_description:"The variables after the run that JSON can encode, name to JSON; feed them back as globals."`
+	Reads     []workspace.FileRef  `json:"reads" jsonschema_description:"The files loaded, with their sizes."`
+	Writes    []PythonWriteOutcome `json:"writes" jsonschema_description:"What became of each requested write: applied, or why not."`
+	Succeeded bool                 `json:"succeeded" jsonschema_description:"True when the code ran without an exception or a timeout."`
+	TimedOut  bool                 `json:"timed_out" jsonschema_description:"True when the code was killed after 5 seconds."`
+}
+
+// PythonWriteOutcome is what became of one requested write.
+type PythonWriteOutcome struct {
+	Path      string `json:"path"`
+	Mode      string `json:"mode"`
+	SizeBytes int64  `json:"size_bytes"`
+	Applied   bool   `json:"applied"`
+	Error     string `json:"error,omitempty"`
 }
 
 // Text renders the value, the output and the writes.
@@ -143,9 +152,13 @@ func Python(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 				req.Writes = append(req.Writes, workspace.PythonWrite{Path: w.Path, Content: w.Content, Mode: w.Mode})
 			}
 			r, err := ws.Python(ctx, req)
+			writes := make([]PythonWriteOutcome, len(r.Writes))
+			for i, w := range r.Writes {
+				writes[i] = PythonWriteOutcome{Path: w.Path, Mode: w.Mode, SizeBytes: w.SizeBytes, Applied: w.Applied, Error: w.Error}
+			}
 			return PythonResult{
 				ValueRepr: r.ValueRepr, Stdout: r.Stdout, Stderr: r.Stderr, Globals: r.Globals,
-				Reads: r.Reads, Writes: r.Writes, Succeeded: r.Ok, TimedOut: r.TimedOut,
+				Reads: r.Reads, Writes: writes, Succeeded: r.Ok, TimedOut: r.TimedOut,
 			}, err
 		},
 	})

@@ -113,7 +113,7 @@ func (s *Session) WriteFile(ctx context.Context, path, content string) (FileWrit
 	if err != nil {
 		return FileWrite{}, err
 	}
-	return FileWrite{Path: r.Path, SizeBytes: r.SizeBytes, Created: r.Created, Version: s.wrote(ctx, r.Path, r.SizeBytes)}, nil
+	return FileWrite{Path: r.Path, SizeBytes: r.SizeBytes, Created: r.Created, Version: s.wrote(ctx, r.Path, r.SizeBytes, r.Seq)}, nil
 }
 
 // EditFile implements Workspace.
@@ -122,7 +122,7 @@ func (s *Session) EditFile(ctx context.Context, req EditRequest) (FileEdit, erro
 	if err != nil {
 		return FileEdit{}, err
 	}
-	return FileEdit{Path: r.Path, Replacements: r.Replacements, SizeBytes: r.SizeBytes, Version: s.wrote(ctx, r.Path, r.SizeBytes)}, nil
+	return FileEdit{Path: r.Path, Replacements: r.Replacements, SizeBytes: r.SizeBytes, Version: s.wrote(ctx, r.Path, r.SizeBytes, r.Seq)}, nil
 }
 
 // Glob implements Workspace.
@@ -139,7 +139,7 @@ func (s *Session) Grep(ctx context.Context, req GrepRequest) (GrepResult, error)
 func (s *Session) Remove(ctx context.Context, path string) (RemoveResult, error) {
 	r, err := call[RemoveResult](ctx, s, wire.OpRemove, wire.PathArgs{Path: path})
 	if err == nil {
-		s.m.changed(ctx, s.id, s.touched.removed(r.Path)...)
+		s.m.changed(ctx, s.id, s.touched.removed(r.Path, r.Seq)...)
 	}
 	return r, err
 }
@@ -158,7 +158,7 @@ func (s *Session) Python(ctx context.Context, req PythonRequest) (PythonResult, 
 	}
 	for _, w := range r.Writes {
 		if w.Applied {
-			s.wrote(ctx, w.Path, w.SizeBytes)
+			s.wrote(ctx, w.Path, w.SizeBytes, w.Seq)
 		}
 	}
 	return r, err
@@ -170,10 +170,10 @@ func (s *Session) ReadWhole(ctx context.Context, path string) (string, error) {
 	return r.Content, err
 }
 
-// wrote records a write in the snapshot, tells the change listener, and
-// returns the file's new version.
-func (s *Session) wrote(ctx context.Context, path string, size int64) int {
-	v := s.touched.wrote(path, size)
+// wrote records a write (the agent's change seq) in the snapshot, tells the
+// change listener, and returns the file's new version.
+func (s *Session) wrote(ctx context.Context, path string, size, seq int64) int {
+	v := s.touched.wrote(path, size, seq)
 	s.m.changed(ctx, s.id, path)
 	return v
 }

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	pathpkg "path"
 	"slices"
 	"strings"
 	"sync"
@@ -18,46 +19,66 @@ type TouchedFile struct {
 	Deleted   bool      `json:"deleted"`
 }
 
-// snapshot records the files a session's tools touched. It is safe for concurrent use.
+// snapshot records the files a session's tools touched. It is safe for
+// concurrent use. Concurrent calls answer in any order, so each change
+// carries the agent's sequence number, and a file's state is that of the
+// latest change by sequence, not by arrival.
 type snapshot struct {
 	mu    sync.Mutex
-	files map[string]*TouchedFile
+	files map[string]*touched
 }
 
-// wrote records a write or edit of path and returns the file's new version.
-func (s *snapshot) wrote(path string, size int64) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now().UTC()
+// touched is a TouchedFile and the sequence of the change that set its state.
+type touched struct {
+	TouchedFile
+	seq int64
+}
+
+// entry returns the record of path, creating it.
+func (s *snapshot) entry(path string, now time.Time) *touched {
 	if s.files == nil {
-		s.files = map[string]*TouchedFile{}
+		s.files = map[string]*touched{}
 	}
 	f, ok := s.files[path]
 	if !ok {
-		f = &TouchedFile{Path: path, Created: now}
+		f = &touched{TouchedFile: TouchedFile{Path: path, Created: now}}
 		s.files[path] = f
 	}
-	f.SizeBytes, f.Deleted, f.Updated = size, false, now
+	return f
+}
+
+// wrote records a write or edit of path, the agent's change seq, and
+// returns the file's new version.
+func (s *snapshot) wrote(path string, size, seq int64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now().UTC()
+	f := s.entry(path, now)
+	if seq >= f.seq {
+		f.SizeBytes, f.Deleted, f.Updated, f.seq = size, false, now, seq
+		// A later removal of a directory above it, answered first, undid it.
+		for dir := pathpkg.Dir(path); dir != "."; dir = pathpkg.Dir(dir) {
+			if d, ok := s.files[dir]; ok && d.Deleted && d.seq > f.seq {
+				f.SizeBytes, f.Deleted, f.seq = 0, true, d.seq
+			}
+		}
+	}
 	f.Version++
 	return f.Version
 }
 
-// removed records the removal of path and of everything under it, and
-// returns the touched paths it affected, path included, sorted.
-func (s *snapshot) removed(path string) []string {
+// removed records the removal of path and of everything under it, the
+// agent's change seq, and returns the touched paths it affected, path
+// included, sorted.
+func (s *snapshot) removed(path string, seq int64) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now().UTC()
-	if s.files == nil {
-		s.files = map[string]*TouchedFile{}
-	}
-	if _, ok := s.files[path]; !ok {
-		s.files[path] = &TouchedFile{Path: path, Created: now}
-	}
+	s.entry(path, now)
 	var affected []string
 	for p, f := range s.files {
-		if p == path || strings.HasPrefix(p, path+"/") {
-			f.Deleted, f.SizeBytes, f.Updated = true, 0, now
+		if (p == path || strings.HasPrefix(p, path+"/")) && seq >= f.seq {
+			f.Deleted, f.SizeBytes, f.Updated, f.seq = true, 0, now, seq
 			affected = append(affected, p)
 		}
 	}
@@ -71,7 +92,7 @@ func (s *snapshot) list() []TouchedFile {
 	defer s.mu.Unlock()
 	out := make([]TouchedFile, 0, len(s.files))
 	for _, f := range s.files {
-		out = append(out, *f)
+		out = append(out, f.TouchedFile)
 	}
 	slices.SortFunc(out, func(a, b TouchedFile) int { return strings.Compare(a.Path, b.Path) })
 	return out

@@ -102,6 +102,8 @@ type WriteResult struct {
 	Path      string `json:"path"`
 	SizeBytes int64  `json:"size_bytes"`
 	Created   bool   `json:"created"`
+	// Seq orders this change among all the workspace's tool changes.
+	Seq int64 `json:"seq"`
 }
 
 // EditArgs are the arguments of OpEdit.
@@ -117,6 +119,8 @@ type EditResult struct {
 	Path         string `json:"path"`
 	Replacements int    `json:"replacements"`
 	SizeBytes    int64  `json:"size_bytes"`
+	// Seq is as in WriteResult.
+	Seq int64 `json:"seq"`
 }
 
 // GlobArgs are the arguments of OpGlob.
@@ -165,6 +169,8 @@ type GrepResult struct {
 type RemoveResult struct {
 	Path           string `json:"path"`
 	RemovedEntries int    `json:"removed_entries"`
+	// Seq is as in WriteResult.
+	Seq int64 `json:"seq"`
 }
 
 // Write modes of PythonWrite.
@@ -208,6 +214,8 @@ type WriteOutcome struct {
 	SizeBytes int64  `json:"size_bytes"`
 	Applied   bool   `json:"applied"`
 	Error     string `json:"error,omitempty"`
+	// Seq is as in WriteResult, when Applied.
+	Seq int64 `json:"seq,omitempty"`
 }
 
 // PythonResult answers OpPython.

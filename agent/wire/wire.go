@@ -42,6 +42,9 @@ const (
 	CodeCancelled = "cancelled"
 	// CodeInternal means the agent failed in a way the caller cannot fix.
 	CodeInternal = "internal"
+	// CodeConflict means a file changed (by a command) between being read
+	// and being replaced, so the change was not made.
+	CodeConflict = "conflict"
 )
 
 // Request is one call from the server to the agent. IDs are chosen by the
