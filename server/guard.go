@@ -84,10 +84,19 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		id = r.URL.Query().Get("sessionId")
 	}
 	switch {
-	case id != "" && !g.store.owns(id, principal):
-		refuse(http.StatusNotFound, "session", "unknown session: it never existed, has ended, or belongs to another client; initialize a new one")
+	case id != "":
+		end, ok := g.store.begin(id, principal)
+		if !ok {
+			refuse(http.StatusNotFound, "session", "unknown session: it never existed, has ended, or belongs to another client; initialize a new one")
+			return
+		}
+		defer end()
+	case r.URL.Path == streamablePath && r.Method != http.MethodPost:
+		// Only initialize may come without a session; a GET stream or a
+		// DELETE without one would otherwise make a session nobody ends.
+		refuse(http.StatusBadRequest, "no session", "bad request: "+r.Method+" needs the Mcp-Session-Id header of a session; start one with an initialize POST")
 		return
-	case id == "" && opensSession(r) && g.store.count() >= g.maxSessions:
+	case opensSession(r) && g.store.count() >= g.maxSessions:
 		refuse(http.StatusServiceUnavailable, "session cap", "too many sessions: this server serves at most "+strconv.Itoa(g.maxSessions)+" at once; end one (DELETE) or raise --max-sessions")
 		return
 	}
@@ -98,7 +107,9 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // opensSession reports whether a request without a session id starts one:
-// a streamable HTTP POST (initialize) or an SSE stream.
+// a streamable HTTP POST (initialize) or an SSE stream. These are the only
+// routes that make sessions, so the cap is checked here and counted in the
+// session store, whatever the route.
 func opensSession(r *http.Request) bool {
 	return r.Method == http.MethodPost && r.URL.Path == streamablePath || r.Method == http.MethodGet && r.URL.Path == ssePath
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -34,8 +35,7 @@ const (
 	DefaultMaxSessions  = 64
 	DefaultMaxBodyBytes = 4 << 20
 	DefaultDrainTimeout = 30 * time.Second
-	// bodyReadTimeout bounds the upload of one request body.
-	bodyReadTimeout = 30 * time.Second
+	DefaultBodyTimeout  = 30 * time.Second
 )
 
 // HTTPConfig configures the SSE and streamable HTTP transports.
@@ -55,11 +55,13 @@ type HTTPConfig struct {
 	MaxBodyBytes int64
 	// DrainTimeout bounds how long shutdown waits for tool calls in flight.
 	DrainTimeout time.Duration
+	// BodyTimeout bounds how long a request body may take to arrive; 0 means DefaultBodyTimeout.
+	BodyTimeout time.Duration
 }
 
 // DefaultHTTPConfig returns the defaults: loopback only, no token.
 func DefaultHTTPConfig() HTTPConfig {
-	return HTTPConfig{Addr: DefaultAddr, MaxSessions: DefaultMaxSessions, MaxBodyBytes: DefaultMaxBodyBytes, DrainTimeout: DefaultDrainTimeout}
+	return HTTPConfig{Addr: DefaultAddr, MaxSessions: DefaultMaxSessions, MaxBodyBytes: DefaultMaxBodyBytes, DrainTimeout: DefaultDrainTimeout, BodyTimeout: DefaultBodyTimeout}
 }
 
 // Validate refuses settings that would expose the server unsafely.
@@ -80,6 +82,9 @@ func (c HTTPConfig) Validate() error {
 	if c.MaxSessions < 1 || c.MaxBodyBytes < 64<<10 || c.DrainTimeout < 0 {
 		return fmt.Errorf("max sessions %d must be at least 1, max body %d at least 64 KiB", c.MaxSessions, c.MaxBodyBytes)
 	}
+	if c.BodyTimeout < 0 {
+		return fmt.Errorf("body timeout %s must not be negative", c.BodyTimeout)
+	}
 	return nil
 }
 
@@ -89,7 +94,7 @@ func (c HTTPConfig) Validate() error {
 // timeout, and closes every connection, which cancels what is still running.
 func (s *Server) ServeHTTP(ctx context.Context, transport string) error {
 	cfg := s.cfg.HTTP
-	handler, closeTransport, err := s.transportHandler(transport)
+	handler, closeTransport, err := s.transportHandler(ctx, transport)
 	if err != nil {
 		return err
 	}
@@ -99,7 +104,7 @@ func (s *Server) ServeHTTP(ctx context.Context, transport string) error {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
 	srv := &http.Server{
-		Handler:           newGuard(cfg, s.sessions, s.log, bodyDeadline(handler)),
+		Handler:           bodyDeadline(cfg.BodyTimeout, newGuard(cfg, s.sessions, s.log, handler)),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
@@ -128,8 +133,9 @@ func (s *Server) ServeHTTP(ctx context.Context, transport string) error {
 	return srv.Close() // cut streams and whatever still runs
 }
 
-// transportHandler builds the mcp-go transport for transport.
-func (s *Server) transportHandler(transport string) (http.Handler, func(), error) {
+// transportHandler builds the mcp-go transport for transport; streamable
+// HTTP sessions are expired when idle until ctx is done.
+func (s *Server) transportHandler(ctx context.Context, transport string) (http.Handler, func(), error) {
 	// mcp-go's transports log session ids at info level; ours never do.
 	quiet := slog.New(minLevel{Handler: s.log.Handler(), min: slog.LevelWarn})
 	switch transport {
@@ -137,7 +143,8 @@ func (s *Server) transportHandler(transport string) (http.Handler, func(), error
 		h := mcpserver.NewStreamableHTTPServer(s.mcp,
 			mcpserver.WithEndpointPath(streamablePath),
 			mcpserver.WithSessionIdManagerResolver(sessionIDResolver{s.sessions}),
-			mcpserver.WithSessionIdleTTL(s.cfg.Workspace.IdleTimeout),
+			// Not mcp-go's idle TTL, which counts from a request's start and so
+			// ends a session in the middle of a long call: see expireIdle.
 			// The 2026-07-28 revision has no sessions, so no session to give a container to.
 			mcpserver.WithStreamableHTTPProtocolVersions(mcp.LegacyProtocolVersions()...),
 			mcpserver.WithStreamableHTTPLogger(quiet),
@@ -147,6 +154,7 @@ func (s *Server) transportHandler(transport string) (http.Handler, func(), error
 		)
 		mux := http.NewServeMux()
 		mux.Handle(streamablePath, h)
+		go s.expireIdle(ctx, h)
 		return mux, func() { _ = h.Shutdown(context.Background()) }, nil
 	case TransportSSE:
 		h := mcpserver.NewSSEServer(s.mcp,
@@ -179,32 +187,80 @@ func (r sessionIDResolver) ResolveSessionIdManager(req *http.Request) mcpserver.
 	return sessionIDs{store: r.store, principal: principalFrom(req.Context())}
 }
 
-// bodyDeadline gives a request body bodyReadTimeout to arrive, against
-// clients that send it byte by byte, and lifts the deadline once it has, so
-// a long tool call on the same request is not cut.
-func bodyDeadline(next http.Handler) http.Handler {
+// expireIdle ends the streamable HTTP sessions that have had no request in
+// flight and none for the idle timeout, as a client's DELETE would, until
+// ctx is done. A session serving a request, a long tool call or an open
+// event stream, is never idle.
+func (s *Server) expireIdle(ctx context.Context, transport http.Handler) {
+	idle := s.cfg.Workspace.IdleTimeout
+	if idle <= 0 {
+		return
+	}
+	tick := time.NewTicker(min(max(idle/4, 100*time.Millisecond), 10*time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, id := range s.sessions.idle(idle) {
+			s.log.Info("http session expired", "session", s.mgr.SessionHash(id), "idle_timeout", idle.String())
+			end, err := http.NewRequestWithContext(ctx, http.MethodDelete, "http://localhost"+streamablePath, nil)
+			if err != nil {
+				return
+			}
+			end.RemoteAddr = "127.0.0.1:0"
+			end.Header.Set(mcpserver.HeaderKeySessionID, id)
+			transport.ServeHTTP(discardResponse{header: http.Header{}}, end)
+		}
+	}
+}
+
+// discardResponse is a ResponseWriter that drops what it is given.
+type discardResponse struct{ header http.Header }
+
+func (d discardResponse) Header() http.Header       { return d.header }
+func (discardResponse) Write(p []byte) (int, error) { return len(p), nil }
+func (discardResponse) WriteHeader(int)             {}
+
+// bodyDeadline gives a request body timeout to arrive, against clients
+// that declare a body and send it slowly or not at all, and lifts the
+// deadline once all of it has arrived, so a long tool call on the same
+// request is not cut. A body that misses the deadline fails the request and
+// closes the connection.
+func bodyDeadline(timeout time.Duration, next http.Handler) http.Handler {
+	if timeout == 0 {
+		timeout = DefaultBodyTimeout
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.Body != nil {
+		if r.ContentLength != 0 { // -1: chunked, length unknown
 			rc := http.NewResponseController(w)
-			_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
-			r.Body = &liftOnEOF{ReadCloser: r.Body, lift: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+			_ = rc.SetReadDeadline(time.Now().Add(timeout))
+			r.Body = &liftOnEOF{ReadCloser: r.Body, timeout: timeout, lift: func() { _ = rc.SetReadDeadline(time.Time{}) }}
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// liftOnEOF calls lift once when the body has been read to its end.
+// liftOnEOF calls lift once the body has been read to its end. Any other
+// error leaves the deadline in place: net/http then cannot wait for the
+// rest of the body after the handler and closes the connection.
 type liftOnEOF struct {
 	io.ReadCloser
-	lift func()
-	done bool
+	timeout time.Duration
+	lift    func()
+	done    bool
 }
 
 func (b *liftOnEOF) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err != nil && !b.done {
+	switch {
+	case errors.Is(err, io.EOF) && !b.done:
 		b.done = true
 		b.lift()
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		err = fmt.Errorf("the request body did not arrive within %s (--body-timeout): %w", b.timeout, err)
 	}
 	return n, err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"sync"
+	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 )
@@ -14,16 +15,33 @@ import (
 // so nothing can be learnt by probing.
 var errUnknownSession = errors.New("unknown session")
 
-// sessionStore records the HTTP sessions this server issued and the
-// principal (a digest of the bearer token, or "" without one) each belongs
-// to. It is safe for concurrent use.
+// unconfirmedTTL is how long a session that no request followed since its
+// initialize is kept: a client that initializes and never comes back must
+// not hold one of the --max-sessions slots for the whole idle timeout.
+const unconfirmedTTL = time.Minute
+
+// sessionStore records the HTTP sessions this server issued, the principal
+// (a digest of the bearer token, or "" without one) each belongs to, and
+// its activity. It is the one place sessions are counted against the cap.
+// It is safe for concurrent use.
 type sessionStore struct {
 	mu       sync.Mutex
-	sessions map[string]string // id -> principal
+	sessions map[string]*sessionState
+	now      func() time.Time
+}
+
+// sessionState is one session's owner and activity.
+type sessionState struct {
+	principal string
+	// inflight counts its requests being served; a session with one is never idle.
+	inflight int
+	// requests counts the requests that named it; 0 until the client comes back after initialize.
+	requests int
+	last     time.Time // when a request of it last began or ended
 }
 
 func newSessionStore() *sessionStore {
-	return &sessionStore{sessions: map[string]string{}}
+	return &sessionStore{sessions: map[string]*sessionState{}, now: time.Now}
 }
 
 // newID returns an unguessable session id (256 bits from crypto/rand).
@@ -36,7 +54,7 @@ func newID() string {
 // add records a session.
 func (st *sessionStore) add(id, principal string) {
 	st.mu.Lock()
-	st.sessions[id] = principal
+	st.sessions[id] = &sessionState{principal: principal, last: st.now()}
 	st.mu.Unlock()
 }
 
@@ -44,8 +62,28 @@ func (st *sessionStore) add(id, principal string) {
 func (st *sessionStore) owns(id, principal string) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	owner, ok := st.sessions[id]
-	return ok && owner == principal
+	s, ok := st.sessions[id]
+	return ok && s.principal == principal
+}
+
+// begin records that a request of session id is being served, if it is a
+// live session of principal, and returns the function that records its end.
+func (st *sessionStore) begin(id, principal string) (end func(), ok bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s, ok := st.sessions[id]
+	if !ok || s.principal != principal {
+		return nil, false
+	}
+	s.inflight++
+	s.requests++
+	s.last = st.now()
+	return func() {
+		st.mu.Lock()
+		s.inflight--
+		s.last = st.now()
+		st.mu.Unlock()
+	}, true
 }
 
 // remove forgets a session.
@@ -60,6 +98,25 @@ func (st *sessionStore) count() int {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return len(st.sessions)
+}
+
+// idle lists the sessions with no request in flight and none for idle (or
+// for unconfirmedTTL, when no request followed the initialize).
+func (st *sessionStore) idle(idle time.Duration) []string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	now := st.now()
+	var out []string
+	for id, s := range st.sessions {
+		ttl := idle
+		if s.requests == 0 {
+			ttl = min(idle, unconfirmedTTL)
+		}
+		if s.inflight == 0 && now.Sub(s.last) >= ttl {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // sessionIDs hands streamable HTTP session ids out of a sessionStore: each

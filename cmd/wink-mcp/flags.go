@@ -77,6 +77,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.int(&h.MaxSessions, "max-sessions", "sessions served at once over HTTP", "WINK_MAX_SESSIONS")
 	b.bytes(&h.MaxBodyBytes, "max-body", "largest HTTP request body", "WINK_MAX_BODY")
 	b.duration(&h.DrainTimeout, "drain-timeout", "on SIGTERM, how long tool calls in flight may finish", "WINK_DRAIN_TIMEOUT")
+	b.duration(&h.BodyTimeout, "body-timeout", "how long an HTTP request body may take to arrive", "WINK_BODY_TIMEOUT")
 	b.str(&logs.level, "log-level", "debug, info, warn or error", "WINK_LOG_LEVEL")
 	b.str(&logs.format, "log-format", "text or json (logs always go to stderr)", "WINK_LOG_FORMAT")
 	if err := errors.Join(b.errs...); err != nil {
