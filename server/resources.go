@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strings"
 	"sync"
@@ -78,30 +79,83 @@ func (s *Server) registerResources() {
 		})
 }
 
-// subscriptions records which resource URIs each session subscribed to. It
-// is safe for concurrent use.
+// MaxSubscriptions caps the resources one session may subscribe to.
+const MaxSubscriptions = 512
+
+// subscriptions records which resource URIs each session subscribed to,
+// keyed by their canonical form (see canonicalURI) and holding the form the
+// client used, which its notifications carry. It is safe for concurrent use.
 type subscriptions struct {
 	mu        sync.Mutex
-	bySession map[string]map[string]bool
+	bySession map[string]map[string]string
 }
 
 func newSubscriptions() *subscriptions {
-	return &subscriptions{bySession: map[string]map[string]bool{}}
+	return &subscriptions{bySession: map[string]map[string]string{}}
 }
 
-func (s *subscriptions) add(session, uri string) {
+// canonicalURI checks that uri is one of this server's resources (the
+// snapshot, or a workspace file with a valid path) and returns its
+// canonical form, so "%2F" and "/" name one subscription.
+func canonicalURI(uri string) (string, error) {
+	if uri == SnapshotURI {
+		return uri, nil
+	}
+	rest, ok := strings.CutPrefix(uri, filesURIPrefix)
+	if !ok {
+		return "", fmt.Errorf("uri: %q is not a resource of this server; subscribe to %s or to %s", truncateURI(uri), SnapshotURI, FilesURITemplate)
+	}
+	raw, err := url.PathUnescape(rest)
+	if err != nil {
+		return "", fmt.Errorf("uri: %q has a bad %%-escape: %w", truncateURI(uri), err)
+	}
+	path, err := workspace.CleanPath(raw)
+	if err != nil {
+		return "", fmt.Errorf("uri: the path of %q: %w", truncateURI(uri), err)
+	}
+	if path == "" {
+		return "", fmt.Errorf("uri: %q names no file; subscribe to a file under /workspace, or to %s for every change", truncateURI(uri), SnapshotURI)
+	}
+	return fileURI(path), nil
+}
+
+// truncateURI keeps a URI short enough to quote in an error.
+func truncateURI(uri string) string {
+	if len(uri) > 120 {
+		return uri[:120] + "..."
+	}
+	return uri
+}
+
+// subscribe records a subscription after checking the URI and the
+// session's cap; a refused one changes nothing.
+func (s *subscriptions) subscribe(session, uri string) error {
+	key, err := canonicalURI(uri)
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.bySession[session] == nil {
-		s.bySession[session] = map[string]bool{}
+	subs := s.bySession[session]
+	if subs == nil {
+		subs = map[string]string{}
+		s.bySession[session] = subs
 	}
-	s.bySession[session][uri] = true
+	if _, dup := subs[key]; !dup && len(subs) >= MaxSubscriptions {
+		return fmt.Errorf("uri: this session already has %d subscriptions, the most one may have; unsubscribe from some, or subscribe to %s, which hears about every change", MaxSubscriptions, SnapshotURI)
+	}
+	subs[key] = uri
+	return nil
 }
 
 func (s *subscriptions) remove(session, uri string) {
+	key, err := canonicalURI(uri)
+	if err != nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.bySession[session], uri)
+	delete(s.bySession[session], key)
 }
 
 func (s *subscriptions) drop(session string) {
@@ -110,19 +164,20 @@ func (s *subscriptions) drop(session string) {
 	delete(s.bySession, session)
 }
 
-// affected returns the session's subscribed URIs that changed paths touch:
-// the snapshot, each path's file, and the files under a removed directory.
+// affected returns the session's subscribed URIs, as it subscribed to
+// them, that changed paths touch: the snapshot, each path's file, and the
+// files under a removed directory.
 func (s *subscriptions) affected(session string, paths []string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
-	for uri := range s.bySession[session] {
-		if uri == SnapshotURI {
+	for key, uri := range s.bySession[session] {
+		if key == SnapshotURI {
 			out = append(out, uri)
 			continue
 		}
 		for _, p := range paths {
-			if uri == fileURI(p) || strings.HasPrefix(uri, fileURI(p)+"/") {
+			if key == fileURI(p) || strings.HasPrefix(key, fileURI(p)+"/") {
 				out = append(out, uri)
 				break
 			}
@@ -132,13 +187,31 @@ func (s *subscriptions) affected(session string, paths []string) []string {
 }
 
 // trackSubscriptions keeps the subscription store in step with the clients'
-// subscribe and unsubscribe requests.
+// subscribe and unsubscribe requests. A subscribe is checked and recorded
+// before mcp-go acknowledges it, so a refused one gets an error, not a
+// silent success.
 func (s *Server) trackSubscriptions(hooks *mcpserver.Hooks) {
-	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
-		if session := mcpserver.ClientSessionFromContext(ctx); session != nil {
-			s.subs.add(session.SessionID(), req.Params.URI)
-			s.log.Debug("resource subscribed", "session", s.mgr.SessionHash(session.SessionID()), "uri", req.Params.URI)
+	hooks.AddOnRequestInitialization(func(ctx context.Context, _ any, message any) error {
+		raw, ok := message.(json.RawMessage)
+		if !ok {
+			return nil
 		}
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				URI string `json:"uri"`
+			} `json:"params"`
+		}
+		session := mcpserver.ClientSessionFromContext(ctx)
+		if json.Unmarshal(raw, &m) != nil || m.Method != string(mcp.MethodResourcesSubscribe) || session == nil {
+			return nil
+		}
+		if err := s.subs.subscribe(session.SessionID(), m.Params.URI); err != nil {
+			s.log.Info("resource subscription refused", "session", s.mgr.SessionHash(session.SessionID()), "err", err)
+			return err
+		}
+		s.log.Debug("resource subscribed", "session", s.mgr.SessionHash(session.SessionID()), "uri", truncateURI(m.Params.URI))
+		return nil
 	})
 	hooks.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
 		if session := mcpserver.ClientSessionFromContext(ctx); session != nil {
