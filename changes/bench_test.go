@@ -53,7 +53,7 @@ func BenchmarkChanges(b *testing.B) {
 		name string
 		open func() (*Folder, error)
 	}{
-		{"overlay", func() (*Folder, error) { return OpenOverlay(lower, upper) }},
+		{"overlay", func() (*Folder, error) { return OpenOverlay(lower, upper, KernelMarkers) }},
 		{"copy-baseline", func() (*Folder, error) { return OpenCopy(lower, ws, "proj") }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

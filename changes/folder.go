@@ -20,8 +20,9 @@ type Folder struct {
 }
 
 // OpenOverlay opens the folder of an overlay mount: hostDir is its lower
-// directory, upperDir the directory that collected the session's changes.
-func OpenOverlay(hostDir, upperDir string) (*Folder, error) {
+// directory, upperDir the directory that collected the session's changes,
+// and markers the driver that made it.
+func OpenOverlay(hostDir, upperDir string, markers Markers) (*Folder, error) {
 	lower, err := openDir(hostDir)
 	if err != nil {
 		return nil, fmt.Errorf("opening the host folder: %w", err)
@@ -31,7 +32,7 @@ func OpenOverlay(hostDir, upperDir string) (*Folder, error) {
 		lower.close()
 		return nil, fmt.Errorf("opening the session's changes: %w", err)
 	}
-	merged := &overlayTree{lower: lower, upper: upper}
+	merged := &overlayTree{lower: lower, upper: upper, markers: markers, attrs: markers.attrs()}
 	return &Folder{base: lower, current: merged, candidates: merged.changedNames, closers: []*dirTree{lower, upper}}, nil
 }
 

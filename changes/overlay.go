@@ -14,14 +14,57 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Overlay metadata, as the kernel writes it (trusted.* as root, user.* with
-// the userxattr option that rootless Podman uses) and as fuse-overlayfs
-// writes it when it cannot make whiteout devices.
-var (
-	opaqueAttrs   = []string{"trusted.overlay.opaque", "user.overlay.opaque"}
-	redirectAttrs = []string{"trusted.overlay.redirect", "user.overlay.redirect"}
-	metacopyAttrs = []string{"trusted.overlay.metacopy", "user.overlay.metacopy"}
+// Markers names the overlay driver that made an upper directory, which
+// decides what in it is the overlay's metadata rather than the session's
+// files. Anything else is data, whatever its name or attributes: a model can
+// create a file called ".wh.README.md" or set a user.overlay.opaque
+// attribute, and neither may read as a deletion.
+type Markers string
+
+// Overlay drivers.
+const (
+	// KernelMarkers is the kernel's overlayfs as root (rootful Podman):
+	// whiteouts are 0/0 character devices; opaque directories, redirects and
+	// metadata-only copies are trusted.overlay.* attributes, which an
+	// unprivileged process cannot set.
+	KernelMarkers Markers = "kernel"
+	// UserxattrMarkers is the kernel's overlayfs mounted with userxattr
+	// (rootless Podman): the same, with user.overlay.* attributes, which the
+	// kernel refuses to set through the mount.
+	UserxattrMarkers Markers = "userxattr"
+	// FuseMarkers is fuse-overlayfs: whiteouts are 0/0 character devices or,
+	// where it cannot make those, ".wh." files; opaque directories are marked
+	// by an attribute or a ".wh..wh..opq" file.
+	FuseMarkers Markers = "fuse-overlayfs"
 )
+
+// attrs are the extended attributes a driver uses, by role.
+type attrs struct{ opaque, redirect, metacopy []string }
+
+func (m Markers) attrs() attrs {
+	switch m {
+	case UserxattrMarkers:
+		return attrs{opaque: []string{"user.overlay.opaque"}, redirect: []string{"user.overlay.redirect"}, metacopy: []string{"user.overlay.metacopy"}}
+	case FuseMarkers:
+		return attrs{opaque: []string{"trusted.overlay.opaque", "user.fuseoverlayfs.opaque", "user.overlay.opaque"}}
+	}
+	return attrs{opaque: []string{"trusted.overlay.opaque"}, redirect: []string{"trusted.overlay.redirect"}, metacopy: []string{"trusted.overlay.metacopy"}}
+}
+
+// whiteoutFiles reports whether the driver writes ".wh." files.
+func (m Markers) whiteoutFiles() bool { return m == FuseMarkers }
+
+// ParseMarkers returns the driver a manifest names; "" is the kernel's,
+// what rootful Podman uses.
+func ParseMarkers(s string) (Markers, error) {
+	switch m := Markers(s); m {
+	case "":
+		return KernelMarkers, nil
+	case KernelMarkers, UserxattrMarkers, FuseMarkers:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown overlay driver %q (want %s, %s or %s)", s, KernelMarkers, UserxattrMarkers, FuseMarkers)
+}
 
 const (
 	whiteoutPrefix = ".wh."
@@ -33,6 +76,8 @@ const (
 // the session changed), so it can be read after the container is gone.
 type overlayTree struct {
 	lower, upper *dirTree
+	markers      Markers
+	attrs        attrs
 }
 
 // place is where the entry at a merged path comes from.
@@ -74,13 +119,13 @@ func (o *overlayTree) locate(rel string) (place, error) {
 					return place{}, nil
 				}
 				p.inLower = false
-				meta, err := o.upperAttr(upperRel, metacopyAttrs)
+				meta, err := o.upperAttr(upperRel, o.attrs.metacopy)
 				if err != nil || meta == nil {
 					return p, err
 				}
 				// A metadata-only copy: the data is still the lower file's.
 				p.inLower, p.lowerRel = true, join(p.lowerRel, part)
-				redirect, err := o.upperAttr(upperRel, redirectAttrs)
+				redirect, err := o.upperAttr(upperRel, o.attrs.redirect)
 				if redirect != nil {
 					p.lowerRel = redirectTarget(p.lowerRel, *redirect)
 				}
@@ -90,7 +135,7 @@ func (o *overlayTree) locate(rel string) (place, error) {
 				if err != nil {
 					return place{}, err
 				}
-				redirect, err := o.upperAttr(upperRel, redirectAttrs)
+				redirect, err := o.upperAttr(upperRel, o.attrs.redirect)
 				if err != nil {
 					return place{}, err
 				}
@@ -148,7 +193,7 @@ func (o *overlayTree) names(rel string) ([]string, error) {
 	var out []string
 	for _, n := range upper {
 		seen[n] = true
-		if hidden := strings.HasPrefix(n, whiteoutPrefix); hidden {
+		if o.markers.whiteoutFiles() && strings.HasPrefix(n, whiteoutPrefix) {
 			seen[strings.TrimPrefix(n, whiteoutPrefix)] = true
 			continue
 		}
@@ -177,10 +222,13 @@ func (o *overlayTree) changedNames(rel string) ([]string, error) {
 	}
 	all := map[string]bool{}
 	for _, n := range upper {
-		if n == opaqueMarker {
-			continue
+		if o.markers.whiteoutFiles() {
+			if n == opaqueMarker {
+				continue
+			}
+			n = strings.TrimPrefix(n, whiteoutPrefix)
 		}
-		all[strings.TrimPrefix(n, whiteoutPrefix)] = true
+		all[n] = true
 	}
 	if p.inUpper && (!p.inLower || p.lowerRel != rel) {
 		// Opaque or redirected: the lower directory at rel is not what shows.
@@ -253,6 +301,9 @@ func (o *overlayTree) source(rel string) (*dirTree, string, error) {
 
 // whitedOut reports whether fuse-overlayfs left a ".wh." file hiding name in dir.
 func (o *overlayTree) whitedOut(dir, name string) (bool, error) {
+	if !o.markers.whiteoutFiles() {
+		return false, nil
+	}
 	_, err := o.upper.lstat(join(dir, whiteoutPrefix+name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -261,9 +312,12 @@ func (o *overlayTree) whitedOut(dir, name string) (bool, error) {
 }
 
 func (o *overlayTree) isOpaque(rel string) (bool, error) {
-	v, err := o.upperAttr(rel, opaqueAttrs)
+	v, err := o.upperAttr(rel, o.attrs.opaque)
 	if err != nil || (v != nil && *v == "y") {
-		return v != nil, err
+		return v != nil && *v == "y", err
+	}
+	if !o.markers.whiteoutFiles() {
+		return false, nil
 	}
 	_, err = o.upper.lstat(join(rel, opaqueMarker))
 	if errors.Is(err, fs.ErrNotExist) {

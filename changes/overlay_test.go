@@ -12,7 +12,7 @@ import (
 // mountOverlay mounts a kernel overlay of lower with upper at a new
 // directory, which it returns; the mount is undone at cleanup. It needs
 // root, which CI has; elsewhere the test is skipped.
-func mountOverlay(t *testing.T, lower, upper string) string {
+func mountOverlay(t *testing.T, lower, upper string, options ...string) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
@@ -22,6 +22,9 @@ func mountOverlay(t *testing.T, lower, upper string) string {
 	}
 	work, merged := t.TempDir(), t.TempDir()
 	opts := "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work
+	for _, o := range options {
+		opts += "," + o
+	}
 	if err := unix.Mount("overlay", merged, "overlay", 0, opts); err != nil {
 		t.Fatalf("mounting an overlay: %v", err)
 	}
@@ -49,7 +52,7 @@ func TestOverlayChangesMatchTheKernelsMergedView(t *testing.T) {
 	if after := manifest(t, lower); !mapsEqual(before, after) {
 		t.Fatalf("the overlay changed its lower directory")
 	}
-	f, err := OpenOverlay(lower, upper)
+	f, err := OpenOverlay(lower, upper, KernelMarkers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +89,7 @@ func TestFuseOverlayWhiteoutFiles(t *testing.T) {
 	lower, upper := t.TempDir(), t.TempDir()
 	build(t, lower, map[string]string{"gone.txt": "g\n", "kept.txt": "k\n", "opaque/old.txt": "o\n"})
 	build(t, upper, map[string]string{".wh.gone.txt": "", "opaque/.wh..wh..opq": "", "opaque/new.txt": "n\n"})
-	f, err := OpenOverlay(lower, upper)
+	f, err := OpenOverlay(lower, upper, FuseMarkers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +109,73 @@ func TestFuseOverlayWhiteoutFiles(t *testing.T) {
 	}
 	if status["gone.txt"] != Deleted || status["opaque/old.txt"] != Deleted || status["opaque/new.txt"] != Created || len(status) != 3 {
 		t.Fatalf("changes %v", status)
+	}
+}
+
+// TestNamesAndAttributesTheModelMakesAreData makes, through real kernel
+// overlays (as root, and with userxattr as rootless Podman mounts them),
+// every name and attribute an unprivileged sandbox user can that some
+// overlay driver reads as metadata: ".wh." files and user.overlay.*
+// attributes. The rebuilt view must be the kernel's, and the patch applied
+// to a clean copy must give exactly the merged tree.
+func TestNamesAndAttributesTheModelMakesAreData(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		markers Markers
+		options []string
+	}{
+		{"rootful", KernelMarkers, nil},
+		{"userxattr", UserxattrMarkers, []string{"userxattr"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lower, upper := t.TempDir(), t.TempDir()
+			build(t, lower, map[string]string{
+				"README.md": "r\n", "keep/a.txt": "a\n", "keep/b.txt": "b\n", "dir/x.txt": "x\n", "meta.txt": "m\n",
+			})
+			merged := mountOverlay(t, lower, upper, tc.options...)
+			build(t, merged, map[string]string{
+				".wh.README.md": "not a whiteout\n", "keep/.wh..wh..opq": "not an opaque marker\n",
+				".wh..wh..opq": "", ".wh.": "", ".wh..wh..plnk": "", "dir/.wh.x.txt": "", "dir/.wh.missing": "",
+				"new/.wh..wh..opq": "",
+			})
+			// Attributes the sandbox user may set on its own files (user.*):
+			// kernel overlays refuse user.overlay.* through a userxattr mount.
+			for _, set := range []struct{ path, attr, value string }{
+				{"keep", "user.overlay.opaque", "y"},
+				{"dir", "user.overlay.redirect", "/keep"},
+				{"meta.txt", "user.overlay.metacopy", ""},
+				{"new", "user.overlay.opaque", "y"},
+				{"dir/x.txt", "user.overlay.redirect", "/README.md"},
+			} {
+				err := unix.Setxattr(filepath.Join(merged, set.path), set.attr, []byte(set.value), 0)
+				if err != nil && tc.markers == KernelMarkers {
+					t.Fatalf("setting %s on %s: %v", set.attr, set.path, err)
+				}
+			}
+			session := manifest(t, merged)
+			must(t, unix.Unmount(merged, 0))
+			f, err := OpenOverlay(lower, upper, tc.markers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if rebuilt := treeManifest(t, f.current); !mapsEqual(rebuilt, session) {
+				t.Fatalf("the rebuilt view differs from the kernel's:\nrebuilt: %v\nkernel:  %v", rebuilt, session)
+			}
+			list, err := f.Changes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range list {
+				if c.Status() == Deleted {
+					t.Errorf("%s reported deleted; the container still has it", c.Path)
+				}
+			}
+			applied := applyPatch(t, lower, patchOf(t, f, list, exportOptions))
+			if got := manifest(t, applied); !mapsEqual(got, session) {
+				t.Fatalf("the patched copy differs from the container's tree:\npatched: %v\nsession: %v", got, session)
+			}
+		})
 	}
 }
 

@@ -132,7 +132,11 @@ func openFolder(sessionDir string, mi MountInfo) (*changes.Folder, error) {
 	var err error
 	switch mi.Mode {
 	case MountOverlay:
-		f, err = changes.OpenOverlay(mi.HostPath, filepath.Join(dir, "upper"))
+		markers, perr := changes.ParseMarkers(string(mi.Overlay))
+		if perr != nil {
+			return nil, perr
+		}
+		f, err = changes.OpenOverlay(mi.HostPath, filepath.Join(dir, "upper"), markers)
 	case MountCopy:
 		f, err = changes.OpenCopy(filepath.Join(dir, "base"), filepath.Join(sessionDir, "workspace"), mi.Path)
 	default:

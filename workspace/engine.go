@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"errors"
+	"github.com/wink-mcp/wink-mcp/changes"
 	"io"
 )
 
@@ -47,6 +48,9 @@ var errNameInUse = errors.New("container name already in use")
 type engine interface {
 	// Rootless reports whether the engine runs without root.
 	Rootless(ctx context.Context) (bool, error)
+	// OverlayMarkers names the driver of the engine's overlay mounts, whose
+	// metadata the change readers must tell from the session's files.
+	OverlayMarkers(ctx context.Context) (changes.Markers, error)
 	// EnsureImage makes sure the image is present, pulling it if needed.
 	EnsureImage(ctx context.Context, image string) error
 	// Create creates a container; it returns errNameInUse if the name is taken.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/wink-mcp/wink-mcp/changes"
 	"io"
 	"log/slog"
 	"net"
@@ -227,3 +228,7 @@ func newTestManager(t *testing.T, mutate func(*Config)) (*Manager, *fakeEngine, 
 }
 
 func (f *fakeEngine) Rootless(context.Context) (bool, error) { return false, nil }
+
+func (f *fakeEngine) OverlayMarkers(context.Context) (changes.Markers, error) {
+	return changes.KernelMarkers, nil
+}

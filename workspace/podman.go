@@ -17,6 +17,8 @@ import (
 	"github.com/containers/podman/v5/pkg/bindings/images"
 	"github.com/containers/podman/v5/pkg/bindings/system"
 	"github.com/containers/podman/v5/pkg/errorhandling"
+
+	"github.com/wink-mcp/wink-mcp/changes"
 )
 
 // connectTimeout bounds one attempt to reach a Podman service.
@@ -62,6 +64,7 @@ type podmanEngine struct {
 type hostFacts struct {
 	rootless bool
 	selinux  bool
+	markers  changes.Markers // the driver of its overlay mounts
 }
 
 func newPodmanEngine(cfg Config, log *slog.Logger) *podmanEngine {
@@ -224,6 +227,12 @@ func (e *podmanEngine) Rootless(ctx context.Context) (bool, error) {
 	return h.rootless, nil
 }
 
+// OverlayMarkers names the driver of the service's overlay mounts.
+func (e *podmanEngine) OverlayMarkers(ctx context.Context) (changes.Markers, error) {
+	h, err := e.facts(ctx)
+	return h.markers, err
+}
+
 // facts asks the service about its host, once.
 func (e *podmanEngine) facts(ctx context.Context) (_ hostFacts, err error) {
 	e.mu.Lock()
@@ -241,9 +250,17 @@ func (e *podmanEngine) facts(ctx context.Context) (_ hostFacts, err error) {
 	if err != nil {
 		return hostFacts{}, fmt.Errorf("asking the Podman service about its host: %w", err)
 	}
-	h = &hostFacts{}
+	h = &hostFacts{markers: changes.KernelMarkers}
 	if info.Host != nil {
 		h.rootless, h.selinux = info.Host.Security.Rootless, info.Host.Security.SELinuxEnabled
+	}
+	if h.rootless {
+		// Rootless overlays are fuse-overlayfs when storage names a mount
+		// program, else the kernel's, mounted with userxattr.
+		h.markers = changes.UserxattrMarkers
+		if info.Store != nil && info.Store.GraphOptions["overlay.mount_program"] != nil {
+			h.markers = changes.FuseMarkers
+		}
 	}
 	e.mu.Lock()
 	e.host = h

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/wink-mcp/wink-mcp/changes"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -38,6 +39,8 @@ type MountInfo struct {
 	Dir string `json:"dir"`
 	// FromRoot is true for a folder the MCP client declared as a root.
 	FromRoot bool `json:"from_root,omitempty"`
+	// Overlay names the driver of an overlay mount ("" is the kernel's).
+	Overlay changes.Markers `json:"overlay,omitempty"`
 }
 
 // manifest is the content of mounts.json.
@@ -50,11 +53,12 @@ type sessionMount struct {
 	resolvedMount
 	dir      string // absolute: <session>/mounts/<n>
 	fromRoot bool
+	markers  changes.Markers // the overlay driver, for overlay mounts
 }
 
 func (m sessionMount) info(sessionDir string) MountInfo {
 	rel, _ := filepath.Rel(sessionDir, m.dir)
-	return MountInfo{HostPath: m.HostPath, Path: m.Path, Mode: m.Mode, Dir: rel, FromRoot: m.fromRoot}
+	return MountInfo{HostPath: m.HostPath, Path: m.Path, Mode: m.Mode, Dir: rel, FromRoot: m.fromRoot, Overlay: m.markers}
 }
 
 // upper, work and base are the mount's directories by role.
@@ -215,6 +219,15 @@ func (s *Session) resolveMountsLocked(ctx context.Context) error {
 		return err
 	}
 	if len(list) > 0 {
+		markers, err := m.eng.OverlayMarkers(ctx)
+		if err != nil {
+			return err
+		}
+		for i := range list {
+			if list[i].Mode == MountOverlay {
+				list[i].markers = markers
+			}
+		}
 		if err := writeManifest(s.dir, list); err != nil {
 			return err
 		}
