@@ -62,7 +62,7 @@ func BenchmarkChanges(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				list, err := f.Changes()
+				list, err := f.Changes(b.Context())
 				f.Close()
 				if err != nil || len(list) != 50 {
 					b.Fatalf("%d changes, %v; want 50", len(list), err)

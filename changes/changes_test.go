@@ -106,7 +106,7 @@ func applyPatch(t *testing.T, base string, patch []byte) string {
 func patchOf(t *testing.T, f *Folder, changes []Change, opts PatchOptions) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := f.WritePatch(&buf, changes, opts); err != nil {
+	if _, err := f.WritePatch(t.Context(), &buf, changes, opts); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -192,7 +192,7 @@ func openCopy(t *testing.T, base, ws string) (*Folder, []Change) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	changes, err := f.Changes()
+	changes, err := f.Changes(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

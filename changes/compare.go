@@ -2,10 +2,13 @@ package changes
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"strings"
+	"syscall"
 )
 
 // Kind is what an entry is, as git sees it.
@@ -33,8 +36,13 @@ const (
 type Entry struct {
 	Kind       Kind
 	Executable bool
-	Size       int64
+	// Size is the apparent size; Allocated what the file takes on disk,
+	// less than Size for a sparse file.
+	Size, Allocated int64
 }
+
+// tooLarge reports whether the entry is a file the readers will not read.
+func (e *Entry) tooLarge() bool { return e != nil && e.Kind == KindFile && e.Size > ReadLimit }
 
 // gitMode is the mode git records for the entry.
 func (e *Entry) gitMode() string {
@@ -59,6 +67,21 @@ type Change struct {
 	New *Entry
 }
 
+// LeftOut says why a patch leaves the change out, "" when it holds it:
+// anything under .git (git's own files: a patch touching them does not
+// apply), and files over ReadLimit, which are never read.
+func (c Change) LeftOut() string {
+	if c.Path == ".git" || strings.HasPrefix(c.Path, ".git/") {
+		return "under .git, git's own files, which a patch never changes"
+	}
+	for _, e := range []*Entry{c.New, c.Old} {
+		if e.tooLarge() {
+			return fmt.Sprintf("%d bytes (%d on disk), over the %d bytes a patch reads; copy it out with podman_shell if you need it", e.Size, e.Allocated, ReadLimit)
+		}
+	}
+	return ""
+}
+
 // Status says whether the change created, modified or deleted its path.
 func (c Change) Status() Status {
 	switch {
@@ -72,6 +95,7 @@ func (c Change) Status() Status {
 
 // comparison walks two trees side by side.
 type comparison struct {
+	ctx           context.Context
 	base, current tree
 	// candidates lists the names in the directory at rel, present in both
 	// trees, that may differ.
@@ -93,8 +117,26 @@ func (c *comparison) walk(rel string) error {
 	return nil
 }
 
-// compare compares the entries at rel.
+// compare compares the entries at rel as they are now: an entry replaced or
+// removed while it is being read is looked at again, a few times, and one
+// that keeps changing is left out rather than failing the whole walk.
 func (c *comparison) compare(rel string) error {
+	for range 3 {
+		if err := c.ctx.Err(); err != nil {
+			return err
+		}
+		mark := len(c.out)
+		err := c.compareOnce(rel)
+		if !transient(err) {
+			return err
+		}
+		c.out = c.out[:mark]
+	}
+	return nil
+}
+
+// compareOnce compares the entries at rel.
+func (c *comparison) compareOnce(rel string) error {
 	old, err := lstatMaybe(c.base, rel)
 	if err != nil {
 		return err
@@ -143,12 +185,18 @@ func (c *comparison) compare(rel string) error {
 // the base) or created (in the current tree).
 func (c *comparison) all(t tree, rel string, deleted bool) error {
 	names, err := t.names(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // gone while being listed
+	}
 	if err != nil {
 		return err
 	}
 	for _, n := range names {
 		p := join(rel, n)
 		info, err := t.lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -171,7 +219,7 @@ func (c *comparison) all(t tree, rel string, deleted bool) error {
 // to git: the same kind, executable bit and content.
 func (c *comparison) same(rel string, old, cur fs.FileInfo) (bool, error) {
 	a, b := entryOf(old), entryOf(cur)
-	if *a != *b {
+	if a.Kind != b.Kind || a.Executable != b.Executable || a.Size != b.Size {
 		return false, nil
 	}
 	switch a.Kind {
@@ -183,13 +231,17 @@ func (c *comparison) same(rel string, old, cur fs.FileInfo) (bool, error) {
 		y, err := c.current.readlink(rel)
 		return x == y, err
 	case KindFile:
-		return sameContent(c.base, c.current, rel)
+		if a.tooLarge() {
+			// Not read: a file the session rewrote counts as changed.
+			return false, nil
+		}
+		return sameContent(c.ctx, c.base, c.current, rel)
 	}
 	return true, nil
 }
 
 // sameContent compares two regular files chunk by chunk.
-func sameContent(base, current tree, rel string) (bool, error) {
+func sameContent(ctx context.Context, base, current tree, rel string) (bool, error) {
 	x, err := base.open(rel)
 	if err != nil {
 		return false, err
@@ -202,8 +254,8 @@ func sameContent(base, current tree, rel string) (bool, error) {
 	defer y.Close()
 	bx, by := make([]byte, 64<<10), make([]byte, 64<<10)
 	for {
-		nx, errx := io.ReadFull(x, bx)
-		ny, erry := io.ReadFull(y, by)
+		nx, errx := io.ReadFull(ctxReader{ctx, x}, bx)
+		ny, erry := io.ReadFull(ctxReader{ctx, y}, by)
 		if !bytes.Equal(bx[:nx], by[:ny]) {
 			return false, nil
 		}
@@ -235,14 +287,17 @@ func lstatMaybe(t tree, rel string) (fs.FileInfo, error) {
 }
 
 func entryOf(info fs.FileInfo) *Entry {
-	e := &Entry{Kind: KindOther, Size: info.Size()}
+	e := &Entry{Kind: KindOther, Size: info.Size(), Allocated: info.Size()}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		e.Allocated = st.Blocks * 512
+	}
 	switch {
 	case info.Mode().IsRegular():
 		e.Kind, e.Executable = KindFile, info.Mode()&0o100 != 0
 	case info.Mode()&fs.ModeSymlink != 0:
 		e.Kind = KindSymlink
 	default:
-		e.Size = 0
+		e.Size, e.Allocated = 0, 0
 	}
 	return e
 }

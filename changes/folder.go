@@ -1,6 +1,7 @@
 package changes
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -92,13 +93,19 @@ func (f *Folder) Close() error {
 }
 
 // Changes lists the files and symlinks the session created, modified or
-// deleted, in walk order (a directory's entries sorted by name).
-func (f *Folder) Changes() ([]Change, error) {
-	c := &comparison{base: f.base, current: f.current, candidates: f.candidates}
+// deleted, in walk order (a directory's entries sorted by name), as they are
+// now: entries that change while being read are read again. It stops when
+// ctx is done. No file over ReadLimit is read.
+func (f *Folder) Changes(ctx context.Context) ([]Change, error) {
+	c := f.comparison(ctx)
 	if err := c.walk(""); err != nil {
 		return nil, err
 	}
 	return c.out, nil
+}
+
+func (f *Folder) comparison(ctx context.Context) *comparison {
+	return &comparison{ctx: ctx, base: f.base, current: f.current, candidates: f.candidates}
 }
 
 // union lists the names in either tree's directory at rel.

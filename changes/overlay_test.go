@@ -60,7 +60,7 @@ func TestOverlayChangesMatchTheKernelsMergedView(t *testing.T) {
 	if rebuilt := treeManifest(t, f.current); !mapsEqual(rebuilt, session) {
 		t.Fatalf("the merged view rebuilt from the upper directory differs from the kernel's:\nrebuilt: %v\nkernel:  %v", rebuilt, session)
 	}
-	changes, err := f.Changes()
+	changes, err := f.Changes(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestOverlayChangesMatchTheKernelsMergedView(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer copied.Close()
-	reference, err := copied.Changes()
+	reference, err := copied.Changes(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestFuseOverlayWhiteoutFiles(t *testing.T) {
 	if len(got) != len(want) {
 		t.Fatalf("merged view %v, want only %v", got, sortedKeys(want))
 	}
-	changes, err := f.Changes()
+	changes, err := f.Changes(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestNamesAndAttributesTheModelMakesAreData(t *testing.T) {
 			if rebuilt := treeManifest(t, f.current); !mapsEqual(rebuilt, session) {
 				t.Fatalf("the rebuilt view differs from the kernel's:\nrebuilt: %v\nkernel:  %v", rebuilt, session)
 			}
-			list, err := f.Changes()
+			list, err := f.Changes(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}

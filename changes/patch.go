@@ -3,6 +3,7 @@ package changes
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
@@ -33,36 +34,71 @@ type PatchOptions struct {
 }
 
 // WritePatch writes changes, as Changes returned them, as a git patch that
-// `git apply` accepts in a clean copy of the host folder. Entries git cannot
-// hold (fifos, sockets, devices) are named in comment lines git ignores.
-func (f *Folder) WritePatch(w io.Writer, changes []Change, opts PatchOptions) error {
+// `git apply` accepts in a clean copy of the host folder, and returns what
+// it left out, one line each. What git cannot hold (fifos, sockets,
+// devices) and files over ReadLimit are named in comment lines git ignores.
+// An entry that changed since Changes saw it is written as it is now. It
+// stops, with ctx's error, when ctx is done.
+func (f *Folder) WritePatch(ctx context.Context, w io.Writer, changes []Change, opts PatchOptions) ([]string, error) {
 	bw := bufio.NewWriter(w)
+	var left []string
+	leave := func(format string, args ...any) {
+		line := fmt.Sprintf(format, args...)
+		fmt.Fprintf(bw, "# not in this patch: %s\n", line)
+		left = append(left, line)
+	}
 	for _, c := range changes {
-		old, cur := c.Old, c.New
-		if old != nil && old.Kind == KindOther {
-			fmt.Fprintf(bw, "# not in this patch: %s was a fifo, socket or device\n", c.Path)
-			old = nil
+		if err := ctx.Err(); err != nil {
+			return left, err
 		}
-		if cur != nil && cur.Kind == KindOther {
-			fmt.Fprintf(bw, "# not in this patch: %s is a fifo, socket or device\n", c.Path)
-			cur = nil
-		}
-		var err error
-		switch {
-		case old == nil && cur == nil:
-		case old != nil && cur != nil && old.Kind != cur.Kind:
-			// git writes a type change as a deletion and a creation.
-			if err = f.section(bw, c.Path, old, nil, opts); err == nil {
-				err = f.section(bw, c.Path, nil, cur, opts)
+		err := f.writeChange(ctx, bw, c, opts, leave)
+		if transient(err) {
+			fresh := f.comparison(ctx)
+			if err = fresh.compare(c.Path); err == nil {
+				for _, now := range fresh.out {
+					if err = f.writeChange(ctx, bw, now, opts, leave); err != nil {
+						break
+					}
+				}
 			}
-		default:
-			err = f.section(bw, c.Path, old, cur, opts)
+			if transient(err) {
+				leave("%s kept changing while the patch was written; diff again", c.Path)
+				err = nil
+			}
 		}
 		if err != nil {
-			return err
+			return left, err
 		}
 	}
-	return bw.Flush()
+	return left, bw.Flush()
+}
+
+// writeChange writes the patch of one change.
+func (f *Folder) writeChange(ctx context.Context, bw *bufio.Writer, c Change, opts PatchOptions, leave func(string, ...any)) error {
+	old, cur := c.Old, c.New
+	if why := c.LeftOut(); why != "" {
+		leave("%s (%s): %s", c.Path, c.Status(), why)
+		return nil
+	}
+	if old != nil && old.Kind == KindOther {
+		leave("%s was a fifo, socket or device", c.Path)
+		old = nil
+	}
+	if cur != nil && cur.Kind == KindOther {
+		leave("%s is a fifo, socket or device", c.Path)
+		cur = nil
+	}
+	switch {
+	case old == nil && cur == nil:
+		return nil
+	case old != nil && cur != nil && old.Kind != cur.Kind:
+		// git writes a type change as a deletion and a creation.
+		if err := f.section(ctx, bw, c.Path, old, nil, opts); err != nil {
+			return err
+		}
+		return f.section(ctx, bw, c.Path, nil, cur, opts)
+	}
+	return f.section(ctx, bw, c.Path, old, cur, opts)
 }
 
 // side is one side of a file's patch section.
@@ -74,7 +110,7 @@ type side struct {
 }
 
 // load reads one side's content, as text when it qualifies.
-func load(t tree, rel string, e *Entry, opts PatchOptions) (side, error) {
+func load(ctx context.Context, t tree, rel string, e *Entry, opts PatchOptions) (side, error) {
 	s := side{entry: e, text: true, hash: zeroHash}
 	if e == nil {
 		return s, nil
@@ -85,7 +121,7 @@ func load(t tree, rel string, e *Entry, opts PatchOptions) (side, error) {
 	}
 	if info.Size() > opts.TextLimit {
 		s.text = false
-		s.hash, err = streamHash(t, rel, info.Size())
+		s.hash, err = streamHash(ctx, t, rel, info.Size())
 		return s, err
 	}
 	s.data, err = content(t, rel, info, opts.TextLimit)
@@ -99,12 +135,12 @@ func load(t tree, rel string, e *Entry, opts PatchOptions) (side, error) {
 
 // section writes the patch of one path between two entries of the same
 // kind, either of which may be absent.
-func (f *Folder) section(w *bufio.Writer, rel string, old, cur *Entry, opts PatchOptions) error {
-	a, err := load(f.base, rel, old, opts)
+func (f *Folder) section(ctx context.Context, w *bufio.Writer, rel string, old, cur *Entry, opts PatchOptions) error {
+	a, err := load(ctx, f.base, rel, old, opts)
 	if err != nil {
 		return err
 	}
-	b, err := load(f.current, rel, cur, opts)
+	b, err := load(ctx, f.current, rel, cur, opts)
 	if err != nil {
 		return err
 	}
@@ -156,7 +192,7 @@ func (f *Folder) section(w *bufio.Writer, rel string, old, cur *Entry, opts Patc
 	if err != nil {
 		return err
 	}
-	return writeLiteral(w, r, info.Size())
+	return writeLiteral(w, ctxReader{ctx, r}, info.Size())
 }
 
 // label is a file name on a ---/+++ line: git ends one that holds a space with a tab.
@@ -176,7 +212,7 @@ func blobHash(data []byte) string {
 }
 
 // streamHash is blobHash of a regular file too large to hold.
-func streamHash(t tree, rel string, size int64) (string, error) {
+func streamHash(ctx context.Context, t tree, rel string, size int64) (string, error) {
 	r, err := t.open(rel)
 	if err != nil {
 		return "", err
@@ -184,12 +220,12 @@ func streamHash(t tree, rel string, size int64) (string, error) {
 	defer r.Close()
 	h := sha1.New()
 	fmt.Fprintf(h, "blob %d\x00", size)
-	n, err := io.Copy(h, r)
+	n, err := io.Copy(h, ctxReader{ctx, r})
 	if err != nil {
 		return "", err
 	}
 	if n != size {
-		return "", fmt.Errorf("%s changed size while being read", rel)
+		return "", fmt.Errorf("%s: %w (its size)", rel, errChanged)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -6,6 +6,7 @@
 package changes
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -49,13 +50,42 @@ func content(t tree, rel string, info fs.FileInfo, limit int64) ([]byte, error) 
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err == nil && int64(len(data)) > limit {
-		err = fmt.Errorf("%s: %w (it grew past %d bytes while being read)", rel, ErrTooLarge, limit)
+		err = fmt.Errorf("%s: %w (it grew past %d bytes)", rel, errChanged, limit)
 	}
 	return data, err
 }
 
 // ErrTooLarge is wrapped when a file is above the size a caller can hold.
 var ErrTooLarge = errors.New("file too large")
+
+// ReadLimit is the largest file, by apparent size, whose content the change
+// readers ever read: a session can make a file of any apparent size that
+// takes no space (truncate -s 200G), and reading its holes would take
+// minutes. Larger files are listed, never read.
+const ReadLimit = 256 << 20
+
+// errChanged is wrapped when an entry is replaced while it is being read;
+// the readers look at it again rather than fail.
+var errChanged = errors.New("changed while being read")
+
+// transient reports whether err means the entry changed or vanished while
+// being read, so that it should be looked at again as it is now.
+func transient(err error) bool {
+	return errors.Is(err, errChanged) || errors.Is(err, fs.ErrNotExist)
+}
+
+// ctxReader stops reading once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
 
 // dirTree is a directory on the host, read through an os.Root so that no
 // path, however its components are swapped for symlinks, leads out of it.
@@ -132,7 +162,7 @@ func (d *dirTree) openSame(rel string, want fs.FileMode) (*os.File, error) {
 		return nil, err
 	}
 	if before.Mode().Type() != want {
-		return nil, fmt.Errorf("%s: changed type while being read", rel)
+		return nil, fmt.Errorf("%s: %w (its type)", rel, errChanged)
 	}
 	f, err := d.root.OpenFile(name(rel), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
@@ -141,7 +171,7 @@ func (d *dirTree) openSame(rel string, want fs.FileMode) (*os.File, error) {
 	opened, err := f.Stat()
 	if err != nil || !os.SameFile(before, opened) {
 		f.Close()
-		return nil, fmt.Errorf("%s: replaced while being read", rel)
+		return nil, fmt.Errorf("%s: %w (replaced)", rel, errChanged)
 	}
 	return f, nil
 }

@@ -36,6 +36,7 @@ type ChangeView struct {
 	Kind         string `json:"kind" jsonschema_description:"file, symlink or other (a fifo, socket or device, which a patch cannot carry)."`
 	SizeBytes    int64  `json:"size_bytes" jsonschema_description:"The size now; for a deleted path, the size it had."`
 	OldSizeBytes int64  `json:"old_size_bytes,omitempty" jsonschema_description:"For a modified path, the size the host copy has."`
+	LeftOut      string `json:"left_out,omitempty" jsonschema_description:"Why the exported patch leaves this change out (under .git, or a file too large to read); absent when the patch holds it."`
 }
 
 // WorkspaceChangesParams are workspace_changes' arguments.
@@ -69,6 +70,9 @@ func (r WorkspaceChangesResult) Text() string {
 	}
 	for _, c := range r.Changes {
 		fmt.Fprintf(&b, "\n%-8s %-7s %10d  %s", c.Status, c.Kind, c.SizeBytes, c.Path)
+		if c.LeftOut != "" {
+			fmt.Fprintf(&b, "  (not in the patch: %s)", c.LeftOut)
+		}
 	}
 	return b.String()
 }
@@ -91,7 +95,7 @@ func WorkspaceChanges(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 					r.Truncated = true
 					break
 				}
-				r.Changes = append(r.Changes, ChangeView{Path: c.Path, Status: string(c.Status), Kind: string(c.Kind), SizeBytes: c.Size, OldSizeBytes: c.OldSize})
+				r.Changes = append(r.Changes, ChangeView{Path: c.Path, Status: string(c.Status), Kind: string(c.Kind), SizeBytes: c.Size, OldSizeBytes: c.OldSize, LeftOut: c.LeftOut})
 			}
 			return r, err
 		},

@@ -36,6 +36,8 @@ type FolderChange struct {
 	Size int64
 	// OldSize is the host's size when modified.
 	OldSize int64
+	// LeftOut says why a patch would leave the change out, "" if it would not.
+	LeftOut string
 }
 
 // DiffResult is a unified diff of a session's changes.
@@ -51,7 +53,7 @@ func (s *Session) Changes(ctx context.Context, prefix string) ([]FolderChange, e
 	var out []FolderChange
 	err := s.eachFolder(ctx, prefix, func(mi MountInfo, f *changes.Folder, list []changes.Change) error {
 		for _, c := range list {
-			fc := FolderChange{Path: mi.Path + "/" + c.Path, Status: c.Status()}
+			fc := FolderChange{Path: mi.Path + "/" + c.Path, Status: c.Status(), LeftOut: c.LeftOut()}
 			switch {
 			case c.New == nil:
 				fc.Kind, fc.Size = c.Old.Kind, c.Old.Size
@@ -71,7 +73,8 @@ func (s *Session) Changes(ctx context.Context, prefix string) ([]FolderChange, e
 func (s *Session) Diff(ctx context.Context, prefix string) (DiffResult, error) {
 	w := &cappedBuffer{limit: MaxDiffBytes}
 	err := s.eachFolder(ctx, prefix, func(mi MountInfo, f *changes.Folder, list []changes.Change) error {
-		return f.WritePatch(w, list, changes.PatchOptions{TextLimit: DiffTextLimit, Prefix: mi.Path + "/"})
+		_, err := f.WritePatch(ctx, w, list, changes.PatchOptions{TextLimit: DiffTextLimit, Prefix: mi.Path + "/"})
+		return err
 	})
 	if errors.Is(err, errDiffFull) {
 		return DiffResult{Text: w.String(), Truncated: true}, nil
@@ -94,7 +97,7 @@ func (s *Session) eachFolder(ctx context.Context, prefix string, f func(MountInf
 		if err != nil || folder == nil {
 			return err
 		}
-		list, err := folder.Changes()
+		list, err := folder.Changes(ctx)
 		if err == nil {
 			list = changesUnder(list, mi.Path, prefix)
 			if len(list) > 0 {

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -69,39 +70,60 @@ func findSessions(cacheDir string) ([]SessionRecord, error) {
 	return out, nil
 }
 
+// Export is what one mount's patch holds.
+type Export struct {
+	// Changed counts the paths that changed.
+	Changed int
+	// LeftOut names the changes the patch does not hold, and why.
+	LeftOut []string
+}
+
 // ExportMount writes the changes the session in sessionDir made to one of
 // its mounts as a git patch that `git apply` accepts in a clean copy of the
-// host folder, and returns how many paths changed.
-func ExportMount(sessionDir string, mi MountInfo, w io.Writer) (int, error) {
+// host folder. It stops when ctx is done.
+func ExportMount(ctx context.Context, sessionDir string, mi MountInfo, w io.Writer) (Export, error) {
 	folder, err := openFolder(sessionDir, mi)
 	if err != nil || folder == nil {
-		return 0, err
+		return Export{}, err
 	}
 	defer folder.Close()
-	list, err := folder.Changes()
+	list, err := folder.Changes(ctx)
 	if err != nil {
-		return 0, err
+		return Export{}, err
 	}
-	return len(list), folder.WritePatch(w, list, changes.PatchOptions{TextLimit: exportTextLimit, Binary: true})
+	left, err := folder.WritePatch(ctx, w, list, changes.PatchOptions{TextLimit: exportTextLimit, Binary: true})
+	return Export{Changed: len(list), LeftOut: left}, err
+}
+
+// ExportedPatch is a patch file ExportChanges wrote.
+type ExportedPatch struct {
+	Export
+	// Path is the patch file.
+	Path string
 }
 
 // ExportChanges writes a patch of each changed mount of the session to
-// <dir>/<workspace path>.patch, each written whole or not at all, and
-// returns the files written.
-func ExportChanges(sessionDir string, mounts []MountInfo, dir string) ([]string, error) {
-	var written []string
+// <dir>/<workspace path>.patch, each written whole or not at all (a patch
+// cut short by ctx leaves no file), and returns the files written.
+func ExportChanges(ctx context.Context, sessionDir string, mounts []MountInfo, dir string) ([]ExportedPatch, error) {
+	var written []ExportedPatch
 	var errs []error
 	for _, mi := range mounts {
 		if mi.Mode == MountReadOnly {
 			continue
 		}
 		dst := filepath.Join(dir, filepath.FromSlash(mi.Path)+".patch")
-		n, err := writeAtomically(dst, func(w io.Writer) (int, error) { return ExportMount(sessionDir, mi, w) })
+		var ex Export
+		n, err := writeAtomically(dst, func(w io.Writer) (int, error) {
+			var err error
+			ex, err = ExportMount(ctx, sessionDir, mi, w)
+			return ex.Changed, err
+		})
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("exporting the changes to %s: %w", mi.HostPath, err))
 		case n > 0:
-			written = append(written, dst)
+			written = append(written, ExportedPatch{Export: ex, Path: dst})
 		}
 	}
 	return written, errors.Join(errs...)
@@ -135,12 +157,17 @@ func exportDirName(hash string, ended time.Time) string {
 }
 
 // exportOnEnd writes the session's changes under Config.ExportDir, logging
-// each patch written; the session directory is deleted after it.
-func (s *Session) exportOnEnd(ended time.Time) {
+// each patch written and what it left out; the session directory is
+// deleted after it. ctx bounds it (the shutdown timeout): a patch that
+// cannot finish in time is not written, and the log says so.
+func (s *Session) exportOnEnd(ctx context.Context, ended time.Time) {
 	dir := filepath.Join(s.m.cfg.ExportDir, exportDirName(s.hash, ended))
-	written, err := ExportChanges(s.dir, s.infoLocked().Mounts, dir)
+	written, err := ExportChanges(ctx, s.dir, s.infoLocked().Mounts, dir)
 	for _, p := range written {
-		s.m.log.Info("exported the session's changes", "session", s.hash, "patch", p)
+		s.m.log.Info("exported the session's changes", "session", s.hash, "patch", p.Path, "changed", p.Changed, "left_out", len(p.LeftOut))
+		for _, line := range p.LeftOut {
+			s.m.log.Warn("left out of the exported patch", "session", s.hash, "patch", p.Path, "entry", line)
+		}
 	}
 	if err != nil {
 		s.m.log.Error("exporting the session's changes failed", "session", s.hash, "err", err)

@@ -402,7 +402,7 @@ func (s *Session) end(ctx context.Context) {
 		s.m.log.Warn("removing container at session end", "session", s.hash, "container", s.name, "err", err)
 	}
 	if s.m.cfg.ExportDir != "" && len(s.mounts) > 0 {
-		s.exportOnEnd(time.Now())
+		s.exportOnEnd(ctx, time.Now())
 	}
 	if s.m.cfg.KeepSessionDirs {
 		s.unmountDiskLocked()

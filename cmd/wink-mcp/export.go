@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
@@ -65,10 +68,14 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 		return 2
 	}
 	s := matches[0]
+	// Ctrl-C stops a long export cleanly: no partial patch file is left.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
 	if *out != "" {
-		written, err := workspace.ExportChanges(s.Dir, s.Mounts, *out)
+		written, err := workspace.ExportChanges(ctx, s.Dir, s.Mounts, *out)
 		for _, p := range written {
-			fmt.Fprintln(stdout, p)
+			fmt.Fprintln(stdout, p.Path)
+			printLeftOut(stderr, p.LeftOut)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "wink-mcp export: %v\n", err)
@@ -89,13 +96,21 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 		fmt.Fprintf(stderr, "wink-mcp export: session %s has %d folders that can change (%s); write their patches with --out DIR\n", s.Hash, len(changeable), describeMounts(s))
 		return 2
 	}
-	n, err := workspace.ExportMount(s.Dir, changeable[0], stdout)
+	ex, err := workspace.ExportMount(ctx, s.Dir, changeable[0], stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "wink-mcp export: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "wink-mcp export: %d changed paths in %s\n", n, changeable[0].HostPath)
+	printLeftOut(stderr, ex.LeftOut)
+	fmt.Fprintf(stderr, "wink-mcp export: %d changed paths in %s\n", ex.Changed, changeable[0].HostPath)
 	return 0
+}
+
+// printLeftOut names the changes a patch does not hold.
+func printLeftOut(stderr io.Writer, left []string) {
+	for _, line := range left {
+		fmt.Fprintf(stderr, "wink-mcp export: not in the patch: %s\n", line)
+	}
 }
 
 func describeMounts(s workspace.SessionRecord) string {
