@@ -170,6 +170,34 @@ func TestHTTPSessionCap(t *testing.T) {
 	}
 }
 
+// TestHTTPSessionIsNotIdleDuringACall runs a command for longer than the
+// idle timeout over streamable HTTP: the call must finish and the session
+// live on; once idle, the session ends. Session-less GETs never take the
+// only session slot.
+func TestHTTPSessionIsNotIdleDuringACall(t *testing.T) {
+	p := start(t, startOptions{transport: "http", args: []string{"--idle-timeout", "4s", "--max-sessions", "2"}})
+	for range 5 {
+		resp := rawRequest(t, http.MethodGet, p.url, nil, "")
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("GET without a session: %d, want 400", resp.StatusCode)
+		}
+	}
+	res := p.shell(map[string]any{"command": []string{"sh", "-c", "sleep 9; echo survived"}, "timeout_seconds": 20})
+	if res.ExitCode != 0 || res.Stdout != "survived\n" {
+		t.Fatalf("a 9 s call with a 4 s idle timeout: %+v", res)
+	}
+	if again := p.run("echo", "still here"); again.Stdout != "still here\n" {
+		t.Fatalf("the session after the call: %+v", again)
+	}
+	if status, _ := post(t, p.url, nil, initializeBody); status != http.StatusOK {
+		t.Errorf("a second session within the cap of 2: %d", status)
+	}
+	waitUntil(t, 30*time.Second, "the idle session to end", func() bool {
+		return p.logs.find("http session expired", nil) != nil
+	})
+}
+
 // TestHTTPThirtySessionsAtOnce opens 30 sessions at once against one
 // server, each running commands and file tools, with no error.
 func TestHTTPThirtySessionsAtOnce(t *testing.T) {
