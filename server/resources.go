@@ -186,33 +186,25 @@ func (s *subscriptions) affected(session string, paths []string) []string {
 	return out
 }
 
-// trackSubscriptions keeps the subscription store in step with the clients'
-// subscribe and unsubscribe requests. A subscribe is checked and recorded
-// before mcp-go acknowledges it, so a refused one gets an error, not a
-// silent success.
-func (s *Server) trackSubscriptions(hooks *mcpserver.Hooks) {
-	hooks.AddOnRequestInitialization(func(ctx context.Context, _ any, message any) error {
-		raw, ok := message.(json.RawMessage)
-		if !ok {
-			return nil
-		}
-		var m struct {
-			Method string `json:"method"`
-			Params struct {
-				URI string `json:"uri"`
-			} `json:"params"`
-		}
-		session := mcpserver.ClientSessionFromContext(ctx)
-		if json.Unmarshal(raw, &m) != nil || m.Method != string(mcp.MethodResourcesSubscribe) || session == nil {
-			return nil
-		}
-		if err := s.subs.subscribe(session.SessionID(), m.Params.URI); err != nil {
-			s.log.Info("resource subscription refused", "session", s.mgr.SessionHash(session.SessionID()), "err", err)
-			return err
-		}
-		s.log.Debug("resource subscribed", "session", s.mgr.SessionHash(session.SessionID()), "uri", truncateURI(m.Params.URI))
+// subscribe checks and records a resources/subscribe request of the
+// session in ctx before mcp-go acknowledges it (see checkRequest), so a
+// refused one gets an error, not a silent success.
+func (s *Server) subscribe(ctx context.Context, uri string) error {
+	session := mcpserver.ClientSessionFromContext(ctx)
+	if session == nil {
 		return nil
-	})
+	}
+	if err := s.subs.subscribe(session.SessionID(), uri); err != nil {
+		s.log.Info("resource subscription refused", "session", s.mgr.SessionHash(session.SessionID()), "err", err)
+		return err
+	}
+	s.log.Debug("resource subscribed", "session", s.mgr.SessionHash(session.SessionID()), "uri", truncateURI(uri))
+	return nil
+}
+
+// trackUnsubscriptions keeps the subscription store in step with the
+// clients' unsubscribe requests.
+func (s *Server) trackUnsubscriptions(hooks *mcpserver.Hooks) {
 	hooks.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
 		if session := mcpserver.ClientSessionFromContext(ctx); session != nil {
 			s.subs.remove(session.SessionID(), req.Params.URI)

@@ -76,8 +76,8 @@ func New(cfg Config) (*Server, error) {
 		s.subs.drop(session.SessionID())
 		mgr.EndSession(ctx, session.SessionID())
 	})
-	s.trackSubscriptions(hooks)
-	hooks.AddOnRequestInitialization(refuseSessionless)
+	s.trackUnsubscriptions(hooks)
+	hooks.AddOnRequestInitialization(s.checkRequest)
 	mgr.OnChange(s.notifyChanged)
 	info := prompts.Info{Image: cfg.Workspace.Image, Workspace: workspace.Root, ShellTimeoutSeconds: 120,
 		Mounts: promptMounts(mgr.Mounts()), ClientRoots: cfg.Workspace.MountRoots}
@@ -116,27 +116,44 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	return err
 }
 
+// requestHead is what checkRequest reads of a request: one decode serves
+// every check.
+type requestHead struct {
+	Method string `json:"method"`
+	Params struct {
+		Meta map[string]any `json:"_meta"`
+		URI  string         `json:"uri"`
+	} `json:"params"`
+}
+
+// checkRequest runs the checks made on every request before mcp-go serves
+// it; an error is the request's answer.
+func (s *Server) checkRequest(ctx context.Context, _ any, message any) error {
+	raw, ok := message.(json.RawMessage)
+	if !ok {
+		return nil
+	}
+	var head requestHead
+	if json.Unmarshal(raw, &head) != nil {
+		return nil
+	}
+	if err := refuseSessionless(head); err != nil {
+		return err
+	}
+	if head.Method == string(mcp.MethodResourcesSubscribe) {
+		return s.subscribe(ctx, head.Params.URI)
+	}
+	return nil
+}
+
 // refuseSessionless answers server/discover, and any request made under the
 // sessionless 2026-07-28 revision, with an error, as a server from before
 // that revision would: clients then fall back to initialize and a session,
 // which every wink-mcp transport needs (a workspace and its subscriptions
 // belong to a session). Streamable HTTP refuses them earlier, in mcp-go.
-func refuseSessionless(_ context.Context, _ any, message any) error {
-	raw, ok := message.(json.RawMessage)
-	if !ok {
-		return nil
-	}
-	var m struct {
-		Method string `json:"method"`
-		Params struct {
-			Meta map[string]any `json:"_meta"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(raw, &m) != nil {
-		return nil
-	}
-	version, _ := m.Params.Meta[mcp.MetaKeyProtocolVersion].(string)
-	if m.Method == string(mcp.MethodServerDiscover) || mcp.IsModernProtocol(version) {
+func refuseSessionless(head requestHead) error {
+	version, _ := head.Params.Meta[mcp.MetaKeyProtocolVersion].(string)
+	if head.Method == string(mcp.MethodServerDiscover) || mcp.IsModernProtocol(version) {
 		return errors.New("wink-mcp speaks the protocol revisions with sessions (2025-11-25 and earlier); connect with initialize")
 	}
 	return nil
