@@ -51,7 +51,8 @@ type HTTPConfig struct {
 	AllowedOrigins []string
 	// MaxSessions caps the sessions served at once.
 	MaxSessions int
-	// MaxBodyBytes caps a request body.
+	// MaxBodyBytes caps a request body; the stdio transport caps a line at
+	// the same size.
 	MaxBodyBytes int64
 	// DrainTimeout bounds how long shutdown waits for tool calls in flight.
 	DrainTimeout time.Duration

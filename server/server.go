@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"runtime/debug"
 	"time"
@@ -104,18 +103,6 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// ServeStdio serves one session over in and out until in ends or ctx is
-// done. Only JSON-RPC is written to out; logs go to the Logger.
-func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	stdio := mcpserver.NewStdioServer(s.mcp)
-	stdio.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelError))
-	err := stdio.Listen(ctx, in, out)
-	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
-}
-
 // requestHead is what checkRequest reads of a request: one decode serves
 // every check.
 type requestHead struct {
@@ -208,6 +195,9 @@ func (s *Server) sweep() {
 // tool error, so one bad call never takes the server down.
 func (s *Server) observe(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		if ctx.Err() != nil {
+			return mcp.NewToolResultError("the call was cancelled before it started; nothing was done"), nil
+		}
 		start := time.Now()
 		defer s.calls.start()()
 		defer func() {

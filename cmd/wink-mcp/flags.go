@@ -75,7 +75,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.list(&h.AllowedHosts, "allowed-host", "a Host name accepted besides loopback ones (repeatable, or comma-separated)", "WINK_ALLOWED_HOSTS")
 	b.list(&h.AllowedOrigins, "allowed-origin", "an Origin (scheme://host[:port]) accepted besides loopback ones (repeatable)", "WINK_ALLOWED_ORIGINS")
 	b.int(&h.MaxSessions, "max-sessions", "sessions served at once over HTTP", "WINK_MAX_SESSIONS")
-	b.bytes(&h.MaxBodyBytes, "max-body", "largest HTTP request body", "WINK_MAX_BODY")
+	b.bytes(&h.MaxBodyBytes, "max-body", "largest message: an HTTP request body or a stdio line", "WINK_MAX_BODY")
 	b.duration(&h.DrainTimeout, "drain-timeout", "on SIGTERM, how long tool calls in flight may finish", "WINK_DRAIN_TIMEOUT")
 	b.duration(&h.BodyTimeout, "body-timeout", "how long an HTTP request body may take to arrive", "WINK_BODY_TIMEOUT")
 	b.str(&logs.level, "log-level", "debug, info, warn or error", "WINK_LOG_LEVEL")
@@ -100,6 +100,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	}
 	switch opts.transport {
 	case server.TransportStdio:
+		if h.MaxBodyBytes < 64<<10 {
+			return cfg, opts, fmt.Errorf("max body %d must be at least 64 KiB", h.MaxBodyBytes)
+		}
 	case server.TransportSSE, server.TransportHTTP:
 		if opts.authTokenFile != "" {
 			tokens, err := readTokenFile(opts.authTokenFile)
