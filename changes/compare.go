@@ -65,11 +65,16 @@ type Change struct {
 	Old *Entry
 	// New is the session's entry, nil if the session deleted the path.
 	New *Entry
+	// Ignored names the host folder's ignore rule that matches a path the
+	// session created ("sub/.gitignore:3: *.pyc"), unless the folder
+	// includes ignored files.
+	Ignored string
 }
 
 // LeftOut says why a patch leaves the change out, "" when it holds it:
 // anything under .git (git's own files: a patch touching them does not
-// apply), and files over ReadLimit, which are never read.
+// apply), files over ReadLimit, which are never read, and new files the
+// host folder's .gitignore rules ignore.
 func (c Change) LeftOut() string {
 	if c.Path == ".git" || strings.HasPrefix(c.Path, ".git/") {
 		return "under .git, git's own files, which a patch never changes"
@@ -78,6 +83,9 @@ func (c Change) LeftOut() string {
 		if e.tooLarge() {
 			return fmt.Sprintf("%d bytes (%d on disk), over the %d bytes a patch reads; copy it out with podman_shell if you need it", e.Size, e.Allocated, ReadLimit)
 		}
+	}
+	if c.Ignored != "" {
+		return "new, and ignored by the folder's " + c.Ignored + " (start the server with --export-ignored to put such files in patches)"
 	}
 	return ""
 }

@@ -15,7 +15,13 @@ import (
 // Folder is a host folder a session was given, next to the session's
 // version of it. It is not safe for concurrent use; Close releases it.
 type Folder struct {
+	// IncludeIgnored puts the files the session created that the host
+	// folder's .gitignore rules ignore in patches; by default they are
+	// left out and named (Change.Ignored).
+	IncludeIgnored bool
+
 	base, current tree
+	ignore        *ignoreRules
 	candidates    func(rel string) ([]string, error)
 	closers       []*dirTree
 }
@@ -101,7 +107,24 @@ func (f *Folder) Changes(ctx context.Context) ([]Change, error) {
 	if err := c.walk(""); err != nil {
 		return nil, err
 	}
+	f.markIgnored(c.out)
 	return c.out, nil
+}
+
+// markIgnored names, in each created path the host folder's ignore rules
+// match, the rule, unless the folder includes ignored files.
+func (f *Folder) markIgnored(changes []Change) {
+	if f.IncludeIgnored {
+		return
+	}
+	if f.ignore == nil {
+		f.ignore = newIgnoreRules(f.base)
+	}
+	for i := range changes {
+		if changes[i].Old == nil {
+			changes[i].Ignored = f.ignore.ignoredBy(changes[i].Path, false)
+		}
+	}
 }
 
 func (f *Folder) comparison(ctx context.Context) *comparison {

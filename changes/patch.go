@@ -36,7 +36,8 @@ type PatchOptions struct {
 // WritePatch writes changes, as Changes returned them, as a git patch that
 // `git apply` accepts in a clean copy of the host folder, and returns what
 // it left out, one line each. What git cannot hold (fifos, sockets,
-// devices) and files over ReadLimit are named in comment lines git ignores.
+// devices), files over ReadLimit and new files the host folder ignores are
+// named in comment lines git ignores.
 // An entry that changed since Changes saw it is written as it is now. It
 // stops, with ctx's error, when ctx is done.
 func (f *Folder) WritePatch(ctx context.Context, w io.Writer, changes []Change, opts PatchOptions) ([]string, error) {
@@ -55,6 +56,7 @@ func (f *Folder) WritePatch(ctx context.Context, w io.Writer, changes []Change, 
 		if transient(err) {
 			fresh := f.comparison(ctx)
 			if err = fresh.compare(c.Path); err == nil {
+				f.markIgnored(fresh.out)
 				for _, now := range fresh.out {
 					if err = f.writeChange(ctx, bw, now, opts, leave); err != nil {
 						break

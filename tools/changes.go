@@ -36,7 +36,7 @@ type ChangeView struct {
 	Kind         string `json:"kind" jsonschema_description:"file, symlink or other (a fifo, socket or device, which a patch cannot carry)."`
 	SizeBytes    int64  `json:"size_bytes" jsonschema_description:"The size now; for a deleted path, the size it had."`
 	OldSizeBytes int64  `json:"old_size_bytes,omitempty" jsonschema_description:"For a modified path, the size the host copy has."`
-	LeftOut      string `json:"left_out,omitempty" jsonschema_description:"Why the exported patch leaves this change out (under .git, or a file too large to read); absent when the patch holds it."`
+	LeftOut      string `json:"left_out,omitempty" jsonschema_description:"Why the exported patch and workspace_diff leave this change out (under .git, a file too large to read, or a new file the folder's .gitignore ignores); absent when the patch holds it."`
 }
 
 // WorkspaceChangesParams are workspace_changes' arguments.

@@ -148,6 +148,9 @@ func openFolder(sessionDir string, mi MountInfo) (*changes.Folder, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	if f != nil {
+		f.IncludeIgnored = mi.ExportIgnored
+	}
 	return f, err
 }
 

@@ -80,6 +80,9 @@ type Config struct {
 	// ExportDir, when set, receives each session's changes to its mounted
 	// folders as git patches when the session ends.
 	ExportDir string
+	// ExportIgnored puts in patches the new files that a folder's own
+	// .gitignore rules ignore; by default they are left out and named.
+	ExportIgnored bool
 	// PodmanURL is the Podman service to use; "" tries the root socket,
 	// then the rootless one under $XDG_RUNTIME_DIR.
 	PodmanURL string

@@ -41,6 +41,9 @@ type MountInfo struct {
 	FromRoot bool `json:"from_root,omitempty"`
 	// Overlay names the driver of an overlay mount ("" is the kernel's).
 	Overlay changes.Markers `json:"overlay,omitempty"`
+	// ExportIgnored puts in patches the new files the folder's .gitignore
+	// rules ignore (the server's --export-ignored).
+	ExportIgnored bool `json:"export_ignored,omitempty"`
 }
 
 // manifest is the content of mounts.json.
@@ -54,11 +57,12 @@ type sessionMount struct {
 	dir      string // absolute: <session>/mounts/<n>
 	fromRoot bool
 	markers  changes.Markers // the overlay driver, for overlay mounts
+	ignored  bool            // patches include new files the folder ignores
 }
 
 func (m sessionMount) info(sessionDir string) MountInfo {
 	rel, _ := filepath.Rel(sessionDir, m.dir)
-	return MountInfo{HostPath: m.HostPath, Path: m.Path, Mode: m.Mode, Dir: rel, FromRoot: m.fromRoot, Overlay: m.markers}
+	return MountInfo{HostPath: m.HostPath, Path: m.Path, Mode: m.Mode, Dir: rel, FromRoot: m.fromRoot, Overlay: m.markers, ExportIgnored: m.ignored}
 }
 
 // upper, work and base are the mount's directories by role.
@@ -227,6 +231,7 @@ func (s *Session) resolveMountsLocked(ctx context.Context) error {
 			if list[i].Mode == MountOverlay {
 				list[i].markers = markers
 			}
+			list[i].ignored = m.cfg.ExportIgnored
 		}
 		if err := writeManifest(s.dir, list); err != nil {
 			return err

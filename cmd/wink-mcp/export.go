@@ -20,7 +20,7 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 	fs := flag.NewFlagSet("wink-mcp export", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: wink-mcp export [--session HASH] [--out DIR] [--cache-dir DIR]\n\n"+
+		fmt.Fprintf(stderr, "usage: wink-mcp export [--session HASH] [--out DIR] [--cache-dir DIR] [--export-ignored]\n\n"+
 			"Writes what a session changed in its mounted host folders as patches that `git apply` accepts in a clean copy\n"+
 			"of each folder. Sessions are found under the cache directory while their server runs, or afterwards when it\n"+
 			"ran with --keep-session-dirs. With one changeable folder and no --out, the patch goes to stdout.\n\n")
@@ -33,6 +33,7 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 	fs.StringVar(&cache, "cache-dir", cache, "the cache directory the server used [WINK_CACHE]")
 	session := fs.String("session", "", "the session's hash, or its start (see the list without it, or the server's logs)")
 	out := fs.String("out", "", "write one <workspace path>.patch per folder here")
+	ignored := fs.Bool("export-ignored", false, "put in the patches the new files a folder's .gitignore ignores, whatever the server did")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -68,6 +69,9 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 		return 2
 	}
 	s := matches[0]
+	for i := range s.Mounts {
+		s.Mounts[i].ExportIgnored = s.Mounts[i].ExportIgnored || *ignored
+	}
 	// Ctrl-C stops a long export cleanly: no partial patch file is left.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

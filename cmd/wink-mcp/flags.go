@@ -58,6 +58,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.pathList(&opts.mounts, "mount", "a host folder to show in every workspace: "+mountSyntax+" (repeatable)", "WINK_MOUNTS")
 	b.pathList(&w.AllowedRoots, "allowed-root", "a folder under which host folders may be mounted (repeatable)", "WINK_ALLOWED_ROOTS")
 	b.boolean(&w.MountRoots, "mount-roots", "also mount the folders the client declares as its roots, if under an allowed root", "WINK_MOUNT_ROOTS")
+	b.boolean(&w.ExportIgnored, "export-ignored", "put in patches the new files a mounted folder's .gitignore ignores (default: left out and named)", "WINK_EXPORT_IGNORED")
 	b.str(&w.ExportDir, "export-on-exit", "directory that receives each session's changes to its mounted folders as git patches when it ends", "WINK_EXPORT_ON_EXIT")
 	b.str(&w.NamePrefix, "name-prefix", "prefix of container names", "WINK_NAME_PREFIX")
 	b.str(&w.CacheDir, "cache-dir", "directory holding session workspaces", "WINK_CACHE")
