@@ -16,9 +16,9 @@ import (
 var ignoreFiles = map[string]string{
 	".gitignore": "# comment\n__pycache__/\n*.py[co]\n/build\nnode_modules\n*.log\n!keep.log\ndocs/**/*.tmp\n**/gen/out\n" +
 		"trail   \n\\#hash\n\\!bang\nspace\\ \n[!a]x.bin\nlib/\n!lib/\n",
-	"sub/.gitignore":    "!*.log\nlocal.txt\n/anchored.txt\nonly/\n",
+	"sub/.gitignore":      "!*.log\nlocal.txt\n/anchored.txt\nonly/\n",
 	"sub/deep/.gitignore": "*\n!*.keep\n!*/\n",
-	".git/info/exclude": "secret.env\n",
+	".git/info/exclude":   "secret.env\n",
 }
 
 // ignoreProbes are paths a session might create.
