@@ -78,6 +78,12 @@ func renderFigures(f *figures) string {
 	if h := f.HostileImage; h != nil {
 		p("| images built to undo the sandbox (VOLUMEs over /workspace, /tmp and /data; USER root; PATH, LD_PRELOAD, ENTRYPOINT, WORKDIR; STOPSIGNAL SIGSTOP; /etc/passwd → /dev/zero) | %d checks | %d failed: still uid 65534 with no capabilities in the session's /workspace, VOLUMEs became tmpfs and no volume was made, a bad PATH is named, the container goes when the session ends, the /dev/zero passwd gets runc's error at once |\n", h.Checks, h.Failed)
 	}
+	if len(f.Promises) > 0 {
+		p("\n| promise, tried as a crowd or a hostile model would | tried | broken | measured |\n| --- | --- | --- | --- |\n")
+		for _, pr := range f.Promises {
+			p("| %s | %d | %d | %s |\n", pr.Class, pr.Tried, pr.Broken, pr.Measured)
+		}
+	}
 	p("\n| abuse | contained by | call | `echo ok` again after | neighbour p99 (baseline) |\n| --- | --- | --- | --- | --- |\n")
 	for _, a := range f.Abuse {
 		p("| %s | %s | %.1f s | %d ms | %.2f ms (%.2f ms) |\n", a.Case, a.Contained, float64(a.CallMillis)/1000, a.RecoveryMs, a.NeighbourP99, a.BaselineP99)

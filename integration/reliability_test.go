@@ -27,6 +27,7 @@ type figures struct {
 	Orphans      *int              `json:"orphans_after_kill9,omitempty"`
 	HostileImage *imageFigures     `json:"hostile_image,omitempty"`
 	Load         *loadFigures      `json:"load,omitempty"`
+	Promises     []promiseFigure   `json:"promises,omitempty"`
 	Generated    string            `json:"generated"`
 }
 
