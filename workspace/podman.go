@@ -58,6 +58,9 @@ type podmanEngine struct {
 	uri     string          // the service that answered
 	connCtx context.Context // carries the bindings connection
 	host    *hostFacts      // asked once
+	// asking lets one caller at a time ask for the host facts, so a burst
+	// of first sessions asks the service once, not once each.
+	asking sync.Mutex
 }
 
 // hostFacts are what container specs depend on about the service's host.
@@ -233,12 +236,15 @@ func (e *podmanEngine) OverlayMarkers(ctx context.Context) (changes.Markers, err
 	return h.markers, err
 }
 
-// facts asks the service about its host, once.
+// facts asks the service about its host, once: callers that come while it
+// is being asked wait for that answer (bounded by the API timeout).
 func (e *podmanEngine) facts(ctx context.Context) (_ hostFacts, err error) {
-	e.mu.Lock()
-	h := e.host
-	e.mu.Unlock()
-	if h != nil {
+	if h := e.knownFacts(); h != nil {
+		return *h, nil
+	}
+	e.asking.Lock()
+	defer e.asking.Unlock()
+	if h := e.knownFacts(); h != nil {
 		return *h, nil
 	}
 	c, end, err := e.call(ctx)
@@ -250,7 +256,7 @@ func (e *podmanEngine) facts(ctx context.Context) (_ hostFacts, err error) {
 	if err != nil {
 		return hostFacts{}, fmt.Errorf("asking the Podman service about its host: %w", err)
 	}
-	h = &hostFacts{markers: changes.KernelMarkers}
+	h := &hostFacts{markers: changes.KernelMarkers}
 	if info.Host != nil {
 		h.rootless, h.selinux = info.Host.Security.Rootless, info.Host.Security.SELinuxEnabled
 	}
@@ -266,6 +272,12 @@ func (e *podmanEngine) facts(ctx context.Context) (_ hostFacts, err error) {
 	e.host = h
 	e.mu.Unlock()
 	return *h, nil
+}
+
+func (e *podmanEngine) knownFacts() *hostFacts {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.host
 }
 
 // Create creates the container described by spec. On SELinux hosts, bind
