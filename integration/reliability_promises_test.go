@@ -28,7 +28,10 @@ type promiseFigure struct {
 }
 
 func recordPromise(f promiseFigure) {
-	suite.record(func(s *figures) { s.Promises = append(s.Promises, f) })
+	suite.record(func(s *figures) {
+		s.Promises = append(s.Promises, f)
+		s.PromisesMeasured = time.Now().UTC().Format("2006-01-02")
+	})
 }
 
 // TestReliabilityPromises tries, through the real binary and Podman, each

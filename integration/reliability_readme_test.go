@@ -79,7 +79,7 @@ func renderFigures(f *figures) string {
 		p("| images built to undo the sandbox (VOLUMEs over /workspace, /tmp and /data; USER root; PATH, LD_PRELOAD, ENTRYPOINT, WORKDIR; STOPSIGNAL SIGSTOP; /etc/passwd → /dev/zero) | %d checks | %d failed: still uid 65534 with no capabilities in the session's /workspace, VOLUMEs became tmpfs and no volume was made, a bad PATH is named, the container goes when the session ends, the /dev/zero passwd gets runc's error at once |\n", h.Checks, h.Failed)
 	}
 	if len(f.Promises) > 0 {
-		p("\n| promise, tried as a crowd or a hostile model would | tried | broken | measured |\n| --- | --- | --- | --- |\n")
+		p("\nPromises, measured on %s:\n\n| promise, tried as a crowd or a hostile model would | tried | broken | measured |\n| --- | --- | --- | --- |\n", f.PromisesMeasured)
 		for _, pr := range f.Promises {
 			p("| %s | %d | %d | %s |\n", pr.Class, pr.Tried, pr.Broken, pr.Measured)
 		}

@@ -28,7 +28,10 @@ type figures struct {
 	HostileImage *imageFigures     `json:"hostile_image,omitempty"`
 	Load         *loadFigures      `json:"load,omitempty"`
 	Promises     []promiseFigure   `json:"promises,omitempty"`
-	Generated    string            `json:"generated"`
+	// PromisesMeasured dates the promises, which a run of that test alone
+	// may add to an older file.
+	PromisesMeasured string `json:"promises_measured,omitempty"`
+	Generated        string `json:"generated"`
 }
 
 type badInputFigures struct {
