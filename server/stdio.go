@@ -134,7 +134,7 @@ func (c *stdioConn) handle(ctx context.Context, line stdioLine) error {
 	if line.overLimit() {
 		id := overlongID(line.head, line.tail)
 		return c.reply(id, mcp.INVALID_REQUEST, fmt.Sprintf("the message is %d bytes, over the limit of %d bytes (--max-body, WINK_MAX_BODY), "+
-			"so it was not read; send less in one message (for example, write a large file in parts with write_file's append) or raise the limit", line.size, c.max))
+			"so it was not read; send less in one message (a large file in parts, joined with podman_shell) or raise the limit", line.size, c.max))
 	}
 	data := bytes.TrimSpace(line.data)
 	if len(data) == 0 {
@@ -191,8 +191,10 @@ func (c *stdioConn) start(ctx context.Context, id json.RawMessage, msg json.RawM
 	if aliased {
 		msg, err = setMember(msg, c.newAlias(), "id")
 	}
-	token := member(msg, "params", "_meta", "progressToken")
-	var tokenAlias json.RawMessage
+	var token, tokenAlias json.RawMessage
+	if bytes.Contains(msg, []byte(`"progressToken"`)) { // only then is decoding params worth it
+		token = member(msg, "params", "_meta", "progressToken")
+	}
 	if err == nil && token != nil && validID(token) && !keepsID(token) {
 		tokenAlias = c.newAlias()
 		msg, err = setMember(msg, tokenAlias, "params", "_meta", "progressToken")
