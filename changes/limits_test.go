@@ -91,10 +91,25 @@ func TestCancelledReadsStop(t *testing.T) {
 // while files are written and renamed over each other, as a command does:
 // no call may fail, and every patch must name the stable file.
 func TestChangesWhileEntriesAreRenamed(t *testing.T) {
-	base, ws := t.TempDir(), t.TempDir()
-	build(t, base, map[string]string{"stable.txt": "s\n"})
-	build(t, ws, map[string]string{"proj/stable.txt": "s, edited\n"})
-	dir := filepath.Join(ws, "proj")
+	t.Run("copy", func(t *testing.T) {
+		base, ws := t.TempDir(), t.TempDir()
+		build(t, base, map[string]string{"stable.txt": "s\n"})
+		build(t, ws, map[string]string{"proj/stable.txt": "s, edited\n"})
+		renameRace(t, filepath.Join(ws, "proj"), func() (*Folder, error) { return OpenCopy(base, ws, "proj") })
+	})
+	t.Run("kernel overlay", func(t *testing.T) {
+		lower, upper := t.TempDir(), t.TempDir()
+		build(t, lower, map[string]string{"stable.txt": "s\n"})
+		merged := mountOverlay(t, lower, upper)
+		must(t, os.WriteFile(filepath.Join(merged, "stable.txt"), []byte("s, edited\n"), 0o644))
+		renameRace(t, merged, func() (*Folder, error) { return OpenOverlay(lower, upper, KernelMarkers) })
+	})
+}
+
+// renameRace reads changes and patches 300 times while files in dir are
+// written, renamed over and removed, as a build does; no read may fail, and
+// every patch holds the stable change.
+func renameRace(t *testing.T, dir string, open func() (*Folder, error)) {
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -108,7 +123,7 @@ func TestChangesWhileEntriesAreRenamed(t *testing.T) {
 	})
 	defer func() { cancel(); wg.Wait() }()
 	for i := range 300 {
-		f, err := OpenCopy(base, ws, "proj")
+		f, err := open()
 		must(t, err)
 		list, err := f.Changes(t.Context())
 		if err != nil {
