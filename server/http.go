@@ -105,7 +105,7 @@ func (s *Server) ServeHTTP(ctx context.Context, transport string) error {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
 	srv := &http.Server{
-		Handler:           bodyDeadline(cfg.BodyTimeout, newGuard(cfg, s.sessions, s.log, handler)),
+		Handler:           bodyDeadline(cfg.BodyTimeout, newGuard(cfg, s.sessions, s.log, newExactIDs(s.log, handler))),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
