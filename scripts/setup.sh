@@ -122,7 +122,9 @@ start_service() {
 		# nearest child subreaper above the service, else by PID 1. A subreaper that
 		# reaps only its own child (as some CI runners are) would collect them as
 		# zombies, hundreds in a test run; tini -s is a subreaper that reaps all.
-		$SUDO setsid nohup tini -s -- podman system service --time=0 "unix://$SOCKET" >>"$SERVICE_LOG" 2>&1 </dev/null &
+		# From /: conmon writes an exited container's "oom" marker into the
+		# service's working directory, which must not be someone's checkout.
+		(cd / && $SUDO setsid nohup tini -s -- podman system service --time=0 "unix://$SOCKET" >>"$SERVICE_LOG" 2>&1 </dev/null &)
 	fi
 	for _ in $(seq 1 100); do
 		service_answers && { log "podman service is up"; return; }
