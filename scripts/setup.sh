@@ -124,7 +124,8 @@ start_service() {
 		# zombies, hundreds in a test run; tini -s is a subreaper that reaps all.
 		# From /: conmon writes an exited container's "oom" marker into the
 		# service's working directory, which must not be someone's checkout.
-		(cd / && $SUDO setsid nohup tini -s -- podman system service --time=0 "unix://$SOCKET" >>"$SERVICE_LOG" 2>&1 </dev/null &)
+		# The subshell holds no one's pipe open: its own streams are redirected.
+		(cd / && exec $SUDO setsid nohup tini -s -- podman system service --time=0 "unix://$SOCKET") >>"$SERVICE_LOG" 2>&1 </dev/null &
 	fi
 	for _ in $(seq 1 100); do
 		service_answers && { log "podman service is up"; return; }
