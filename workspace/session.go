@@ -14,8 +14,11 @@ import (
 	"github.com/wink-mcp/wink-mcp/agent/wire"
 )
 
-// readyTimeout bounds the wait for a new channel's agent to answer.
-const readyTimeout = 15 * time.Second
+// readyTimeout bounds the wait for a new channel's agent to answer. An agent
+// that cannot run ends the channel at once, so only a hung one waits this
+// long; a healthy one starved of CPU by a burst of container starts (50 at
+// once on 2 cores) has taken over 15 s, and a burst must not fail.
+const readyTimeout = 60 * time.Second
 
 // A channel is pinged after heartbeatInterval without a frame, and given up
 // after heartbeatTimeout: a frozen Podman service freezes the stream it
