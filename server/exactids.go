@@ -2,8 +2,6 @@ package server
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -52,9 +50,7 @@ type alias struct {
 }
 
 func newExactIDs(log *slog.Logger, next http.Handler) *exactIDs {
-	nonce := make([]byte, 8)
-	_, _ = rand.Read(nonce)
-	return &exactIDs{prefix: []byte(`"wink-` + hex.EncodeToString(nonce) + "-"), log: log, next: next,
+	return &exactIDs{prefix: []byte(`"` + newAliasPrefix()), log: log, next: next,
 		byAlias: map[string]alias{}, bySent: map[string]string{}}
 }
 
@@ -126,11 +122,9 @@ func (x *exactIDs) rewriteOne(session string, msg json.RawMessage) json.RawMessa
 			set(x.quote(digits), "id")
 		}
 	}
-	if bytes.Contains(msg, []byte(`"progressToken"`)) {
-		if token := member(msg, "params", "_meta", "progressToken"); token != nil && validID(token) && !keepsID(token) {
-			if digits := x.add(token, ""); digits != "" {
-				set(x.quote(digits), "params", "_meta", "progressToken")
-			}
+	if token := changedToken(msg); token != nil {
+		if digits := x.add(token, ""); digits != "" {
+			set(x.quote(digits), "params", "_meta", "progressToken")
 		}
 	}
 	return out
@@ -209,13 +203,10 @@ type aliasWriter struct {
 }
 
 func (w *aliasWriter) Write(p []byte) (int, error) {
-	if q := w.x.restore(p); len(q) != len(p) || !bytes.Equal(q, p) {
-		if _, err := w.ResponseWriter.Write(q); err != nil {
-			return 0, err
-		}
-		return len(p), nil
+	if _, err := w.ResponseWriter.Write(w.x.restore(p)); err != nil {
+		return 0, err
 	}
-	return w.ResponseWriter.Write(p)
+	return len(p), nil
 }
 
 // Flush keeps event streams flowing through the wrapper.

@@ -3,6 +3,8 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -148,6 +150,27 @@ func keepsID(raw json.RawMessage) bool {
 	}
 	back, err := json.Marshal(mcp.NewRequestId(v))
 	return err == nil && bytes.Equal(back, raw)
+}
+
+// changedToken returns the request's progress token when mcp-go would
+// change it (see keepsID), else nil.
+func changedToken(msg json.RawMessage) json.RawMessage {
+	if !bytes.Contains(msg, []byte(`"progressToken"`)) { // only then is decoding params worth it
+		return nil
+	}
+	token := member(msg, "params", "_meta", "progressToken")
+	if token == nil || !validID(token) || keepsID(token) {
+		return nil
+	}
+	return token
+}
+
+// newAliasPrefix returns the start of the aliases of one connection or
+// server, "wink-<random>-": no id a client writes shares it.
+func newAliasPrefix() string {
+	nonce := make([]byte, 8)
+	_, _ = rand.Read(nonce)
+	return "wink-" + hex.EncodeToString(nonce) + "-"
 }
 
 // idKey is the key of an id among those in flight: its compact JSON text.

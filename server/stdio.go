@@ -3,8 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,11 +65,9 @@ type stdioCall struct {
 }
 
 func serveStdio(ctx context.Context, srv *mcpserver.MCPServer, in io.Reader, out io.Writer, max int64, log *slog.Logger) error {
-	nonce := make([]byte, 8)
-	_, _ = rand.Read(nonce)
 	w := &lineWriter{w: out}
 	c := &stdioConn{mcp: srv, log: log, out: w, sess: newStdioSession(w), max: max,
-		alias: "wink-" + hex.EncodeToString(nonce) + "-", inflight: map[string]*stdioCall{}, tokens: map[string]json.RawMessage{}}
+		alias: newAliasPrefix(), inflight: map[string]*stdioCall{}, tokens: map[string]json.RawMessage{}}
 	if err := srv.RegisterSession(ctx, c.sess); err != nil {
 		return fmt.Errorf("register session: %w", err)
 	}
@@ -191,11 +187,8 @@ func (c *stdioConn) start(ctx context.Context, id json.RawMessage, msg json.RawM
 	if aliased {
 		msg, err = setMember(msg, c.newAlias(), "id")
 	}
-	var token, tokenAlias json.RawMessage
-	if bytes.Contains(msg, []byte(`"progressToken"`)) { // only then is decoding params worth it
-		token = member(msg, "params", "_meta", "progressToken")
-	}
-	if err == nil && token != nil && validID(token) && !keepsID(token) {
+	var tokenAlias json.RawMessage
+	if token := changedToken(msg); err == nil && token != nil {
 		tokenAlias = c.newAlias()
 		msg, err = setMember(msg, tokenAlias, "params", "_meta", "progressToken")
 		c.mu.Lock()
