@@ -36,6 +36,9 @@ type Config struct {
 	HTTP HTTPConfig
 	// Logger receives every log record; nil discards them.
 	Logger *slog.Logger
+	// Lazy leaves a session without a container until a call needs one;
+	// by default the container is made as soon as the session starts.
+	Lazy bool
 }
 
 // Server is wink-mcp's MCP server. Close must be called to remove its containers.
@@ -99,6 +102,9 @@ func New(cfg Config) (*Server, error) {
 		mgr.SetRoots(s.clientRoots)
 	}
 	s.registerResources()
+	if !cfg.Lazy {
+		s.mcp.AddNotificationHandler(string(mcp.MethodNotificationInitialized), s.prestart)
+	}
 	go s.sweep()
 	return s, nil
 }
@@ -177,12 +183,19 @@ func (s *Server) sessionWorkspace(ctx context.Context) (*workspace.Session, erro
 	return s.mgr.Session(session.SessionID())
 }
 
-// sweep removes containers left by wink-mcp servers that died.
+// sweep asks the Podman service what the first container will need, then
+// removes containers left by wink-mcp servers that died.
 func (s *Server) sweep() {
 	defer close(s.sweepDone)
 	ctx, cancel := context.WithTimeout(context.Background(), sweepTimeout)
 	defer cancel()
 	start := time.Now()
+	if err := s.mgr.Prepare(ctx); err != nil {
+		s.log.Warn("the Podman service is not ready for the first workspace; its first call will say why", "err", err)
+	} else {
+		s.log.Debug("ready for the first workspace", "duration_ms", time.Since(start).Milliseconds())
+	}
+	start = time.Now()
 	removed, err := s.mgr.SweepOrphans(ctx)
 	if err != nil {
 		s.log.Warn("orphan sweep incomplete", "removed", removed, "err", err)

@@ -3,7 +3,6 @@ package workspace
 import (
 	"context"
 	"errors"
-	"github.com/wink-mcp/wink-mcp/changes"
 	"io"
 )
 
@@ -19,6 +18,7 @@ type containerSpec struct {
 	Labels       map[string]string
 	User         string
 	KeepID       bool // run in a keep-id user namespace (rootless Podman)
+	SELinux      bool // relabel the bind mounts for SELinux
 	WorkspaceDir string
 	Mounts       []hostMount
 	AgentBinary  string
@@ -46,11 +46,11 @@ var errNameInUse = errors.New("container name already in use")
 // implements it against the Podman service; unit tests use a fake that runs
 // the real agent in-process.
 type engine interface {
-	// Rootless reports whether the engine runs without root.
-	Rootless(ctx context.Context) (bool, error)
-	// OverlayMarkers names the driver of the engine's overlay mounts, whose
-	// metadata the change readers must tell from the session's files.
-	OverlayMarkers(ctx context.Context) (changes.Markers, error)
+	// Host returns what specs depend on about the engine's host; settled
+	// is false when the facts are an earlier process's, not yet confirmed.
+	Host(ctx context.Context) (h hostFacts, settled bool, err error)
+	// SettledHost returns the host facts as the engine gives them now.
+	SettledHost(ctx context.Context) (hostFacts, error)
 	// EnsureImage makes sure the image is present, pulling it if needed.
 	EnsureImage(ctx context.Context, image string) error
 	// Create creates a container; it returns errNameInUse if the name is taken.

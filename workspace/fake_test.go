@@ -40,6 +40,14 @@ type fakeEngine struct {
 	listed     []listedContainer
 	// removeDelay makes Remove take this long, as Podman's does (~280 ms).
 	removeDelay time.Duration
+	// createDelay makes Create take this long, honouring cancellation but
+	// making the container all the same, as Podman may.
+	createDelay time.Duration
+	// recorded, when set, is what Host returns as unconfirmed facts until
+	// the first SettledHost; host is what SettledHost returns.
+	recorded *hostFacts
+	host     hostFacts
+	settled  bool
 }
 
 type fakeContainer struct {
@@ -54,7 +62,8 @@ func newFakeEngine(t *testing.T) *fakeEngine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fakeEngine{self: self, images: map[string]bool{"test-image": true}, containers: map[string]*fakeContainer{}}
+	return &fakeEngine{self: self, images: map[string]bool{"test-image": true}, containers: map[string]*fakeContainer{},
+		host: hostFacts{Markers: changes.KernelMarkers}}
 }
 
 func (f *fakeEngine) EnsureImage(_ context.Context, image string) error {
@@ -66,14 +75,23 @@ func (f *fakeEngine) EnsureImage(_ context.Context, image string) error {
 	return nil
 }
 
-func (f *fakeEngine) Create(_ context.Context, spec containerSpec) error {
+func (f *fakeEngine) Create(ctx context.Context, spec containerSpec) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if _, ok := f.containers[spec.Name]; ok {
+		f.mu.Unlock()
 		return errNameInUse
 	}
 	f.creates++
 	f.containers[spec.Name] = &fakeContainer{spec: spec}
+	delay := f.createDelay
+	f.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+	}
 	return nil
 }
 
@@ -227,8 +245,27 @@ func newTestManager(t *testing.T, mutate func(*Config)) (*Manager, *fakeEngine, 
 	return m, eng, logs
 }
 
-func (f *fakeEngine) Rootless(context.Context) (bool, error) { return false, nil }
+func (f *fakeEngine) Host(ctx context.Context) (hostFacts, bool, error) {
+	f.mu.Lock()
+	if f.recorded != nil && !f.settled {
+		defer f.mu.Unlock()
+		return *f.recorded, false, nil
+	}
+	f.mu.Unlock()
+	h, err := f.SettledHost(ctx)
+	return h, true, err
+}
 
-func (f *fakeEngine) OverlayMarkers(context.Context) (changes.Markers, error) {
-	return changes.KernelMarkers, nil
+func (f *fakeEngine) SettledHost(context.Context) (hostFacts, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.settled = true
+	return f.host, nil
+}
+
+// contains reports whether any record logged so far contains s.
+func (l *logBuffer) contains(s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Contains(l.buf.String(), s)
 }

@@ -95,6 +95,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 	}
 	hash := m.SessionHash(id)
 	s := &Session{m: m, id: id, hash: hash, name: containerName(m.cfg.NamePrefix, hash), dir: m.inst.sessionDir(hash)}
+	s.life, s.endLife = context.WithCancel(context.Background())
 	s.lastUsed.Store(time.Now().UnixNano())
 	m.sessions[id] = s
 	return s, nil
@@ -166,6 +167,18 @@ func (m *Manager) Close(ctx context.Context) error {
 	return m.inst.release(!m.cfg.KeepSessionDirs)
 }
 
+// Prepare asks the Podman service what every container's creation needs
+// from it once per process (the host's facts, and the image, pulled if it
+// is missing), so that the first call does not wait for it. The server
+// calls it in the background as it starts; an error is also the first
+// call's, which reports it.
+func (m *Manager) Prepare(ctx context.Context) error {
+	if _, err := m.eng.SettledHost(ctx); err != nil {
+		return err
+	}
+	return m.eng.EnsureImage(ctx, m.cfg.Image)
+}
+
 // SweepOrphans removes the containers, and the session directories under
 // this cache directory, of wink-mcp instances that are no longer running. It
 // returns how many containers it removed.
@@ -230,8 +243,9 @@ func (m *Manager) reapIdle(ctx context.Context) {
 }
 
 // spec describes the container of session s, run as user.
-func (m *Manager) spec(s *Session, user string, keepID bool) containerSpec {
+func (m *Manager) spec(s *Session, host hostFacts, user string, keepID bool) containerSpec {
 	spec := containerSpec{
+		SELinux:      host.SELinux,
 		Name:         s.name,
 		Image:        m.cfg.Image,
 		Labels:       ownerLabels(m.inst, s.hash),

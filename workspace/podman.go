@@ -15,10 +15,7 @@ import (
 	"github.com/containers/podman/v5/pkg/bindings"
 	"github.com/containers/podman/v5/pkg/bindings/containers"
 	"github.com/containers/podman/v5/pkg/bindings/images"
-	"github.com/containers/podman/v5/pkg/bindings/system"
 	"github.com/containers/podman/v5/pkg/errorhandling"
-
-	"github.com/wink-mcp/wink-mcp/changes"
 )
 
 // connectTimeout bounds one attempt to reach a Podman service.
@@ -50,6 +47,7 @@ const (
 // on first use and is safe for concurrent use.
 type podmanEngine struct {
 	url, identity string
+	cacheDir      string // where host facts are recorded for the next process
 	apiTimeout    time.Duration
 	pullTimeout   time.Duration
 	log           *slog.Logger
@@ -57,21 +55,14 @@ type podmanEngine struct {
 	mu      sync.Mutex
 	uri     string          // the service that answered
 	connCtx context.Context // carries the bindings connection
-	host    *hostFacts      // asked once
+	host    *hostFacts      // asked once (see hostfacts.go)
 	// asking lets one caller at a time ask for the host facts, so a burst
 	// of first sessions asks the service once, not once each.
 	asking sync.Mutex
 }
 
-// hostFacts are what container specs depend on about the service's host.
-type hostFacts struct {
-	rootless bool
-	selinux  bool
-	markers  changes.Markers // the driver of its overlay mounts
-}
-
 func newPodmanEngine(cfg Config, log *slog.Logger) *podmanEngine {
-	return &podmanEngine{url: cfg.PodmanURL, identity: cfg.PodmanIdentity, apiTimeout: cfg.APITimeout, pullTimeout: cfg.PullTimeout, log: log}
+	return &podmanEngine{url: cfg.PodmanURL, cacheDir: cfg.CacheDir, identity: cfg.PodmanIdentity, apiTimeout: cfg.APITimeout, pullTimeout: cfg.PullTimeout, log: log}
 }
 
 // candidateURIs lists the services to try, in order: the configured one,
@@ -221,79 +212,16 @@ func (e *podmanEngine) imageExists(ctx context.Context, image string) (exists bo
 	return exists, nil
 }
 
-// Rootless reports whether the service runs without root.
-func (e *podmanEngine) Rootless(ctx context.Context) (bool, error) {
-	h, err := e.facts(ctx)
-	if err != nil {
-		return false, err
-	}
-	return h.rootless, nil
-}
-
-// OverlayMarkers names the driver of the service's overlay mounts.
-func (e *podmanEngine) OverlayMarkers(ctx context.Context) (changes.Markers, error) {
-	h, err := e.facts(ctx)
-	return h.markers, err
-}
-
-// facts asks the service about its host, once: callers that come while it
-// is being asked wait for that answer (bounded by the API timeout).
-func (e *podmanEngine) facts(ctx context.Context) (_ hostFacts, err error) {
-	if h := e.knownFacts(); h != nil {
-		return *h, nil
-	}
-	e.asking.Lock()
-	defer e.asking.Unlock()
-	if h := e.knownFacts(); h != nil {
-		return *h, nil
-	}
-	c, end, err := e.call(ctx)
-	if err != nil {
-		return hostFacts{}, err
-	}
-	defer end(&err)
-	info, err := system.Info(c, nil)
-	if err != nil {
-		return hostFacts{}, fmt.Errorf("asking the Podman service about its host: %w", err)
-	}
-	h := &hostFacts{markers: changes.KernelMarkers}
-	if info.Host != nil {
-		h.rootless, h.selinux = info.Host.Security.Rootless, info.Host.Security.SELinuxEnabled
-	}
-	if h.rootless {
-		// Rootless overlays are fuse-overlayfs when storage names a mount
-		// program, else the kernel's, mounted with userxattr.
-		h.markers = changes.UserxattrMarkers
-		if info.Store != nil && info.Store.GraphOptions["overlay.mount_program"] != nil {
-			h.markers = changes.FuseMarkers
-		}
-	}
-	e.mu.Lock()
-	e.host = h
-	e.mu.Unlock()
-	return *h, nil
-}
-
-func (e *podmanEngine) knownFacts() *hostFacts {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.host
-}
-
 // Create creates the container described by spec. On SELinux hosts, bind
 // mounts are relabelled so the container may read them.
 func (e *podmanEngine) Create(ctx context.Context, spec containerSpec) (err error) {
-	h, err := e.facts(ctx)
-	if err != nil {
-		return err
-	}
 	c, end, err := e.call(ctx)
 	if err != nil {
 		return err
 	}
 	defer end(&err)
 	s := podmanSpec(spec)
-	if h.selinux {
+	if spec.SELinux {
 		relabel(s)
 	}
 	if _, err := containers.CreateWithSpec(c, s, nil); err != nil {

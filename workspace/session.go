@@ -51,6 +51,11 @@ type Session struct {
 	rootsOwner     string // "uid:gid" owning the client's writable roots, if it chose the user
 	user           string // the "uid:gid" of the last container made
 
+	// life ends when the session does: work begun ahead of a call (see
+	// Prestart) stops with it.
+	life    context.Context
+	endLife context.CancelFunc
+
 	active   atomic.Int32 // calls in progress
 	lastUsed atomic.Int64 // unix nanoseconds of the last call's start or end
 
@@ -127,6 +132,30 @@ func (s *Session) Start(ctx context.Context) (ContainerInfo, error) {
 	defer s.enter()()
 	_, err := s.ensure(ctx)
 	return s.Info(), err
+}
+
+// Prestart creates and starts the session's container in the background,
+// so that the first call finds it ready instead of waiting for it. ctx
+// carries the MCP client session (a container that mounts the client's
+// roots asks for them); its cancellation is ignored, and the work stops
+// when the session ends. A failure is logged and left to the first call,
+// which tries again and reports it.
+func (s *Session) Prestart(ctx context.Context) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(s.life, cancel)
+	go func() {
+		defer cancel()
+		defer stop()
+		start := time.Now()
+		if _, err := s.Start(ctx); err != nil {
+			if s.life.Err() == nil {
+				s.m.log.Warn("preparing the workspace ahead of its first call failed; the first call tries again",
+					"session", s.hash, "err", err)
+			}
+			return
+		}
+		s.m.log.Debug("workspace prepared ahead of its first call", "session", s.hash, "duration_ms", time.Since(start).Milliseconds())
+	}()
 }
 
 // Reset implements Workspace.
@@ -246,7 +275,7 @@ func (s *Session) recoverLocked(ctx context.Context) (*wire.Client, error) {
 	var reason string
 	switch {
 	case running:
-		err := s.connectLocked(ctx)
+		err := s.connectLocked(ctx, newStepTimes())
 		if err == nil {
 			logEvent(s.m.log, EventChannelReopened, s, start)
 			return s.client, nil
@@ -270,21 +299,25 @@ func (s *Session) recoverLocked(ctx context.Context) (*wire.Client, error) {
 // createLocked creates, starts and connects to a new container.
 func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	start := time.Now()
+	steps := newStepTimes()
 	m := s.m
 	if err := m.eng.EnsureImage(ctx, m.cfg.Image); err != nil {
 		return nil, err
 	}
+	steps.done("image")
 	if err := s.mountDiskLocked(ctx); err != nil {
 		return nil, err
 	}
-	rootless, err := m.eng.Rootless(ctx)
+	steps.done("disk")
+	host, settled, err := m.eng.Host(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.resolveMountsLocked(ctx); err != nil {
+	steps.done("host_facts")
+	if err := s.resolveMountsLocked(ctx, host.Markers); err != nil {
 		return nil, err
 	}
-	user, keepID := m.identity(rootless, s)
+	user, keepID := m.identity(host.Rootless, s)
 	s.user = user
 	if err := m.prepareWorkspaceDir(s.workspaceDir(), user); err != nil {
 		return nil, err
@@ -293,7 +326,22 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	if err := prepareMounts(s.workspaceDir(), s.mounts, uid, gid); err != nil {
 		return nil, err
 	}
-	spec := m.spec(s, user, keepID)
+	steps.done("prepare_dirs")
+	spec := m.spec(s, host, user, keepID)
+	remove := func() error {
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.APITimeout)
+		defer cancel()
+		return s.removeLocked(cleanup)
+	}
+	fail := func(err error) (*wire.Client, error) {
+		if rmErr := remove(); rmErr != nil {
+			m.log.Warn("removing a container that failed to start", "container", s.name, "err", rmErr)
+		}
+		return nil, err
+	}
+	// From here a failure removes whatever Podman made: a create request
+	// cancelled in flight may still have made the container.
+	s.created = true
 	err = m.eng.Create(ctx, spec)
 	if errors.Is(err, errNameInUse) {
 		// Names are keyed by this instance's secret: a container with this
@@ -303,37 +351,50 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 		}
 	}
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
-	s.created = true
+	steps.done("create")
 	logEvent(m.log, EventCreated, s, start, "image", spec.Image, "user", spec.User, "memory_bytes", spec.MemoryBytes,
 		"cpus", spec.CPUs, "pids_limit", spec.PidsLimit, "tmp_bytes", spec.TmpBytes, "nofile", spec.NofileLimit,
 		"nproc", spec.NprocLimit, "network", "none", "cap_drop", "ALL", "no_new_privileges", true, "keep_id", keepID, "mounts", len(spec.Mounts))
-	fail := func(err error) (*wire.Client, error) {
-		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.APITimeout)
-		defer cancel()
-		if rmErr := s.removeLocked(cleanup); rmErr != nil {
-			m.log.Warn("removing a container that failed to start", "container", s.name, "err", rmErr)
-		}
-		return nil, err
-	}
 	if err := m.eng.Start(ctx, s.name); err != nil {
 		return fail(err)
 	}
+	steps.done("start")
 	logEvent(m.log, EventStarted, s, start)
-	if err := s.connectLocked(ctx); err != nil {
+	if err := s.connectLocked(ctx, steps); err != nil {
 		return fail(fmt.Errorf("the workspace container %s started but its agent did not answer: %w", s.name, err))
 	}
-	logEvent(m.log, EventReady, s, start)
+	if !settled {
+		// Made from facts an earlier process recorded: used only once the
+		// service confirms them, else made again from its answer.
+		now, err := m.eng.SettledHost(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		steps.done("host_facts_confirmed")
+		if now != host {
+			m.log.Warn("the Podman service's host changed since an earlier process recorded it; making the container again",
+				"session", s.hash, "recorded", host, "now", now)
+			if err := remove(); err != nil {
+				return nil, fmt.Errorf("removing a container made from outdated host facts: %w", err)
+			}
+			s.mounts, s.mountsResolved = nil, false
+			return s.createLocked(ctx)
+		}
+	}
+	logEvent(m.log, EventReady, s, start, "steps", steps.String())
 	return s.client, nil
 }
 
-// connectLocked opens a channel to the agent and waits for it to answer.
-func (s *Session) connectLocked(ctx context.Context) error {
+// connectLocked opens a channel to the agent and waits for it to answer,
+// recording both steps in steps.
+func (s *Session) connectLocked(ctx context.Context, steps *stepTimes) error {
 	stream, err := s.m.eng.OpenChannel(ctx, s.name)
 	if err != nil {
 		return err
 	}
+	steps.done("channel")
 	client := wire.NewClient(stream, stream)
 	pingCtx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
@@ -341,6 +402,7 @@ func (s *Session) connectLocked(ctx context.Context) error {
 		stream.Close()
 		return fmt.Errorf("waiting for the agent: %w", err)
 	}
+	steps.done("agent_ping")
 	client.Watch(heartbeatInterval, heartbeatTimeout, stream)
 	s.client, s.stream = client, stream
 	return nil
@@ -393,6 +455,7 @@ func (s *Session) cleanupIfIdle(ctx context.Context, idle time.Duration) {
 
 // end removes the container and, unless they are kept, the session's files.
 func (s *Session) end(ctx context.Context) {
+	s.endLife() // stops a Prestart, which holds mu while it creates
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {

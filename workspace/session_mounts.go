@@ -204,8 +204,9 @@ const rootsTimeout = 10 * time.Second
 // resolveMountsLocked fixes the session's mounts the first time its
 // container is made: the configured ones, then, with MountRoots, the
 // client's roots. They stay the same for the session's life, so that a
-// recreated container finds its overlay directories again.
-func (s *Session) resolveMountsLocked(ctx context.Context) error {
+// recreated container finds its overlay directories again. markers names
+// the driver of the service's overlay mounts.
+func (s *Session) resolveMountsLocked(ctx context.Context, markers changes.Markers) error {
 	if s.mountsResolved {
 		return nil
 	}
@@ -223,10 +224,6 @@ func (s *Session) resolveMountsLocked(ctx context.Context) error {
 		return err
 	}
 	if len(list) > 0 {
-		markers, err := m.eng.OverlayMarkers(ctx)
-		if err != nil {
-			return err
-		}
 		for i := range list {
 			if list[i].Mode == MountOverlay {
 				list[i].markers = markers

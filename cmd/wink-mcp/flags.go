@@ -63,6 +63,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.str(&w.NamePrefix, "name-prefix", "prefix of container names", "WINK_NAME_PREFIX")
 	b.str(&w.CacheDir, "cache-dir", "directory holding session workspaces", "WINK_CACHE")
 	b.boolean(&w.KeepSessionDirs, "keep-session-dirs", "keep session directories after sessions end", "WINK_KEEP_SESSION_DIRS")
+	b.boolean(&cfg.Lazy, "lazy", "make a session's container on its first call that needs one, not as soon as the session starts", "WINK_LAZY")
 	b.duration(&w.IdleTimeout, "idle-timeout", "remove a session's container after this long without calls", "WINK_IDLE_TIMEOUT")
 	b.str(&w.PodmanURL, "podman-url", "Podman service URL (default: the root socket, then the rootless one)", "CONTAINER_HOST", "PODMAN_BASE_URL")
 	b.str(&w.PodmanIdentity, "podman-identity", "SSH key for ssh:// Podman URLs", "PODMAN_IDENTITY")
