@@ -399,6 +399,23 @@ func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool
 	}
 }
 
+// unpooled turns the HTTP transports' default pool of containers off, for
+// tests that count a session's containers or directories by prefix: pooled
+// ones waiting for a session would be counted too. pool_test.go tests the pool.
+var unpooled = []string{"--warm", "0"}
+
+// sessionDir returns the directory of the session's container (named
+// after the same key), making sure the container runs.
+func (p *proc) sessionDir() string {
+	p.t.Helper()
+	key := strings.TrimPrefix(p.container(), p.prefix+"-")
+	dirs, _ := filepath.Glob(filepath.Join(p.cache, "instances", "*", "sessions", key))
+	if len(dirs) != 1 {
+		p.t.Fatalf("the directory of the session's container: %v", dirs)
+	}
+	return dirs[0]
+}
+
 // sessionDirs lists the session directories under a cache directory.
 func sessionDirs(t *testing.T, cache string) []string {
 	t.Helper()

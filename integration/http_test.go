@@ -201,7 +201,7 @@ func TestHTTPSessionIsNotIdleDuringACall(t *testing.T) {
 // TestHTTPThirtySessionsAtOnce opens 30 sessions at once against one
 // server, each running commands and file tools, with no error.
 func TestHTTPThirtySessionsAtOnce(t *testing.T) {
-	p := launch(t, startOptions{transport: "http"})
+	p := launch(t, startOptions{transport: "http", args: unpooled})
 	var wg sync.WaitGroup
 	errs := make(chan error, 30)
 	for i := range 30 {

@@ -34,13 +34,13 @@ func TestEndingTheSessionRemovesContainerAndFiles(t *testing.T) {
 	eachTransport(t, func(t *testing.T, tr string) {
 		p := start(t, startOptions{transport: tr})
 		p.run("sh", "-c", "echo x > f")
-		name := p.container()
-		if len(sessionDirs(t, p.cache)) != 1 {
-			t.Fatalf("session directories: %v", sessionDirs(t, p.cache))
+		name, dir := p.container(), p.sessionDir()
+		if !fileExists(filepath.Join(dir, "workspace", "f")) {
+			t.Fatalf("the session's file is not in %s", dir)
 		}
 		p.endSession()
 		waitUntil(t, 15*time.Second, "the container to go", func() bool { return !containerExists(t, name) })
-		waitUntil(t, 5*time.Second, "the session directory to go", func() bool { return len(sessionDirs(t, p.cache)) == 0 })
+		waitUntil(t, 5*time.Second, "the session directory to go", func() bool { return !fileExists(dir) })
 	})
 }
 
@@ -49,9 +49,9 @@ func TestSigtermDuringACommandRemovesEverything(t *testing.T) {
 		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 			t.Run(sig.String(), func(t *testing.T) {
 				p := start(t, startOptions{transport: tr, args: []string{"--drain-timeout", "1s"}})
-				name := p.container()
+				name, dir := p.container(), p.sessionDir()
 				go p.client.CallTool(t.Context(), shellRequest("sh", "-c", "touch started; sleep 100"))
-				started := filepath.Join(sessionDirs(t, p.cache)[0], "workspace", "started")
+				started := filepath.Join(dir, "workspace", "started")
 				waitUntil(t, 10*time.Second, "the command to start", func() bool { return fileExists(started) })
 				if err := p.cmd.Process.Signal(sig); err != nil {
 					t.Fatal(err)
@@ -147,10 +147,10 @@ func TestIdleSessions(t *testing.T) {
 	eachTransport(t, func(t *testing.T, tr string) {
 		p := start(t, startOptions{transport: tr, args: []string{"--idle-timeout", "1s"}})
 		p.run("sh", "-c", "echo kept > f")
-		name := p.container()
+		name, dir := p.container(), p.sessionDir()
 		waitUntil(t, 15*time.Second, "idle expiry", func() bool { return !containerExists(t, name) })
 		if tr == "http" {
-			waitUntil(t, 5*time.Second, "the session directory to go", func() bool { return len(sessionDirs(t, p.cache)) == 0 })
+			waitUntil(t, 5*time.Second, "the session directory to go", func() bool { return !fileExists(dir) })
 			var req mcp.CallToolRequest
 			req.Params.Name = "podman_shell"
 			req.Params.Arguments = map[string]any{"command": []string{"true"}}

@@ -11,7 +11,7 @@ import (
 // TestContainerHardening inspects such a container setting by setting.
 func TestContainerIsReadyBeforeTheFirstCall(t *testing.T) {
 	eachTransport(t, func(t *testing.T, tr string) {
-		p := start(t, startOptions{transport: tr})
+		p := start(t, startOptions{transport: tr, args: unpooled})
 		p.waitLog(60*time.Second, "workspace ready", map[string]any{"event": "ready"})
 		made := containersNamed(t, p.prefix)
 		if len(made) != 1 {
@@ -36,7 +36,7 @@ func TestSessionEndedBeforeItsFirstCallLeavesNothing(t *testing.T) {
 	eachTransport(t, func(t *testing.T, tr string) {
 		for _, when := range []string{"while it is made", "once it is ready"} {
 			t.Run(when, func(t *testing.T) {
-				p := start(t, startOptions{transport: tr})
+				p := start(t, startOptions{transport: tr, args: unpooled})
 				if when == "once it is ready" {
 					p.waitLog(60*time.Second, "workspace ready", map[string]any{"event": "ready"})
 				}

@@ -111,7 +111,8 @@ func TestReliabilityFaults(t *testing.T) {
 	})
 	t.Run("cache disk full", func(t *testing.T) {
 		cache := smallDisk(t, 64<<20)
-		p := start(t, startOptions{cache: cache, args: []string{"--disk-limit", "32m"}})
+		// --lazy: the container is made by the call, on the full disk.
+		p := start(t, startOptions{cache: cache, args: []string{"--disk-limit", "32m", "--lazy"}})
 		filler := filepath.Join(cache, "filler")
 		if out, err := exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=1M", "count=48").CombinedOutput(); err != nil {
 			t.Fatalf("filling the cache disk: %v %s", err, out)

@@ -40,7 +40,7 @@ var loadMix = []loadCall{
 }
 
 func TestReliabilityLoad(t *testing.T) {
-	p := launch(t, startOptions{transport: "http"})
+	p := launch(t, startOptions{transport: "http", args: unpooled})
 	before := sampleResources(t, p)
 	began := time.Now()
 	duration := soak()

@@ -179,7 +179,7 @@ func TestOutputIsCappedAndCounted(t *testing.T) {
 // new session at once.
 func TestConcurrentFirstCallsMakeOneContainer(t *testing.T) {
 	eachTransport(t, func(t *testing.T, tr string) {
-		p := start(t, startOptions{transport: tr})
+		p := start(t, startOptions{transport: tr, args: unpooled})
 		results := make(chan *mcp.CallToolResult, 5)
 		for i := range 5 {
 			go func() {
@@ -237,7 +237,7 @@ func TestStdoutCarriesOnlyJSONRPC(t *testing.T) {
 func TestCancellationKillsTheCommand(t *testing.T) {
 	eachTransport(t, func(t *testing.T, tr string) {
 		p := start(t, startOptions{transport: tr})
-		p.container()
+		dir := p.sessionDir()
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		const requestID = 9001
@@ -255,7 +255,7 @@ func TestCancellationKillsTheCommand(t *testing.T) {
 			_, err := p.client.CallTool(ctx, shellRequest("sh", "-c", "touch started; sleep 305"))
 			done <- err
 		}()
-		started := sessionDirs(t, p.cache)[0] + "/workspace/started"
+		started := dir + "/workspace/started"
 		waitUntil(t, 10*time.Second, "the command to start", func() bool { return fileExists(started) })
 		if tr == "sse" {
 			err := p.client.GetTransport().SendNotification(context.Background(), mcp.JSONRPCNotification{

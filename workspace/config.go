@@ -95,6 +95,9 @@ type Config struct {
 	APITimeout time.Duration
 	// PullTimeout bounds an image pull.
 	PullTimeout time.Duration
+	// Warm is how many containers are kept made and started ahead of need,
+	// each handed to a new session; 0 makes each session's own.
+	Warm int
 }
 
 // DefaultConfig returns the defaults, with the cache under the user's cache directory.
@@ -149,6 +152,9 @@ func (c Config) Validate() error {
 	check(c.APITimeout > 0, "podman API timeout must be positive")
 	check(c.PullTimeout > 0, "pull timeout must be positive")
 	check(c.ExportDir == "" || filepath.IsAbs(c.ExportDir), "export directory %q must be an absolute path", c.ExportDir)
+	check(c.Warm >= 0 && c.Warm <= MaxWarm, "warm %d must be between 0 and %d", c.Warm, MaxWarm)
+	check(c.Warm == 0 || !c.MountRoots, "--warm %d cannot serve --mount-roots: a pooled container is made before any client names its roots; drop one of them", c.Warm)
+	check(c.Warm == 0 || !c.KeepSessionDirs, "--warm %d cannot serve --keep-session-dirs: a kept directory is named after its session, which a pooled container's is not; drop one of them", c.Warm)
 	check(!c.MountRoots || len(c.AllowedRoots) > 0, "--mount-roots needs at least one --allowed-root: client roots are mounted only under allowed roots")
 	return errors.Join(errs...)
 }

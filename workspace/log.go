@@ -15,6 +15,7 @@ const (
 	EventCreated               = "created"
 	EventStarted               = "started"
 	EventReady                 = "ready"
+	EventTakenFromPool         = "taken_from_pool"
 	EventChannelReopened       = "channel_reopened"
 	EventIdleCleanup           = "idle_cleanup"
 	EventRecreatedAfterFailure = "recreated_after_failure"

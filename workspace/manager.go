@@ -23,6 +23,8 @@ type Manager struct {
 	mounts      mountPlan
 	disk        *diskTools // nil when sessions' disks are not limited
 
+	pool *warmPool // nil without Config.Warm
+
 	rootsMu sync.Mutex
 	roots   RootsFunc
 
@@ -75,6 +77,9 @@ func newManager(cfg Config, log *slog.Logger, eng engine, agentBinary string) (*
 		}
 	}
 	go m.reapIdle(ctx)
+	if cfg.Warm > 0 {
+		m.pool = newWarmPool(m, cfg.Warm)
+	}
 	log.Info("workspace manager ready", "instance", inst.id, "cache_dir", cfg.CacheDir, "image", cfg.Image, "idle_timeout", cfg.IdleTimeout.String())
 	for _, mt := range plan.mounts {
 		log.Info("host folder mounted in every workspace", "host_path", mt.HostPath, "path", Root+"/"+mt.Path, "mode", mt.Mode)
@@ -94,11 +99,28 @@ func (m *Manager) Session(id string) (*Session, error) {
 		return s, nil
 	}
 	hash := m.SessionHash(id)
-	s := &Session{m: m, id: id, hash: hash, name: containerName(m.cfg.NamePrefix, hash), dir: m.inst.sessionDir(hash)}
-	s.life, s.endLife = context.WithCancel(context.Background())
-	s.lastUsed.Store(time.Now().UnixNano())
+	var s *Session
+	if m.pool != nil {
+		s = m.pool.take()
+	}
+	if s != nil {
+		s.id, s.hash = id, hash
+		s.lastUsed.Store(time.Now().UnixNano())
+		logEvent(m.log, EventTakenFromPool, s, time.Now())
+	} else {
+		s = m.newSession(id, hash)
+	}
 	m.sessions[id] = s
 	return s, nil
+}
+
+// newSession returns a session without a container whose container and
+// directory are named after key.
+func (m *Manager) newSession(id, key string) *Session {
+	s := &Session{m: m, id: id, hash: key, key: key, name: containerName(m.cfg.NamePrefix, key), dir: m.inst.sessionDir(key)}
+	s.life, s.endLife = context.WithCancel(context.Background())
+	s.lastUsed.Store(time.Now().UnixNano())
+	return s
 }
 
 // OnChange sets the function told which paths a session's tools wrote,
@@ -159,6 +181,9 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.stopReaper()
 	<-m.reaperDone
 	var wg sync.WaitGroup
+	if m.pool != nil {
+		wg.Go(func() { m.pool.close(ctx) })
+	}
 	for _, s := range sessions {
 		wg.Go(func() { s.end(ctx) })
 	}
@@ -248,7 +273,7 @@ func (m *Manager) spec(s *Session, host hostFacts, user string, keepID bool) con
 		SELinux:      host.SELinux,
 		Name:         s.name,
 		Image:        m.cfg.Image,
-		Labels:       ownerLabels(m.inst, s.hash),
+		Labels:       ownerLabels(m.inst, s.key),
 		User:         user,
 		KeepID:       keepID,
 		WorkspaceDir: s.workspaceDir(),

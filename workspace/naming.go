@@ -16,7 +16,8 @@ const (
 	LabelManaged = "io.wink-mcp.managed"
 	// LabelInstance is the ID of the server instance that owns the container.
 	LabelInstance = "io.wink-mcp.instance"
-	// LabelSession is the session hash, never the raw session ID.
+	// LabelSession is the session hash, or the random key of a container
+	// made ahead for a pool; never the raw session ID.
 	LabelSession = "io.wink-mcp.session"
 	// LabelLock is the absolute path of the owning instance's lock file,
 	// held locked for as long as that instance runs.

@@ -33,7 +33,10 @@ const (
 type Session struct {
 	m    *Manager
 	id   string // the MCP session id; never logged
-	hash string
+	hash string // what logs call the session
+	// key names the container and the session directory: the hash, or
+	// the random key of a pooled container the session was handed.
+	key  string
 	name string
 	dir  string
 
@@ -65,7 +68,7 @@ type Session struct {
 var _ Workspace = (*Session)(nil)
 
 // diskImage is the file holding the session directory's filesystem.
-func (s *Session) diskImage() string { return filepath.Join(s.m.inst.dir, disksDir, s.hash+".img") }
+func (s *Session) diskImage() string { return filepath.Join(s.m.inst.dir, disksDir, s.key+".img") }
 
 // mountDiskLocked gives the session directory a filesystem of its own,
 // the size of the disk limit, before anything is written to it.

@@ -29,6 +29,7 @@ type serveOptions struct {
 	transport     string
 	authTokenFile string
 	mounts        []string
+	warm          string
 	logs          logOptions
 }
 
@@ -37,7 +38,7 @@ type serveOptions struct {
 func parseServeFlags(args []string, lookup func(string) (string, bool), out io.Writer) (server.Config, serveOptions, error) {
 	cfg := server.Config{Workspace: workspace.DefaultConfig(), ShutdownTimeout: server.DefaultShutdownTimeout, HTTP: server.DefaultHTTPConfig()}
 	w, h := &cfg.Workspace, &cfg.HTTP
-	opts := serveOptions{transport: server.TransportStdio, logs: logOptions{level: "info", format: "text"}}
+	opts := serveOptions{transport: server.TransportStdio, warm: "auto", logs: logOptions{level: "info", format: "text"}}
 	logs := &opts.logs
 	fs := flag.NewFlagSet("wink-mcp", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -64,6 +65,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.str(&w.CacheDir, "cache-dir", "directory holding session workspaces", "WINK_CACHE")
 	b.boolean(&w.KeepSessionDirs, "keep-session-dirs", "keep session directories after sessions end", "WINK_KEEP_SESSION_DIRS")
 	b.boolean(&cfg.Lazy, "lazy", "make a session's container on its first call that needs one, not as soon as the session starts", "WINK_LAZY")
+	b.str(&opts.warm, "warm", fmt.Sprintf("containers kept made and started for new sessions, 0-%d (auto: 0 for stdio, %d for sse and http)", workspace.MaxWarm, defaultHTTPWarm), "WINK_WARM")
 	b.duration(&w.IdleTimeout, "idle-timeout", "remove a session's container after this long without calls", "WINK_IDLE_TIMEOUT")
 	b.str(&w.PodmanURL, "podman-url", "Podman service URL (default: the root socket, then the rootless one)", "CONTAINER_HOST", "PODMAN_BASE_URL")
 	b.str(&w.PodmanIdentity, "podman-identity", "SSH key for ssh:// Podman URLs", "PODMAN_IDENTITY")
@@ -97,6 +99,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	if err := resolvePaths(w, opts.mounts); err != nil {
 		return cfg, opts, err
 	}
+	if err := resolveWarm(&cfg, opts); err != nil {
+		return cfg, opts, err
+	}
 	if err := w.Validate(); err != nil {
 		return cfg, opts, err
 	}
@@ -120,6 +125,39 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 		return cfg, opts, fmt.Errorf("transport %q: want stdio, sse or http", opts.transport)
 	}
 	return cfg, opts, nil
+}
+
+// defaultHTTPWarm is --warm auto over SSE and HTTP: two containers ready
+// serve an orchestrator's sessions that start together or call at once,
+// and cost about 30 MB and no CPU while they wait.
+const defaultHTTPWarm = 2
+
+// resolveWarm sets the pool size from --warm and the transport.
+func resolveWarm(cfg *server.Config, opts serveOptions) error {
+	w := &cfg.Workspace
+	stdio := opts.transport == server.TransportStdio
+	switch {
+	case opts.warm == "auto" && stdio:
+		w.Warm = 0
+	case opts.warm == "auto":
+		w.Warm = min(defaultHTTPWarm, cfg.HTTP.MaxSessions)
+		if w.MountRoots || w.KeepSessionDirs {
+			w.Warm = 0 // a pool cannot serve them; say so only when asked for one
+		}
+	default:
+		n, err := strconv.Atoi(opts.warm)
+		if err != nil {
+			return fmt.Errorf("--warm %q: want a number of containers, 0-%d, or auto", opts.warm, workspace.MaxWarm)
+		}
+		w.Warm = n
+	}
+	switch {
+	case stdio && w.Warm > 0:
+		return fmt.Errorf("--warm %d: a stdio server has one session, whose container is made as the session starts; use --warm 0 (or auto)", w.Warm)
+	case !stdio && w.Warm > cfg.HTTP.MaxSessions:
+		return fmt.Errorf("--warm %d is more than --max-sessions %d: the extra containers could never be used; lower --warm or raise --max-sessions", w.Warm, cfg.HTTP.MaxSessions)
+	}
+	return nil
 }
 
 // resolvePaths parses the mounts and makes the paths a client may pass

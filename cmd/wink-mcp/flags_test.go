@@ -144,3 +144,48 @@ func TestBadFlagsExitTwoBeforeAnythingRuns(t *testing.T) {
 		t.Errorf("doctor -h: exit %d", code)
 	}
 }
+
+func TestWarm(t *testing.T) {
+	http := []string{"--transport", "http"}
+	for _, tt := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want int
+	}{
+		{name: "stdio default", want: 0},
+		{name: "http default", args: http, want: defaultHTTPWarm},
+		{name: "http default under a small session cap", args: append(http, "--max-sessions", "1"), want: 1},
+		{name: "http default with client roots", args: append(http, "--mount-roots", "--allowed-root", "/tmp"), want: 0},
+		{name: "flag", args: append(http, "--warm", "50"), want: 50},
+		{name: "environment", args: http, env: map[string]string{"WINK_WARM": "7"}, want: 7},
+		{name: "off", args: append(http, "--warm", "0"), want: 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, _, err := parseServeFlags(tt.args, env(tt.env), io.Discard)
+			if err != nil || cfg.Workspace.Warm != tt.want {
+				t.Errorf("warm %d, %v; want %d", cfg.Workspace.Warm, err, tt.want)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "negative", args: append(http, "--warm", "-1"), want: "warm -1 must be between 0 and 256"},
+		{name: "too many", args: append(http, "--warm", "257", "--max-sessions", "300"), want: "between 0 and 256"},
+		{name: "not a number", args: append(http, "--warm", "lots"), want: `--warm "lots": want a number`},
+		{name: "above the session cap", args: append(http, "--warm", "10", "--max-sessions", "4"), want: "more than --max-sessions 4"},
+		{name: "stdio", args: []string{"--warm", "1"}, want: "stdio server has one session"},
+		{name: "client roots", args: append(http, "--warm", "2", "--mount-roots", "--allowed-root", "/tmp"), want: "cannot serve --mount-roots"},
+		{name: "kept directories", args: append(http, "--warm", "2", "--keep-session-dirs"), want: "cannot serve --keep-session-dirs"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := parseServeFlags(tt.args, env(nil), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want one saying %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,116 @@
+package workspace
+
+import (
+	"os"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// readyEntries returns the pool's ready entries' container names.
+func readyEntries(p *warmPool) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var names []string
+	for _, e := range p.ready {
+		names = append(names, e.name)
+	}
+	return names
+}
+
+func TestPoolHandsEachNewSessionAReadyContainerAndRefills(t *testing.T) {
+	m, eng, logs := newTestManager(t, func(c *Config) { c.Warm = 2 })
+	waitFor(t, "a full pool", func() bool { return len(readyEntries(m.pool)) == 2 })
+	pooled := readyEntries(m.pool)
+	s, _ := m.Session("first")
+	if !slices.Contains(pooled, s.name) {
+		t.Fatalf("session got %s, not one of the pooled %v", s.name, pooled)
+	}
+	if res := echo(t, s, "ls", "-A"); res.Stdout != "" {
+		t.Errorf("a pooled workspace holds %q", res.Stdout)
+	}
+	echo(t, s, "sh", "-c", "echo mine > f")
+	if eng.creates != 2 && eng.creates != 3 {
+		t.Errorf("%d containers made", eng.creates)
+	}
+	waitFor(t, "the pool to refill", func() bool { return len(readyEntries(m.pool)) == 2 })
+	if !slices.Contains(logs.events(), EventTakenFromPool) {
+		t.Errorf("events %v lack %s", logs.events(), EventTakenFromPool)
+	}
+	// Another session gets another container, without s's file.
+	o, _ := m.Session("second")
+	if o.name == s.name || o.dir == s.dir {
+		t.Fatal("two sessions share a pooled container")
+	}
+	if res := echo(t, o, "ls", "-A"); res.Stdout != "" {
+		t.Errorf("the second session sees %q", res.Stdout)
+	}
+}
+
+func TestPoolNeverHandsOutAContainerThatDiedWhileWaiting(t *testing.T) {
+	m, eng, _ := newTestManager(t, func(c *Config) { c.Warm = 1 })
+	waitFor(t, "a full pool", func() bool { return len(readyEntries(m.pool)) == 1 })
+	dead := readyEntries(m.pool)[0]
+	eng.kill(dead)
+	m.pool.mu.Lock()
+	e := m.pool.ready[0]
+	m.pool.mu.Unlock()
+	waitChannelEnd(t, e)
+	s, _ := m.Session("s")
+	if s.name == dead {
+		t.Fatal("a dead pooled container was handed out")
+	}
+	echo(t, s, "true")
+	waitFor(t, "the dead container removed", func() bool {
+		eng.mu.Lock()
+		defer eng.mu.Unlock()
+		_, ok := eng.containers[dead]
+		return !ok
+	})
+}
+
+func TestManyNewSessionsAtOnceEachGetTheirOwnContainer(t *testing.T) {
+	m, _, _ := newTestManager(t, func(c *Config) { c.Warm = 4 })
+	waitFor(t, "a full pool", func() bool { return len(readyEntries(m.pool)) == 4 })
+	var wg sync.WaitGroup
+	sessions := make([]*Session, 12)
+	for i := range sessions {
+		wg.Go(func() {
+			sessions[i], _ = m.Session(string(rune('a' + i)))
+			echo(t, sessions[i], "sh", "-c", "echo "+string(rune('a'+i))+" > who")
+		})
+	}
+	wg.Wait()
+	names := map[string]bool{}
+	for i, s := range sessions {
+		names[s.name] = true
+		if res := echo(t, s, "cat", "who"); res.Stdout != string(rune('a'+i))+"\n" {
+			t.Errorf("session %d reads %q", i, res.Stdout)
+		}
+	}
+	if len(names) != len(sessions) {
+		t.Errorf("%d sessions got %d containers", len(sessions), len(names))
+	}
+}
+
+func TestCloseRemovesThePool(t *testing.T) {
+	m, eng, _ := newTestManager(t, func(c *Config) { c.Warm = 3 })
+	waitFor(t, "a full pool", func() bool { return len(readyEntries(m.pool)) == 3 })
+	dirs := []string{}
+	m.pool.mu.Lock()
+	for _, e := range m.pool.ready {
+		dirs = append(dirs, e.dir)
+	}
+	m.pool.mu.Unlock()
+	if err := m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if eng.count() != 0 {
+		t.Errorf("%d containers left after Close", eng.count())
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("pooled directory %s left: %v", d, err)
+		}
+	}
+}
