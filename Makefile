@@ -44,6 +44,8 @@ reliability: build
 clean:
 	rm -rf bin
 
-# Not part of `make test`: several minutes of load. Writes bench-results.json.
+# Not part of `make test`: several minutes of load. Writes bench-results.json
+# and regenerates the README's Speed table from it.
 bench: build
 	$(GO) run -tags '$(TAGS)' ./cmd/wink-bench -bin $(abspath $(BIN))
+	$(GO) test -tags '$(TAGS)' -count=1 -run '^TestReadmeSpeedSection$$' ./cmd/wink-bench -update

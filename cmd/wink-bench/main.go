@@ -22,6 +22,7 @@ type config struct {
 	bin, image, socket, out string
 	samples, coldSamples    int
 	sessions, sessionOps    int
+	httpSamples, burst      int
 }
 
 func main() {
@@ -31,7 +32,9 @@ func main() {
 	flag.StringVar(&cfg.socket, "socket", "/run/podman/podman.sock", "Podman service socket")
 	flag.StringVar(&cfg.out, "out", "bench-results.json", "where to write the results as JSON")
 	flag.IntVar(&cfg.samples, "samples", 300, "calls per latency measurement")
-	flag.IntVar(&cfg.coldSamples, "cold-samples", 200, "new sessions for the cold-start measurement")
+	flag.IntVar(&cfg.coldSamples, "cold-samples", 40, "new processes for each first-call measurement")
+	flag.IntVar(&cfg.httpSamples, "http-samples", 30, "new sessions for each HTTP first-call measurement")
+	flag.IntVar(&cfg.burst, "burst", 50, "sessions opened at once in the burst measurements")
 	flag.IntVar(&cfg.sessions, "sessions", 20, "concurrent sessions in the load measurement")
 	flag.IntVar(&cfg.sessionOps, "session-ops", 100, "calls per concurrent session")
 	flag.Parse()
@@ -92,19 +95,42 @@ func run(cfg config) error {
 		return err
 	}
 
-	fmt.Fprintf(os.Stderr, "measuring %d cold starts...\n", cfg.coldSamples)
-	cold := measureColdStart(ctx, cfg)
+	fmt.Fprintf(os.Stderr, "measuring first calls of new processes...\n")
+	first, firstLazy, firstLater, err := measureFirstCalls(ctx, cfg)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(os.Stderr, "measuring %d concurrent sessions...\n", cfg.sessions)
 	load := measureConcurrent(ctx, cfg)
+	fmt.Fprintf(os.Stderr, "measuring new sessions over HTTP...\n")
+	httpWarm := measureHTTPFirstCalls(ctx, cfg, "HTTP: first call of a new session, --warm 4", cfg.httpSamples, 4)
+	httpCold := measureHTTPFirstCalls(ctx, cfg, "HTTP: first call of a new session, --warm 0", cfg.httpSamples, 0)
+	fmt.Fprintf(os.Stderr, "measuring bursts of %d sessions over HTTP...\n", cfg.burst)
+	burstWarm := measureHTTPBurst(ctx, cfg, fmt.Sprintf("HTTP: %d sessions at once, initialize + first call, --warm %d", cfg.burst, cfg.burst),
+		cfg.burst, cfg.burst, "--max-sessions", fmt.Sprint(cfg.burst+14))
+	burstCold := measureHTTPBurst(ctx, cfg, fmt.Sprintf("HTTP: %d sessions at once, initialize + first call, --warm 0", cfg.burst),
+		cfg.burst, 0, "--max-sessions", fmt.Sprint(cfg.burst+14))
+	burst2 := measureHTTPBurst(ctx, cfg, fmt.Sprintf("HTTP: %d sessions at once, initialize + first call, --warm 0", 2*cfg.burst),
+		2*cfg.burst, 0, "--max-sessions", "128")
+	fmt.Fprintf(os.Stderr, "measuring read_file at a fixed rate...\n")
+	fixed := measureFixedRate(ctx, cfg, "HTTP: read_file, 50 sessions, 100 calls/s in all", 50, 100, 20*time.Second)
 
-	reads.target, reads.met = "p50 <= 1 ms", reads.P50 <= 1
-	shells.target, shells.met = "p50 <= 10 ms", shells.P50 <= 10
-	cold.target, cold.met = "p50 <= 400 ms", cold.P50 <= 400
-	load.target, load.met = "0 errors", load.Errors == 0
-	rep.Measurements = []measurement{protocol, reads, viaMCPGo, writes, edits, greps, shells, baseline, cold, load}
+	reads.Target, reads.Met = "p50 <= 1 ms", reads.P50 <= 1
+	shells.Target, shells.Met = "p50 <= 2 ms", shells.P50 <= 2
+	first.Target, first.Met = "p50 <= 150 ms", first.P50 <= 150
+	firstLater.Target, firstLater.Met = "p50 <= 20 ms", firstLater.P50 <= 20
+	load.Target, load.Met = "0 errors", load.Errors == 0
+	httpWarm.Target, httpWarm.Met = "p50 <= 20 ms", httpWarm.P50 <= 20
+	httpCold.Target, httpCold.Met = "p50 <= 100 ms", httpCold.P50 <= 100
+	burstWarm.Target, burstWarm.Met = "p99 <= 1 s, 0 errors", burstWarm.P99 <= 1000 && burstWarm.Errors == 0
+	burstCold.Target, burstCold.Met = "0 errors", burstCold.Errors == 0
+	burst2.Target, burst2.Met = "0 errors", burst2.Errors == 0
+	fixed.Target, fixed.Met = "p99 <= 20 ms", fixed.P99 <= 20 && fixed.Errors == 0
+	rep.Measurements = []measurement{protocol, reads, viaMCPGo, writes, edits, greps, shells, baseline,
+		first, firstLazy, firstLater, load, httpWarm, httpCold, burstWarm, burstCold, burst2, fixed}
 	rep.ReadSpeedup = baseline.P50 / reads.P50
 	rep.SpeedupMet = rep.ReadSpeedup >= 50
-	rep.print(os.Stdout)
+	fmt.Print(rep.markdown())
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
@@ -112,19 +138,35 @@ func run(cfg config) error {
 	return os.WriteFile(cfg.out, append(b, '\n'), 0o644)
 }
 
-// measureColdStart times, for new sessions one after another, the first
-// tool call: from the call to its result, container creation included.
-func measureColdStart(ctx context.Context, cfg config) measurement {
+// measureFirstCalls times the first tool call of new stdio processes, as a
+// desktop client makes it: sent right after initialize, and sent a second
+// later (a model's think time, untimed) while the container is made. Both
+// keep one cache directory from process to process, as a user's does. The
+// baseline is the first call as it was made before containers were made at
+// initialize and host facts recorded: --lazy, and a new cache each time.
+func measureFirstCalls(ctx context.Context, cfg config) (first, lazy, later measurement, err error) {
+	cache, err := os.MkdirTemp("", "wink-bench-cache-")
+	if err != nil {
+		return first, lazy, later, err
+	}
+	defer os.RemoveAll(cache)
+	call := func(s **session) func(int) error {
+		return func(int) error { return (*s).expect(ctx, "podman_shell", map[string]any{"command": []string{"true"}}) }
+	}
 	var s *session
-	return measureSetup("cold start (first call of a new session)", cfg.coldSamples,
+	closeIt := func() { s.close() }
+	first = measureSetup("first call of a new stdio process, sent right after initialize", cfg.coldSamples,
+		func() (err error) { s, err = startSessionIn(ctx, cfg, cache); return err }, call(&s), closeIt)
+	lazy = measureSetup("baseline: the same, --lazy, host facts not recorded (before)", cfg.coldSamples,
+		func() (err error) { s, err = startSessionIn(ctx, cfg, "", "--lazy"); return err }, call(&s), closeIt)
+	later = measureSetup("first call of a new stdio process, sent 1 s after initialize", cfg.coldSamples,
 		func() (err error) {
-			s, err = startSession(ctx, cfg)
+			if s, err = startSessionIn(ctx, cfg, cache); err == nil {
+				time.Sleep(time.Second)
+			}
 			return err
-		},
-		func(int) error {
-			return s.expect(ctx, "podman_shell", map[string]any{"command": []string{"true"}})
-		},
-		func() { s.close() })
+		}, call(&s), closeIt)
+	return first, lazy, later, nil
 }
 
 // measureConcurrent runs cfg.sessions sessions at once, each alternating

@@ -2,9 +2,9 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/machine"
@@ -21,8 +21,8 @@ type measurement struct {
 	P99     float64 `json:"p99_ms"`
 	Mean    float64 `json:"mean_ms"`
 	Errors  int     `json:"errors"`
-	target  string
-	met     bool
+	Target  string  `json:"target,omitempty"`
+	Met     bool    `json:"met,omitempty"`
 }
 
 // report is everything wink-bench prints and writes.
@@ -91,21 +91,23 @@ func summarize(name string, durations []time.Duration) measurement {
 	return m
 }
 
-// print writes the report as a markdown table, ready for the README.
-func (r report) print(w io.Writer) {
-	fmt.Fprintf(w, "Machine: %s, %s CPUs, %s; kernel %s; Podman %s; %s.\n\n",
-		r.Machine["cpu"], r.Machine["cpus"], r.Machine["memory"], r.Machine["kernel"], r.Machine["podman"], r.Machine["go"])
-	fmt.Fprintln(w, "| measurement | samples | p50 | p99 | errors | target |")
-	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- |")
+// markdown renders the report as the README's Speed table.
+func (r report) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Machine: %s, %s CPUs, %s; kernel %s; Podman %s; %s; measured %s.\n\n",
+		r.Machine["cpu"], r.Machine["cpus"], r.Machine["memory"], r.Machine["kernel"], r.Machine["podman"], r.Machine["go"], r.Machine["date"])
+	fmt.Fprintln(&b, "| measurement | samples | p50 | p99 | errors | target |")
+	fmt.Fprintln(&b, "| --- | --- | --- | --- | --- | --- |")
 	for _, m := range r.Measurements {
 		verdict := ""
-		if m.target != "" {
-			verdict = m.target + map[bool]string{true: " (met)", false: " (missed)"}[m.met]
+		if m.Target != "" {
+			verdict = m.Target + map[bool]string{true: " (met)", false: " (missed)"}[m.Met]
 		}
-		fmt.Fprintf(w, "| %s | %d | %.2f ms | %.2f ms | %d | %s |\n", m.Name, m.Samples, m.P50, m.P99, m.Errors, verdict)
+		fmt.Fprintf(&b, "| %s | %d | %.2f ms | %.2f ms | %d | %s |\n", m.Name, m.Samples, m.P50, m.P99, m.Errors, verdict)
 	}
-	fmt.Fprintf(w, "\nread_file is %.0f times faster than one podman exec per read, at p50 (target: at least 50 times, %s).\n",
+	fmt.Fprintf(&b, "\nread_file is %.0f times faster than one podman exec per read, at p50 (target: at least 50 times, %s).\n",
 		r.ReadSpeedup, map[bool]string{true: "met", false: "missed"}[r.SpeedupMet])
+	return b.String()
 }
 
 // describeMachine records what the numbers were measured on.

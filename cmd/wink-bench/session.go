@@ -29,7 +29,8 @@ type session struct {
 	out       *bufio.Reader
 	next      int
 	container string
-	cache     string
+	cache     string // deleted on close unless kept
+	keepCache bool
 }
 
 // serverArgs are the flags every measured wink-mcp runs with.
@@ -38,12 +39,24 @@ func serverArgs(cfg config, cache string) []string {
 		"--name-prefix", "wink-bench", "--log-level", "error"}
 }
 
-func startSession(_ context.Context, cfg config) (*session, error) {
-	cache, err := os.MkdirTemp("", "wink-bench-")
-	if err != nil {
-		return nil, err
+// startSession starts a wink-mcp process with a cache directory of its own
+// and initializes its session.
+func startSession(ctx context.Context, cfg config) (*session, error) {
+	return startSessionIn(ctx, cfg, "")
+}
+
+// startSessionIn is startSession with the cache directory cache, kept at
+// close, as a desktop user's is from one start of the server to the next
+// ("" makes one that close deletes), and extra flags.
+func startSessionIn(_ context.Context, cfg config, cache string, extra ...string) (*session, error) {
+	keep := cache != ""
+	if !keep {
+		var err error
+		if cache, err = os.MkdirTemp("", "wink-bench-"); err != nil {
+			return nil, err
+		}
 	}
-	cmd := exec.Command(cfg.bin, serverArgs(cfg, cache)...)
+	cmd := exec.Command(cfg.bin, append(serverArgs(cfg, cache), extra...)...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -56,7 +69,7 @@ func startSession(_ context.Context, cfg config) (*session, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &session{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), cache: cache}
+	s := &session{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), cache: cache, keepCache: keep}
 	if _, err := s.request("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
 		"clientInfo": map[string]any{"name": "wink-bench", "version": "1"}}); err != nil {
 		s.close()
@@ -77,7 +90,9 @@ func (s *session) close() {
 	s.in.Close()
 	_ = s.cmd.Wait()
 	s.cmd = nil
-	os.RemoveAll(s.cache)
+	if !s.keepCache {
+		os.RemoveAll(s.cache)
+	}
 }
 
 // answer is the part of a JSON-RPC answer the benchmark checks.
