@@ -40,6 +40,9 @@ type fakeEngine struct {
 	listed     []listedContainer
 	// removeDelay makes Remove take this long, as Podman's does (~280 ms).
 	removeDelay time.Duration
+	// removeFailures makes the next Remove calls fail, as a Podman service
+	// too busy to answer in time does.
+	removeFailures int
 	// createDelay makes Create take this long, honouring cancellation but
 	// making the container all the same, as Podman may.
 	createDelay time.Duration
@@ -123,6 +126,11 @@ func (f *fakeEngine) Running(_ context.Context, name string) (bool, bool, error)
 func (f *fakeEngine) Remove(_ context.Context, name string) error {
 	f.mu.Lock()
 	delay := f.removeDelay
+	if f.removeFailures > 0 {
+		f.removeFailures--
+		f.mu.Unlock()
+		return ErrPodmanSlow
+	}
 	f.mu.Unlock()
 	time.Sleep(delay)
 	f.mu.Lock()

@@ -32,7 +32,14 @@ type Manager struct {
 	sessions map[string]*Session
 	closed   bool
 	ending   sync.WaitGroup // EndSession calls still removing a container; Close waits for them
-	onChange func(ctx context.Context, sessionID string, paths []string)
+
+	// leftovers are retries of removals that failed at session end (see
+	// removeLater); leftoverCtx ends them when Close runs out of time.
+	leftovers     sync.WaitGroup
+	leftoverCtx   context.Context
+	stopLeftovers context.CancelFunc
+	closing       chan struct{} // closed when Close waits for the retries
+	onChange      func(ctx context.Context, sessionID string, paths []string)
 
 	stopReaper context.CancelFunc
 	reaperDone chan struct{}
@@ -69,6 +76,8 @@ func newManager(cfg Config, log *slog.Logger, eng engine, agentBinary string) (*
 		cfg: cfg, log: log, eng: eng, inst: inst, agentBinary: agentBinary, mounts: plan,
 		sessions: map[string]*Session{}, stopReaper: stop, reaperDone: make(chan struct{}),
 	}
+	m.leftoverCtx, m.stopLeftovers = context.WithCancel(context.Background())
+	m.closing = make(chan struct{})
 	if cfg.DiskBytes > 0 {
 		if tools, err := findDiskTools(); err != nil {
 			log.Warn("sessions can fill the cache disk", "err", err)
@@ -88,7 +97,8 @@ func newManager(cfg Config, log *slog.Logger, eng engine, agentBinary string) (*
 }
 
 // Session returns the workspace of the MCP session with this ID, making an
-// entry for it on first use. No container is created until a call needs one.
+// entry for it on first use: with a container from the pool when one is
+// ready, else with none until a call (or Session.Prestart) makes it.
 func (m *Manager) Session(id string) (*Session, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -189,6 +199,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	}
 	wg.Wait()
 	m.ending.Wait() // each bounded by its caller's context
+	m.finishLeftovers(ctx)
 	return m.inst.release(!m.cfg.KeepSessionDirs)
 }
 

@@ -250,3 +250,37 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A container whose removal fails when its session ends (a Podman service
+// too busy to answer in time) is removed later, not left behind.
+func TestFailedRemovalAtSessionEndIsRetried(t *testing.T) {
+	m, eng, _ := newTestManager(t, nil)
+	s, _ := m.Session("busy")
+	echo(t, s, "true")
+	eng.mu.Lock()
+	eng.removeFailures = 2
+	eng.mu.Unlock()
+	m.EndSession(ctx, "busy")
+	if eng.count() != 1 {
+		t.Fatal("the removal did not fail; the test proves nothing")
+	}
+	waitFor(t, "the retried removal", func() bool { return eng.count() == 0 })
+}
+
+func TestCloseHurriesFailedRemovals(t *testing.T) {
+	m, eng, _ := newTestManager(t, nil)
+	s, _ := m.Session("busy")
+	echo(t, s, "true")
+	eng.mu.Lock()
+	eng.removeFailures = 3 // the retries would wait 1 s, then 2 s
+	eng.mu.Unlock()
+	m.EndSession(ctx, "busy")
+	c, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := m.Close(c); err != nil {
+		t.Fatal(err)
+	}
+	if eng.count() != 0 {
+		t.Error("Close left a container whose removal had failed at session end")
+	}
+}

@@ -29,7 +29,7 @@ const (
 )
 
 // Session is one MCP session's workspace. It implements Workspace. The
-// container is created on the first call that needs it.
+// container is made by Prestart, or by the first call that needs it.
 type Session struct {
 	m    *Manager
 	id   string // the MCP session id; never logged
@@ -468,7 +468,8 @@ func (s *Session) end(ctx context.Context) {
 	start := time.Now()
 	had := s.created
 	if err := s.removeLocked(ctx); err != nil {
-		s.m.log.Warn("removing container at session end", "session", s.hash, "container", s.name, "err", err)
+		s.m.log.Warn("removing container at session end failed; retrying in the background", "session", s.hash, "container", s.name, "err", err)
+		s.m.removeLater(s.name)
 	}
 	if s.m.cfg.ExportDir != "" && len(s.mounts) > 0 {
 		s.exportOnEnd(ctx, time.Now())
