@@ -46,7 +46,7 @@ func main() {
 
 func run(cfg config) error {
 	ctx := context.Background()
-	rep := report{Machine: describeMachine(cfg), Command: strings.Join(os.Args, " ")}
+	rep := report{Machine: describeMachine(cfg), Command: strings.Join(append([]string{"wink-bench"}, os.Args[1:]...), " ")}
 
 	s, err := startSession(ctx, cfg)
 	if err != nil {
@@ -105,6 +105,8 @@ func run(cfg config) error {
 	fmt.Fprintf(os.Stderr, "measuring new sessions over HTTP...\n")
 	httpWarm := measureHTTPFirstCalls(ctx, cfg, "HTTP: first call of a new session, --warm 4", cfg.httpSamples, 4)
 	httpCold := measureHTTPFirstCalls(ctx, cfg, "HTTP: first call of a new session, --warm 0", cfg.httpSamples, 0)
+	fmt.Fprintf(os.Stderr, "measuring read_file at a fixed rate...\n")
+	fixed := measureFixedRate(ctx, cfg, "HTTP: read_file, 50 sessions, 100 calls/s in all", 50, 100, 20*time.Second)
 	fmt.Fprintf(os.Stderr, "measuring bursts of %d sessions over HTTP...\n", cfg.burst)
 	burstWarm := measureHTTPBurst(ctx, cfg, fmt.Sprintf("HTTP: %d sessions at once, initialize + first call, --warm %d", cfg.burst, cfg.burst),
 		cfg.burst, cfg.burst, "--max-sessions", fmt.Sprint(cfg.burst+14))
@@ -112,8 +114,6 @@ func run(cfg config) error {
 		cfg.burst, 0, "--max-sessions", fmt.Sprint(cfg.burst+14))
 	burst2 := measureHTTPBurst(ctx, cfg, fmt.Sprintf("HTTP: %d sessions at once, initialize + first call, --warm 0", 2*cfg.burst),
 		2*cfg.burst, 0, "--max-sessions", "128")
-	fmt.Fprintf(os.Stderr, "measuring read_file at a fixed rate...\n")
-	fixed := measureFixedRate(ctx, cfg, "HTTP: read_file, 50 sessions, 100 calls/s in all", 50, 100, 20*time.Second)
 
 	reads.Target, reads.Met = "p50 <= 1 ms", reads.P50 <= 1
 	shells.Target, shells.Met = "p50 <= 2 ms", shells.P50 <= 2

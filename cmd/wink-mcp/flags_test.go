@@ -134,6 +134,8 @@ func TestBadFlagsExitTwoBeforeAnythingRuns(t *testing.T) {
 		{"doctor", "--log-level", "loud"},
 		{"doctor", "--bogus"},
 		{"serve", "--transport", "carrier-pigeon"},
+		{"serve", "--transport", "http", "--warm", "-3"},
+		{"serve", "--warm", "2"},
 	} {
 		var stderr strings.Builder
 		if code := run(args, strings.NewReader(""), io.Discard, &stderr); code != 2 || stderr.Len() == 0 {
