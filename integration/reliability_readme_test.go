@@ -2,12 +2,15 @@ package integration
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/wink-mcp/wink-mcp/readme"
 )
 
 var updateReadme = flag.Bool("update", false, "rewrite the README's Reliability section from reliability-results.json")
@@ -30,24 +33,11 @@ func TestReadmeReliabilitySection(t *testing.T) {
 	if err := json.Unmarshal(raw, &f); err != nil {
 		t.Fatal(err)
 	}
-	want := reliabilityBeg + "\n" + renderFigures(&f) + reliabilityEnd
-	readme, err := os.ReadFile(readmeFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	begin, end := strings.Index(string(readme), reliabilityBeg), strings.Index(string(readme), reliabilityEnd)
-	if begin < 0 || end < begin {
-		t.Fatalf("README lacks the %q ... %q markers", reliabilityBeg, reliabilityEnd)
-	}
-	got := string(readme[begin : end+len(reliabilityEnd)])
-	if got == want {
-		return
-	}
-	if !*updateReadme {
+	err = readme.Sync(readmeFile, reliabilityBeg, reliabilityEnd, renderFigures(&f), *updateReadme)
+	if errors.Is(err, readme.ErrStale) {
 		t.Fatal("the README's Reliability section differs from reliability-results.json; run `make reliability` (or `go test ./integration -run TestReadmeReliabilitySection -update`)")
 	}
-	out := string(readme[:begin]) + want + string(readme[end+len(reliabilityEnd):])
-	if err := os.WriteFile(readmeFile, []byte(out), 0o644); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
-	"strings"
 	"testing"
+
+	"github.com/wink-mcp/wink-mcp/readme"
 )
 
 var updateReadme = flag.Bool("update", false, "rewrite the README's Speed table from bench-results.json")
@@ -29,23 +31,11 @@ func TestReadmeSpeedSection(t *testing.T) {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		t.Fatal(err)
 	}
-	want := speedBegin + "\n" + r.markdown() + speedEnd
-	readme, err := os.ReadFile(readmePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	begin, end := strings.Index(string(readme), speedBegin), strings.Index(string(readme), speedEnd)
-	if begin < 0 || end < begin {
-		t.Fatalf("README lacks the %q ... %q markers", speedBegin, speedEnd)
-	}
-	if string(readme[begin:end+len(speedEnd)]) == want {
-		return
-	}
-	if !*updateReadme {
+	err = readme.Sync(readmePath, speedBegin, speedEnd, r.markdown(), *updateReadme)
+	if errors.Is(err, readme.ErrStale) {
 		t.Fatal("the README's Speed table differs from bench-results.json; run `make bench` (or `go test ./cmd/wink-bench -run TestReadmeSpeedSection -update`)")
 	}
-	out := string(readme[:begin]) + want + string(readme[end+len(speedEnd):])
-	if err := os.WriteFile(readmePath, []byte(out), 0o644); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 }
