@@ -16,6 +16,11 @@ const MaxWarm = 256
 // burst must leave it room for sessions that could not get one.
 const warmParallel = 4
 
+// refillDelay is how long the pool waits after handing a container out
+// before it makes a replacement: sessions come in bursts, and their first
+// calls should have the cores before the replacements do.
+const refillDelay = 500 * time.Millisecond
+
 // Retry delays after a pool container could not be made.
 const (
 	warmRetryMin = 2 * time.Second
@@ -35,7 +40,8 @@ type warmPool struct {
 	ready  []*Session
 	making int
 	closed bool
-	wake   chan struct{} // a slot freed: make another
+	wake   chan struct{} // a container is ready: see whether to make another
+	taken  chan struct{} // a container was handed out: make another, soon
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -43,7 +49,7 @@ type warmPool struct {
 
 func newWarmPool(m *Manager, size int) *warmPool {
 	ctx, stop := context.WithCancel(context.Background())
-	p := &warmPool{m: m, size: size, wake: make(chan struct{}, 1), stop: stop, done: make(chan struct{})}
+	p := &warmPool{m: m, size: size, wake: make(chan struct{}, 1), taken: make(chan struct{}, 1), stop: stop, done: make(chan struct{})}
 	go p.fill(ctx)
 	return p
 }
@@ -54,7 +60,7 @@ func newWarmPool(m *Manager, size int) *warmPool {
 func (p *warmPool) take() *Session {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	defer p.signal()
+	defer notify(p.taken)
 	for len(p.ready) > 0 {
 		e := p.ready[0]
 		p.ready = p.ready[1:]
@@ -77,9 +83,10 @@ func (p *warmPool) take() *Session {
 	return nil
 }
 
-func (p *warmPool) signal() {
+// notify wakes the filler through c without waiting.
+func notify(c chan<- struct{}) {
 	select {
-	case p.wake <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
@@ -116,6 +123,13 @@ func (p *warmPool) fill(ctx context.Context) {
 			return
 		case <-p.wake:
 			retry = warmRetryMin
+		case <-p.taken:
+			retry = warmRetryMin
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(refillDelay):
+			}
 		case <-failed:
 			select {
 			case <-ctx.Done():
@@ -141,7 +155,7 @@ func (p *warmPool) make(ctx context.Context) bool {
 	p.mu.Unlock()
 	if keep {
 		p.m.log.Debug("pooled container ready", "container", e.name, "duration_ms", time.Since(start).Milliseconds())
-		p.signal()
+		notify(p.wake)
 		return true
 	}
 	if err != nil && ctx.Err() == nil {
