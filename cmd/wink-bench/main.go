@@ -128,6 +128,7 @@ func run(cfg config) error {
 	fixed.Target, fixed.Met = "p99 <= 20 ms", fixed.P99 <= 20 && fixed.Errors == 0
 	rep.Measurements = []measurement{protocol, reads, viaMCPGo, writes, edits, greps, shells, baseline,
 		first, firstLazy, firstLater, load, httpWarm, httpCold, burstWarm, burstCold, burst2, fixed}
+	rep.ClosedLoopCallsPerSecond = load.CallsPerSecond
 	rep.ReadSpeedup = baseline.P50 / reads.P50
 	rep.SpeedupMet = rep.ReadSpeedup >= 50
 	fmt.Print(rep.markdown())
@@ -216,9 +217,11 @@ func measureConcurrent(ctx context.Context, cfg config) measurement {
 		})
 	}
 	ready.Wait()
+	start := time.Now()
 	close(begin)
 	wg.Wait()
 	m := summarize(fmt.Sprintf("%d concurrent sessions, reads and writes", cfg.sessions), durations)
 	m.Errors = errors
+	m.CallsPerSecond = float64(len(durations)) / time.Since(start).Seconds()
 	return m
 }

@@ -23,6 +23,8 @@ type measurement struct {
 	Errors  int     `json:"errors"`
 	Target  string  `json:"target,omitempty"`
 	Met     bool    `json:"met,omitempty"`
+	// CallsPerSecond is the throughput of a closed-loop measurement.
+	CallsPerSecond float64 `json:"calls_per_second,omitempty"`
 }
 
 // report is everything wink-bench prints and writes.
@@ -31,7 +33,10 @@ type report struct {
 	Command      string            `json:"command"`
 	Measurements []measurement     `json:"measurements"`
 	ReadSpeedup  float64           `json:"read_file_speedup_over_exec"`
-	SpeedupMet   bool              `json:"speedup_target_met"`
+	// ClosedLoopCallsPerSecond is what the concurrent sessions, each
+	// calling as soon as its last call answered, got through: saturation.
+	ClosedLoopCallsPerSecond float64 `json:"closed_loop_calls_per_second,omitempty"`
+	SpeedupMet               bool    `json:"speedup_target_met"`
 }
 
 // measure runs fn warmup+n times and summarises the last n.
@@ -107,6 +112,10 @@ func (r report) markdown() string {
 	}
 	fmt.Fprintf(&b, "\nread_file is %.0f times faster than one podman exec per read, at p50 (target: at least 50 times, %s).\n",
 		r.ReadSpeedup, map[bool]string{true: "met", false: "missed"}[r.SpeedupMet])
+	if r.ClosedLoopCallsPerSecond > 0 {
+		fmt.Fprintf(&b, "The concurrent sessions, each calling again as soon as it has an answer, got through %.0f calls a second (saturation).\n",
+			r.ClosedLoopCallsPerSecond)
+	}
 	return b.String()
 }
 
