@@ -106,14 +106,14 @@ func (p *warmPool) fill(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	retry := warmRetryMin
-	failed := make(chan struct{}, warmParallel)
+	failed := make(chan struct{}, 1) // a failure since the last wait; one is enough
 	for {
 		p.mu.Lock()
 		for !p.closed && p.making < warmParallel && len(p.ready)+p.making < p.size {
 			p.making++
 			wg.Go(func() {
 				if !p.make(ctx) {
-					failed <- struct{}{}
+					notify(failed)
 				}
 			})
 		}

@@ -1,10 +1,13 @@
 package workspace
 
 import (
+	"errors"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // readyEntries returns the pool's ready entries' container names.
@@ -112,5 +115,32 @@ func TestCloseRemovesThePool(t *testing.T) {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Errorf("pooled directory %s left: %v", d, err)
 		}
+	}
+}
+
+// A pool that cannot make containers backs off, and Close still returns.
+func TestPoolThatCannotMakeContainersClosesCleanly(t *testing.T) {
+	m, eng, logs := newTestManager(t, func(c *Config) { c.Warm = 8 })
+	eng.mu.Lock()
+	eng.startErr = errors.New("runtime exploded")
+	eng.mu.Unlock()
+	// Two rounds of failures: more than one round's worth of them at once.
+	waitFor(t, "two rounds of failures", func() bool {
+		logs.mu.Lock()
+		defer logs.mu.Unlock()
+		return strings.Count(logs.buf.String(), "making a pooled container failed") >= 2*warmParallel
+	})
+	done := make(chan error, 1)
+	go func() { done <- m.Close(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hung on a pool whose containers all failed")
+	}
+	if eng.count() != 0 {
+		t.Errorf("%d containers left", eng.count())
 	}
 }
