@@ -135,7 +135,7 @@ func writeAtomically(dst string, write func(io.Writer) (int, error)) (int, error
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return 0, err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".export-*")
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+"-*")
 	if err != nil {
 		return 0, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,7 +67,8 @@ func readRecordedFacts(cacheDir, uri string) (hostFacts, bool) {
 }
 
 // recordFacts records h as uri's facts in cacheDir, replacing the file
-// whole so that a concurrent reader sees the old content or the new.
+// whole (writeAtomically) so that a concurrent reader, another process
+// sharing the cache directory, sees the old content or the new.
 func recordFacts(cacheDir, uri string, h hostFacts) error {
 	id := bootID()
 	if id == "" {
@@ -89,20 +91,7 @@ func recordFacts(cacheDir, uri string, h hostFacts) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(cacheDir, hostFactsFile+".*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
+	_, err = writeAtomically(path, func(w io.Writer) (int, error) { return w.Write(b) })
 	return err
 }
 

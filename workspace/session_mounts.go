@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/wink-mcp/wink-mcp/changes"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/changes"
 )
 
 // Layout of a session directory:
@@ -80,11 +82,11 @@ func writeManifest(sessionDir string, mounts []sessionMount) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(sessionDir, mountsManifest+".tmp")
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o600); err != nil {
+	data = append(data, '\n')
+	if _, err := writeAtomically(filepath.Join(sessionDir, mountsManifest), func(w io.Writer) (int, error) { return w.Write(data) }); err != nil {
 		return fmt.Errorf("recording the session's mounts: %w", err)
 	}
-	return os.Rename(tmp, filepath.Join(sessionDir, mountsManifest))
+	return nil
 }
 
 // ReadManifest returns the mounts recorded in a session directory.
