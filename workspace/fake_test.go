@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/wink-mcp/wink-mcp/changes"
 	"io"
 	"log/slog"
 	"net"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/agent"
+	"github.com/wink-mcp/wink-mcp/changes"
 )
 
 // TestMain lets the test binary act as the supervisor the agent re-executes.

@@ -151,22 +151,20 @@ func measureFirstCalls(ctx context.Context, cfg config) (first, lazy, later meas
 		return first, lazy, later, err
 	}
 	defer os.RemoveAll(cache)
-	call := func(s **session) func(int) error {
-		return func(int) error { return (*s).expect(ctx, "podman_shell", map[string]any{"command": []string{"true"}}) }
-	}
-	var s *session
+	var s *session // the process of the sample being measured
+	call := func(int) error { return s.expect(ctx, "podman_shell", map[string]any{"command": []string{"true"}}) }
 	closeIt := func() { s.close() }
 	first = measureSetup("first call of a new stdio process, sent right after initialize", cfg.coldSamples,
-		func() (err error) { s, err = startSessionIn(ctx, cfg, cache); return err }, call(&s), closeIt)
+		func() (err error) { s, err = startSessionIn(ctx, cfg, cache); return err }, call, closeIt)
 	lazy = measureSetup("baseline: the same, --lazy, host facts not recorded (before)", cfg.coldSamples,
-		func() (err error) { s, err = startSessionIn(ctx, cfg, "", "--lazy"); return err }, call(&s), closeIt)
+		func() (err error) { s, err = startSessionIn(ctx, cfg, "", "--lazy"); return err }, call, closeIt)
 	later = measureSetup("first call of a new stdio process, sent 1 s after initialize", cfg.coldSamples,
 		func() (err error) {
 			if s, err = startSessionIn(ctx, cfg, cache); err == nil {
 				time.Sleep(time.Second)
 			}
 			return err
-		}, call(&s), closeIt)
+		}, call, closeIt)
 	return first, lazy, later, nil
 }
 
