@@ -28,6 +28,15 @@ const disksDir = "disks"
 // diskToolTimeout bounds mkfs and mount, which take milliseconds.
 const diskToolTimeout = 30 * time.Second
 
+// busyUnmountWait bounds the longest pause between tries to unmount a
+// filesystem that is busy; the tries take about twice as long in all.
+const busyUnmountWait = 128 * time.Millisecond
+
+// keptMountTries is how often a kept disk is tried: a loop device can be
+// taken between finding it free and attaching it, and one being released
+// can still hold the image.
+const keptMountTries = 4
+
 // diskSbinDirs are searched for mkfs.ext4 and mount besides $PATH, which
 // clients such as Claude Desktop start servers with a short $PATH.
 var diskSbinDirs = []string{"/usr/sbin", "/sbin", "/usr/bin", "/bin"}
@@ -164,10 +173,16 @@ func run(ctx context.Context, name string, args ...string) error {
 }
 
 // unmountDisk unmounts the filesystem at dir; the loop device goes with it.
-// A filesystem still in use (a container being torn down) is detached, and
-// goes when its last user does. Nothing mounted at dir is not an error.
+// A filesystem still in use is tried again for a moment (a process forked
+// elsewhere in this server holds its descriptors until it execs), then
+// detached, to go when its last user does. Nothing mounted at dir is not an
+// error.
 func unmountDisk(dir string) error {
 	err := unix.Unmount(dir, 0)
+	for wait := time.Millisecond; errors.Is(err, unix.EBUSY) && wait <= busyUnmountWait; wait *= 2 {
+		time.Sleep(wait)
+		err = unix.Unmount(dir, 0)
+	}
 	if errors.Is(err, unix.EBUSY) {
 		err = unix.Unmount(dir, unix.MNT_DETACH)
 	}
@@ -253,35 +268,57 @@ func formatBytes(n int64) string {
 }
 
 // mountKeptDisks mounts, read-only, the disk image of every session kept
-// under cacheDir whose directory is not mounted (its session ended), and
-// returns the directories it mounted. Without root it mounts nothing.
-func mountKeptDisks(cacheDir string) []string {
+// under cacheDir whose directory is not mounted (its session ended). It
+// returns the directories it mounted and, by session directory, why a disk
+// could not be. Without root it mounts nothing.
+func mountKeptDisks(cacheDir string) (mounted []string, failed map[string]error) {
 	images, _ := filepath.Glob(filepath.Join(cacheDir, instancesDir, "*", disksDir, "*.img"))
 	if len(images) == 0 || os.Geteuid() != 0 {
-		return nil
+		return nil, nil
 	}
 	points, err := mountPoints()
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	isMounted := map[string]bool{}
 	for _, p := range points {
 		isMounted[p] = true
 	}
 	t := diskTools{mount: lookTool("mount")}
-	var mounted []string
+	failed = map[string]error{}
 	for _, image := range images {
 		hash := strings.TrimSuffix(filepath.Base(image), ".img")
 		dir := filepath.Join(filepath.Dir(filepath.Dir(image)), sessionsDir, hash)
-		if isMounted[dir] || t.mount == "" {
+		if isMounted[dir] {
 			continue
 		}
+		if t.mount == "" {
+			failed[dir] = errors.New("its disk image needs the mount program, which is not on $PATH or in /usr/sbin or /sbin")
+			continue
+		}
+		if err := t.mountKept(image, dir); err != nil {
+			failed[dir] = fmt.Errorf("its disk image %s could not be mounted to be read: %w", image, err)
+			continue
+		}
+		mounted = append(mounted, dir)
+	}
+	return mounted, failed
+}
+
+// mountKept mounts one kept image read-only at dir, trying again after
+// failures that pass.
+func (t diskTools) mountKept(image, dir string) error {
+	var err error
+	for try := range keptMountTries {
+		if try > 0 {
+			time.Sleep(time.Duration(try) * 100 * time.Millisecond)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), diskToolTimeout)
-		err := t.mountImage(ctx, image, dir, "ro,nosuid,nodev,noexec")
+		err = t.mountImage(ctx, image, dir, "ro,nosuid,nodev,noexec")
 		cancel()
 		if err == nil {
-			mounted = append(mounted, dir)
+			return nil
 		}
 	}
-	return mounted
+	return err
 }

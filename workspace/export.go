@@ -25,14 +25,17 @@ type SessionRecord struct {
 	Mounts []MountInfo
 	// Modified is when its mounts were last set up.
 	Modified time.Time
+	// Err says why a kept session cannot be read; it has no Mounts then.
+	Err error
 }
 
 // FindSessions lists the session directories under cacheDir that have
 // mounts, newest first: those of running servers, and those kept with
 // KeepSessionDirs. The disks of kept sessions are mounted read-only to be
-// read; the caller must call release when done with the records.
+// read; the caller must call release when done with the records. A kept
+// session whose disk cannot be mounted is listed last, with Err set.
 func FindSessions(cacheDir string) (records []SessionRecord, release func(), err error) {
-	mounted := mountKeptDisks(cacheDir)
+	mounted, failed := mountKeptDisks(cacheDir)
 	release = func() {
 		for _, dir := range mounted {
 			_ = unmountDisk(dir)
@@ -42,6 +45,14 @@ func FindSessions(cacheDir string) (records []SessionRecord, release func(), err
 	if err != nil {
 		release()
 		return nil, func() {}, err
+	}
+	for dir, err := range failed {
+		r := SessionRecord{Dir: dir, Hash: filepath.Base(dir), Err: err}
+		image := filepath.Join(filepath.Dir(filepath.Dir(dir)), disksDir, r.Hash+".img")
+		if info, statErr := os.Stat(image); statErr == nil {
+			r.Modified = info.ModTime()
+		}
+		records = append(records, r)
 	}
 	return records, release, nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -84,13 +85,44 @@ func TestKeepSessionDirs(t *testing.T) {
 	m.EndSession(ctx, "kept")
 	// A kept session's own filesystem is unmounted when it ends and mounted
 	// again, read-only, to be read.
-	_, release, err := FindSessions(m.cfg.CacheDir)
+	records, release, err := FindSessions(m.cfg.CacheDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer release()
+	for _, r := range records {
+		if r.Err != nil {
+			t.Errorf("kept session %s: %v", r.Hash, r.Err)
+		}
+	}
 	if _, err := os.Stat(filepath.Join(s.workspaceDir(), "f")); err != nil {
 		t.Errorf("kept session lost its file: %v", err)
+	}
+}
+
+// A kept session whose disk cannot be mounted is listed with the reason,
+// not left out as if it had never been.
+func TestKeptDiskThatCannotBeMountedIsReported(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: sessions get their own disks only as root")
+	}
+	m, _, _ := newTestManager(t, func(c *Config) { c.KeepSessionDirs = true })
+	s, _ := m.Session("kept")
+	echo(t, s, "sh", "-c", "echo x > f")
+	m.EndSession(ctx, "kept")
+	if err := os.WriteFile(s.diskImage(), make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	records, release, err := FindSessions(m.cfg.CacheDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if len(records) != 1 || records[0].Hash != s.key || records[0].Err == nil {
+		t.Fatalf("records = %+v, want one for %s saying why it cannot be read", records, s.key)
+	}
+	if msg := records[0].Err.Error(); !strings.Contains(msg, "could not be mounted") || !strings.Contains(msg, s.diskImage()) {
+		t.Errorf("error %q does not say which image could not be mounted", msg)
 	}
 }
 
@@ -240,9 +272,11 @@ func waitChannelEnd(t *testing.T, s *Session) {
 	})
 }
 
+// waitFor waits for cond, long enough for a machine busy with the other
+// packages' tests.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

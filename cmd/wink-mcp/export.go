@@ -69,6 +69,10 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 		return 2
 	}
 	s := matches[0]
+	if s.Err != nil {
+		fmt.Fprintf(stderr, "wink-mcp export: session %s cannot be read: %v\n", s.Hash, s.Err)
+		return 1
+	}
 	for i := range s.Mounts {
 		s.Mounts[i].ExportIgnored = s.Mounts[i].ExportIgnored || *ignored
 	}
@@ -118,6 +122,9 @@ func printLeftOut(stderr io.Writer, left []string) {
 }
 
 func describeMounts(s workspace.SessionRecord) string {
+	if s.Err != nil {
+		return "ended, cannot be read: " + s.Err.Error()
+	}
 	var parts []string
 	for _, m := range s.Mounts {
 		parts = append(parts, fmt.Sprintf("%s at /workspace/%s (%s)", m.HostPath, m.Path, m.Mode))
