@@ -54,6 +54,7 @@ func (d *doctor) checks() []check {
 		{"podman", d.podmanCLI},
 		{"service", d.service},
 		{"runtime", d.runtime},
+		{"storage", d.storage},
 		{"ulimits", d.ulimits},
 		{"image", d.image},
 		{"mounts", d.mounts},
@@ -154,7 +155,43 @@ func (d *doctor) runtime(context.Context) Result {
 	if d.info == nil {
 		return skipped("the service")
 	}
-	return runtimeResult(d.info.DefaultRuntime, d.host.cgroupLayout(), d.info.Remote)
+	r := runtimeResult(d.info.DefaultRuntime, d.host.cgroupLayout(), d.info.Remote)
+	if r.Status != OK {
+		return r
+	}
+	return limitsResult(r, d.info.Unenforced, d.cfg.AllowUnenforcedLimits)
+}
+
+// limitsResult adds to an ok runtime line what the service cannot limit:
+// a failure, the containers being refused, unless the configuration
+// accepts running without those limits, a warning then.
+func limitsResult(r Result, u workspace.Unenforced, allowed bool) Result {
+	switch {
+	case u.Limits == "":
+		r.Detail += "; memory, CPU and process limits enforced"
+	case allowed:
+		r.Status = Warn
+		r.Detail += fmt.Sprintf("; NO %s LIMIT (--allow-unenforced-limits): %s", strings.ToUpper(u.Limits), u.Why)
+		r.Fix = u.Fix
+	default:
+		r.Status = Fail
+		r.Detail += fmt.Sprintf("; every container would be refused, as it could have no %s limit: %s", u.Limits, u.Why)
+		r.Fix = u.Fix + ", " + workspace.AllowUnenforced
+	}
+	return r
+}
+
+// storage warns about the vfs driver: each container copies its whole
+// image, which costs seconds and the image's size in disk per session.
+func (d *doctor) storage(context.Context) Result {
+	if d.info == nil {
+		return skipped("the service")
+	}
+	if d.info.GraphDriver == "vfs" {
+		return Result{Status: Warn, Detail: "images are stored with vfs: each session's container copies the whole image (seconds, and its size in disk, per session)",
+			Fix: "use the overlay driver: driver = \"overlay\" in storage.conf (rootless: ~/.config/containers/storage.conf, with fuse-overlayfs on kernels before 5.13), then `podman system reset` (which deletes that user's images and containers)"}
+	}
+	return Result{Status: OK, Detail: "images are stored with " + orDefault(d.info.GraphDriver, "an unnamed driver")}
 }
 
 // runtimeResult judges the service's OCI runtime, which every container
@@ -206,7 +243,7 @@ func (d *doctor) image(ctx context.Context) Result {
 		return skipped("the service")
 	}
 	start := time.Now()
-	pulled, err := d.svc.EnsureImage(ctx)
+	image, pulled, err := d.svc.EnsureImage(ctx)
 	switch {
 	case errors.Is(err, workspace.ErrImageUnavailable):
 		detail, _, _ := strings.Cut(err.Error(), ". "+workspace.ImageRemedy)
@@ -215,10 +252,24 @@ func (d *doctor) image(ctx context.Context) Result {
 		return Result{Status: Fail, Detail: err.Error(), Fix: "check the service's storage with `podman images`"}
 	}
 	d.imageOK = true
+	detail := image + " is present"
 	if pulled {
-		return Result{Status: OK, Detail: fmt.Sprintf("%s was missing and has been pulled in %s", d.cfg.Image, time.Since(start).Round(time.Second))}
+		detail = fmt.Sprintf("%s was missing and has been pulled in %s", image, time.Since(start).Round(time.Second))
 	}
-	return Result{Status: OK, Detail: d.cfg.Image + " is present"}
+	return Result{Status: OK, Detail: detail + imageWhy(d.cfg, image)}
+}
+
+// imageWhy says why a server with cfg uses image.
+func imageWhy(cfg workspace.Config, image string) string {
+	choices := cfg.ImageChoices()
+	switch {
+	case cfg.Image != "":
+		return "; it is --image (WINK_IMAGE)"
+	case image == choices[0]:
+		return "; a server without --image uses it, the image `make setup` builds"
+	default:
+		return fmt.Sprintf("; a server without --image uses it because %s is absent (`make setup` builds it)", choices[0])
+	}
 }
 
 func skipped(needs string) Result {

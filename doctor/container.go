@@ -107,7 +107,7 @@ func containerFix(err error) string {
 	case strings.Contains(msg, "RLIMIT_") || strings.Contains(msg, "setrlimit"):
 		return "lower --nofile and --nproc to the host's hard limits (`ulimit -Hn`, `ulimit -Hu`)"
 	case strings.Contains(msg, "executable file not found") || strings.Contains(msg, "no such file"):
-		return "use an image with /bin/sh (podman_shell needs a shell), e.g. the default " + workspace.DefaultImage
+		return "use an image with /bin/sh (podman_shell needs a shell), e.g. " + workspace.LocalImage + ", which `make setup` builds"
 	}
 	return "rerun with --log-level debug, and read the Podman service's log (`journalctl -u podman` or its stderr)"
 }

@@ -133,6 +133,24 @@ func TestRuntimeAgainstCgroups(t *testing.T) {
 	}
 }
 
+// A service that cannot enforce the limits fails the runtime line with the
+// reason and the fixes, and only warns when the configuration accepts it.
+func TestRuntimeLineTellsWhatIsLimited(t *testing.T) {
+	ok := Result{Status: OK, Detail: "runc; cgroups hybrid"}
+	if r := limitsResult(ok, workspace.Unenforced{}, false); r.Status != OK || !strings.Contains(r.Detail, "limits enforced") {
+		t.Errorf("enforced: %+v", r)
+	}
+	u := workspace.Unenforced{Limits: "memory, CPU, process count", Why: "rootless Podman on cgroups v1 ignores every container resource limit", Fix: "boot with the unified hierarchy"}
+	r := limitsResult(ok, u, false)
+	if r.Status != Fail || !strings.Contains(r.Detail, "cgroups v1") || !strings.Contains(r.Fix, "unified") || !strings.Contains(r.Fix, "--allow-unenforced-limits") {
+		t.Errorf("refused: %+v", r)
+	}
+	r = limitsResult(ok, u, true)
+	if r.Status != Warn || !strings.Contains(r.Detail, "NO MEMORY, CPU, PROCESS COUNT LIMIT") || strings.Contains(r.Fix, "--allow-unenforced-limits") {
+		t.Errorf("accepted: %+v", r)
+	}
+}
+
 func TestUlimitsAgainstHardLimits(t *testing.T) {
 	l := workspace.Limits{NofileLimit: 4096, NprocLimit: 4096}
 	if r := ulimitsResult(l, 20000, ^uint64(0)); r.Status != OK || !strings.Contains(r.Detail, "(20000, unlimited)") {

@@ -38,6 +38,8 @@ type Info struct {
 	// ClientRoots says the client's roots are mounted too, when the first
 	// tool runs; until then Mounts lists only the configured folders.
 	ClientRoots bool
+	// Unenforced names the limits the host cannot enforce, if any.
+	Unenforced string
 }
 
 // Text renders the guidance: what the sandbox is, then a table of the live settings.
@@ -46,7 +48,11 @@ func Text(info Info) string {
 	fmt.Fprintf(&b, "You have an isolated Linux container powered by Podman, created for this session and removed when it ends.\n\n")
 	fmt.Fprintf(&b, "- The file tools (ls, read_file, write_file, edit_file, glob, grep, rm) mirror a virtual filesystem interface but operate on `%s` inside the container. Their paths are relative to `%s`.\n", info.Workspace, info.Workspace)
 	fmt.Fprintf(&b, "- `podman_shell` runs short commands (at most %d seconds each) in the same environment, starting in `%s`; files written by either are immediately visible to the other.\n", info.ShellTimeoutSeconds, info.Workspace)
-	fmt.Fprintf(&b, "- There is no network access and no privileged operation: you run as an unprivileged user with no capabilities, and memory, CPU and process counts are limited.\n")
+	if info.Unenforced == "" {
+		fmt.Fprintf(&b, "- There is no network access and no privileged operation: you run as an unprivileged user with no capabilities, and memory, CPU and process counts are limited.\n")
+	} else {
+		fmt.Fprintf(&b, "- There is no network access and no privileged operation: you run as an unprivileged user with no capabilities. This host cannot enforce the %s limits: the container shares the user's machine without them, so do not run anything that could exhaust it.\n", info.Unenforced)
+	}
 	fmt.Fprintf(&b, "- Do not assume files outside `%s` exist, and keep your work inside it; `/tmp` is a small scratch area.\n", info.Workspace)
 	if len(info.Mounts) > 0 || info.ClientRoots {
 		fmt.Fprintf(&b, "- The user's host folders are mounted in `%s` (see the table). Edit `overlay` folders freely: the copy on the host never changes, and your changes are kept for the user to review and apply as a patch; `workspace_changes` lists them and `workspace_diff` shows them. `ro` folders are read-only. `copy` folders are a filtered copy of the host folder, tracked the same way.\n", info.Workspace)
@@ -58,6 +64,9 @@ func Text(info Info) string {
 	fmt.Fprintf(&b, "| setting | value |\n| --- | --- |\n")
 	fmt.Fprintf(&b, "| image | `%s` |\n", info.Image)
 	fmt.Fprintf(&b, "| workspace | `%s` |\n", info.Workspace)
+	if info.Unenforced != "" {
+		fmt.Fprintf(&b, "| limits not enforced | %s |\n", info.Unenforced)
+	}
 	if len(info.Mounts) == 0 {
 		fmt.Fprintf(&b, "| mounted host paths | none |\n")
 	}

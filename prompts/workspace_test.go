@@ -28,6 +28,13 @@ func TestTextNamesTheSandboxAndItsSettings(t *testing.T) {
 	if roots := Text(Info{Image: "i", Workspace: "/workspace", ClientRoots: true}); !strings.Contains(roots, "declares as its roots") {
 		t.Errorf("client roots are not mentioned:\n%s", roots)
 	}
+	if !strings.Contains(bare, "memory, CPU and process counts are limited") {
+		t.Errorf("an enforcing host's text does not say the limits hold:\n%s", bare)
+	}
+	open := Text(Info{Image: "i", Workspace: "/workspace", Unenforced: "memory, CPU"})
+	if strings.Contains(open, "are limited") || !strings.Contains(open, "cannot enforce the memory, CPU limits") || !strings.Contains(open, "| limits not enforced | memory, CPU |") {
+		t.Errorf("a host without limits is not said to lack them:\n%s", open)
+	}
 }
 
 func TestPromptServesTheText(t *testing.T) {

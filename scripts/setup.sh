@@ -18,6 +18,10 @@ SOCKET=${PODMAN_SOCKET:-/run/podman/podman.sock}
 DROPIN_DIR=/etc/containers/containers.conf.d
 DROPIN=$DROPIN_DIR/50-wink-mcp.conf
 SERVICE_LOG=/var/log/wink-podman-service.log
+# Bumped when the way the images are built changes, so that `make setup`
+# rebuilds images an older setup made. 2: / is mode 0755 (mktemp made it
+# 0700, which vfs storage keeps, and then uid 65534 cannot reach the agent).
+IMAGE_FORMAT=2
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 TSCLIENT=$REPO/integration/tsclient
@@ -142,10 +146,23 @@ debian_mirror() {
 	echo "${m:-http://deb.debian.org/debian}"
 }
 
+# image_current says whether image exists and was built by this IMAGE_FORMAT.
+image_current() {
+	$SUDO podman image exists "$1" &&
+		[ "$($SUDO podman image inspect --format '{{index .Labels "io.wink-mcp.image-format"}}' "$1")" = "$IMAGE_FORMAT" ]
+}
+
+# import_rootfs imports the directory $1 as image $2 with CMD $3, with / readable
+# by any user under any storage driver (its mode is the directory's).
+import_rootfs() {
+	$SUDO chmod 0755 "$1"
+	$SUDO tar -C "$1" -c . | $SUDO podman import -q --change "CMD [\"$3\"]" --change "LABEL io.wink-mcp.image-format=$IMAGE_FORMAT" "${@:4}" - "$2" >/dev/null
+}
+
 # build_workspace_image builds Debian bookworm minbase with python3 and ripgrep, offline
 # from any registry: only the Debian archive is needed.
 build_workspace_image() {
-	if $SUDO podman image exists "$IMAGE"; then
+	if image_current "$IMAGE"; then
 		log "image $IMAGE present"
 		return
 	fi
@@ -155,14 +172,14 @@ build_workspace_image() {
 	log "building $IMAGE with debootstrap (about a minute)"
 	$SUDO debootstrap --variant=minbase --include=python3,ripgrep bookworm "$root" "$(debian_mirror)" >/dev/null
 	$SUDO rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
-	$SUDO tar -C "$root" -c . | $SUDO podman import -q --change 'CMD ["/bin/bash"]' - "$IMAGE" >/dev/null
+	import_rootfs "$root" "$IMAGE" /bin/bash
 	$SUDO rm -rf "$root"
 	log "image $IMAGE built"
 }
 
 # build_test_image builds a 2 MB busybox image for fast tests.
 build_test_image() {
-	if $SUDO podman image exists "$TEST_IMAGE"; then
+	if image_current "$TEST_IMAGE"; then
 		log "image $TEST_IMAGE present"
 		return
 	fi
@@ -176,7 +193,7 @@ build_test_image() {
 	done
 	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n' >"$root/etc/passwd"
 	printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
-	$SUDO tar -C "$root" -c . | $SUDO podman import -q --change 'CMD ["/bin/sh"]' --change 'ENV PATH=/bin' - "$TEST_IMAGE" >/dev/null
+	import_rootfs "$root" "$TEST_IMAGE" /bin/sh --change 'ENV PATH=/bin'
 	rm -rf "$root"
 	log "image $TEST_IMAGE built"
 }

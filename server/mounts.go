@@ -18,9 +18,14 @@ import (
 func (s *Server) promptInfo(ctx context.Context, base prompts.Info) prompts.Info {
 	if session := mcpserver.ClientSessionFromContext(ctx); session != nil && session.SessionID() != "" {
 		if ws, err := s.mgr.Session(session.SessionID()); err == nil {
-			if mounts := ws.Info().Mounts; len(mounts) > 0 {
-				base.Mounts, base.ClientRoots = promptMounts(mounts), false
+			info := ws.Info()
+			if len(info.Mounts) > 0 {
+				base.Mounts, base.ClientRoots = promptMounts(info.Mounts), false
 			}
+			if info.Image != "" {
+				base.Image = info.Image
+			}
+			base.Unenforced = info.Unenforced
 		}
 	}
 	return base

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -81,7 +82,7 @@ func New(cfg Config) (*Server, error) {
 	s.trackUnsubscriptions(hooks)
 	hooks.AddOnRequestInitialization(s.checkRequest)
 	mgr.OnChange(s.notifyChanged)
-	info := prompts.Info{Image: cfg.Workspace.Image, Workspace: workspace.Root, ShellTimeoutSeconds: 120,
+	info := prompts.Info{Image: strings.Join(cfg.Workspace.ImageChoices(), " or "), Workspace: workspace.Root, ShellTimeoutSeconds: 120,
 		Mounts: promptMounts(mgr.Mounts()), ClientRoots: cfg.Workspace.MountRoots}
 	s.mcp = mcpserver.NewMCPServer("wink-mcp", Version(),
 		mcpserver.WithToolCapabilities(false),

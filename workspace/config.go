@@ -12,6 +12,11 @@ import (
 
 // Defaults of Config.
 const (
+	// LocalImage is the workspace image `make setup` builds, offline, from
+	// the Debian archive; a Config without Image uses it when present.
+	LocalImage = "localhost/wink-workspace:bookworm"
+	// DefaultImage is pulled for a Config without Image when LocalImage is
+	// absent.
 	DefaultImage       = "docker.io/library/python:3.12-slim"
 	DefaultUser        = "65534:65534"
 	DefaultMemoryBytes = 1 << 30
@@ -54,7 +59,8 @@ type Limits struct {
 // Config says how sessions' containers are made and where their files live.
 // The zero value is not usable; start from DefaultConfig.
 type Config struct {
-	// Image is the container image; it is pulled when missing.
+	// Image is the container image; it is pulled when missing. Empty
+	// chooses LocalImage when the service has it, else DefaultImage.
 	Image string
 	// User is the numeric "uid:gid" the container runs as; "" chooses:
 	// the owner of the writable mounts when there are any (so the session
@@ -62,6 +68,11 @@ type Config struct {
 	User string
 	// Limits bound what the container may use.
 	Limits
+	// AllowUnenforcedLimits lets sessions run where the service cannot
+	// enforce the memory, CPU or process limits (rootless Podman on cgroups
+	// v1), without them; everything else is still enforced and checked.
+	// Without it such a service's containers are refused.
+	AllowUnenforcedLimits bool
 	// NamePrefix starts every container name.
 	NamePrefix string
 	// CacheDir holds the per-session directories mounted at /workspace.
@@ -107,7 +118,6 @@ func DefaultConfig() Config {
 		cache = os.TempDir()
 	}
 	return Config{
-		Image: DefaultImage,
 		Limits: Limits{
 			MemoryBytes: DefaultMemoryBytes,
 			CPUs:        DefaultCPUs,
@@ -135,7 +145,6 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf(format, args...))
 		}
 	}
-	check(c.Image != "", "image must not be empty")
 	check(c.User == "" || numericUser.MatchString(c.User), "user %q must be numeric uid:gid, such as 65534:65534 (names would be resolved inside an untrusted image)", c.User)
 	uid, _, _ := strings.Cut(c.User, ":")
 	check(c.User == "" || strings.Trim(uid, "0") != "", "user %q is root; the workspace never runs as root", c.User)
@@ -157,4 +166,13 @@ func (c Config) Validate() error {
 	check(c.Warm == 0 || !c.KeepSessionDirs, "--warm %d cannot serve --keep-session-dirs: a kept directory is named after its session, which a pooled container's is not; drop one of them", c.Warm)
 	check(!c.MountRoots || len(c.AllowedRoots) > 0, "--mount-roots needs at least one --allowed-root: client roots are mounted only under allowed roots")
 	return errors.Join(errs...)
+}
+
+// ImageChoices are the images a session may use, in order of preference:
+// the first the service has, else the last, pulled.
+func (c Config) ImageChoices() []string {
+	if c.Image != "" {
+		return []string{c.Image}
+	}
+	return []string{LocalImage, DefaultImage}
 }

@@ -37,12 +37,18 @@ func checkEffective(spec containerSpec, data *define.InspectContainerData) error
 		"security options %v lack no-new-privileges", hc.SecurityOpt)
 	want(data.Config.User == spec.User, "user %q, want %q", data.Config.User, spec.User)
 	want(hc.NetworkMode == "none", "network mode %q, want none", hc.NetworkMode)
-	want(hc.Memory == spec.MemoryBytes, "memory limit %d, want %d", hc.Memory, spec.MemoryBytes)
-	want(hc.MemorySwap == spec.MemoryBytes, "memory+swap limit %d, want %d (no swap)", hc.MemorySwap, spec.MemoryBytes)
-	want(hc.PidsLimit == spec.PidsLimit, "pids limit %d, want %d", hc.PidsLimit, spec.PidsLimit)
-	want(hc.CpuQuota == cpuQuota(spec.CPUs), "CPU quota %d, want %d", hc.CpuQuota, cpuQuota(spec.CPUs))
-	want(hc.CpuPeriod == cpuPeriod, "CPU period %d µs, want %d", hc.CpuPeriod, cpuPeriod)
-	want(hc.CpuShares == cpuShares, "CPU shares %d, want %d", hc.CpuShares, cpuShares)
+	if spec.limited("memory") {
+		want(hc.Memory == spec.MemoryBytes, "memory limit %d, want %d", hc.Memory, spec.MemoryBytes)
+		want(hc.MemorySwap == spec.MemoryBytes, "memory+swap limit %d, want %d (no swap)", hc.MemorySwap, spec.MemoryBytes)
+	}
+	if spec.limited("pids") {
+		want(hc.PidsLimit == spec.PidsLimit, "pids limit %d, want %d", hc.PidsLimit, spec.PidsLimit)
+	}
+	if spec.limited("cpu") {
+		want(hc.CpuQuota == cpuQuota(spec.CPUs), "CPU quota %d, want %d", hc.CpuQuota, cpuQuota(spec.CPUs))
+		want(hc.CpuPeriod == cpuPeriod, "CPU period %d µs, want %d", hc.CpuPeriod, cpuPeriod)
+		want(hc.CpuShares == cpuShares, "CPU shares %d, want %d", hc.CpuShares, cpuShares)
+	}
 
 	expected := map[string]bool{Root: true, AgentPath: false} // destination → writable
 	for _, m := range spec.Mounts {

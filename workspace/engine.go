@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
+	"strings"
 )
 
 // AgentPath is where the wink-mcp binary is mounted, read-only, inside every
@@ -23,6 +25,15 @@ type containerSpec struct {
 	Mounts       []hostMount
 	AgentBinary  string
 	Limits
+	// Unlimited lists, comma-separated, the cgroup controllers whose
+	// limits the host cannot enforce and Config.AllowUnenforcedLimits
+	// lets the container go without (hostFacts.Unlimitable).
+	Unlimited string
+}
+
+// limited says whether the container gets the limit of a cgroup controller.
+func (c containerSpec) limited(controller string) bool {
+	return !slices.Contains(strings.Split(c.Unlimited, ","), controller)
 }
 
 // hostMount is a host folder mounted into a container: read-only, or as
@@ -51,8 +62,9 @@ type engine interface {
 	Host(ctx context.Context) (h hostFacts, settled bool, err error)
 	// SettledHost returns the host facts as the engine gives them now.
 	SettledHost(ctx context.Context) (hostFacts, error)
-	// EnsureImage makes sure the image is present, pulling it if needed.
-	EnsureImage(ctx context.Context, image string) error
+	// EnsureImage returns the first of choices the engine has, or pulls
+	// the last when it has none (see Config.ImageChoices).
+	EnsureImage(ctx context.Context, choices []string) (image string, err error)
 	// Create creates a container; it returns errNameInUse if the name is taken.
 	Create(ctx context.Context, spec containerSpec) error
 	// Start starts a created container.

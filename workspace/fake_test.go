@@ -69,13 +69,15 @@ func newFakeEngine(t *testing.T) *fakeEngine {
 		host: hostFacts{Markers: changes.KernelMarkers}}
 }
 
-func (f *fakeEngine) EnsureImage(_ context.Context, image string) error {
+func (f *fakeEngine) EnsureImage(_ context.Context, choices []string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.images[image] {
-		return ErrImageUnavailable
+	for _, image := range choices {
+		if f.images[image] {
+			return image, nil
+		}
 	}
-	return nil
+	return "", ErrImageUnavailable
 }
 
 func (f *fakeEngine) Create(ctx context.Context, spec containerSpec) error {
@@ -272,8 +274,11 @@ func (f *fakeEngine) SettledHost(context.Context) (hostFacts, error) {
 }
 
 // contains reports whether any record logged so far contains s.
-func (l *logBuffer) contains(s string) bool {
+func (l *logBuffer) contains(s string) bool { return l.count(s) > 0 }
+
+// count says how often s occurs in what was logged so far.
+func (l *logBuffer) count(s string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return strings.Contains(l.buf.String(), s)
+	return strings.Count(l.buf.String(), s)
 }

@@ -154,7 +154,7 @@ func (s *Session) Python(ctx context.Context, req PythonRequest) (PythonResult, 
 	var werr *wire.Error
 	if errors.As(err, &werr) && werr.Code == wire.CodeUnavailable {
 		return r, fmt.Errorf("evaluate_python needs python3, and the image %s has none; use an image with python3 "+
-			"(`make setup` builds localhost/wink-workspace:bookworm) or run the code with podman_shell", s.m.cfg.Image)
+			"(`make setup` builds %s) or run the code with podman_shell", s.Info().Image, LocalImage)
 	}
 	for _, w := range r.Writes {
 		if w.Applied {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/containers/podman/v5/pkg/bindings/system"
@@ -31,6 +32,11 @@ type hostFacts struct {
 	Rootless bool            `json:"rootless"`
 	SELinux  bool            `json:"selinux"`
 	Markers  changes.Markers `json:"markers"` // the driver of its overlay mounts
+	// Unlimitable lists, comma-separated, the cgroup controllers a limit
+	// needs that containers here cannot have: all of them for rootless
+	// Podman on cgroups v1, the undelegated ones for rootless on v2.
+	Unlimitable string `json:"unlimitable,omitempty"`
+	Cgroups     string `json:"cgroups,omitempty"` // "v1" or "v2"
 }
 
 // recordedHosts is the content of hostFactsFile. Facts recorded before the
@@ -136,6 +142,8 @@ func (e *podmanEngine) SettledHost(ctx context.Context) (_ hostFacts, err error)
 	h := &hostFacts{Markers: changes.KernelMarkers}
 	if info.Host != nil {
 		h.Rootless, h.SELinux = info.Host.Security.Rootless, info.Host.Security.SELinuxEnabled
+		h.Cgroups = info.Host.CgroupsVersion
+		h.Unlimitable = unlimitable(h.Rootless, h.Cgroups, info.Host.CgroupControllers)
 	}
 	if h.Rootless {
 		// Rootless overlays are fuse-overlayfs when storage names a mount
@@ -159,4 +167,25 @@ func (e *podmanEngine) knownFacts() *hostFacts {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.host
+}
+
+// limitControllers are the cgroup controllers the memory, CPU and process
+// limits need.
+var limitControllers = []string{"memory", "cpu", "pids"}
+
+// unlimitable lists the limitControllers a service's containers cannot
+// have. Rootful Podman has them all; rootless Podman has none on cgroups
+// v1 ("Resource limits are not supported and ignored on cgroups V1
+// rootless systems") and, on v2, those systemd delegates to the user.
+func unlimitable(rootless bool, version string, delegated []string) string {
+	if !rootless {
+		return ""
+	}
+	var missing []string
+	for _, c := range limitControllers {
+		if version != "v2" || !slices.Contains(delegated, c) {
+			missing = append(missing, c)
+		}
+	}
+	return strings.Join(missing, ",")
 }

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -43,6 +45,8 @@ type Manager struct {
 
 	stopReaper context.CancelFunc
 	reaperDone chan struct{}
+
+	chosenImage atomic.Value // the image ensureImage chose last, when Config.Image is empty
 }
 
 // NewManager checks cfg, takes this instance's lock under the cache
@@ -89,7 +93,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine, agentBinary string) (*
 	if cfg.Warm > 0 {
 		m.pool = newWarmPool(m, cfg.Warm)
 	}
-	log.Info("workspace manager ready", "instance", inst.id, "cache_dir", cfg.CacheDir, "image", cfg.Image, "idle_timeout", cfg.IdleTimeout.String())
+	log.Info("workspace manager ready", "instance", inst.id, "cache_dir", cfg.CacheDir, "image", strings.Join(cfg.ImageChoices(), " or "), "idle_timeout", cfg.IdleTimeout.String())
 	for _, mt := range plan.mounts {
 		log.Info("host folder mounted in every workspace", "host_path", mt.HostPath, "path", Root+"/"+mt.Path, "mode", mt.Mode)
 	}
@@ -209,10 +213,31 @@ func (m *Manager) Close(ctx context.Context) error {
 // calls it in the background as it starts; an error is also the first
 // call's, which reports it.
 func (m *Manager) Prepare(ctx context.Context) error {
-	if _, err := m.eng.SettledHost(ctx); err != nil {
+	host, err := m.eng.SettledHost(ctx)
+	if err != nil {
 		return err
 	}
-	return m.eng.EnsureImage(ctx, m.cfg.Image)
+	if u := unenforced(host); u.Limits != "" {
+		if m.cfg.AllowUnenforcedLimits {
+			m.log.Warn("RESOURCE LIMITS ARE NOT ENFORCED: --allow-unenforced-limits runs containers without a "+u.Limits+" limit",
+				"why", u.Why, "fix", u.Fix)
+		} else {
+			m.log.Error("every container will be refused", "err", limitsError(host, false))
+		}
+	}
+	_, err = m.ensureImage(ctx)
+	return err
+}
+
+// ensureImage returns the image new containers use, pulled if need be; a
+// server without Config.Image logs the one it chose when the choice
+// changes (the local image built or removed while it runs).
+func (m *Manager) ensureImage(ctx context.Context) (string, error) {
+	image, err := m.eng.EnsureImage(ctx, m.cfg.ImageChoices())
+	if err == nil && m.cfg.Image == "" && m.chosenImage.Swap(image) != image {
+		m.log.Info("image chosen", "image", image, "choices", m.cfg.ImageChoices())
+	}
+	return image, err
 }
 
 // SweepOrphans removes the containers, and the session directories under
@@ -283,13 +308,14 @@ func (m *Manager) spec(s *Session, host hostFacts, user string, keepID bool) con
 	spec := containerSpec{
 		SELinux:      host.SELinux,
 		Name:         s.name,
-		Image:        m.cfg.Image,
+		Image:        s.image,
 		Labels:       ownerLabels(m.inst, s.key),
 		User:         user,
 		KeepID:       keepID,
 		WorkspaceDir: s.workspaceDir(),
 		AgentBinary:  m.agentBinary,
 		Limits:       m.cfg.Limits,
+		Unlimited:    host.Unlimitable,
 	}
 	for _, mt := range s.mounts {
 		if mt.Mode == MountCopy {

@@ -212,6 +212,46 @@ func TestMissingImageIsAnError(t *testing.T) {
 	}
 }
 
+// Without an image named, a session uses the locally built image when the
+// service has it and the pulled default when it does not, and says which.
+func TestWithoutImageTheLocalImageComesFirst(t *testing.T) {
+	m, eng, logs := newTestManager(t, func(c *Config) { c.Image = "" })
+	eng.mu.Lock()
+	eng.images = map[string]bool{DefaultImage: true}
+	eng.mu.Unlock()
+	imageOf := func(name string) string {
+		s, _ := m.Session(name)
+		if _, err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		eng.mu.Lock()
+		defer eng.mu.Unlock()
+		if got := eng.containers[s.Info().Name].spec.Image; got != s.Info().Image {
+			t.Errorf("container made from %s, session says %s", got, s.Info().Image)
+		}
+		return s.Info().Image
+	}
+	if got := imageOf("before"); got != DefaultImage {
+		t.Errorf("without the local image: %s, want %s", got, DefaultImage)
+	}
+	eng.mu.Lock()
+	eng.images[LocalImage] = true
+	eng.mu.Unlock()
+	if got := imageOf("after"); got != LocalImage {
+		t.Errorf("with the local image: %s, want %s", got, LocalImage)
+	}
+	if n := logs.count(`"msg":"image chosen"`); n != 2 {
+		t.Errorf("the choice was logged %d times, want once per change (2)", n)
+	}
+	eng.mu.Lock()
+	eng.images = map[string]bool{}
+	eng.mu.Unlock()
+	s, _ := m.Session("none")
+	if _, err := s.Start(ctx); !errors.Is(err, ErrImageUnavailable) {
+		t.Errorf("with neither image: %v, want ErrImageUnavailable", err)
+	}
+}
+
 func TestCloseRemovesEveryContainerAndReleasesTheInstance(t *testing.T) {
 	m, eng, _ := newTestManager(t, nil)
 	for _, id := range []string{"a", "b", "c"} {

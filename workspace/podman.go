@@ -39,8 +39,8 @@ const (
 		"`systemctl --user enable --now podman.socket` (rootless), or `podman system service --time=0 &`; " +
 		"or point CONTAINER_HOST (--podman-url) at a running service"
 	// ImageRemedy says how to get a workspace image.
-	ImageRemedy = "Use an image that is present (run `make setup` to build localhost/wink-workspace:bookworm, " +
-		"then pass --image or set WINK_IMAGE; see the README) or make its registry reachable"
+	ImageRemedy = "Run `make setup`, which builds " + LocalImage + " (used when --image is not given), " +
+		"or pass --image (WINK_IMAGE) naming an image that is present, or make its registry reachable"
 )
 
 // podmanEngine drives the Podman service through its REST API. It connects
@@ -166,23 +166,39 @@ func (c valuesFrom) Value(key any) any {
 	return c.values.Value(key)
 }
 
-// EnsureImage pulls the image when it is missing, logging progress.
-func (e *podmanEngine) EnsureImage(ctx context.Context, image string) error {
-	_, err := e.pullIfMissing(ctx, image)
-	return err
+// EnsureImage returns the first of choices the service has, or pulls the
+// last, logging progress.
+func (e *podmanEngine) EnsureImage(ctx context.Context, choices []string) (string, error) {
+	image, _, err := e.chooseImage(ctx, choices)
+	return image, err
 }
 
-// pullIfMissing is EnsureImage, also saying whether it pulled.
-func (e *podmanEngine) pullIfMissing(ctx context.Context, image string) (pulled bool, err error) {
-	exists, err := e.imageExists(ctx, image)
-	if err != nil || exists {
-		return false, err
+// chooseImage is EnsureImage, also saying whether it pulled.
+func (e *podmanEngine) chooseImage(ctx context.Context, choices []string) (image string, pulled bool, err error) {
+	for _, image := range choices {
+		exists, err := e.imageExists(ctx, image)
+		if err != nil || exists {
+			return image, false, err
+		}
 	}
+	image = choices[len(choices)-1]
+	if err := e.pull(ctx, image); err != nil {
+		absent := "image " + image + " is not present"
+		if len(choices) > 1 {
+			absent = "none of " + strings.Join(choices, ", ") + " is present (without --image the first present is used)"
+		}
+		return image, false, fmt.Errorf("%w: %s and pulling %s failed: %v. %s", ErrImageUnavailable, absent, image, err, ImageRemedy)
+	}
+	return image, true, nil
+}
+
+// pull pulls image.
+func (e *podmanEngine) pull(ctx context.Context, image string) error {
 	e.log.Info("pulling image", "image", image)
 	start := time.Now()
 	connCtx, err := e.connect(ctx)
 	if err != nil {
-		return false, err
+		return err
 	}
 	c, cancel := context.WithTimeout(valuesFrom{Context: ctx, values: connCtx}, e.pullTimeout)
 	defer cancel()
@@ -191,11 +207,10 @@ func (e *podmanEngine) pullIfMissing(ctx context.Context, image string) (pulled 
 		if ctx.Err() == nil && errors.Is(c.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("not done within --pull-timeout (%s): %w", e.pullTimeout, err)
 		}
-		return false, fmt.Errorf("%w: image %s is not present and pulling it failed: %v. %s",
-			ErrImageUnavailable, image, err, ImageRemedy)
+		return err
 	}
 	e.log.Info("image pulled", "image", image, "duration_ms", time.Since(start).Milliseconds())
-	return true, nil
+	return nil
 }
 
 // imageExists says whether the service has image.
@@ -224,11 +239,17 @@ func (e *podmanEngine) Create(ctx context.Context, spec containerSpec) (err erro
 	if spec.SELinux {
 		relabel(s)
 	}
-	if _, err := containers.CreateWithSpec(c, s, nil); err != nil {
+	created, err := containers.CreateWithSpec(c, s, nil)
+	if err != nil {
 		if isStatus(err, http.StatusConflict) || strings.Contains(err.Error(), "already in use") {
 			return fmt.Errorf("creating container %s: %w", spec.Name, errNameInUse)
 		}
 		return fmt.Errorf("creating container %s: %w", spec.Name, err)
+	}
+	// Podman warns when it drops part of a spec (limits on rootless cgroups
+	// v1); the check below refuses what matters, and the log keeps the rest.
+	for _, w := range created.Warnings {
+		e.log.Warn("Podman warned creating a container", "container", spec.Name, "warning", w)
 	}
 	data, err := containers.Inspect(c, spec.Name, nil)
 	if err == nil {

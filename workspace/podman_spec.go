@@ -46,12 +46,19 @@ func podmanSpec(c containerSpec) *specgen.SpecGenerator {
 	s.ImageVolumeMode = "tmpfs"
 	s.StopTimeout = ptr(uint(0))
 
+	// A limit the host cannot enforce is not asked for (Podman would drop
+	// it with a warning); Config.AllowUnenforcedLimits accepted that.
 	memory := c.MemoryBytes
 	quota := cpuQuota(c.CPUs)
-	s.ResourceLimits = &spec.LinuxResources{
-		Memory: &spec.LinuxMemory{Limit: &memory, Swap: &memory},
-		CPU:    &spec.LinuxCPU{Quota: &quota, Period: ptr(uint64(cpuPeriod)), Shares: ptr(uint64(cpuShares))},
-		Pids:   &spec.LinuxPids{Limit: c.PidsLimit},
+	s.ResourceLimits = &spec.LinuxResources{}
+	if c.limited("memory") {
+		s.ResourceLimits.Memory = &spec.LinuxMemory{Limit: &memory, Swap: &memory}
+	}
+	if c.limited("cpu") {
+		s.ResourceLimits.CPU = &spec.LinuxCPU{Quota: &quota, Period: ptr(uint64(cpuPeriod)), Shares: ptr(uint64(cpuShares))}
+	}
+	if c.limited("pids") {
+		s.ResourceLimits.Pids = &spec.LinuxPids{Limit: c.PidsLimit}
 	}
 	s.Rlimits = []spec.POSIXRlimit{
 		{Type: "nofile", Soft: c.NofileLimit, Hard: c.NofileLimit},

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -126,9 +125,7 @@ func TestPoolThatCannotMakeContainersClosesCleanly(t *testing.T) {
 	eng.mu.Unlock()
 	// Two rounds of failures: more than one round's worth of them at once.
 	waitFor(t, "two rounds of failures", func() bool {
-		logs.mu.Lock()
-		defer logs.mu.Unlock()
-		return strings.Count(logs.buf.String(), "making a pooled container failed") >= 2*warmParallel
+		return logs.count("making a pooled container failed") >= 2*warmParallel
 	})
 	done := make(chan error, 1)
 	go func() { done <- m.Close(ctx) }()

@@ -24,18 +24,22 @@ type ServiceInfo struct {
 	Rootless bool
 	// Remote is true when the service is not on this host's Unix socket.
 	Remote bool
+	// Unenforced says which container limits the service cannot enforce.
+	Unenforced Unenforced
+	// GraphDriver is the storage driver of its images ("overlay", "vfs").
+	GraphDriver string
 }
 
 // Service is the Podman service of a Config, seen from outside any
 // session: what `wink-mcp doctor` asks about.
 type Service struct {
-	eng   *podmanEngine
-	image string
+	eng    *podmanEngine
+	images []string
 }
 
 // NewService returns the service cfg points at; it connects on first use.
 func NewService(cfg Config, log *slog.Logger) *Service {
-	return &Service{eng: newPodmanEngine(cfg, log), image: cfg.Image}
+	return &Service{eng: newPodmanEngine(cfg, log), images: cfg.ImageChoices()}
 }
 
 // Info connects to the service and describes it.
@@ -60,13 +64,20 @@ func (s *Service) Info(ctx context.Context) (_ ServiceInfo, err error) {
 		if h.OCIRuntime != nil {
 			out.DefaultRuntime = h.OCIRuntime.Name
 		}
+		out.Unenforced = unenforced(hostFacts{Rootless: out.Rootless, Cgroups: h.CgroupsVersion,
+			Unlimitable: unlimitable(out.Rootless, h.CgroupsVersion, h.CgroupControllers)})
+	}
+	if info.Store != nil {
+		out.GraphDriver = info.Store.GraphDriverName
 	}
 	return out, nil
 }
 
-// EnsureImage pulls the workspace image if it is missing, and says whether it did.
-func (s *Service) EnsureImage(ctx context.Context) (pulled bool, err error) {
-	return s.eng.pullIfMissing(ctx, s.image)
+// EnsureImage returns the image sessions would use (the first of
+// Config.ImageChoices present, else the last, pulled) and says whether it
+// pulled it.
+func (s *Service) EnsureImage(ctx context.Context) (image string, pulled bool, err error) {
+	return s.eng.chooseImage(ctx, s.images)
 }
 
 // ContainerExists reports whether a container of this name exists.

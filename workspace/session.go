@@ -53,6 +53,8 @@ type Session struct {
 	mountsResolved bool
 	rootsOwner     string // "uid:gid" owning the client's writable roots, if it chose the user
 	user           string // the "uid:gid" of the last container made
+	image          string // the image of the last container made
+	unenforced     string // the limits the last container made goes without
 
 	// life ends when the session does: work begun ahead of a call (see
 	// Prestart) stops with it.
@@ -194,7 +196,7 @@ func (s *Session) Info() ContainerInfo {
 }
 
 func (s *Session) infoLocked() ContainerInfo {
-	info := ContainerInfo{Name: s.name, Image: s.m.cfg.Image, User: s.user}
+	info := ContainerInfo{Name: s.name, Image: s.image, User: s.user, Unenforced: s.unenforced}
 	for _, mt := range s.mounts {
 		info.Mounts = append(info.Mounts, mt.info(s.dir))
 	}
@@ -304,9 +306,11 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	start := time.Now()
 	steps := newStepTimes()
 	m := s.m
-	if err := m.eng.EnsureImage(ctx, m.cfg.Image); err != nil {
+	image, err := m.ensureImage(ctx)
+	if err != nil {
 		return nil, err
 	}
+	s.image = image
 	steps.done("image")
 	if err := s.mountDiskLocked(ctx); err != nil {
 		return nil, err
@@ -317,6 +321,9 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 		return nil, err
 	}
 	steps.done("host_facts")
+	if err := limitsError(host, m.cfg.AllowUnenforcedLimits); err != nil {
+		return nil, err
+	}
 	if err := s.resolveMountsLocked(ctx, host.Markers); err != nil {
 		return nil, err
 	}
@@ -331,6 +338,7 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	}
 	steps.done("prepare_dirs")
 	spec := m.spec(s, host, user, keepID)
+	s.unenforced = unenforced(host).Limits
 	remove := func() error {
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.APITimeout)
 		defer cancel()
@@ -359,7 +367,8 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	steps.done("create")
 	logEvent(m.log, EventCreated, s, start, "image", spec.Image, "user", spec.User, "memory_bytes", spec.MemoryBytes,
 		"cpus", spec.CPUs, "pids_limit", spec.PidsLimit, "tmp_bytes", spec.TmpBytes, "nofile", spec.NofileLimit,
-		"nproc", spec.NprocLimit, "network", "none", "cap_drop", "ALL", "no_new_privileges", true, "keep_id", keepID, "mounts", len(spec.Mounts))
+		"nproc", spec.NprocLimit, "network", "none", "cap_drop", "ALL", "no_new_privileges", true, "keep_id", keepID, "mounts", len(spec.Mounts),
+		"unenforced_limits", s.unenforced)
 	if err := m.eng.Start(ctx, s.name); err != nil {
 		return fail(err)
 	}

@@ -64,6 +64,9 @@ type ContainerInfo struct {
 	User string
 	// Mounts are the host folders in its workspace, known once it has been created.
 	Mounts []MountInfo
+	// Unenforced names the limits its host cannot enforce and it runs
+	// without (Config.AllowUnenforcedLimits), e.g. "memory, CPU".
+	Unenforced string
 }
 
 // Workspace is one session's sandbox, as the tools see it. Implementations

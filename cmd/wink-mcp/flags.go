@@ -47,7 +47,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 		fs.PrintDefaults()
 	}
 	b := &binder{fs: fs, lookup: lookup}
-	b.str(&w.Image, "image", "container image for workspaces, pulled when missing", "WINK_IMAGE")
+	b.str(&w.Image, "image", "container image for workspaces, pulled when missing (default: "+workspace.LocalImage+" when present, else "+workspace.DefaultImage+")", "WINK_IMAGE")
 	b.str(&w.User, "user", "numeric uid:gid the container runs as (default: the owner of the writable mounts, else 65534:65534)", "WINK_USER")
 	b.bytes(&w.MemoryBytes, "memory", "memory limit, no swap beyond it (e.g. 1g, 512m)", "WINK_MEMORY")
 	b.float(&w.CPUs, "cpus", "CPU limit in cores", "WINK_CPUS")
@@ -55,6 +55,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.bytes(&w.TmpBytes, "tmp-size", "size of the /tmp tmpfs (e.g. 256m)", "WINK_TMP_SIZE")
 	b.bytes(&w.DiskBytes, "disk-limit", "size of each session's own filesystem holding /workspace (e.g. 2g; 0 = no limit; needs root)", "WINK_DISK_LIMIT")
 	b.uint64(&w.NofileLimit, "nofile", "RLIMIT_NOFILE of the container", "WINK_NOFILE")
+	b.boolean(&w.AllowUnenforcedLimits, "allow-unenforced-limits", "run containers without the memory, CPU and process limits a host cannot enforce (rootless Podman on cgroups v1) instead of refusing them; everything else stays enforced", "WINK_ALLOW_UNENFORCED_LIMITS")
 	b.uint64(&w.NprocLimit, "nproc", "RLIMIT_NPROC of the container user (counted per host UID)", "WINK_NPROC")
 	b.pathList(&opts.mounts, "mount", "a host folder to show in every workspace: "+mountSyntax+" (repeatable)", "WINK_MOUNTS")
 	b.pathList(&w.AllowedRoots, "allowed-root", "a folder under which host folders may be mounted (repeatable)", "WINK_ALLOWED_ROOTS")
