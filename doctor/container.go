@@ -102,6 +102,8 @@ func containerFix(err error) string {
 		return workspace.ServiceRemedy
 	case errors.Is(err, workspace.ErrImageUnavailable):
 		return workspace.ImageRemedy
+	case errors.Is(err, workspace.ErrLimitsUnenforceable):
+		return "see the runtime line"
 	case strings.Contains(msg, "hybrid mode"):
 		return "crun does not support hybrid cgroups: install runc, set runtime = \"runc\" under [engine] in /etc/containers/containers.conf, and restart the Podman service"
 	case strings.Contains(msg, "RLIMIT_") || strings.Contains(msg, "setrlimit"):

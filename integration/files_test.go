@@ -31,43 +31,48 @@ func (p *proc) toolErr(name string, args map[string]any) string {
 
 func TestFileToolsAndShellSeeEachOthersWrites(t *testing.T) {
 	eachTransport(t, func(t *testing.T, tr string) {
-		p := start(t, startOptions{transport: tr})
-		var w tools.WriteFileResult
-		p.tool("write_file", map[string]any{"file_path": "src/hello.txt", "content": "from the tool\n"}, &w)
-		if !w.Created || w.Version != 1 || w.SizeBytes != 14 {
-			t.Errorf("write_file: %+v", w)
-		}
-		if res := p.run("cat", "src/hello.txt"); res.Stdout != "from the tool\n" {
-			t.Errorf("the shell reads %q", res.Stdout)
-		}
-		p.run("sh", "-c", "echo from the shell >> src/hello.txt")
-		var r tools.ReadFileResult
-		p.tool("read_file", map[string]any{"file_path": "src/hello.txt"}, &r)
-		if r.Content != "from the tool\nfrom the shell\n" || r.TotalLines != 2 {
-			t.Errorf("read_file after the shell wrote: %+v", r)
-		}
-		var e tools.EditFileResult
-		p.tool("edit_file", map[string]any{"file_path": "src/hello.txt", "old_string": "the shell", "new_string": "podman_shell"}, &e)
-		if e.Version != 2 || e.Replacements != 1 {
-			t.Errorf("edit_file: %+v", e)
-		}
-		if res := p.run("cat", "src/hello.txt"); res.Stdout != "from the tool\nfrom podman_shell\n" {
-			t.Errorf("after the edit the shell reads %q", res.Stdout)
-		}
-		var ls tools.LsResult
-		p.tool("ls", map[string]any{"path": "src"}, &ls)
-		if len(ls.Entries) != 1 || ls.Entries[0].Name != "hello.txt" || ls.Entries[0].SizeBytes != 32 {
-			t.Errorf("ls: %+v", ls)
-		}
-		var rm tools.RmResult
-		p.tool("rm", map[string]any{"path": "src"}, &rm)
-		if rm.RemovedEntries != 2 {
-			t.Errorf("rm: %+v", rm)
-		}
-		if res := p.run("ls", "-A"); res.Stdout != "" {
-			t.Errorf("after rm the shell sees %q", res.Stdout)
-		}
+		fileToolsScenario(t, start(t, startOptions{transport: tr}))
 	})
+}
+
+// fileToolsScenario drives every file tool and the shell over one session.
+func fileToolsScenario(t *testing.T, p *proc) {
+	t.Helper()
+	var w tools.WriteFileResult
+	p.tool("write_file", map[string]any{"file_path": "src/hello.txt", "content": "from the tool\n"}, &w)
+	if !w.Created || w.Version != 1 || w.SizeBytes != 14 {
+		t.Errorf("write_file: %+v", w)
+	}
+	if res := p.run("cat", "src/hello.txt"); res.Stdout != "from the tool\n" {
+		t.Errorf("the shell reads %q", res.Stdout)
+	}
+	p.run("sh", "-c", "echo from the shell >> src/hello.txt")
+	var r tools.ReadFileResult
+	p.tool("read_file", map[string]any{"file_path": "src/hello.txt"}, &r)
+	if r.Content != "from the tool\nfrom the shell\n" || r.TotalLines != 2 {
+		t.Errorf("read_file after the shell wrote: %+v", r)
+	}
+	var e tools.EditFileResult
+	p.tool("edit_file", map[string]any{"file_path": "src/hello.txt", "old_string": "the shell", "new_string": "podman_shell"}, &e)
+	if e.Version != 2 || e.Replacements != 1 {
+		t.Errorf("edit_file: %+v", e)
+	}
+	if res := p.run("cat", "src/hello.txt"); res.Stdout != "from the tool\nfrom podman_shell\n" {
+		t.Errorf("after the edit the shell reads %q", res.Stdout)
+	}
+	var ls tools.LsResult
+	p.tool("ls", map[string]any{"path": "src"}, &ls)
+	if len(ls.Entries) != 1 || ls.Entries[0].Name != "hello.txt" || ls.Entries[0].SizeBytes != 32 {
+		t.Errorf("ls: %+v", ls)
+	}
+	var rm tools.RmResult
+	p.tool("rm", map[string]any{"path": "src"}, &rm)
+	if rm.RemovedEntries != 2 {
+		t.Errorf("rm: %+v", rm)
+	}
+	if res := p.run("ls", "-A"); res.Stdout != "" {
+		t.Errorf("after rm the shell sees %q", res.Stdout)
+	}
 }
 
 // TestEscapesAreRefused plants links out of /workspace from the shell and

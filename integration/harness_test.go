@@ -44,6 +44,7 @@ type proc struct {
 	cache     string
 	url       string // the HTTP endpoint, for sse and http
 	exited    chan struct{}
+	as        *rootlessUser // the user the server runs as, when not root
 }
 
 type startOptions struct {
@@ -53,6 +54,7 @@ type startOptions struct {
 	args      []string
 	headers   map[string]string // sent with every HTTP request
 	roots     []string          // stdio only: the client declares these folders as its roots
+	as        *rootlessUser     // run the server as this user, against its rootless Podman
 }
 
 // rootsList answers the server's roots/list with fixed folders.
@@ -82,6 +84,9 @@ func launch(t *testing.T, opts startOptions) *proc {
 	t.Helper()
 	if opts.cache == "" {
 		opts.cache = t.TempDir()
+		if opts.as != nil {
+			opts.cache = opts.as.dir(t)
+		}
 	}
 	if opts.image == "" {
 		opts.image = testImage
@@ -89,11 +94,15 @@ func launch(t *testing.T, opts startOptions) *proc {
 	if opts.transport == "" {
 		opts.transport = "stdio"
 	}
-	p := &proc{t: t, transport: opts.transport, logs: &logBuffer{}, prefix: "wt" + randomHex(4), cache: opts.cache, exited: make(chan struct{})}
+	p := &proc{t: t, transport: opts.transport, logs: &logBuffer{}, prefix: "wt" + randomHex(4), cache: opts.cache, exited: make(chan struct{}), as: opts.as}
+	bin, socket := winkBin, podmanSocket
+	if opts.as != nil {
+		bin, socket = opts.as.bin, opts.as.socket
+	}
 	args := append([]string{
 		"--transport", opts.transport, "--addr", "127.0.0.1:0",
 		"--image", opts.image, "--cache-dir", opts.cache, "--name-prefix", p.prefix,
-		"--podman-url", "unix://" + podmanSocket, "--log-format", "json", "--log-level", "debug",
+		"--podman-url", "unix://" + socket, "--log-format", "json", "--log-level", "debug",
 	}, opts.args...)
 	t.Cleanup(func() {
 		if p.client != nil {
@@ -107,7 +116,11 @@ func launch(t *testing.T, opts startOptions) *proc {
 				_ = p.cmd.Process.Kill()
 			}
 		}
-		removeContainers(t, p.prefix)
+		if p.as != nil {
+			p.as.removeContainers(t, p.prefix)
+		} else {
+			removeContainers(t, p.prefix)
+		}
 		if t.Failed() {
 			t.Logf("wink-mcp log:\n%s", p.logs.String())
 		}
@@ -116,9 +129,12 @@ func launch(t *testing.T, opts startOptions) *proc {
 		commandFunc := func(_ context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 			p.cmd = exec.Command(command, args...)
 			p.cmd.Env = append(os.Environ(), env...)
+			if p.as != nil {
+				p.as.apply(p.cmd)
+			}
 			return p.cmd, nil
 		}
-		tr := transport.NewStdioWithOptions(winkBin, nil, args,
+		tr := transport.NewStdioWithOptions(bin, nil, args,
 			transport.WithCommandFunc(commandFunc), transport.WithCommandStderrWriter(p.logs))
 		if err := tr.Start(context.Background()); err != nil {
 			t.Fatal(err)
@@ -137,8 +153,11 @@ func launch(t *testing.T, opts startOptions) *proc {
 		}()
 		return p
 	}
-	p.cmd = exec.Command(winkBin, args...)
+	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stderr = p.logs
+	if p.as != nil {
+		p.as.apply(p.cmd)
+	}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,13 @@
 #     (crun on hybrid cgroups, ulimits above the host's hard limit);
 #   - starts the Podman REST service when its socket does not answer;
 #   - builds the local workspace images offline when they are missing;
-#   - installs the TypeScript MCP SDK the integration tests drive the server with.
+#   - installs the TypeScript MCP SDK the integration tests drive the server with;
+#   - makes a plain user with rootless Podman (its own service and images) for
+#     the rootless integration tests.
 # Environment: WINK_IMAGE (default localhost/wink-workspace:bookworm),
 # WINK_TEST_IMAGE (default localhost/wink-busybox:latest), PODMAN_SOCKET
-# (default /run/podman/podman.sock), DEBIAN_MIRROR (default: the first apt source).
+# (default /run/podman/podman.sock), DEBIAN_MIRROR (default: the first apt source),
+# WINK_ROOTLESS_USER (default wink-rootless).
 set -euo pipefail
 
 IMAGE=${WINK_IMAGE:-localhost/wink-workspace:bookworm}
@@ -18,6 +21,10 @@ SOCKET=${PODMAN_SOCKET:-/run/podman/podman.sock}
 DROPIN_DIR=/etc/containers/containers.conf.d
 DROPIN=$DROPIN_DIR/50-wink-mcp.conf
 SERVICE_LOG=/var/log/wink-podman-service.log
+ROOTLESS_USER=${WINK_ROOTLESS_USER:-wink-rootless}
+# The subordinate ids of the rootless user: 65536 of them, above any
+# regular user's and clear of /etc/subuid ranges useradd hands out.
+ROOTLESS_SUBIDS=300000-365535
 # Bumped when the way the images are built changes, so that `make setup`
 # rebuilds images an older setup made. 2: / is mode 0755 (mktemp made it
 # 0700, which vfs storage keeps, and then uid 65534 cannot reach the agent).
@@ -49,6 +56,8 @@ install_packages() {
 	# Each session's disk limit is an ext4 image, made and loop-mounted by these.
 	PATH="$PATH:/usr/sbin:/sbin" command -v mkfs.ext4 >/dev/null || missing+=(e2fsprogs)
 	PATH="$PATH:/usr/sbin:/sbin" command -v losetup >/dev/null || missing+=(mount)
+	# Rootless Podman maps subordinate ids with these.
+	command -v newuidmap >/dev/null || missing+=(uidmap)
 	# Without systemd the service runs under tini, which reaps the conmon processes
 	# the service orphans (see start_service).
 	if ! service_via_systemd; then command -v tini >/dev/null || missing+=(tini); fi
@@ -213,10 +222,64 @@ install_test_clients() {
 	cp "$TSCLIENT/package-lock.json" "$TSCLIENT/node_modules/.wink-installed-lock"
 }
 
+# as_rootless runs a command as the rootless test user, in its own login-like
+# environment (no systemd user session is needed).
+as_rootless() {
+	local uid
+	uid=$(id -u "$ROOTLESS_USER")
+	(cd / && $SUDO setpriv --reuid "$ROOTLESS_USER" --regid "$ROOTLESS_USER" --init-groups \
+		env -i HOME="$(getent passwd "$ROOTLESS_USER" | cut -d: -f6)" USER="$ROOTLESS_USER" \
+		XDG_RUNTIME_DIR="/run/user/$uid" PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin "$@")
+}
+
+# setup_rootless makes the rootless test user: subordinate ids, a runtime
+# directory, a Podman service on /run/user/UID/podman/podman.sock (what a
+# desktop user's podman.socket serves) and the two images in its storage.
+setup_rootless() {
+	if ! id "$ROOTLESS_USER" >/dev/null 2>&1; then
+		log "creating user $ROOTLESS_USER for the rootless tests"
+		$SUDO useradd -m -s /bin/bash "$ROOTLESS_USER"
+	fi
+	grep -q "^$ROOTLESS_USER:" /etc/subuid 2>/dev/null || $SUDO usermod --add-subuids "$ROOTLESS_SUBIDS" "$ROOTLESS_USER"
+	grep -q "^$ROOTLESS_USER:" /etc/subgid 2>/dev/null || $SUDO usermod --add-subgids "$ROOTLESS_SUBIDS" "$ROOTLESS_USER"
+	local uid run socket
+	uid=$(id -u "$ROOTLESS_USER")
+	run=/run/user/$uid
+	socket=$run/podman/podman.sock
+	$SUDO install -d -m 0700 -o "$ROOTLESS_USER" -g "$ROOTLESS_USER" "$run"
+	as_rootless mkdir -p "$run/podman"
+	if curl -sf --max-time 2 --unix-socket "$socket" http://d/_ping >/dev/null 2>&1; then
+		log "rootless podman service answers on $socket"
+	else
+		log "starting $ROOTLESS_USER's rootless podman service on $socket (log: $SERVICE_LOG.$ROOTLESS_USER)"
+		# Under tini when there is one, for the reason start_service gives.
+		local reaper=()
+		command -v tini >/dev/null && reaper=(tini -s --)
+		(as_rootless setsid nohup "${reaper[@]}" podman system service --time=0 "unix://$socket") >>"$SERVICE_LOG.$ROOTLESS_USER" 2>&1 </dev/null &
+		for _ in $(seq 1 100); do
+			curl -sf --max-time 2 --unix-socket "$socket" http://d/_ping >/dev/null 2>&1 && break
+			sleep 0.1
+		done
+		curl -sf --max-time 2 --unix-socket "$socket" http://d/_ping >/dev/null 2>&1 ||
+			die "rootless podman service did not answer on $socket within 10 s; see $SERVICE_LOG.$ROOTLESS_USER"
+	fi
+	local image
+	for image in "$TEST_IMAGE" "$IMAGE"; do
+		if as_rootless podman image exists "$image" &&
+			[ "$(as_rootless podman image inspect --format '{{index .Labels "io.wink-mcp.image-format"}}' "$image")" = "$IMAGE_FORMAT" ]; then
+			log "image $image present for $ROOTLESS_USER"
+			continue
+		fi
+		log "copying $image into $ROOTLESS_USER's storage"
+		$SUDO podman save "$image" 2>/dev/null | as_rootless podman load -q >/dev/null
+	done
+}
+
 install_packages
 write_dropin
 start_service
 build_test_image
 build_workspace_image
+setup_rootless
 install_test_clients
 log "ready"

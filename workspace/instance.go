@@ -78,7 +78,7 @@ func (i *instance) sessionDir(hash string) string {
 func (i *instance) release(removeDir bool) error {
 	var err error
 	if removeDir {
-		err = os.RemoveAll(i.dir)
+		err = removeAll(i.dir)
 	} else {
 		err = os.Remove(i.lockPath)
 	}

@@ -269,7 +269,7 @@ func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
 			errs = append(errs, err)
 			continue
 		}
-		if err := os.RemoveAll(dir); err != nil {
+		if err := removeAll(dir); err != nil {
 			errs = append(errs, fmt.Errorf("deleting the directory of a dead instance: %w", err))
 			continue
 		}

@@ -107,7 +107,7 @@ func (s *Session) deleteFilesLocked() {
 	if err := os.Remove(s.diskImage()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		s.m.log.Warn("deleting session disk image", "session", s.hash, "err", err)
 	}
-	if err := os.RemoveAll(s.dir); err != nil {
+	if err := removeAll(s.dir); err != nil {
 		s.m.log.Warn("deleting session directory", "session", s.hash, "dir", s.dir, "err", err)
 	}
 }
@@ -177,7 +177,7 @@ func (s *Session) Reset(ctx context.Context) (ContainerInfo, error) {
 		return s.infoLocked(), err
 	}
 	for _, dir := range []string{s.workspaceDir(), filepath.Join(s.dir, mountsDir)} {
-		if err := os.RemoveAll(dir); err != nil {
+		if err := removeAll(dir); err != nil {
 			return s.infoLocked(), fmt.Errorf("deleting the workspace files: %w", err)
 		}
 	}

@@ -1,0 +1,31 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+)
+
+// removeAll removes dir and everything in it. Under rootless Podman the
+// container's users are this user's subordinate uids, whose files (and the
+// overlay work directories the kernel makes) this user may not delete;
+// those are removed from inside this user's user namespace, `podman
+// unshare`, where the user is root over them.
+func removeAll(dir string) error {
+	err := os.RemoveAll(dir)
+	if err == nil || os.Geteuid() == 0 || !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	podman := lookTool("podman")
+	if podman == "" {
+		return fmt.Errorf("%w (files of the rootless container's user are removed with `podman unshare`, and the podman command is not installed)", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), diskToolTimeout)
+	defer cancel()
+	if uerr := run(ctx, podman, "unshare", "rm", "-rf", "--", dir); uerr != nil {
+		return fmt.Errorf("%w; removing it in the user namespace failed too: %v", err, uerr)
+	}
+	return nil
+}
