@@ -222,6 +222,18 @@ func (p *proc) call(name string, args map[string]any) *mcp.CallToolResult {
 	return res
 }
 
+// promptText returns the text of the workspace prompt.
+func (p *proc) promptText() string {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	prompt, err := p.client.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "podman_workspace"}})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return prompt.Messages[0].Content.(mcp.TextContent).Text
+}
+
 // shellRequest is a podman_shell call with only a command.
 func shellRequest(argv ...string) mcp.CallToolRequest {
 	var req mcp.CallToolRequest

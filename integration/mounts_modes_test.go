@@ -1,14 +1,11 @@
 package integration
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/wink-mcp/wink-mcp/tools"
 )
@@ -100,14 +97,7 @@ func TestClientRootsAreMountedUnderAllowedRoots(t *testing.T) {
 	if res := p.call("ls", map[string]any{"path": filepath.Base(outside)}); !res.IsError {
 		t.Errorf("a root outside the allowed roots was mounted")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	prompt, err := p.client.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "podman_workspace"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := prompt.Messages[0].Content.(mcp.TextContent).Text
-	if !strings.Contains(text, "`"+folder+"` at `/workspace/proj` (overlay)") {
+	if text := p.promptText(); !strings.Contains(text, "`"+folder+"` at `/workspace/proj` (overlay)") {
 		t.Errorf("the prompt does not list the client's root:\n%s", text)
 	}
 }

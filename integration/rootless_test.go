@@ -17,8 +17,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // rootlessUser is the plain user `make setup` gives rootless Podman: its
@@ -178,13 +176,7 @@ func TestRootless(t *testing.T) {
 		if p.logs.find("workspace created", map[string]any{"unenforced_limits": "memory, CPU, process count"}) == nil {
 			t.Error("the created event does not name the unenforced limits")
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		prompt, err := p.client.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "podman_workspace"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if text := prompt.Messages[0].Content.(mcp.TextContent).Text; !strings.Contains(text, "| limits not enforced | memory, CPU, process count |") {
+		if text := p.promptText(); !strings.Contains(text, "| limits not enforced | memory, CPU, process count |") {
 			t.Errorf("the prompt does not say the limits are off:\n%s", text)
 		}
 		// Files the container user (a subordinate uid on the host) leaves
