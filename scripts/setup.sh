@@ -22,8 +22,8 @@ DROPIN_DIR=/etc/containers/containers.conf.d
 DROPIN=$DROPIN_DIR/50-wink-mcp.conf
 SERVICE_LOG=/var/log/wink-podman-service.log
 ROOTLESS_USER=${WINK_ROOTLESS_USER:-wink-rootless}
-# The subordinate ids of the rootless user: 65536 of them, above any
-# regular user's and clear of /etc/subuid ranges useradd hands out.
+# The subordinate ids of the rootless user when useradd gave it none
+# (Debian's useradd hands out 100000:65536 and up by itself).
 ROOTLESS_SUBIDS=300000-365535
 # Bumped when the way the images are built changes, so that `make setup`
 # rebuilds images an older setup made. 2: / is mode 0755 (mktemp made it
