@@ -72,7 +72,7 @@ func TestDoctorSaysWhatIsWrongAndHowToFixIt(t *testing.T) {
 	}
 
 	out, code = doctor(t, "--image", "localhost/wink-no-such-image:1", "--podman-url", "unix://"+podmanSocket)
-	if l := line(out, "image"); code != 1 || !strings.HasPrefix(l, "FAIL") || !strings.Contains(out, "fix: Use an image that is present") {
+	if l := line(out, "image"); code != 1 || !strings.HasPrefix(l, "FAIL") || !strings.Contains(out, "fix: Run `make setup`") {
 		t.Errorf("missing image: exit %d, %q\n%s", code, l, out)
 	}
 }

@@ -183,11 +183,11 @@ func (e *podmanEngine) chooseImage(ctx context.Context, choices []string) (image
 	}
 	image = choices[len(choices)-1]
 	if err := e.pull(ctx, image); err != nil {
-		absent := "image " + image + " is not present"
+		absent := "image " + image + " is not present and pulling it failed"
 		if len(choices) > 1 {
-			absent = "none of " + strings.Join(choices, ", ") + " is present (without --image the first present is used)"
+			absent = "none of " + strings.Join(choices, ", ") + " is present (without --image the first present is used) and pulling " + image + " failed"
 		}
-		return image, false, fmt.Errorf("%w: %s and pulling %s failed: %v. %s", ErrImageUnavailable, absent, image, err, ImageRemedy)
+		return image, false, fmt.Errorf("%w: %s: %v. %s", ErrImageUnavailable, absent, err, ImageRemedy)
 	}
 	return image, true, nil
 }
