@@ -58,22 +58,29 @@ func podmanMissing() string {
 	if _, err := exec.LookPath("podman"); err != nil {
 		return "the podman command is not installed"
 	}
-	httpc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", podmanSocket)
-		},
-	}}
-	resp, err := httpc.Get("http://d/_ping")
-	if err != nil {
+	if err := ping(podmanSocket); err != nil {
 		return fmt.Sprintf("the Podman service does not answer on %s: %v", podmanSocket, err)
 	}
-	resp.Body.Close()
 	for _, img := range []string{testImage, pythonImage} {
 		if exec.Command("podman", "image", "exists", img).Run() != nil {
 			return fmt.Sprintf("the image %s is missing", img)
 		}
 	}
 	return ""
+}
+
+// ping asks the Podman service on socket whether it answers.
+func ping(socket string) error {
+	httpc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+		},
+	}}
+	resp, err := httpc.Get("http://d/_ping")
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
 }
 
 // binary returns $WINK_BIN, or builds wink-mcp with the Makefile's tags.

@@ -1,12 +1,9 @@
 package integration
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
@@ -61,16 +58,9 @@ func findRootless() (*rootlessUser, string) {
 	u.uid, _ = strconv.Atoi(acct.Uid)
 	u.gid, _ = strconv.Atoi(acct.Gid)
 	u.socket = fmt.Sprintf("/run/user/%d/podman/podman.sock", u.uid)
-	httpc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", u.socket)
-		},
-	}}
-	resp, err := httpc.Get("http://d/_ping")
-	if err != nil {
+	if err := ping(u.socket); err != nil {
 		return nil, fmt.Sprintf("%s's Podman service does not answer on %s: %v", name, u.socket, err)
 	}
-	resp.Body.Close()
 	for _, img := range []string{testImage, pythonImage} {
 		if out, err := u.podman("image", "exists", img); err != nil {
 			return nil, fmt.Sprintf("%s's storage lacks %s: %v %s", name, img, err, out)

@@ -115,8 +115,18 @@ service_via_systemd() {
 	[ "$(ps -p 1 -o comm=)" = systemd ] && [ "$SOCKET" = /run/podman/podman.sock ]
 }
 
+# service_answers says whether a Podman service answers on socket $1 (default $SOCKET).
 service_answers() {
-	curl -sf --max-time 2 --unix-socket "$SOCKET" http://d/_ping >/dev/null 2>&1
+	curl -sf --max-time 2 --unix-socket "${1:-$SOCKET}" http://d/_ping >/dev/null 2>&1
+}
+
+# wait_for_service waits up to 10 s for the service on socket $1 to answer.
+wait_for_service() {
+	for _ in $(seq 1 100); do
+		service_answers "$1" && return
+		sleep 0.1
+	done
+	return 1
 }
 
 start_service() {
@@ -140,10 +150,7 @@ start_service() {
 		# The subshell holds no one's pipe open: its own streams are redirected.
 		(cd / && exec $SUDO setsid nohup tini -s -- podman system service --time=0 "unix://$SOCKET") >>"$SERVICE_LOG" 2>&1 </dev/null &
 	fi
-	for _ in $(seq 1 100); do
-		service_answers && { log "podman service is up"; return; }
-		sleep 0.1
-	done
+	wait_for_service "$SOCKET" && { log "podman service is up"; return; }
 	die "podman service did not answer on $SOCKET within 10 s; see $SERVICE_LOG"
 }
 
@@ -155,10 +162,12 @@ debian_mirror() {
 	echo "${m:-http://deb.debian.org/debian}"
 }
 
-# image_current says whether image exists and was built by this IMAGE_FORMAT.
+# image_current says whether image $1 exists and was built by this
+# IMAGE_FORMAT, in root's storage or, with $2 = as_rootless, in that user's.
 image_current() {
-	$SUDO podman image exists "$1" &&
-		[ "$($SUDO podman image inspect --format '{{index .Labels "io.wink-mcp.image-format"}}' "$1")" = "$IMAGE_FORMAT" ]
+	local as=${2:-$SUDO}
+	$as podman image exists "$1" &&
+		[ "$($as podman image inspect --format '{{index .Labels "io.wink-mcp.image-format"}}' "$1")" = "$IMAGE_FORMAT" ]
 }
 
 # import_rootfs imports the directory $1 as image $2 with CMD $3, with / readable
@@ -248,7 +257,7 @@ setup_rootless() {
 	socket=$run/podman/podman.sock
 	$SUDO install -d -m 0700 -o "$ROOTLESS_USER" -g "$ROOTLESS_USER" "$run"
 	as_rootless mkdir -p "$run/podman"
-	if curl -sf --max-time 2 --unix-socket "$socket" http://d/_ping >/dev/null 2>&1; then
+	if service_answers "$socket"; then
 		log "rootless podman service answers on $socket"
 	else
 		log "starting $ROOTLESS_USER's rootless podman service on $socket (log: $SERVICE_LOG.$ROOTLESS_USER)"
@@ -256,17 +265,12 @@ setup_rootless() {
 		local reaper=()
 		command -v tini >/dev/null && reaper=(tini -s --)
 		(as_rootless setsid nohup "${reaper[@]}" podman system service --time=0 "unix://$socket") >>"$SERVICE_LOG.$ROOTLESS_USER" 2>&1 </dev/null &
-		for _ in $(seq 1 100); do
-			curl -sf --max-time 2 --unix-socket "$socket" http://d/_ping >/dev/null 2>&1 && break
-			sleep 0.1
-		done
-		curl -sf --max-time 2 --unix-socket "$socket" http://d/_ping >/dev/null 2>&1 ||
+		wait_for_service "$socket" ||
 			die "rootless podman service did not answer on $socket within 10 s; see $SERVICE_LOG.$ROOTLESS_USER"
 	fi
 	local image
 	for image in "$TEST_IMAGE" "$IMAGE"; do
-		if as_rootless podman image exists "$image" &&
-			[ "$(as_rootless podman image inspect --format '{{index .Labels "io.wink-mcp.image-format"}}' "$image")" = "$IMAGE_FORMAT" ]; then
+		if image_current "$image" as_rootless; then
 			log "image $image present for $ROOTLESS_USER"
 			continue
 		fi
