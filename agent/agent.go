@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package agent is the side of wink-mcp that runs inside a workspace
 // container: the container's init process serves requests from the server
 // over one channel (see package wire), runs commands under per-command
@@ -20,7 +22,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wink-mcp/wink-mcp/agent/wire"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // Config configures an Agent.

@@ -1,3 +1,5 @@
+//go:build linux
+
 package agent
 
 import (
@@ -12,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wink-mcp/wink-mcp/agent/wire"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // TestMain lets the test binary act as the supervisor the agent re-executes.

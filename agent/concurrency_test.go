@@ -1,3 +1,5 @@
+//go:build linux
+
 package agent
 
 import (
@@ -10,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wink-mcp/wink-mcp/agent/wire"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // TestConcurrentChangesToOnePathLoseNothing sends every kind of tool change

@@ -1,3 +1,5 @@
+//go:build linux
+
 package agent
 
 import (
@@ -11,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/wink-mcp/wink-mcp/agent/wire"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // waitDelay bounds how long a run waits for a command's output pipes to

@@ -1,3 +1,5 @@
+//go:build linux
+
 package agent
 
 import (
@@ -13,7 +15,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
-	"github.com/wink-mcp/wink-mcp/agent/wire"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // rel turns a normalised workspace path into the name os.Root expects.

@@ -1,3 +1,5 @@
+//go:build linux
+
 package agent
 
 import (
@@ -10,7 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/wink-mcp/wink-mcp/agent/wire"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // do sends one request to the agent and decodes its result.

@@ -1,3 +1,5 @@
+//go:build linux
+
 package agent
 
 import (
@@ -12,7 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/wink-mcp/wink-mcp/agent/wire"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // runnerSource is the Python program that runs evaluate_python's code.

@@ -1,3 +1,5 @@
+//go:build linux
+
 package agent
 
 import (
@@ -7,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wink-mcp/wink-mcp/agent/wire"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // runPython runs args on a new agent and returns the result and the workspace.

@@ -1,3 +1,5 @@
+//go:build linux
+
 package agent
 
 import (
@@ -6,7 +8,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/wink-mcp/wink-mcp/agent/wire"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // isEscape reports whether err is os.Root refusing a path that leads outside

@@ -1,3 +1,5 @@
+//go:build linux
+
 package agent
 
 import (
@@ -14,8 +16,8 @@ import (
 	"syscall"
 	"unicode/utf8"
 
-	"github.com/wink-mcp/wink-mcp/agent/glob"
-	"github.com/wink-mcp/wink-mcp/agent/wire"
+	"github.com/wink-mcp/wink-mcp/glob"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // errStop ends a walk early.

@@ -1,3 +1,5 @@
+//go:build linux
+
 package agent
 
 import (
@@ -8,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/wink-mcp/wink-mcp/agent/wire"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 func TestList(t *testing.T) {

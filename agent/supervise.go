@@ -1,3 +1,5 @@
+//go:build linux
+
 package agent
 
 import (
@@ -15,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/wink-mcp/wink-mcp/agent/wire"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // controlFD is the supervisor's end of its control socket with the agent.

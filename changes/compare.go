@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"strings"
-	"syscall"
 )
 
 // Kind is what an entry is, as git sees it.
@@ -296,8 +295,8 @@ func lstatMaybe(t tree, rel string) (fs.FileInfo, error) {
 
 func entryOf(info fs.FileInfo) *Entry {
 	e := &Entry{Kind: KindOther, Size: info.Size(), Allocated: info.Size()}
-	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		e.Allocated = st.Blocks * 512
+	if n, ok := allocated(info); ok {
+		e.Allocated = n
 	}
 	switch {
 	case info.Mode().IsRegular():

@@ -5,13 +5,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"slices"
 	"strings"
-	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // Markers names the overlay driver that made an upper directory, which
@@ -345,8 +341,7 @@ func isWhiteout(info fs.FileInfo) bool {
 	if info.Mode()&fs.ModeCharDevice == 0 {
 		return false
 	}
-	st, ok := info.Sys().(*syscall.Stat_t)
-	return ok && st.Rdev == 0
+	return isNullDevice(info)
 }
 
 // redirectTarget resolves an overlay redirect: absolute targets are from the
@@ -356,17 +351,4 @@ func redirectTarget(rel, target string) string {
 		return strings.Trim(path.Clean(target), "/")
 	}
 	return join(path.Dir(rel), target)
-}
-
-// fgetxattr reads an extended attribute through an open file, without
-// switching the file to blocking mode as File.Fd would.
-func fgetxattr(f *os.File, attr string, buf []byte) (n int, err error) {
-	raw, err := f.SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	if cerr := raw.Control(func(fd uintptr) { n, err = unix.Fgetxattr(int(fd), attr, buf) }); cerr != nil {
-		return 0, cerr
-	}
-	return n, err
 }

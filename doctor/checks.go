@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/engine/podman"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -87,7 +87,10 @@ func (d *doctor) cacheDir(context.Context) Result {
 		return Result{Status: Fail, Detail: fmt.Sprintf("cannot write in %s: %v", dir, err), Fix: fix}
 	}
 	free, err := d.host.freeBytes(dir)
-	if err == nil && free < lowDiskBytes {
+	if err != nil {
+		return Result{Status: OK, Detail: fmt.Sprintf("%s is writable (free space unknown: %v)", dir, err)}
+	}
+	if free < lowDiskBytes {
 		return Result{Status: Warn, Detail: fmt.Sprintf("%s is writable but has only %d MiB free; sessions' files live here", dir, free>>20),
 			Fix: "free some space, or pass --cache-dir on a larger disk"}
 	}
@@ -136,8 +139,8 @@ func (d *doctor) podmanCLI(ctx context.Context) Result {
 func (d *doctor) service(ctx context.Context) Result {
 	info, err := d.svc.Info(ctx)
 	if err != nil {
-		detail, _, _ := strings.Cut(err.Error(), ". "+workspace.ServiceRemedy)
-		return Result{Status: Fail, Detail: detail, Fix: workspace.ServiceRemedy}
+		detail, _, _ := strings.Cut(err.Error(), ". "+podman.ServiceRemedy)
+		return Result{Status: Fail, Detail: detail, Fix: podman.ServiceRemedy}
 	}
 	d.info = &info
 	mode := "rootful"
@@ -213,9 +216,8 @@ func (d *doctor) ulimits(context.Context) Result {
 	if d.info != nil && d.info.Remote {
 		return Result{Status: OK, Detail: fmt.Sprintf("nofile=%d nproc=%d are set on each container; the container check tries them on the remote host", d.cfg.NofileLimit, d.cfg.NprocLimit)}
 	}
-	nofile, err1 := d.host.hardLimit(unix.RLIMIT_NOFILE)
-	nproc, err2 := d.host.hardLimit(unix.RLIMIT_NPROC)
-	if err := errors.Join(err1, err2); err != nil {
+	nofile, nproc, err := d.host.hardLimits()
+	if err != nil {
 		return Result{Status: Warn, Detail: "cannot read this host's hard limits: " + err.Error()}
 	}
 	return ulimitsResult(d.cfg.Limits, nofile, nproc)
@@ -223,7 +225,7 @@ func (d *doctor) ulimits(context.Context) Result {
 
 // ulimitsResult checks the limits set on each container against the host's
 // hard limits, which Podman cannot raise them above.
-func ulimitsResult(l workspace.Limits, nofileHard, nprocHard uint64) Result {
+func ulimitsResult(l engine.Limits, nofileHard, nprocHard uint64) Result {
 	var over []string
 	if l.NofileLimit > nofileHard {
 		over = append(over, fmt.Sprintf("--nofile %d is above the hard limit %d (`ulimit -Hn`)", l.NofileLimit, nofileHard))
@@ -245,7 +247,7 @@ func (d *doctor) image(ctx context.Context) Result {
 	start := time.Now()
 	image, pulled, err := d.svc.EnsureImage(ctx)
 	switch {
-	case errors.Is(err, workspace.ErrImageUnavailable):
+	case errors.Is(err, engine.ErrImageUnavailable):
 		detail, _, _ := strings.Cut(err.Error(), ". "+workspace.ImageRemedy)
 		return Result{Status: Fail, Detail: detail, Fix: workspace.ImageRemedy}
 	case err != nil:

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/engine/podman"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -98,9 +100,9 @@ func hardeningProblem(r workspace.ExecResult, user string, ownDisk bool) string 
 func containerFix(err error) string {
 	msg := err.Error()
 	switch {
-	case errors.Is(err, workspace.ErrPodmanUnreachable):
-		return workspace.ServiceRemedy
-	case errors.Is(err, workspace.ErrImageUnavailable):
+	case errors.Is(err, engine.ErrUnreachable):
+		return podman.ServiceRemedy
+	case errors.Is(err, engine.ErrImageUnavailable):
 		return workspace.ImageRemedy
 	case errors.Is(err, workspace.ErrLimitsUnenforceable):
 		return "see the runtime line"

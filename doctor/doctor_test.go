@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/engine/podman"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -29,10 +31,10 @@ func (h fakeHost) podmanVersion(context.Context) (string, string, error) {
 	}
 	return h.podmanPath, "podman version 4.3.1", nil
 }
-func (h fakeHost) cgroupLayout() string             { return h.layout }
-func (h fakeHost) hardLimit(int) (uint64, error)    { return h.hard, nil }
-func (h fakeHost) freeBytes(string) (uint64, error) { return h.free, nil }
-func (h fakeHost) diskLimitSupport() error          { return h.noDisk }
+func (h fakeHost) cgroupLayout() string                { return h.layout }
+func (h fakeHost) hardLimits() (uint64, uint64, error) { return h.hard, h.hard, nil }
+func (h fakeHost) freeBytes(string) (uint64, error)    { return h.free, nil }
+func (h fakeHost) diskLimitSupport() error             { return h.noDisk }
 
 func TestRunWithoutAServiceFailsAndSkipsWhatNeedsIt(t *testing.T) {
 	cfg := workspace.DefaultConfig()
@@ -51,7 +53,7 @@ func TestRunWithoutAServiceFailsAndSkipsWhatNeedsIt(t *testing.T) {
 		"ok    disk limit    each session's files get an ext4 filesystem of 2048 MiB, loop-mounted from a sparse image in " + cfg.CacheDir + " (100 GiB free)",
 		"ok    podman        podman version 4.3.1 (/usr/bin/podman)",
 		"FAIL  service       cannot reach the Podman service (tried " + cfg.PodmanURL,
-		"                    fix: " + workspace.ServiceRemedy,
+		"                    fix: " + podman.ServiceRemedy,
 		"skip  runtime       not checked: needs the service",
 		"ok    ulimits       each container gets nofile=4096 nproc=4096 explicitly, within the host's hard limits (1048576, 1048576)",
 		"skip  image         not checked: needs the service",
@@ -95,7 +97,7 @@ func TestDiskLimitCheck(t *testing.T) {
 		{"enforced", 2 << 30, fakeHost{free: 100 << 30}, OK, "ext4 filesystem of 2048 MiB", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := &doctor{cfg: workspace.Config{CacheDir: "/var/cache/wink", Limits: workspace.Limits{DiskBytes: tc.limit}}, host: tc.host}
+			d := &doctor{cfg: workspace.Config{CacheDir: "/var/cache/wink", Limits: engine.Limits{DiskBytes: tc.limit}}, host: tc.host}
 			r := d.diskLimit(context.Background())
 			if r.Status != tc.status || !strings.Contains(r.Detail, tc.detail) || !strings.Contains(r.Fix, tc.fix) {
 				t.Errorf("%v %q fix %q; want %v with %q, fix with %q", r.Status, r.Detail, r.Fix, tc.status, tc.detail, tc.fix)
@@ -152,7 +154,7 @@ func TestRuntimeLineTellsWhatIsLimited(t *testing.T) {
 }
 
 func TestUlimitsAgainstHardLimits(t *testing.T) {
-	l := workspace.Limits{NofileLimit: 4096, NprocLimit: 4096}
+	l := engine.Limits{NofileLimit: 4096, NprocLimit: 4096}
 	if r := ulimitsResult(l, 20000, ^uint64(0)); r.Status != OK || !strings.Contains(r.Detail, "(20000, unlimited)") {
 		t.Errorf("%+v", r)
 	}
@@ -192,7 +194,7 @@ func TestHardeningProblem(t *testing.T) {
 
 func TestContainerFix(t *testing.T) {
 	for err, want := range map[error]string{
-		fmt.Errorf("%w: x", workspace.ErrPodmanUnreachable):                            "systemctl enable --now podman.socket",
+		fmt.Errorf("%w: x", engine.ErrUnreachable):                                     "systemctl enable --now podman.socket",
 		errors.New("crun: cgroups in hybrid mode not supported, drop all controllers"): `runtime = "runc"`,
 		errors.New("setrlimit `RLIMIT_NOFILE`: Operation not permitted"):               "lower --nofile",
 		errors.New("something new"):                                                    "--log-level debug",

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -25,8 +23,8 @@ type host interface {
 	podmanVersion(ctx context.Context) (path, version string, err error)
 	// cgroupLayout says how /sys/fs/cgroup is mounted.
 	cgroupLayout() string
-	// hardLimit returns the hard limit of an RLIMIT_* resource.
-	hardLimit(resource int) (uint64, error)
+	// hardLimits returns the hard limits of open files and processes.
+	hardLimits() (nofile, nproc uint64, err error)
 	// freeBytes returns the space left to unprivileged users under dir.
 	freeBytes(dir string) (uint64, error)
 	// diskLimitSupport says why per-session disk limits cannot be enforced, or nil.
@@ -45,37 +43,6 @@ func (localHost) podmanVersion(ctx context.Context) (string, string, error) {
 	defer cancel()
 	out, err := exec.CommandContext(ctx, path, "--version").CombinedOutput()
 	return path, strings.TrimSpace(string(out)), err
-}
-
-func (localHost) cgroupLayout() string {
-	var st unix.Statfs_t
-	if unix.Statfs("/sys/fs/cgroup", &st) != nil {
-		return cgroupsUnknown
-	}
-	switch st.Type {
-	case unix.CGROUP2_SUPER_MAGIC:
-		return cgroupsUnified
-	case unix.TMPFS_MAGIC:
-		if unix.Statfs("/sys/fs/cgroup/unified", &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
-			return cgroupsHybrid
-		}
-		return cgroupsLegacy
-	}
-	return cgroupsUnknown
-}
-
-func (localHost) hardLimit(resource int) (uint64, error) {
-	var l unix.Rlimit
-	err := unix.Getrlimit(resource, &l)
-	return l.Max, err
-}
-
-func (localHost) freeBytes(dir string) (uint64, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return 0, err
-	}
-	return st.Bavail * uint64(st.Bsize), nil
 }
 
 func (localHost) diskLimitSupport() error { return workspace.DiskLimitSupport() }

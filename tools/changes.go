@@ -7,7 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/wink-mcp/wink-mcp/agent/wire"
+	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/wink-mcp/wink-mcp/agent/glob"
+	"github.com/wink-mcp/wink-mcp/glob"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 

@@ -8,6 +8,9 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/engine/podman"
 )
 
 // Defaults of Config.
@@ -17,7 +20,11 @@ const (
 	LocalImage = "localhost/wink-workspace:bookworm"
 	// DefaultImage is pulled for a Config without Image when LocalImage is
 	// absent.
-	DefaultImage       = "docker.io/library/python:3.12-slim"
+	DefaultImage = "docker.io/library/python:3.12-slim"
+	// ImageRemedy says how to get a workspace image; the error of one that
+	// is missing and cannot be pulled ends with it.
+	ImageRemedy = "Run `make setup`, which builds " + LocalImage + " (used when --image is not given), " +
+		"or pass --image (WINK_IMAGE) naming an image that is present, or make its registry reachable"
 	DefaultUser        = "65534:65534"
 	DefaultMemoryBytes = 1 << 30
 	DefaultCPUs        = 1.0
@@ -37,25 +44,6 @@ const (
 	DefaultPullTimeout = 10 * time.Minute
 )
 
-// Limits bound what one session's container may use.
-type Limits struct {
-	// MemoryBytes is the memory limit; swap is not allowed beyond it.
-	MemoryBytes int64
-	// CPUs is the CPU quota in cores.
-	CPUs float64
-	// PidsLimit caps the processes of one container.
-	PidsLimit int64
-	// TmpBytes is the size of the tmpfs mounted at /tmp.
-	TmpBytes int64
-	// DiskBytes bounds the session's files: /workspace, including the
-	// changes to overlay mounts and the copies of copy mounts. 0 turns
-	// the limit off.
-	DiskBytes int64
-	// NofileLimit and NprocLimit are the RLIMIT_NOFILE and RLIMIT_NPROC of the container.
-	NofileLimit uint64
-	NprocLimit  uint64
-}
-
 // Config says how sessions' containers are made and where their files live.
 // The zero value is not usable; start from DefaultConfig.
 type Config struct {
@@ -67,7 +55,7 @@ type Config struct {
 	// can edit them), else DefaultUser. Root (uid 0) is refused.
 	User string
 	// Limits bound what the container may use.
-	Limits
+	engine.Limits
 	// AllowUnenforcedLimits lets sessions run where the service cannot
 	// enforce the memory, CPU or process limits (rootless Podman on cgroups
 	// v1), without them; everything else is still enforced and checked.
@@ -118,7 +106,7 @@ func DefaultConfig() Config {
 		cache = os.TempDir()
 	}
 	return Config{
-		Limits: Limits{
+		Limits: engine.Limits{
 			MemoryBytes: DefaultMemoryBytes,
 			CPUs:        DefaultCPUs,
 			PidsLimit:   DefaultPidsLimit,
@@ -166,6 +154,11 @@ func (c Config) Validate() error {
 	check(c.Warm == 0 || !c.KeepSessionDirs, "--warm %d cannot serve --keep-session-dirs: a kept directory is named after its session, which a pooled container's is not; drop one of them", c.Warm)
 	check(!c.MountRoots || len(c.AllowedRoots) > 0, "--mount-roots needs at least one --allowed-root: client roots are mounted only under allowed roots")
 	return errors.Join(errs...)
+}
+
+// podmanOptions are the options of the Podman engine c drives.
+func (c Config) podmanOptions() podman.Options {
+	return podman.Options{URL: c.PodmanURL, Identity: c.PodmanIdentity, CacheDir: c.CacheDir, APITimeout: c.APITimeout, PullTimeout: c.PullTimeout}
 }
 
 // ImageChoices are the images a session may use, in order of preference:

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/wink-mcp/wink-mcp/agent/glob"
+	"github.com/wink-mcp/wink-mcp/glob"
 )
 
 // copyEntry is one file or symlink a copy mount copies.
@@ -102,7 +102,7 @@ func copyOne(e copyEntry, root *os.Root, owner func(*os.Root, string) error) err
 }
 
 func copyFile(e copyEntry, root *os.Root) error {
-	src, err := os.OpenFile(e.source, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	src, err := os.OpenFile(e.source, os.O_RDONLY|syscall.O_NONBLOCK|noFollow, 0)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/agent"
 	"github.com/wink-mcp/wink-mcp/changes"
+	"github.com/wink-mcp/wink-mcp/engine"
 )
 
 // TestMain lets the test binary act as the supervisor the agent re-executes.
@@ -37,7 +38,7 @@ type fakeEngine struct {
 	containers map[string]*fakeContainer
 	creates    int
 	startErr   error
-	listed     []listedContainer
+	listed     []engine.Listed
 	// removeDelay makes Remove take this long, as Podman's does (~280 ms).
 	removeDelay time.Duration
 	// removeFailures makes the next Remove calls fail, as a Podman service
@@ -48,13 +49,13 @@ type fakeEngine struct {
 	createDelay time.Duration
 	// recorded, when set, is what Host returns as unconfirmed facts until
 	// the first SettledHost; host is what SettledHost returns.
-	recorded *hostFacts
-	host     hostFacts
+	recorded *engine.HostFacts
+	host     engine.HostFacts
 	settled  bool
 }
 
 type fakeContainer struct {
-	spec    containerSpec
+	spec    engine.Spec
 	running bool
 	agent   *agent.Agent
 	conns   []net.Conn
@@ -66,7 +67,7 @@ func newFakeEngine(t *testing.T) *fakeEngine {
 		t.Fatal(err)
 	}
 	return &fakeEngine{self: self, images: map[string]bool{"test-image": true}, containers: map[string]*fakeContainer{},
-		host: hostFacts{Markers: changes.KernelMarkers}}
+		host: engine.HostFacts{Markers: changes.KernelMarkers}}
 }
 
 func (f *fakeEngine) EnsureImage(_ context.Context, choices []string) (string, error) {
@@ -77,14 +78,14 @@ func (f *fakeEngine) EnsureImage(_ context.Context, choices []string) (string, e
 			return image, nil
 		}
 	}
-	return "", ErrImageUnavailable
+	return "", engine.ErrImageUnavailable
 }
 
-func (f *fakeEngine) Create(ctx context.Context, spec containerSpec) error {
+func (f *fakeEngine) Create(ctx context.Context, spec engine.Spec) error {
 	f.mu.Lock()
 	if _, ok := f.containers[spec.Name]; ok {
 		f.mu.Unlock()
-		return errNameInUse
+		return engine.ErrNameInUse
 	}
 	f.creates++
 	f.containers[spec.Name] = &fakeContainer{spec: spec}
@@ -131,7 +132,7 @@ func (f *fakeEngine) Remove(_ context.Context, name string) error {
 	if f.removeFailures > 0 {
 		f.removeFailures--
 		f.mu.Unlock()
-		return ErrPodmanSlow
+		return engine.ErrSlow
 	}
 	f.mu.Unlock()
 	time.Sleep(delay)
@@ -144,10 +145,10 @@ func (f *fakeEngine) Remove(_ context.Context, name string) error {
 	return nil
 }
 
-func (f *fakeEngine) List(context.Context) ([]listedContainer, error) {
+func (f *fakeEngine) List(context.Context, string) ([]engine.Listed, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]listedContainer(nil), f.listed...), nil
+	return append([]engine.Listed(nil), f.listed...), nil
 }
 
 func (f *fakeEngine) OpenChannel(_ context.Context, name string) (io.ReadWriteCloser, error) {
@@ -255,7 +256,7 @@ func newTestManager(t *testing.T, mutate func(*Config)) (*Manager, *fakeEngine, 
 	return m, eng, logs
 }
 
-func (f *fakeEngine) Host(ctx context.Context) (hostFacts, bool, error) {
+func (f *fakeEngine) Host(ctx context.Context) (engine.HostFacts, bool, error) {
 	f.mu.Lock()
 	if f.recorded != nil && !f.settled {
 		defer f.mu.Unlock()
@@ -266,7 +267,7 @@ func (f *fakeEngine) Host(ctx context.Context) (hostFacts, bool, error) {
 	return h, true, err
 }
 
-func (f *fakeEngine) SettledHost(context.Context) (hostFacts, error) {
+func (f *fakeEngine) SettledHost(context.Context) (engine.HostFacts, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.settled = true

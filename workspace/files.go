@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/wink-mcp/wink-mcp/agent/wire"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // Results of the file operations, as the agent reports them.

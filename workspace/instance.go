@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-
-	"golang.org/x/sys/unix"
 )
 
 // Layout of the cache directory:
@@ -56,7 +54,7 @@ func newInstance(cacheDir string, keep bool) (*instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating instance lock: %w", err)
 	}
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := tryLock(lock); err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("locking %s: %w", lockPath, err)
 	}
@@ -89,7 +87,7 @@ func (i *instance) release(removeDir bool) error {
 // alive, by trying to take the lock. A missing file means a dead instance
 // (instances delete their lock only after removing their containers).
 func probeLock(path string) (bool, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, os.O_RDWR|noFollow, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
@@ -97,10 +95,10 @@ func probeLock(path string) (bool, error) {
 		return false, err
 	}
 	defer f.Close()
-	switch err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); {
+	switch err := tryLock(f); {
 	case err == nil:
 		return false, nil
-	case errors.Is(err, unix.EWOULDBLOCK):
+	case errors.Is(err, errLocked):
 		return true, nil
 	default:
 		return false, err

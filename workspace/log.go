@@ -1,12 +1,9 @@
 package workspace
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -22,41 +19,6 @@ const (
 	EventRemoved               = "removed"
 	EventOrphanRemoved         = "orphan_removed"
 )
-
-// maxLoggedLine bounds one line logged from a stream.
-const maxLoggedLine = 1024
-
-// lineLogger is an io.Writer that logs each complete line written to it as
-// one record. It is safe for concurrent use.
-type lineLogger struct {
-	log   *slog.Logger
-	msg   string
-	attrs []any
-	level slog.Level
-
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (l *lineLogger) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf = append(l.buf, p...)
-	for {
-		var line []byte
-		switch i := bytes.IndexByte(l.buf, '\n'); {
-		case i >= 0 && i <= maxLoggedLine:
-			line, l.buf = l.buf[:i], l.buf[i+1:]
-		case len(l.buf) >= maxLoggedLine:
-			line, l.buf = l.buf[:maxLoggedLine], l.buf[maxLoggedLine:]
-		default:
-			return len(p), nil
-		}
-		if text := string(bytes.TrimRight(line, "\r")); text != "" {
-			l.log.Log(context.Background(), l.level, l.msg, append(l.attrs, "line", text)...)
-		}
-	}
-}
 
 // logEvent logs a lifecycle event of a session's container.
 func logEvent(log *slog.Logger, event string, s *Session, start time.Time, attrs ...any) {

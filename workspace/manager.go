@@ -12,6 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/engine/podman"
 )
 
 // Manager owns the sessions of one server instance and their containers. It
@@ -19,7 +22,7 @@ import (
 type Manager struct {
 	cfg         Config
 	log         *slog.Logger
-	eng         engine
+	eng         engine.Engine
 	inst        *instance
 	agentBinary string
 	mounts      mountPlan
@@ -60,10 +63,10 @@ func NewManager(cfg Config, log *slog.Logger) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newManager(cfg, log, newPodmanEngine(cfg, log), bin)
+	return newManager(cfg, log, podman.New(cfg.podmanOptions(), log), bin)
 }
 
-func newManager(cfg Config, log *slog.Logger, eng engine, agentBinary string) (*Manager, error) {
+func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary string) (*Manager, error) {
 	plan, err := cfg.planMounts()
 	if err != nil {
 		return nil, err
@@ -234,17 +237,20 @@ func (m *Manager) Prepare(ctx context.Context) error {
 // changes (the local image built or removed while it runs).
 func (m *Manager) ensureImage(ctx context.Context) (string, error) {
 	image, err := m.eng.EnsureImage(ctx, m.cfg.ImageChoices())
-	if err == nil && m.cfg.Image == "" && m.chosenImage.Swap(image) != image {
+	if err != nil {
+		return image, withImageRemedy(err)
+	}
+	if m.cfg.Image == "" && m.chosenImage.Swap(image) != image {
 		m.log.Info("image chosen", "image", image, "choices", m.cfg.ImageChoices())
 	}
-	return image, err
+	return image, nil
 }
 
 // SweepOrphans removes the containers, and the session directories under
 // this cache directory, of wink-mcp instances that are no longer running. It
 // returns how many containers it removed.
 func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
-	found, err := m.eng.List(ctx)
+	found, err := m.eng.List(ctx, LabelManaged)
 	if err != nil {
 		return 0, err
 	}
@@ -304,14 +310,15 @@ func (m *Manager) reapIdle(ctx context.Context) {
 }
 
 // spec describes the container of session s, run as user.
-func (m *Manager) spec(s *Session, host hostFacts, user string, keepID bool) containerSpec {
-	spec := containerSpec{
+func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bool) engine.Spec {
+	spec := engine.Spec{
 		SELinux:      host.SELinux,
 		Name:         s.name,
 		Image:        s.image,
 		Labels:       ownerLabels(m.inst, s.key),
 		User:         user,
 		KeepID:       keepID,
+		Root:         Root,
 		WorkspaceDir: s.workspaceDir(),
 		AgentBinary:  m.agentBinary,
 		Limits:       m.cfg.Limits,
@@ -321,7 +328,7 @@ func (m *Manager) spec(s *Session, host hostFacts, user string, keepID bool) con
 		if mt.Mode == MountCopy {
 			continue
 		}
-		spec.Mounts = append(spec.Mounts, hostMount{Source: mt.HostPath, Destination: Root + "/" + mt.Path,
+		spec.Mounts = append(spec.Mounts, engine.Mount{Source: mt.HostPath, Destination: Root + "/" + mt.Path,
 			ReadOnly: mt.Mode == MountReadOnly, Upper: mt.upper(), Work: mt.work()})
 	}
 	return spec

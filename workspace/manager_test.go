@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/engine"
 )
 
 var ctx = context.Background()
@@ -204,8 +206,8 @@ func TestStartFailureLeavesNoContainer(t *testing.T) {
 func TestMissingImageIsAnError(t *testing.T) {
 	m, eng, _ := newTestManager(t, func(c *Config) { c.Image = "absent" })
 	s, _ := m.Session("x")
-	if _, err := s.Start(ctx); !errors.Is(err, ErrImageUnavailable) {
-		t.Errorf("Start = %v, want ErrImageUnavailable", err)
+	if _, err := s.Start(ctx); !errors.Is(err, engine.ErrImageUnavailable) {
+		t.Errorf("Start = %v, want engine.ErrImageUnavailable", err)
 	}
 	if eng.count() != 0 {
 		t.Error("container created without an image")
@@ -247,8 +249,8 @@ func TestWithoutImageTheLocalImageComesFirst(t *testing.T) {
 	eng.images = map[string]bool{}
 	eng.mu.Unlock()
 	s, _ := m.Session("none")
-	if _, err := s.Start(ctx); !errors.Is(err, ErrImageUnavailable) {
-		t.Errorf("with neither image: %v, want ErrImageUnavailable", err)
+	if _, err := s.Start(ctx); !errors.Is(err, engine.ErrImageUnavailable) {
+		t.Errorf("with neither image: %v, want engine.ErrImageUnavailable", err)
 	}
 }
 

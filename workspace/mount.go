@@ -7,9 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
-	"github.com/wink-mcp/wink-mcp/agent/glob"
+	"github.com/wink-mcp/wink-mcp/glob"
 )
 
 // MountMode says how a host folder appears in the workspace.
@@ -193,8 +192,7 @@ func resolveMount(m Mount, roots []string, cacheDir string) (resolvedMount, erro
 	if err != nil {
 		return r, err
 	}
-	st := info.Sys().(*syscall.Stat_t)
-	r.uid, r.gid = int(st.Uid), int(st.Gid)
+	r.uid, r.gid = fileOwner(info)
 	return r, nil
 }
 

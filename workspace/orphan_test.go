@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wink-mcp/wink-mcp/engine"
 )
 
 func TestSessionHashAndNames(t *testing.T) {
@@ -97,7 +99,7 @@ func TestSweepRemovesOnlyDeadInstancesContainersAndDirs(t *testing.T) {
 		inst *instance
 	}{{"wink-dead", dead}, {"wink-live", live}, {"wink-mine", m.inst}} {
 		eng.containers[c.name] = &fakeContainer{}
-		eng.listed = append(eng.listed, listedContainer{Name: c.name, Labels: ownerLabels(c.inst, "0123456789abcdef")})
+		eng.listed = append(eng.listed, engine.Listed{Name: c.name, Labels: ownerLabels(c.inst, "0123456789abcdef")})
 	}
 	removed, err := m.SweepOrphans(ctx)
 	if err != nil {

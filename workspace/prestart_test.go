@@ -3,11 +3,11 @@ package workspace
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/changes"
+	"github.com/wink-mcp/wink-mcp/engine"
 )
 
 func TestPrestartMakesTheContainerBeforeTheFirstCall(t *testing.T) {
@@ -65,7 +65,7 @@ func TestCancelledFirstCallLeavesNoContainer(t *testing.T) {
 // only once the service confirms them; otherwise it is made again.
 func TestContainerFromOutdatedHostFactsIsMadeAgain(t *testing.T) {
 	m, eng, logs := newTestManager(t, nil)
-	eng.recorded = &hostFacts{SELinux: true, Markers: changes.KernelMarkers}
+	eng.recorded = &engine.HostFacts{SELinux: true, Markers: changes.KernelMarkers}
 	s, _ := m.Session("s")
 	echo(t, s, "true")
 	if eng.creates != 2 {
@@ -84,49 +84,10 @@ func TestContainerFromOutdatedHostFactsIsMadeAgain(t *testing.T) {
 
 func TestConfirmedHostFactsAreUsedAsRecorded(t *testing.T) {
 	m, eng, _ := newTestManager(t, nil)
-	eng.recorded = &hostFacts{Markers: changes.KernelMarkers}
+	eng.recorded = &engine.HostFacts{Markers: changes.KernelMarkers}
 	s, _ := m.Session("s")
 	echo(t, s, "true")
 	if eng.creates != 1 {
 		t.Errorf("%d containers made, want 1", eng.creates)
-	}
-}
-
-func TestRecordedHostFacts(t *testing.T) {
-	if bootID() == "" {
-		t.Skip("no boot id on this host: facts are never recorded")
-	}
-	dir := t.TempDir()
-	a := hostFacts{Rootless: true, Markers: changes.FuseMarkers}
-	b := hostFacts{Markers: changes.KernelMarkers}
-	if err := recordFacts(dir, "unix:///a", a); err != nil {
-		t.Fatal(err)
-	}
-	if err := recordFacts(dir, "unix:///b", b); err != nil {
-		t.Fatal(err)
-	}
-	if got, ok := readRecordedFacts(dir, "unix:///a"); !ok || got != a {
-		t.Errorf("a = %+v %v", got, ok)
-	}
-	if got, ok := readRecordedFacts(dir, "unix:///b"); !ok || got != b {
-		t.Errorf("b = %+v %v", got, ok)
-	}
-	if _, ok := readRecordedFacts(dir, "unix:///c"); ok {
-		t.Error("facts for a service never asked")
-	}
-	path := filepath.Join(dir, hostFactsFile)
-	for name, content := range map[string]string{
-		"another boot":   `{"boot_id":"0000","services":{"unix:///a":{"rootless":true,"markers":"kernel"}}}`,
-		"bad markers":    `{"boot_id":"` + bootID() + `","services":{"unix:///a":{"markers":"zfs"}}}`,
-		"not JSON":       `{"boot_id":`,
-		"no boot id":     `{"services":{"unix:///a":{"markers":"kernel"}}}`,
-		"empty services": `{"boot_id":"` + bootID() + `"}`,
-	} {
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if got, ok := readRecordedFacts(dir, "unix:///a"); ok {
-			t.Errorf("%s: used %+v", name, got)
-		}
 	}
 }

@@ -3,7 +3,7 @@ package workspace
 import (
 	"sync"
 
-	"github.com/wink-mcp/wink-mcp/agent/wire"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // Progress reports on a running command: how long it has run and the latest

@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -87,48 +86,5 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("Validate = %v, want an error containing %q", err, tt.wantErr)
 			}
 		})
-	}
-}
-
-func TestPodmanSpecHardening(t *testing.T) {
-	s := podmanSpec(containerSpec{
-		Name: "wink-x", Image: "img", User: "65534:65534", WorkspaceDir: "/cache/ws", AgentBinary: "/bin/wink-mcp",
-		Limits: Limits{MemoryBytes: 1 << 30, CPUs: 1.5, PidsLimit: 256, TmpBytes: 256 << 20, NofileLimit: 4096, NprocLimit: 4096},
-	})
-	if s.NetNS.NSMode != "none" || !slices.Equal(s.CapDrop, []string{"ALL"}) || s.NoNewPrivileges == nil || !*s.NoNewPrivileges {
-		t.Errorf("network %q, cap drop %v, no-new-privileges %v", s.NetNS.NSMode, s.CapDrop, s.NoNewPrivileges)
-	}
-	if s.User != "65534:65534" || s.WorkDir != Root || !slices.Equal(s.Entrypoint, []string{AgentPath}) {
-		t.Errorf("user %q workdir %q entrypoint %v", s.User, s.WorkDir, s.Entrypoint)
-	}
-	r := s.ResourceLimits
-	if *r.Memory.Limit != 1<<30 || *r.Memory.Swap != 1<<30 || *r.CPU.Quota != 15_000 || *r.CPU.Period != 10_000 || *r.CPU.Shares != 128 || r.Pids.Limit != 256 {
-		t.Errorf("limits: memory %d swap %d quota %d period %d shares %d pids %d", *r.Memory.Limit, *r.Memory.Swap, *r.CPU.Quota, *r.CPU.Period, *r.CPU.Shares, r.Pids.Limit)
-	}
-	mounts := map[string][]string{}
-	for _, m := range s.Mounts {
-		mounts[m.Destination] = append([]string{m.Type, m.Source}, m.Options...)
-	}
-	if got := mounts[Root]; !slices.Contains(got, "/cache/ws") || !slices.Contains(got, "rw") {
-		t.Errorf("workspace mount %v", got)
-	}
-	if got := mounts[AgentPath]; !slices.Contains(got, "/bin/wink-mcp") || !slices.Contains(got, "ro") {
-		t.Errorf("agent mount %v", got)
-	}
-	if got := mounts["/tmp"]; got == nil || got[0] != "tmpfs" || !slices.Contains(got, "size=268435456") || !slices.Contains(got, "U") {
-		t.Errorf("tmp mount %v", got)
-	}
-}
-
-func TestCandidateURIs(t *testing.T) {
-	if got := candidateURIs("tcp://h:1", "/run/user/1"); !slices.Equal(got, []string{"tcp://h:1"}) {
-		t.Errorf("configured: %v", got)
-	}
-	want := []string{"unix:///run/podman/podman.sock", "unix:///run/user/1/podman/podman.sock"}
-	if got := candidateURIs("", "/run/user/1"); !slices.Equal(got, want) {
-		t.Errorf("discovered: %v, want %v", got, want)
-	}
-	if got := candidateURIs("", ""); len(got) != 1 {
-		t.Errorf("without XDG_RUNTIME_DIR: %v", got)
 	}
 }

@@ -11,7 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/wink-mcp/wink-mcp/agent/wire"
+	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // readyTimeout bounds the wait for a new channel's agent to answer. An agent
@@ -354,7 +355,7 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	// cancelled in flight may still have made the container.
 	s.created = true
 	err = m.eng.Create(ctx, spec)
-	if errors.Is(err, errNameInUse) {
+	if errors.Is(err, engine.ErrNameInUse) {
 		// Names are keyed by this instance's secret: a container with this
 		// name can only be a leftover of this very session.
 		if err = m.eng.Remove(ctx, s.name); err == nil {

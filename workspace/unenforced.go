@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/wink-mcp/wink-mcp/engine"
 )
 
 // ErrLimitsUnenforceable is wrapped when the service cannot enforce the
@@ -28,7 +30,7 @@ const AllowUnenforced = "or pass --allow-unenforced-limits (WINK_ALLOW_UNENFORCE
 	"(the README's \"Where it runs\" says what a memory or fork bomb can then do)"
 
 // unenforced describes the limits h's containers cannot have.
-func unenforced(h hostFacts) Unenforced {
+func unenforced(h engine.HostFacts) Unenforced {
 	if h.Unlimitable == "" {
 		return Unenforced{}
 	}
@@ -52,7 +54,7 @@ func unenforced(h hostFacts) Unenforced {
 
 // limitsError is the error of a container refused because h cannot
 // enforce its limits, or nil.
-func limitsError(h hostFacts, allow bool) error {
+func limitsError(h engine.HostFacts, allow bool) error {
 	u := unenforced(h)
 	if u.Limits == "" || allow {
 		return nil

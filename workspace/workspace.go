@@ -1,7 +1,8 @@
 // Package workspace gives each MCP session its own sandbox: a hardened
-// Podman container, created on the first call that needs it, with the
-// session's files under /workspace and the wink-mcp agent as its init. It
-// hides Podman from the tools: they see the Workspace interface.
+// container, created on the first call that needs it by a container engine
+// (package engine; Podman's is engine/podman), with the session's files
+// under /workspace and the wink-mcp agent as its init. It hides the engine
+// from the tools: they see the Workspace interface.
 //
 // The Manager maps sessions to containers, removes idle ones, recreates dead
 // ones, and at start-up removes containers left by wink-mcp servers that
@@ -13,7 +14,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/wink-mcp/wink-mcp/agent/wire"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // Errors a Workspace returns; tools turn them into messages for the model.

@@ -8,21 +8,15 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/wink-mcp/wink-mcp/agent"
 	"github.com/wink-mcp/wink-mcp/doctor"
 	"github.com/wink-mcp/wink-mcp/server"
 )
-
-// relayDialWait is how long a relay waits for the agent to listen.
-const relayDialWait = 10 * time.Second
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -39,7 +33,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "relay":
 		return runRelay(stderr)
 	case "supervise":
-		return agent.SuperviseMain(args[1:])
+		return runSupervise(args[1:])
 	case "doctor":
 		return runDoctor(args[1:], stdout, stderr)
 	case "export":
@@ -139,34 +133,4 @@ func configure(command string, args []string, stderr io.Writer, adjust func(*log
 	logrus.SetOutput(stderr)
 	logrus.SetLevel(logrus.ErrorLevel)
 	return cfg, opts, 0, true
-}
-
-// runAgent runs the agent as the container's init.
-func runAgent(args []string, stderr io.Writer) int {
-	workspace := "/workspace"
-	if len(args) == 2 && args[0] == "--workspace" {
-		workspace = args[1]
-	}
-	log := slog.New(slog.NewTextHandler(stderr, nil)).With("role", "agent")
-	a, err := agent.New(agent.Config{Workspace: workspace, Logger: log})
-	if err != nil {
-		log.Error("cannot start", "err", err)
-		return 1
-	}
-	defer a.Close()
-	if err := a.RunInit(context.Background()); err != nil {
-		log.Error("stopped", "err", err)
-		return 1
-	}
-	return 0
-}
-
-// runRelay hands the exec session's streams (this process's stdin and
-// stdout) to the agent, and lives as long as the channel.
-func runRelay(stderr io.Writer) int {
-	if err := agent.Relay(context.Background(), os.Stdin, os.Stdout, relayDialWait); err != nil {
-		fmt.Fprintf(stderr, "wink-mcp relay: %v\n", err)
-		return 1
-	}
-	return 0
 }

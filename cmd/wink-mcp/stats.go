@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"syscall"
 )
 
 // logStatsOnSignal logs the server's goroutines, live heap and open files
@@ -16,7 +15,10 @@ import (
 // what is kept, not garbage awaiting the next cycle.
 func logStatsOnSignal(ctx context.Context, log *slog.Logger) {
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGUSR1)
+	if statsSignal == nil {
+		return
+	}
+	signal.Notify(sigs, statsSignal)
 	go func() {
 		defer signal.Stop(sigs)
 		for {

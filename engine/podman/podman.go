@@ -1,4 +1,4 @@
-package workspace
+package podman
 
 import (
 	"context"
@@ -16,36 +16,22 @@ import (
 	"github.com/containers/podman/v5/pkg/bindings/containers"
 	"github.com/containers/podman/v5/pkg/bindings/images"
 	"github.com/containers/podman/v5/pkg/errorhandling"
+
+	"github.com/wink-mcp/wink-mcp/engine"
 )
 
 // connectTimeout bounds one attempt to reach a Podman service.
 const connectTimeout = 5 * time.Second
 
-// ErrPodmanUnreachable is wrapped by every error that comes from not
-// reaching the Podman service.
-var ErrPodmanUnreachable = errors.New("cannot reach the Podman service")
+// ServiceRemedy says how to get a Podman service to answer; the error of
+// an unreachable service ends with it.
+const ServiceRemedy = "Start it: `sudo systemctl enable --now podman.socket` (root), " +
+	"`systemctl --user enable --now podman.socket` (rootless), or `podman system service --time=0 &`; " +
+	"or point CONTAINER_HOST (--podman-url) at a running service"
 
-// ErrPodmanSlow is wrapped by the error of an API call the Podman service
-// did not answer before its deadline.
-var ErrPodmanSlow = errors.New("the Podman service did not answer")
-
-// ErrImageUnavailable is wrapped when the workspace image is missing and cannot be pulled.
-var ErrImageUnavailable = errors.New("workspace image unavailable")
-
-// Remedies the errors of an unreachable service and a missing image end with.
-const (
-	// ServiceRemedy says how to get a Podman service to answer.
-	ServiceRemedy = "Start it: `sudo systemctl enable --now podman.socket` (root), " +
-		"`systemctl --user enable --now podman.socket` (rootless), or `podman system service --time=0 &`; " +
-		"or point CONTAINER_HOST (--podman-url) at a running service"
-	// ImageRemedy says how to get a workspace image.
-	ImageRemedy = "Run `make setup`, which builds " + LocalImage + " (used when --image is not given), " +
-		"or pass --image (WINK_IMAGE) naming an image that is present, or make its registry reachable"
-)
-
-// podmanEngine drives the Podman service through its REST API. It connects
+// Engine drives the Podman service through its REST API. It connects
 // on first use and is safe for concurrent use.
-type podmanEngine struct {
+type Engine struct {
 	url, identity string
 	cacheDir      string // where host facts are recorded for the next process
 	apiTimeout    time.Duration
@@ -53,16 +39,30 @@ type podmanEngine struct {
 	log           *slog.Logger
 
 	mu      sync.Mutex
-	uri     string          // the service that answered
-	connCtx context.Context // carries the bindings connection
-	host    *hostFacts      // asked once (see hostfacts.go)
+	uri     string            // the service that answered
+	connCtx context.Context   // carries the bindings connection
+	host    *engine.HostFacts // asked once (see hostfacts.go)
 	// asking lets one caller at a time ask for the host facts, so a burst
 	// of first sessions asks the service once, not once each.
 	asking sync.Mutex
 }
 
-func newPodmanEngine(cfg Config, log *slog.Logger) *podmanEngine {
-	return &podmanEngine{url: cfg.PodmanURL, cacheDir: cfg.CacheDir, identity: cfg.PodmanIdentity, apiTimeout: cfg.APITimeout, pullTimeout: cfg.PullTimeout, log: log}
+// Options say which Podman service an Engine drives, and how.
+type Options struct {
+	// URL is the service; "" tries the root socket, then the rootless one
+	// under $XDG_RUNTIME_DIR.
+	URL string
+	// Identity is the SSH key for ssh:// URLs.
+	Identity string
+	// CacheDir is where the host facts are recorded for the next process.
+	CacheDir string
+	// APITimeout bounds each API call, PullTimeout an image pull.
+	APITimeout, PullTimeout time.Duration
+}
+
+// New returns an Engine for the service opts name; it connects on first use.
+func New(opts Options, log *slog.Logger) *Engine {
+	return &Engine{url: opts.URL, cacheDir: opts.CacheDir, identity: opts.Identity, apiTimeout: opts.APITimeout, pullTimeout: opts.PullTimeout, log: log}
 }
 
 // candidateURIs lists the services to try, in order: the configured one,
@@ -79,7 +79,7 @@ func candidateURIs(configured, runtimeDir string) []string {
 }
 
 // connect returns the connection context, connecting first if needed.
-func (e *podmanEngine) connect(ctx context.Context) (context.Context, error) {
+func (e *Engine) connect(ctx context.Context) (context.Context, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.connCtx != nil {
@@ -97,12 +97,12 @@ func (e *podmanEngine) connect(ctx context.Context) (context.Context, error) {
 		return connCtx, nil
 	}
 	return nil, fmt.Errorf("%w (tried %s). %s. `wink-mcp doctor` checks the whole set-up",
-		ErrPodmanUnreachable, strings.Join(tried, "; "), ServiceRemedy)
+		engine.ErrUnreachable, strings.Join(tried, "; "), ServiceRemedy)
 }
 
 // dial opens a connection to uri. The connection outlives ctx; ctx only
 // bounds the attempt.
-func (e *podmanEngine) dial(ctx context.Context, uri string) (context.Context, error) {
+func (e *Engine) dial(ctx context.Context, uri string) (context.Context, error) {
 	attempt, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	type result struct {
@@ -126,7 +126,7 @@ func (e *podmanEngine) dial(ctx context.Context, uri string) (context.Context, e
 
 // call returns a context for one API call, bounded by the API deadline, and
 // the function that ends it (see within).
-func (e *podmanEngine) call(ctx context.Context) (context.Context, func(*error), error) {
+func (e *Engine) call(ctx context.Context) (context.Context, func(*error), error) {
 	connCtx, err := e.connect(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -145,7 +145,7 @@ func within(ctx, connCtx context.Context, timeout time.Duration) (context.Contex
 	return c, func(err *error) {
 		if *err != nil && ctx.Err() == nil && errors.Is(c.Err(), context.DeadlineExceeded) {
 			*err = fmt.Errorf("%w within %s, so it is stopped or overloaded (%v). `wink-mcp doctor` checks it; if it is only slow, raise --podman-timeout",
-				ErrPodmanSlow, timeout, *err)
+				engine.ErrSlow, timeout, *err)
 		}
 		cancel()
 	}
@@ -168,13 +168,13 @@ func (c valuesFrom) Value(key any) any {
 
 // EnsureImage returns the first of choices the service has, or pulls the
 // last, logging progress.
-func (e *podmanEngine) EnsureImage(ctx context.Context, choices []string) (string, error) {
-	image, _, err := e.chooseImage(ctx, choices)
+func (e *Engine) EnsureImage(ctx context.Context, choices []string) (string, error) {
+	image, _, err := e.ChooseImage(ctx, choices)
 	return image, err
 }
 
-// chooseImage is EnsureImage, also saying whether it pulled.
-func (e *podmanEngine) chooseImage(ctx context.Context, choices []string) (image string, pulled bool, err error) {
+// ChooseImage is EnsureImage, also saying whether it pulled.
+func (e *Engine) ChooseImage(ctx context.Context, choices []string) (image string, pulled bool, err error) {
 	for _, image := range choices {
 		exists, err := e.imageExists(ctx, image)
 		if err != nil || exists {
@@ -187,13 +187,13 @@ func (e *podmanEngine) chooseImage(ctx context.Context, choices []string) (image
 		if len(choices) > 1 {
 			absent = "none of " + strings.Join(choices, ", ") + " is present (without --image the first present is used) and pulling " + image + " failed"
 		}
-		return image, false, fmt.Errorf("%w: %s: %v. %s", ErrImageUnavailable, absent, err, ImageRemedy)
+		return image, false, fmt.Errorf("%w: %s: %v", engine.ErrImageUnavailable, absent, err)
 	}
 	return image, true, nil
 }
 
 // pull pulls image.
-func (e *podmanEngine) pull(ctx context.Context, image string) error {
+func (e *Engine) pull(ctx context.Context, image string) error {
 	e.log.Info("pulling image", "image", image)
 	start := time.Now()
 	connCtx, err := e.connect(ctx)
@@ -214,7 +214,7 @@ func (e *podmanEngine) pull(ctx context.Context, image string) error {
 }
 
 // imageExists says whether the service has image.
-func (e *podmanEngine) imageExists(ctx context.Context, image string) (exists bool, err error) {
+func (e *Engine) imageExists(ctx context.Context, image string) (exists bool, err error) {
 	c, end, err := e.call(ctx)
 	if err != nil {
 		return false, err
@@ -229,7 +229,7 @@ func (e *podmanEngine) imageExists(ctx context.Context, image string) (exists bo
 
 // Create creates the container described by spec. On SELinux hosts, bind
 // mounts are relabelled so the container may read them.
-func (e *podmanEngine) Create(ctx context.Context, spec containerSpec) (err error) {
+func (e *Engine) Create(ctx context.Context, spec engine.Spec) (err error) {
 	c, end, err := e.call(ctx)
 	if err != nil {
 		return err
@@ -242,7 +242,7 @@ func (e *podmanEngine) Create(ctx context.Context, spec containerSpec) (err erro
 	created, err := containers.CreateWithSpec(c, s, nil)
 	if err != nil {
 		if isStatus(err, http.StatusConflict) || strings.Contains(err.Error(), "already in use") {
-			return fmt.Errorf("creating container %s: %w", spec.Name, errNameInUse)
+			return fmt.Errorf("creating container %s: %w", spec.Name, engine.ErrNameInUse)
 		}
 		return fmt.Errorf("creating container %s: %w", spec.Name, err)
 	}
@@ -265,7 +265,7 @@ func (e *podmanEngine) Create(ctx context.Context, spec containerSpec) (err erro
 }
 
 // Start starts a created container.
-func (e *podmanEngine) Start(ctx context.Context, name string) (err error) {
+func (e *Engine) Start(ctx context.Context, name string) (err error) {
 	c, end, err := e.call(ctx)
 	if err != nil {
 		return err
@@ -278,7 +278,7 @@ func (e *podmanEngine) Start(ctx context.Context, name string) (err error) {
 }
 
 // Running inspects the container.
-func (e *podmanEngine) Running(ctx context.Context, name string) (_, _ bool, err error) {
+func (e *Engine) Running(ctx context.Context, name string) (_, _ bool, err error) {
 	c, end, err := e.call(ctx)
 	if err != nil {
 		return false, false, err
@@ -295,7 +295,7 @@ func (e *podmanEngine) Running(ctx context.Context, name string) (_, _ bool, err
 }
 
 // Remove force-removes the container and its volumes without waiting for it to stop.
-func (e *podmanEngine) Remove(ctx context.Context, name string) (err error) {
+func (e *Engine) Remove(ctx context.Context, name string) (err error) {
 	c, end, err := e.call(ctx)
 	if err != nil {
 		return err
@@ -308,22 +308,22 @@ func (e *podmanEngine) Remove(ctx context.Context, name string) (err error) {
 	return nil
 }
 
-// List returns every container labelled as wink-mcp's, in any state.
-func (e *podmanEngine) List(ctx context.Context) (_ []listedContainer, err error) {
+// List returns every container labelled managedLabel=true, in any state.
+func (e *Engine) List(ctx context.Context, managedLabel string) (_ []engine.Listed, err error) {
 	c, end, err := e.call(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer end(&err)
 	found, err := containers.List(c, new(containers.ListOptions).WithAll(true).
-		WithFilters(map[string][]string{"label": {LabelManaged + "=true"}}))
+		WithFilters(map[string][]string{"label": {managedLabel + "=true"}}))
 	if err != nil {
 		return nil, fmt.Errorf("listing containers: %w", err)
 	}
-	out := make([]listedContainer, 0, len(found))
+	out := make([]engine.Listed, 0, len(found))
 	for _, f := range found {
 		if len(f.Names) > 0 {
-			out = append(out, listedContainer{Name: f.Names[0], Labels: f.Labels})
+			out = append(out, engine.Listed{Name: f.Names[0], Labels: f.Labels})
 		}
 	}
 	return out, nil

@@ -1,4 +1,4 @@
-package workspace
+package podman
 
 import (
 	"bufio"
@@ -16,6 +16,8 @@ import (
 	"github.com/containers/podman/v5/pkg/bindings"
 	"github.com/containers/podman/v5/pkg/bindings/containers"
 	dockerContainer "github.com/docker/docker/api/types/container"
+
+	"github.com/wink-mcp/wink-mcp/engine"
 )
 
 // channelCloseGrace is how long a closing channel waits for the relay to
@@ -29,13 +31,13 @@ const channelCloseGrace = 2 * time.Second
 // the transport of the connection it uses (see ExecStartAndAttach), which
 // must not race with other calls, and a channel must be able to cut its own
 // sockets when the relay does not end by itself.
-func (e *podmanEngine) OpenChannel(ctx context.Context, name string) (io.ReadWriteCloser, error) {
+func (e *Engine) OpenChannel(ctx context.Context, name string) (io.ReadWriteCloser, error) {
 	if _, err := e.connect(ctx); err != nil {
 		return nil, err
 	}
 	connCtx, err := e.dial(ctx, e.uri)
 	if err != nil {
-		return nil, fmt.Errorf("%w: opening a channel connection: %v", ErrPodmanUnreachable, err)
+		return nil, fmt.Errorf("%w: opening a channel connection: %v", engine.ErrUnreachable, err)
 	}
 	conn, err := bindings.GetClient(connCtx)
 	if err != nil {
@@ -60,7 +62,7 @@ func (e *podmanEngine) OpenChannel(ctx context.Context, name string) (io.ReadWri
 		AttachStdin:  true,
 		AttachStdout: true,
 		AttachStderr: true,
-		Cmd:          []string{AgentPath, "relay"},
+		Cmd:          []string{engine.AgentPath, "relay"},
 	}})
 	end(&err)
 	if err != nil {

@@ -1,4 +1,4 @@
-package workspace
+package podman
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/engine"
 )
 
 func TestWithinExplainsOnlyItsOwnDeadline(t *testing.T) {
@@ -15,8 +17,8 @@ func TestWithinExplainsOnlyItsOwnDeadline(t *testing.T) {
 		<-c.Done()
 		err := fmt.Errorf("inspecting container x: %w", c.Err())
 		end(&err)
-		if !errors.Is(err, ErrPodmanSlow) || errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("err = %v; want ErrPodmanSlow, no longer a bare deadline", err)
+		if !errors.Is(err, engine.ErrSlow) || errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v; want engine.ErrSlow, no longer a bare deadline", err)
 		}
 		for _, want := range []string{"within 1ms", "inspecting container x", "--podman-timeout", "wink-mcp doctor"} {
 			if !strings.Contains(err.Error(), want) {

@@ -1,4 +1,4 @@
-package workspace
+package podman
 
 import (
 	"errors"
@@ -6,11 +6,16 @@ import (
 	"testing"
 
 	"github.com/containers/podman/v5/libpod/define"
+
+	"github.com/wink-mcp/wink-mcp/engine"
 )
+
+// testLimits are the limits of the specs tested here.
+var testLimits = engine.Limits{MemoryBytes: 1 << 30, CPUs: 1, PidsLimit: 256, TmpBytes: 256 << 20, NofileLimit: 4096, NprocLimit: 4096}
 
 // inspected is what Podman 4.3 reports for a container made from spec, as
 // recorded from a real one.
-func inspected(spec containerSpec) *define.InspectContainerData {
+func inspected(spec engine.Spec) *define.InspectContainerData {
 	return &define.InspectContainerData{
 		Config: &define.InspectContainerConfig{User: spec.User},
 		HostConfig: &define.InspectContainerHostConfig{
@@ -19,14 +24,14 @@ func inspected(spec containerSpec) *define.InspectContainerData {
 			CpuPeriod: cpuPeriod, CpuShares: cpuShares,
 		},
 		Mounts: []define.InspectMount{
-			{Type: "bind", Source: spec.WorkspaceDir, Destination: Root, RW: true},
-			{Type: "bind", Source: spec.AgentBinary, Destination: AgentPath},
+			{Type: "bind", Source: spec.WorkspaceDir, Destination: spec.Root, RW: true},
+			{Type: "bind", Source: spec.AgentBinary, Destination: engine.AgentPath},
 		},
 	}
 }
 
 func TestEffectiveSettingsDriftIsRefused(t *testing.T) {
-	spec := containerSpec{User: "1000:1000", WorkspaceDir: "/c/w", AgentBinary: "/bin/wink", Limits: DefaultConfig().Limits}
+	spec := engine.Spec{User: "1000:1000", Root: "/workspace", WorkspaceDir: "/c/w", AgentBinary: "/bin/wink", Limits: testLimits}
 	if err := checkEffective(spec, inspected(spec)); err != nil {
 		t.Fatalf("the settings asked for were refused: %v", err)
 	}
@@ -56,7 +61,7 @@ func TestEffectiveSettingsDriftIsRefused(t *testing.T) {
 		d := inspected(spec)
 		mutate(d)
 		err := checkEffective(spec, d)
-		if !errors.Is(err, ErrSettingsDrift) || !strings.Contains(err.Error(), name) {
+		if !errors.Is(err, engine.ErrSettingsDrift) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}

@@ -1,10 +1,9 @@
-package workspace
+package podman
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"github.com/containers/podman/v5/pkg/bindings/system"
 
 	"github.com/wink-mcp/wink-mcp/changes"
+	"github.com/wink-mcp/wink-mcp/engine"
 )
 
 // The Podman service answers GET /libpod/info, the one question whose
@@ -27,23 +27,11 @@ import (
 // hostFactsFile records the answers, per service URI, under the cache directory.
 const hostFactsFile = "podman-hosts.json"
 
-// hostFacts are what container specs depend on about the service's host.
-type hostFacts struct {
-	Rootless bool            `json:"rootless"`
-	SELinux  bool            `json:"selinux"`
-	Markers  changes.Markers `json:"markers"` // the driver of its overlay mounts
-	// Unlimitable lists, comma-separated, the cgroup controllers a limit
-	// needs that containers here cannot have: all of them for rootless
-	// Podman on cgroups v1, the undelegated ones for rootless on v2.
-	Unlimitable string `json:"unlimitable,omitempty"`
-	Cgroups     string `json:"cgroups,omitempty"` // "v1" or "v2"
-}
-
 // recordedHosts is the content of hostFactsFile. Facts recorded before the
 // host last booted are not used: SELinux and the service may have changed.
 type recordedHosts struct {
-	BootID   string               `json:"boot_id"`
-	Services map[string]hostFacts `json:"services"`
+	BootID   string                      `json:"boot_id"`
+	Services map[string]engine.HostFacts `json:"services"`
 }
 
 // bootID identifies this boot of the host, or is "" where unknown.
@@ -56,26 +44,26 @@ func bootID() string {
 }
 
 // readRecordedFacts returns the facts recorded in cacheDir for uri in this boot.
-func readRecordedFacts(cacheDir, uri string) (hostFacts, bool) {
+func readRecordedFacts(cacheDir, uri string) (engine.HostFacts, bool) {
 	b, err := os.ReadFile(filepath.Join(cacheDir, hostFactsFile))
 	if err != nil {
-		return hostFacts{}, false
+		return engine.HostFacts{}, false
 	}
 	var rec recordedHosts
 	if json.Unmarshal(b, &rec) != nil || rec.BootID == "" || rec.BootID != bootID() {
-		return hostFacts{}, false
+		return engine.HostFacts{}, false
 	}
 	h, ok := rec.Services[uri]
 	if _, err := changes.ParseMarkers(string(h.Markers)); err != nil {
-		return hostFacts{}, false
+		return engine.HostFacts{}, false
 	}
 	return h, ok
 }
 
 // recordFacts records h as uri's facts in cacheDir, replacing the file
-// whole (writeAtomically) so that a concurrent reader, another process
+// whole (writeFile) so that a concurrent reader, another process
 // sharing the cache directory, sees the old content or the new.
-func recordFacts(cacheDir, uri string, h hostFacts) error {
+func recordFacts(cacheDir, uri string, h engine.HostFacts) error {
 	id := bootID()
 	if id == "" {
 		return nil
@@ -90,26 +78,25 @@ func recordFacts(cacheDir, uri string, h hostFacts) error {
 		rec = recordedHosts{BootID: id}
 	}
 	if rec.Services == nil {
-		rec.Services = map[string]hostFacts{}
+		rec.Services = map[string]engine.HostFacts{}
 	}
 	rec.Services[uri] = h
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	_, err = writeAtomically(path, func(w io.Writer) (int, error) { return w.Write(b) })
-	return err
+	return writeFile(path, b)
 }
 
 // Host returns the service's host facts: the settled answer of this
 // process when it has one, else the one recorded by an earlier process
 // (settled is then false), else it asks.
-func (e *podmanEngine) Host(ctx context.Context) (_ hostFacts, settled bool, err error) {
+func (e *Engine) Host(ctx context.Context) (_ engine.HostFacts, settled bool, err error) {
 	if h := e.knownFacts(); h != nil {
 		return *h, true, nil
 	}
 	if _, err := e.connect(ctx); err != nil {
-		return hostFacts{}, false, err
+		return engine.HostFacts{}, false, err
 	}
 	if h, ok := readRecordedFacts(e.cacheDir, e.uri); ok {
 		return h, false, nil
@@ -121,7 +108,7 @@ func (e *podmanEngine) Host(ctx context.Context) (_ hostFacts, settled bool, err
 // SettledHost asks the service about its host, once per process: callers
 // that come while it is being asked wait for that answer (bounded by the
 // API timeout). The answer is recorded for the next process.
-func (e *podmanEngine) SettledHost(ctx context.Context) (_ hostFacts, err error) {
+func (e *Engine) SettledHost(ctx context.Context) (_ engine.HostFacts, err error) {
 	if h := e.knownFacts(); h != nil {
 		return *h, nil
 	}
@@ -132,14 +119,14 @@ func (e *podmanEngine) SettledHost(ctx context.Context) (_ hostFacts, err error)
 	}
 	c, end, err := e.call(ctx)
 	if err != nil {
-		return hostFacts{}, err
+		return engine.HostFacts{}, err
 	}
 	defer end(&err)
 	info, err := system.Info(c, nil)
 	if err != nil {
-		return hostFacts{}, fmt.Errorf("asking the Podman service about its host: %w", err)
+		return engine.HostFacts{}, fmt.Errorf("asking the Podman service about its host: %w", err)
 	}
-	h := &hostFacts{Markers: changes.KernelMarkers}
+	h := &engine.HostFacts{Markers: changes.KernelMarkers}
 	if info.Host != nil {
 		h.Rootless, h.SELinux = info.Host.Security.Rootless, info.Host.Security.SELinuxEnabled
 		h.Cgroups = info.Host.CgroupsVersion
@@ -163,7 +150,7 @@ func (e *podmanEngine) SettledHost(ctx context.Context) (_ hostFacts, err error)
 	return *h, nil
 }
 
-func (e *podmanEngine) knownFacts() *hostFacts {
+func (e *Engine) knownFacts() *engine.HostFacts {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.host

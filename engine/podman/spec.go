@@ -1,10 +1,12 @@
-package workspace
+package podman
 
 import (
 	"fmt"
 
 	"github.com/containers/podman/v5/pkg/specgen"
 	spec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/wink-mcp/wink-mcp/engine"
 )
 
 // CPU scheduling of every session container. Both keep an abusive session
@@ -25,17 +27,17 @@ const (
 	cpuShares = 128
 )
 
-// podmanSpec turns a containerSpec into Podman's create request. Every
+// podmanSpec turns a engine.Spec into Podman's create request. Every
 // hardening setting is explicit here, so nothing depends on the host's
 // containers.conf.
-func podmanSpec(c containerSpec) *specgen.SpecGenerator {
+func podmanSpec(c engine.Spec) *specgen.SpecGenerator {
 	s := specgen.NewSpecGenerator(c.Image, false)
 	s.Name = c.Name
 	s.Labels = c.Labels
-	s.Entrypoint = []string{AgentPath}
-	s.Command = []string{"agent", "--workspace", Root}
+	s.Entrypoint = []string{engine.AgentPath}
+	s.Command = []string{"agent", "--workspace", c.Root}
 	s.User = c.User
-	s.WorkDir = Root
+	s.WorkDir = c.Root
 	s.Hostname = "workspace"
 	// The container user (nobody) has no writable home directory.
 	s.Env = map[string]string{"HOME": "/tmp"}
@@ -47,17 +49,17 @@ func podmanSpec(c containerSpec) *specgen.SpecGenerator {
 	s.StopTimeout = ptr(uint(0))
 
 	// A limit the host cannot enforce is not asked for (Podman would drop
-	// it with a warning); Config.AllowUnenforcedLimits accepted that.
+	// it with a warning); the user accepted that (engine.Spec.Unlimited).
 	memory := c.MemoryBytes
 	quota := cpuQuota(c.CPUs)
 	s.ResourceLimits = &spec.LinuxResources{}
-	if c.limited("memory") {
+	if c.Limited("memory") {
 		s.ResourceLimits.Memory = &spec.LinuxMemory{Limit: &memory, Swap: &memory}
 	}
-	if c.limited("cpu") {
+	if c.Limited("cpu") {
 		s.ResourceLimits.CPU = &spec.LinuxCPU{Quota: &quota, Period: ptr(uint64(cpuPeriod)), Shares: ptr(uint64(cpuShares))}
 	}
-	if c.limited("pids") {
+	if c.Limited("pids") {
 		s.ResourceLimits.Pids = &spec.LinuxPids{Limit: c.PidsLimit}
 	}
 	s.Rlimits = []spec.POSIXRlimit{
@@ -65,8 +67,8 @@ func podmanSpec(c containerSpec) *specgen.SpecGenerator {
 		{Type: "nproc", Soft: c.NprocLimit, Hard: c.NprocLimit},
 	}
 	s.Mounts = []spec.Mount{
-		{Type: "bind", Source: c.WorkspaceDir, Destination: Root, Options: []string{"rw", "nosuid", "nodev"}},
-		{Type: "bind", Source: c.AgentBinary, Destination: AgentPath, Options: []string{"ro", "nosuid", "nodev"}},
+		{Type: "bind", Source: c.WorkspaceDir, Destination: c.Root, Options: []string{"rw", "nosuid", "nodev"}},
+		{Type: "bind", Source: c.AgentBinary, Destination: engine.AgentPath, Options: []string{"ro", "nosuid", "nodev"}},
 		// "U" makes the container user own the tmpfs: runc resets a tmpfs to
 		// the mode of the image's /tmp, which may be root's 0755.
 		{Type: "tmpfs", Source: "tmpfs", Destination: "/tmp", Options: []string{"rw", "nosuid", "nodev", fmt.Sprintf("size=%d", c.TmpBytes), "mode=1777", "U"}},
@@ -96,7 +98,7 @@ func ptr[T any](v T) *T { return &v }
 // containers as it is, and relabelling it would change a host file for all.
 func relabel(s *specgen.SpecGenerator) {
 	for i, m := range s.Mounts {
-		if m.Type == "bind" && m.Destination != AgentPath {
+		if m.Type == "bind" && m.Destination != engine.AgentPath {
 			s.Mounts[i].Options = append(m.Options, "z")
 		}
 	}

@@ -1,26 +1,22 @@
-package workspace
+package podman
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/containers/podman/v5/libpod/define"
-)
 
-// ErrSettingsDrift is wrapped when a created container's effective settings
-// differ from what was asked: something between the request and the runtime
-// (a containers.conf, an image, a Podman bug) weakened them.
-var ErrSettingsDrift = errors.New("the container's effective settings differ from those asked for")
+	"github.com/wink-mcp/wink-mcp/engine"
+)
 
 // checkEffective compares a created container, as Podman inspects it, with
 // the spec it was created from, and lists every difference that matters to
 // the sandbox: capabilities, privilege, no-new-privileges, user, network,
 // limits, and mounts (only those asked for; no volumes).
-func checkEffective(spec containerSpec, data *define.InspectContainerData) error {
+func checkEffective(spec engine.Spec, data *define.InspectContainerData) error {
 	if data == nil || data.Config == nil || data.HostConfig == nil {
-		return fmt.Errorf("%w: Podman's inspection is incomplete", ErrSettingsDrift)
+		return fmt.Errorf("%w: Podman's inspection is incomplete", engine.ErrSettingsDrift)
 	}
 	var drift []string
 	want := func(ok bool, format string, args ...any) {
@@ -37,20 +33,20 @@ func checkEffective(spec containerSpec, data *define.InspectContainerData) error
 		"security options %v lack no-new-privileges", hc.SecurityOpt)
 	want(data.Config.User == spec.User, "user %q, want %q", data.Config.User, spec.User)
 	want(hc.NetworkMode == "none", "network mode %q, want none", hc.NetworkMode)
-	if spec.limited("memory") {
+	if spec.Limited("memory") {
 		want(hc.Memory == spec.MemoryBytes, "memory limit %d, want %d", hc.Memory, spec.MemoryBytes)
 		want(hc.MemorySwap == spec.MemoryBytes, "memory+swap limit %d, want %d (no swap)", hc.MemorySwap, spec.MemoryBytes)
 	}
-	if spec.limited("pids") {
+	if spec.Limited("pids") {
 		want(hc.PidsLimit == spec.PidsLimit, "pids limit %d, want %d", hc.PidsLimit, spec.PidsLimit)
 	}
-	if spec.limited("cpu") {
+	if spec.Limited("cpu") {
 		want(hc.CpuQuota == cpuQuota(spec.CPUs), "CPU quota %d, want %d", hc.CpuQuota, cpuQuota(spec.CPUs))
 		want(hc.CpuPeriod == cpuPeriod, "CPU period %d µs, want %d", hc.CpuPeriod, cpuPeriod)
 		want(hc.CpuShares == cpuShares, "CPU shares %d, want %d", hc.CpuShares, cpuShares)
 	}
 
-	expected := map[string]bool{Root: true, AgentPath: false} // destination → writable
+	expected := map[string]bool{spec.Root: true, engine.AgentPath: false} // destination → writable
 	for _, m := range spec.Mounts {
 		expected[m.Destination] = !m.ReadOnly
 	}
@@ -66,7 +62,7 @@ func checkEffective(spec containerSpec, data *define.InspectContainerData) error
 		}
 	}
 	if len(drift) > 0 {
-		return fmt.Errorf("%w: %s", ErrSettingsDrift, strings.Join(drift, "; "))
+		return fmt.Errorf("%w: %s", engine.ErrSettingsDrift, strings.Join(drift, "; "))
 	}
 	return nil
 }

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/agent"
+)
+
+// relayDialWait is how long a relay waits for the agent to listen.
+const relayDialWait = 10 * time.Second
+
+// runAgent runs the agent as the container's init.
+func runAgent(args []string, stderr io.Writer) int {
+	workspace := "/workspace"
+	if len(args) == 2 && args[0] == "--workspace" {
+		workspace = args[1]
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil)).With("role", "agent")
+	a, err := agent.New(agent.Config{Workspace: workspace, Logger: log})
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	defer a.Close()
+	if err := a.RunInit(context.Background()); err != nil {
+		log.Error("stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// runRelay hands the exec session's streams (this process's stdin and
+// stdout) to the agent, and lives as long as the channel.
+func runRelay(stderr io.Writer) int {
+	if err := agent.Relay(context.Background(), os.Stdin, os.Stdout, relayDialWait); err != nil {
+		fmt.Fprintf(stderr, "wink-mcp relay: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// runSupervise runs one command's supervisor.
+func runSupervise(args []string) int { return agent.SuperviseMain(args) }

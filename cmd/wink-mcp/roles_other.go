@@ -1,0 +1,25 @@
+//go:build !linux
+
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+)
+
+// The container roles (agent, relay, supervise) run inside the Linux
+// workspace containers, never on a server built for another system.
+
+func runAgent(_ []string, stderr io.Writer) int { return notHere("agent", stderr) }
+
+func runRelay(stderr io.Writer) int { return notHere("relay", stderr) }
+
+func runSupervise([]string) int { return notHere("supervise", os.Stderr) }
+
+func notHere(role string, stderr io.Writer) int {
+	fmt.Fprintf(stderr, "wink-mcp %s: this role runs only inside a Linux workspace container, and this is a %s/%s build\n",
+		role, runtime.GOOS, runtime.GOARCH)
+	return 2
+}

@@ -1,0 +1,146 @@
+// Package engine is what the workspace manager needs from a container
+// engine, and the container it asks for, independent of the engine: the
+// Podman engine (package engine/podman) implements it against the Podman
+// service's REST API; another engine, a Kubernetes one say, would be a
+// package beside it.
+//
+// The container an engine makes runs the wink-mcp agent at AgentPath as its
+// init, with the session's files at Spec.Root, and must carry every
+// hardening setting of a Spec; an engine checks that the container it made
+// has them, and refuses it otherwise (ErrSettingsDrift).
+package engine
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/wink-mcp/wink-mcp/changes"
+)
+
+// AgentPath is where the wink-mcp binary is, read-only, inside every
+// container; it runs there as the container's init.
+const AgentPath = "/.wink/wink-mcp"
+
+// Errors an Engine's methods wrap.
+var (
+	// ErrUnreachable is wrapped by every error that comes from not
+	// reaching the engine's service.
+	ErrUnreachable = errors.New("cannot reach the Podman service")
+	// ErrSlow is wrapped by the error of a call the service did not answer
+	// before its deadline.
+	ErrSlow = errors.New("the Podman service did not answer")
+	// ErrImageUnavailable is wrapped when the image is missing and cannot be pulled.
+	ErrImageUnavailable = errors.New("workspace image unavailable")
+	// ErrNameInUse is returned by Create when the name is taken.
+	ErrNameInUse = errors.New("container name already in use")
+	// ErrSettingsDrift is wrapped when a created container's effective
+	// settings differ from what was asked: something between the request
+	// and the runtime (a containers.conf, an image, a bug) weakened them.
+	ErrSettingsDrift = errors.New("the container's effective settings differ from those asked for")
+)
+
+// Limits bound what one session's container may use.
+type Limits struct {
+	// MemoryBytes is the memory limit; swap is not allowed beyond it.
+	MemoryBytes int64
+	// CPUs is the CPU quota in cores.
+	CPUs float64
+	// PidsLimit caps the processes of one container.
+	PidsLimit int64
+	// TmpBytes is the size of the tmpfs mounted at /tmp.
+	TmpBytes int64
+	// DiskBytes bounds the session's files: /workspace, including the
+	// changes to overlay mounts and the copies of copy mounts. 0 turns
+	// the limit off.
+	DiskBytes int64
+	// NofileLimit and NprocLimit are the RLIMIT_NOFILE and RLIMIT_NPROC of the container.
+	NofileLimit uint64
+	NprocLimit  uint64
+}
+
+// Spec is everything that makes a session's container.
+type Spec struct {
+	Name   string
+	Image  string
+	Labels map[string]string
+	// User is the numeric "uid:gid" the container runs as.
+	User string
+	// KeepID runs the container in a keep-id user namespace (rootless Podman).
+	KeepID bool
+	// SELinux relabels the bind mounts for SELinux.
+	SELinux bool
+	// Root is where the session's files appear in the container, and
+	// WorkspaceDir the host directory that holds them.
+	Root, WorkspaceDir string
+	// AgentBinary is the host file mounted at AgentPath.
+	AgentBinary string
+	// Mounts are host folders shown under Root.
+	Mounts []Mount
+	Limits
+	// Unlimited lists, comma-separated, the cgroup controllers whose
+	// limits the host cannot enforce (HostFacts.Unlimitable) and the
+	// container goes without, because the user accepted that.
+	Unlimited string
+}
+
+// Limited says whether the container gets the limit of a cgroup controller
+// ("memory", "cpu" or "pids").
+func (s Spec) Limited(controller string) bool {
+	return !slices.Contains(strings.Split(s.Unlimited, ","), controller)
+}
+
+// Mount is a host folder mounted into a container: read-only, or as an
+// overlay whose changes collect in Upper.
+type Mount struct {
+	Source, Destination string
+	ReadOnly            bool
+	Upper, Work         string
+}
+
+// Listed is one container found by Engine.List.
+type Listed struct {
+	Name   string
+	Labels map[string]string
+}
+
+// HostFacts are what container specs depend on about the engine's host.
+type HostFacts struct {
+	Rootless bool            `json:"rootless"`
+	SELinux  bool            `json:"selinux"`
+	Markers  changes.Markers `json:"markers"` // the driver of its overlay mounts
+	// Unlimitable lists, comma-separated, the cgroup controllers a limit
+	// needs that containers here cannot have: all of them for rootless
+	// Podman on cgroups v1, the undelegated ones for rootless on v2.
+	Unlimitable string `json:"unlimitable,omitempty"`
+	Cgroups     string `json:"cgroups,omitempty"` // "v1" or "v2"
+}
+
+// Engine makes and reaches containers. Its methods are safe for concurrent use.
+type Engine interface {
+	// Host returns what specs depend on about the engine's host; settled
+	// is false when the facts are an earlier process's, not yet confirmed.
+	Host(ctx context.Context) (h HostFacts, settled bool, err error)
+	// SettledHost returns the host facts as the engine gives them now.
+	SettledHost(ctx context.Context) (HostFacts, error)
+	// EnsureImage returns the first of choices the engine has, or pulls
+	// the last when it has none.
+	EnsureImage(ctx context.Context, choices []string) (image string, err error)
+	// Create creates a container and checks its effective settings; it
+	// returns ErrNameInUse if the name is taken.
+	Create(ctx context.Context, spec Spec) error
+	// Start starts a created container.
+	Start(ctx context.Context, name string) error
+	// Running reports whether the container exists and whether it runs.
+	Running(ctx context.Context, name string) (exists, running bool, err error)
+	// Remove force-removes a container and its anonymous volumes; a missing
+	// container is not an error.
+	Remove(ctx context.Context, name string) error
+	// List returns every container with the label managedLabel=true.
+	List(ctx context.Context, managedLabel string) ([]Listed, error)
+	// OpenChannel starts `wink-mcp relay` in the container and returns a
+	// stream to its agent. Closing the stream ends the relay.
+	OpenChannel(ctx context.Context, name string) (io.ReadWriteCloser, error)
+}

@@ -1,0 +1,114 @@
+package podman
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/containers/podman/v5/libpod/define"
+
+	"github.com/wink-mcp/wink-mcp/engine"
+)
+
+func TestPodmanSpecHardening(t *testing.T) {
+	s := podmanSpec(engine.Spec{
+		Name: "wink-x", Image: "img", User: "65534:65534", Root: "/workspace", WorkspaceDir: "/cache/ws", AgentBinary: "/bin/wink-mcp",
+		Limits: engine.Limits{MemoryBytes: 1 << 30, CPUs: 1.5, PidsLimit: 256, TmpBytes: 256 << 20, NofileLimit: 4096, NprocLimit: 4096},
+	})
+	if s.NetNS.NSMode != "none" || !slices.Equal(s.CapDrop, []string{"ALL"}) || s.NoNewPrivileges == nil || !*s.NoNewPrivileges {
+		t.Errorf("network %q, cap drop %v, no-new-privileges %v", s.NetNS.NSMode, s.CapDrop, s.NoNewPrivileges)
+	}
+	if s.User != "65534:65534" || s.WorkDir != "/workspace" || !slices.Equal(s.Entrypoint, []string{engine.AgentPath}) {
+		t.Errorf("user %q workdir %q entrypoint %v", s.User, s.WorkDir, s.Entrypoint)
+	}
+	r := s.ResourceLimits
+	if *r.Memory.Limit != 1<<30 || *r.Memory.Swap != 1<<30 || *r.CPU.Quota != 15_000 || *r.CPU.Period != 10_000 || *r.CPU.Shares != 128 || r.Pids.Limit != 256 {
+		t.Errorf("limits: memory %d swap %d quota %d period %d shares %d pids %d", *r.Memory.Limit, *r.Memory.Swap, *r.CPU.Quota, *r.CPU.Period, *r.CPU.Shares, r.Pids.Limit)
+	}
+	mounts := map[string][]string{}
+	for _, m := range s.Mounts {
+		mounts[m.Destination] = append([]string{m.Type, m.Source}, m.Options...)
+	}
+	if got := mounts["/workspace"]; !slices.Contains(got, "/cache/ws") || !slices.Contains(got, "rw") {
+		t.Errorf("workspace mount %v", got)
+	}
+	if got := mounts[engine.AgentPath]; !slices.Contains(got, "/bin/wink-mcp") || !slices.Contains(got, "ro") {
+		t.Errorf("agent mount %v", got)
+	}
+	if got := mounts["/tmp"]; got == nil || got[0] != "tmpfs" || !slices.Contains(got, "size=268435456") || !slices.Contains(got, "U") {
+		t.Errorf("tmp mount %v", got)
+	}
+}
+
+func TestCandidateURIs(t *testing.T) {
+	if got := candidateURIs("tcp://h:1", "/run/user/1"); !slices.Equal(got, []string{"tcp://h:1"}) {
+		t.Errorf("configured: %v", got)
+	}
+	want := []string{"unix:///run/podman/podman.sock", "unix:///run/user/1/podman/podman.sock"}
+	if got := candidateURIs("", "/run/user/1"); !slices.Equal(got, want) {
+		t.Errorf("discovered: %v, want %v", got, want)
+	}
+	if got := candidateURIs("", ""); len(got) != 1 {
+		t.Errorf("without XDG_RUNTIME_DIR: %v", got)
+	}
+}
+
+func TestUnlimitable(t *testing.T) {
+	for _, tc := range []struct {
+		rootless  bool
+		version   string
+		delegated []string
+		want      string
+	}{
+		{false, "v1", nil, ""},
+		{false, "v2", nil, ""},
+		{true, "v1", []string{"cpu", "memory", "pids"}, "memory,cpu,pids"},
+		{true, "v2", []string{"cpu", "memory", "pids", "io"}, ""},
+		{true, "v2", []string{"memory", "pids"}, "cpu"},
+		{true, "v2", nil, "memory,cpu,pids"},
+	} {
+		if got := unlimitable(tc.rootless, tc.version, tc.delegated); got != tc.want {
+			t.Errorf("unlimitable(%v, %s, %v) = %q, want %q", tc.rootless, tc.version, tc.delegated, got, tc.want)
+		}
+	}
+}
+
+// A container without the cgroup limits gets no resource limits in its
+// Podman spec, and is checked for everything else.
+func TestSpecWithoutCgroupLimits(t *testing.T) {
+	spec := engine.Spec{User: "1000:1000", Root: "/workspace", WorkspaceDir: "/c/w", AgentBinary: "/bin/wink", Limits: testLimits, Unlimited: "memory,cpu,pids"}
+	r := podmanSpec(spec).ResourceLimits
+	if r.Memory != nil || r.CPU != nil || r.Pids != nil {
+		t.Errorf("limits asked for that the host drops: %+v", r)
+	}
+	if rl := podmanSpec(spec).Rlimits; len(rl) != 2 {
+		t.Errorf("rlimits %v, want nofile and nproc", rl)
+	}
+	d := inspected(spec)
+	d.HostConfig.Memory, d.HostConfig.MemorySwap, d.HostConfig.PidsLimit = 0, 0, 0
+	d.HostConfig.CpuQuota, d.HostConfig.CpuPeriod, d.HostConfig.CpuShares = 0, 0, 0
+	if err := checkEffective(spec, d); err != nil {
+		t.Errorf("a container without the limits it was allowed to lack was refused: %v", err)
+	}
+	for name, mutate := range map[string]func(d *define.InspectContainerData){
+		"capabilities": func(d *define.InspectContainerData) { d.EffectiveCaps = []string{"CAP_CHOWN"} },
+		"user":         func(d *define.InspectContainerData) { d.Config.User = "0:0" },
+		"network":      func(d *define.InspectContainerData) { d.HostConfig.NetworkMode = "bridge" },
+		"no-new-privileges": func(d *define.InspectContainerData) {
+			d.HostConfig.SecurityOpt = nil
+		},
+	} {
+		d := inspected(spec)
+		mutate(d)
+		if err := checkEffective(spec, d); !errors.Is(err, engine.ErrSettingsDrift) {
+			t.Errorf("%s drift without cgroup limits: %v, want it refused", name, err)
+		}
+	}
+	partial := spec
+	partial.Unlimited = "cpu"
+	d = inspected(partial)
+	d.HostConfig.Memory = 0
+	if err := checkEffective(partial, d); !errors.Is(err, engine.ErrSettingsDrift) {
+		t.Errorf("only the CPU limit is off, yet a missing memory limit passed: %v", err)
+	}
+}

@@ -1,0 +1,204 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// findDiskTools locates mkfs.ext4 and mount, or says why disk limits
+// cannot be enforced on this host.
+func findDiskTools() (diskTools, error) {
+	if os.Geteuid() != 0 {
+		return diskTools{}, fmt.Errorf("%w: it loop-mounts a filesystem per session, which needs root, and this server runs as uid %d; "+
+			"run it as root (rootful Podman), or pass --disk-limit 0 to accept sessions that can fill the cache disk", ErrDiskLimitUnavailable, os.Geteuid())
+	}
+	t := diskTools{mkfs: lookTool("mkfs.ext4"), mount: lookTool("mount")}
+	var missing []string
+	if t.mkfs == "" {
+		missing = append(missing, "mkfs.ext4")
+	}
+	if t.mount == "" {
+		missing = append(missing, "mount")
+	}
+	if len(missing) > 0 {
+		return diskTools{}, fmt.Errorf("%w: %s not found; install e2fsprogs and mount (`apt-get install e2fsprogs mount`), or pass --disk-limit 0",
+			ErrDiskLimitUnavailable, strings.Join(missing, " and "))
+	}
+	return t, nil
+}
+
+// mountDisk makes dir the root of a new ext4 filesystem of size bytes kept
+// in the sparse file image. It refuses when the disk holding image has less
+// than size free, so one session alone can never fill it.
+func (t diskTools) mountDisk(ctx context.Context, image, dir string, size int64) error {
+	if err := os.MkdirAll(filepath.Dir(image), 0o700); err != nil {
+		return fmt.Errorf("creating the disk image directory: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating the session directory: %w", err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Dir(image), &st); err != nil {
+		return fmt.Errorf("checking free space for the session disk: %w", err)
+	}
+	if free := int64(st.Bavail) * st.Bsize; free < size {
+		return fmt.Errorf("the cache disk holding %s has %s free, less than one session's disk limit of %s: "+
+			"free space there, point --cache-dir at a larger disk, or lower --disk-limit", filepath.Dir(image), formatBytes(free), formatBytes(size))
+	}
+	f, err := os.OpenFile(image, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("creating the session disk image: %w", err)
+	}
+	err = f.Truncate(size)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(image)
+		return fmt.Errorf("sizing the session disk image: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, diskToolTimeout)
+	defer cancel()
+	// No journal and no reserved blocks: the filesystem lives as long as a
+	// session, and all of it is the session's.
+	if err := run(ctx, t.mkfs, "-q", "-F", "-m", "0", "-O", "^has_journal", "-E", "lazy_itable_init=1,nodiscard", image); err != nil {
+		os.Remove(image)
+		return fmt.Errorf("making the session filesystem: %w", err)
+	}
+	if err := t.mountImage(ctx, image, dir, "nosuid,nodev,noatime"); err != nil {
+		os.Remove(image)
+		return fmt.Errorf("mounting the session filesystem: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		err = errors.Join(fmt.Errorf("securing the session directory: %w", err), unmountDisk(dir))
+		os.Remove(image)
+		return err
+	}
+	directIO(dir)
+	return nil
+}
+
+// directIO makes the loop device under dir write straight to its image
+// instead of through a second page cache: a session filling its disk then
+// costs the host half the memory copies, which other sessions feel less.
+// It is an optimisation; a backing filesystem without O_DIRECT keeps the
+// default.
+func directIO(dir string) {
+	var st unix.Stat_t
+	if unix.Stat(dir, &st) != nil || unix.Major(st.Dev) != 7 {
+		return
+	}
+	fd, err := unix.Open(fmt.Sprintf("/dev/loop%d", unix.Minor(st.Dev)), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	_ = unix.IoctlSetInt(fd, unix.LOOP_SET_DIRECT_IO, 1)
+}
+
+// unmountDisk unmounts the filesystem at dir; the loop device goes with it.
+// A filesystem still in use is tried again for a moment (a process forked
+// elsewhere in this server holds its descriptors until it execs), then
+// detached, to go when its last user does. Nothing mounted at dir is not an
+// error.
+func unmountDisk(dir string) error {
+	err := unix.Unmount(dir, 0)
+	for wait := time.Millisecond; errors.Is(err, unix.EBUSY) && wait <= busyUnmountWait; wait *= 2 {
+		time.Sleep(wait)
+		err = unix.Unmount(dir, 0)
+	}
+	if errors.Is(err, unix.EBUSY) {
+		err = unix.Unmount(dir, unix.MNT_DETACH)
+	}
+	if err == nil || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return fmt.Errorf("unmounting the session filesystem at %s: %w", dir, err)
+}
+
+// unmountUnder detaches every filesystem mounted at or below root, deepest
+// first: the session disks a server killed with SIGKILL left behind.
+func unmountUnder(root string) error {
+	points, err := mountPoints()
+	if err != nil {
+		return err
+	}
+	var under []string
+	for _, p := range points {
+		if p == root || strings.HasPrefix(p, root+"/") {
+			under = append(under, p)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(under)))
+	var errs []error
+	for _, p := range under {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			errs = append(errs, fmt.Errorf("unmounting %s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// mountKeptDisks mounts, read-only, the disk image of every session kept
+// under cacheDir whose directory is not mounted (its session ended). It
+// returns the directories it mounted and, by session directory, why a disk
+// could not be. Without root it mounts nothing.
+func mountKeptDisks(cacheDir string) (mounted []string, failed map[string]error) {
+	images, _ := filepath.Glob(filepath.Join(cacheDir, instancesDir, "*", disksDir, "*.img"))
+	if len(images) == 0 || os.Geteuid() != 0 {
+		return nil, nil
+	}
+	points, err := mountPoints()
+	if err != nil {
+		return nil, nil
+	}
+	isMounted := map[string]bool{}
+	for _, p := range points {
+		isMounted[p] = true
+	}
+	t := diskTools{mount: lookTool("mount")}
+	failed = map[string]error{}
+	for _, image := range images {
+		hash := strings.TrimSuffix(filepath.Base(image), ".img")
+		dir := filepath.Join(filepath.Dir(filepath.Dir(image)), sessionsDir, hash)
+		if isMounted[dir] {
+			continue
+		}
+		if t.mount == "" {
+			failed[dir] = errors.New("its disk image needs the mount program, which is not on $PATH or in /usr/sbin or /sbin")
+			continue
+		}
+		if err := t.mountKept(image, dir); err != nil {
+			failed[dir] = fmt.Errorf("its disk image %s could not be mounted to be read: %w", image, err)
+			continue
+		}
+		mounted = append(mounted, dir)
+	}
+	return mounted, failed
+}
+
+// mountKept mounts one kept image read-only at dir, trying again after
+// failures that pass.
+func (t diskTools) mountKept(image, dir string) error {
+	var err error
+	for try := range keptMountTries {
+		if try > 0 {
+			time.Sleep(time.Duration(try) * 100 * time.Millisecond)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), diskToolTimeout)
+		err = t.mountImage(ctx, image, dir, "ro,nosuid,nodev,noexec")
+		cancel()
+		if err == nil {
+			return nil
+		}
+	}
+	return err
+}

@@ -1,0 +1,29 @@
+//go:build unix
+
+package workspace
+
+import (
+	"io/fs"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// noFollow makes an open fail on a symbolic link.
+const noFollow = unix.O_NOFOLLOW
+
+// errLocked is tryLock's error when another holds the lock.
+var errLocked = unix.EWOULDBLOCK
+
+// tryLock takes an exclusive lock on f, which lasts until f is closed,
+// without waiting for one held by another.
+func tryLock(f *os.File) error {
+	return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+}
+
+// fileOwner returns the uid and gid that own info's file.
+func fileOwner(info fs.FileInfo) (uid, gid int) {
+	st := info.Sys().(*syscall.Stat_t)
+	return int(st.Uid), int(st.Gid)
+}
