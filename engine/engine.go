@@ -73,10 +73,18 @@ type Spec struct {
 	// SELinux relabels the bind mounts for SELinux.
 	SELinux bool
 	// Root is where the session's files appear in the container, and
-	// WorkspaceDir the host directory that holds them.
+	// WorkspaceDir the directory of this machine that holds them.
 	Root, WorkspaceDir string
-	// AgentBinary is the host file mounted at AgentPath.
+	// WorkspaceVolume, when set, holds the session's files instead of
+	// WorkspaceDir: a volume on the engine's host, for a host that does not
+	// share this machine's files. It is made when missing, owned by User,
+	// and outlives the container until RemoveWorkspace.
+	WorkspaceVolume string
+	// AgentBinary is the file of this machine mounted at AgentPath, or,
+	// with CopyAgent, copied into an image made from Image on the engine's
+	// host (once per binary and image).
 	AgentBinary string
+	CopyAgent   bool
 	// Mounts are host folders shown under Root.
 	Mounts []Mount
 	Limits
@@ -100,7 +108,7 @@ type Mount struct {
 	Upper, Work         string
 }
 
-// Listed is one container found by Engine.List.
+// Listed is one container or workspace volume found by Engine.List.
 type Listed struct {
 	Name   string
 	Labels map[string]string
@@ -116,6 +124,8 @@ type HostFacts struct {
 	// Podman on cgroups v1, the undelegated ones for rootless on v2.
 	Unlimitable string `json:"unlimitable,omitempty"`
 	Cgroups     string `json:"cgroups,omitempty"` // "v1" or "v2"
+	// Arch is the host's architecture as Go names it ("amd64", "arm64").
+	Arch string `json:"arch,omitempty"`
 }
 
 // Engine makes and reaches containers. Its methods are safe for concurrent use.
@@ -138,7 +148,11 @@ type Engine interface {
 	// Remove force-removes a container and its anonymous volumes; a missing
 	// container is not an error.
 	Remove(ctx context.Context, name string) error
-	// List returns every container with the label managedLabel=true.
+	// RemoveWorkspace removes the volume of Spec.WorkspaceVolume name; a
+	// missing one is not an error.
+	RemoveWorkspace(ctx context.Context, name string) error
+	// List returns every container, and every workspace volume, with the
+	// label managedLabel=true; a volume's container may be gone.
 	List(ctx context.Context, managedLabel string) ([]Listed, error)
 	// OpenChannel starts `wink-mcp relay` in the container and returns a
 	// stream to its agent. Closing the stream ends the relay.

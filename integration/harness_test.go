@@ -45,6 +45,7 @@ type proc struct {
 	url       string // the HTTP endpoint, for sse and http
 	exited    chan struct{}
 	as        *rootlessUser // the user the server runs as, when not root
+	remote    *remoteHost   // the Podman host driven over ssh, when not this one
 }
 
 type startOptions struct {
@@ -55,6 +56,7 @@ type startOptions struct {
 	headers   map[string]string // sent with every HTTP request
 	roots     []string          // stdio only: the client declares these folders as its roots
 	as        *rootlessUser     // run the server as this user, against its rootless Podman
+	remote    *remoteHost       // drive this Podman host over ssh instead of this machine's
 }
 
 // rootsList answers the server's roots/list with fixed folders.
@@ -94,16 +96,23 @@ func launch(t *testing.T, opts startOptions) *proc {
 	if opts.transport == "" {
 		opts.transport = "stdio"
 	}
-	p := &proc{t: t, transport: opts.transport, logs: &logBuffer{}, prefix: "wt" + randomHex(4), cache: opts.cache, exited: make(chan struct{}), as: opts.as}
-	bin, socket := winkBin, podmanSocket
+	p := &proc{t: t, transport: opts.transport, logs: &logBuffer{}, prefix: "wt" + randomHex(4), cache: opts.cache, exited: make(chan struct{}), as: opts.as, remote: opts.remote}
+	bin, url := winkBin, "unix://"+podmanSocket
 	if opts.as != nil {
-		bin, socket = opts.as.bin, opts.as.socket
+		bin, url = opts.as.bin, "unix://"+opts.as.socket
 	}
-	args := append([]string{
+	if opts.remote != nil {
+		url = opts.remote.url
+	}
+	args := []string{
 		"--transport", opts.transport, "--addr", "127.0.0.1:0",
 		"--image", opts.image, "--cache-dir", opts.cache, "--name-prefix", p.prefix,
-		"--podman-url", "unix://" + socket, "--log-format", "json", "--log-level", "debug",
-	}, opts.args...)
+		"--podman-url", url, "--log-format", "json", "--log-level", "debug",
+	}
+	if opts.remote != nil {
+		args = append(args, "--podman-identity", opts.remote.key)
+	}
+	args = append(args, opts.args...)
 	t.Cleanup(func() {
 		if p.client != nil {
 			p.client.Close()
@@ -116,9 +125,12 @@ func launch(t *testing.T, opts startOptions) *proc {
 				_ = p.cmd.Process.Kill()
 			}
 		}
-		if p.as != nil {
+		switch {
+		case p.as != nil:
 			p.as.removeContainers(t, p.prefix)
-		} else {
+		case p.remote != nil:
+			p.remote.removeAll(t, p.prefix)
+		default:
 			removeContainers(t, p.prefix)
 		}
 		if t.Failed() {

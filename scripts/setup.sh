@@ -8,7 +8,10 @@
 #   - builds the local workspace images offline when they are missing;
 #   - installs the TypeScript MCP SDK the integration tests drive the server with;
 #   - makes a plain user with rootless Podman (its own service and images) for
-#     the rootless integration tests.
+#     the rootless integration tests;
+#   - makes a second Podman host for the remote tests: a Podman service with
+#     its own storage, in its own network and mount namespaces (it does not
+#     see this machine's files), reached only over ssh with a key.
 # Environment: WINK_IMAGE (default localhost/wink-workspace:bookworm),
 # WINK_TEST_IMAGE (default localhost/wink-busybox:latest), PODMAN_SOCKET
 # (default /run/podman/podman.sock), DEBIAN_MIRROR (default: the first apt source),
@@ -29,6 +32,15 @@ ROOTLESS_SUBIDS=300000-365535
 # rebuilds images an older setup made. 2: / is mode 0755 (mktemp made it
 # 0700, which vfs storage keeps, and then uid 65534 cannot reach the agent).
 IMAGE_FORMAT=2
+# The remote Podman host: a network namespace with sshd and a Podman
+# service whose socket only it sees.
+REMOTE_NS=wink-remote
+REMOTE_ADDR=10.231.0.2
+REMOTE_GW=10.231.0.1
+REMOTE_DIR=/var/lib/wink-remote
+REMOTE_RUN=/run/wink-remote
+REMOTE_KEY=$REMOTE_DIR/id_ed25519
+REMOTE_URL=ssh://root@$REMOTE_ADDR:22$REMOTE_RUN/podman.sock
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 TSCLIENT=$REPO/integration/tsclient
@@ -163,11 +175,12 @@ debian_mirror() {
 }
 
 # image_current says whether image $1 exists and was built by this
-# IMAGE_FORMAT, in root's storage or, with $2 = as_rootless, in that user's.
+# IMAGE_FORMAT, asking the podman command that follows it (default: root's).
 image_current() {
-	local as=${2:-$SUDO}
-	$as podman image exists "$1" &&
-		[ "$($as podman image inspect --format '{{index .Labels "io.wink-mcp.image-format"}}' "$1")" = "$IMAGE_FORMAT" ]
+	local image=$1
+	shift
+	[ $# -gt 0 ] || set -- $SUDO podman
+	[ "$("$@" image inspect --format '{{index .Labels "io.wink-mcp.image-format"}}' "$image" 2>/dev/null)" = "$IMAGE_FORMAT" ]
 }
 
 # import_rootfs imports the directory $1 as image $2 with CMD $3, with / readable
@@ -270,12 +283,103 @@ setup_rootless() {
 	fi
 	local image
 	for image in "$TEST_IMAGE" "$IMAGE"; do
-		if image_current "$image" as_rootless; then
+		if image_current "$image" as_rootless podman; then
 			log "image $image present for $ROOTLESS_USER"
 			continue
 		fi
 		log "copying $image into $ROOTLESS_USER's storage"
 		$SUDO podman save "$image" 2>/dev/null | as_rootless podman load -q >/dev/null
+	done
+}
+
+# remote_podman runs the podman CLI against the remote host's service.
+remote_podman() { $SUDO podman --url "$REMOTE_URL" --identity "$REMOTE_KEY" "$@"; }
+
+# remote_answers says whether the remote host's service answers over ssh.
+remote_answers() { remote_podman version --format '{{.Server.Version}}' >/dev/null 2>&1; }
+
+# setup_remote_host makes the second Podman host the remote tests reach
+# with --podman-url ssh://... --podman-identity: sshd and a Podman service
+# with their own storage in a network namespace of their own, and a mount
+# namespace where this machine's working and temporary directories, caches
+# and Podman state are empty: a server that bind-mounted its own files there
+# would find nothing.
+setup_remote_host() {
+	local missing=()
+	command -v ip >/dev/null || missing+=(iproute2)
+	command -v ssh >/dev/null || missing+=(openssh-client)
+	[ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+	[ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
+	$SUDO install -d -m 0700 "$REMOTE_DIR"
+	[ -f "$REMOTE_KEY" ] || $SUDO ssh-keygen -q -t ed25519 -N '' -C wink-remote-client -f "$REMOTE_KEY"
+	[ -f "$REMOTE_DIR/host_key" ] || $SUDO ssh-keygen -q -t ed25519 -N '' -C wink-remote-host -f "$REMOTE_DIR/host_key"
+	$SUDO cp "$REMOTE_KEY.pub" "$REMOTE_DIR/authorized_keys"
+	$SUDO tee "$REMOTE_DIR/sshd_config" >/dev/null <<-EOF
+		ListenAddress $REMOTE_ADDR
+		HostKey $REMOTE_DIR/host_key
+		AuthorizedKeysFile $REMOTE_DIR/authorized_keys
+		PermitRootLogin prohibit-password
+		PasswordAuthentication no
+		KbdInteractiveAuthentication no
+		UsePAM no
+		StrictModes no
+		AllowStreamLocalForwarding yes
+		PidFile $REMOTE_RUN/sshd.pid
+	EOF
+	# The host's key, so that ssh and Podman's ssh client trust it.
+	local known=$HOME/.ssh/known_hosts entry
+	entry="$REMOTE_ADDR $(cut -d' ' -f1,2 "$REMOTE_DIR/host_key.pub")"
+	mkdir -p "$HOME/.ssh"
+	grep -qxF "$entry" "$known" 2>/dev/null || {
+		[ -f "$known" ] && sed -i "/^$REMOTE_ADDR /d" "$known"
+		echo "$entry" >>"$known"
+	}
+	if remote_answers; then
+		log "remote podman host answers at $REMOTE_URL"
+	else
+		log "starting the remote podman host at $REMOTE_URL (log: $SERVICE_LOG.remote)"
+		ip netns list | grep -qw "$REMOTE_NS" || $SUDO ip netns add "$REMOTE_NS"
+		if ! ip link show wink-remote0 >/dev/null 2>&1; then
+			$SUDO ip link add wink-remote0 type veth peer name eth0 netns "$REMOTE_NS"
+			$SUDO ip addr add "$REMOTE_GW/24" dev wink-remote0
+			$SUDO ip link set wink-remote0 up
+			$SUDO ip netns exec "$REMOTE_NS" ip addr add "$REMOTE_ADDR/24" dev eth0
+			$SUDO ip netns exec "$REMOTE_NS" ip link set eth0 up
+			$SUDO ip netns exec "$REMOTE_NS" ip link set lo up
+		fi
+		$SUDO mkdir -p "$REMOTE_RUN"
+		$SUDO tee "$REMOTE_DIR/run.sh" >/dev/null <<-EOF
+			#!/bin/sh
+			# Runs in the remote host's own network and mount namespaces.
+			set -e
+			mount -t tmpfs -o mode=0755 tmpfs $REMOTE_RUN
+			for d in /tmp /var/tmp /root /home /work /var/cache /var/lib/containers /run/podman /run/containers /run/libpod /run/user; do
+				if [ -d "\$d" ]; then mount -t tmpfs tmpfs "\$d"; fi
+			done
+			chmod 1777 /tmp /var/tmp
+			mkdir -p /run/sshd
+			/usr/sbin/sshd -f $REMOTE_DIR/sshd_config -E $SERVICE_LOG.remote-sshd
+			cd /
+			exec tini -s -- podman --root $REMOTE_DIR/storage --runroot $REMOTE_RUN/storage --tmpdir $REMOTE_RUN/libpod \
+				system service --time=0 unix://$REMOTE_RUN/podman.sock
+		EOF
+		$SUDO chmod 0755 "$REMOTE_DIR/run.sh"
+		# nsenter, not `ip netns exec`, which mounts a new /sys and so hides
+		# the cgroup hierarchies: Podman would then drop every limit.
+		(exec $SUDO setsid nohup nsenter --net="/run/netns/$REMOTE_NS" unshare --mount --propagation private "$REMOTE_DIR/run.sh") \
+			>>"$SERVICE_LOG.remote" 2>&1 </dev/null &
+		local i
+		for i in $(seq 40); do remote_answers && break; sleep 0.5; done
+		remote_answers || die "the remote podman host did not answer at $REMOTE_URL within 20 s; see $SERVICE_LOG.remote"
+	fi
+	local image
+	for image in "$TEST_IMAGE" "$IMAGE"; do
+		if image_current "$image" remote_podman; then
+			log "image $image present on the remote host"
+			continue
+		fi
+		log "copying $image to the remote host"
+		$SUDO podman save "$image" 2>/dev/null | remote_podman load -q >/dev/null
 	done
 }
 
@@ -285,5 +389,6 @@ start_service
 build_test_image
 build_workspace_image
 setup_rootless
+setup_remote_host
 install_test_clients
 log "ready"

@@ -87,6 +87,11 @@ type Config struct {
 	PodmanURL string
 	// PodmanIdentity is the SSH key for ssh:// URLs.
 	PodmanIdentity string
+	// FilesOnPodmanHost is for a Podman service that does not share this
+	// machine's files (ssh://, a podman machine VM): each session's
+	// /workspace is a volume on the service's host, the agent is copied
+	// into an image there, and host folders cannot be mounted.
+	FilesOnPodmanHost bool
 	// AgentBinary is the static wink-mcp binary mounted into each container
 	// as its init; "" means the running executable.
 	AgentBinary string
@@ -152,6 +157,14 @@ func (c Config) Validate() error {
 	check(c.Warm >= 0 && c.Warm <= MaxWarm, "warm %d must be between 0 and %d", c.Warm, MaxWarm)
 	check(c.Warm == 0 || !c.MountRoots, "--warm %d cannot serve --mount-roots: a pooled container is made before any client names its roots; drop one of them", c.Warm)
 	check(c.Warm == 0 || !c.KeepSessionDirs, "--warm %d cannot serve --keep-session-dirs: a kept directory is named after its session, which a pooled container's is not; drop one of them", c.Warm)
+	const onPodmanHost = "cannot serve a Podman service whose host does not share this machine's files " +
+		"(--files-on-podman-host, the default for ssh:// URLs): "
+	check(!c.FilesOnPodmanHost || len(c.Mounts) == 0, "--mount %s"+
+		"the folder is not there. Drop the mounts, or use a Podman service on this machine", onPodmanHost)
+	check(!c.FilesOnPodmanHost || !c.MountRoots, "--mount-roots %s"+
+		"the client's roots are not there. Drop --mount-roots, or use a Podman service on this machine", onPodmanHost)
+	check(!c.FilesOnPodmanHost || !c.KeepSessionDirs, "--keep-session-dirs %s"+
+		"the session's files are a volume there, removed with the session. Drop --keep-session-dirs", onPodmanHost)
 	check(!c.MountRoots || len(c.AllowedRoots) > 0, "--mount-roots needs at least one --allowed-root: client roots are mounted only under allowed roots")
 	return errors.Join(errs...)
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -52,6 +53,10 @@ type fakeEngine struct {
 	recorded *engine.HostFacts
 	host     engine.HostFacts
 	settled  bool
+	// volumes are the workspace volumes made, by name: directories under
+	// volumeDir, standing for the Podman host's.
+	volumes   map[string]string
+	volumeDir string
 }
 
 type fakeContainer struct {
@@ -67,7 +72,7 @@ func newFakeEngine(t *testing.T) *fakeEngine {
 		t.Fatal(err)
 	}
 	return &fakeEngine{self: self, images: map[string]bool{"test-image": true}, containers: map[string]*fakeContainer{},
-		host: engine.HostFacts{Markers: changes.KernelMarkers}}
+		host: engine.HostFacts{Markers: changes.KernelMarkers}, volumes: map[string]string{}, volumeDir: t.TempDir()}
 }
 
 func (f *fakeEngine) EnsureImage(_ context.Context, choices []string) (string, error) {
@@ -88,6 +93,13 @@ func (f *fakeEngine) Create(ctx context.Context, spec engine.Spec) error {
 		return engine.ErrNameInUse
 	}
 	f.creates++
+	if v := spec.WorkspaceVolume; v != "" && f.volumes[v] == "" {
+		f.volumes[v] = filepath.Join(f.volumeDir, v)
+		if err := os.Mkdir(f.volumes[v], 0o700); err != nil {
+			f.mu.Unlock()
+			return err
+		}
+	}
 	f.containers[spec.Name] = &fakeContainer{spec: spec}
 	delay := f.createDelay
 	f.mu.Unlock()
@@ -111,7 +123,11 @@ func (f *fakeEngine) Start(_ context.Context, name string) error {
 	if f.startErr != nil {
 		return f.startErr
 	}
-	a, err := agent.New(agent.Config{Workspace: c.spec.WorkspaceDir, Self: f.self})
+	dir := c.spec.WorkspaceDir
+	if v := c.spec.WorkspaceVolume; v != "" {
+		dir = f.volumes[v]
+	}
+	a, err := agent.New(agent.Config{Workspace: dir, Self: f.self})
 	if err != nil {
 		return err
 	}
@@ -143,6 +159,28 @@ func (f *fakeEngine) Remove(_ context.Context, name string) error {
 		delete(f.containers, name)
 	}
 	return nil
+}
+
+func (f *fakeEngine) RemoveWorkspace(_ context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.containers {
+		if c.spec.WorkspaceVolume == name {
+			return errors.New("volume in use")
+		}
+	}
+	if dir, ok := f.volumes[name]; ok {
+		delete(f.volumes, name)
+		return os.RemoveAll(dir)
+	}
+	return nil
+}
+
+// volume returns the directory of a workspace volume, or "" when there is none.
+func (f *fakeEngine) volume(name string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.volumes[name]
 }
 
 func (f *fakeEngine) List(context.Context, string) ([]engine.Listed, error) {

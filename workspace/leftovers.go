@@ -36,7 +36,7 @@ func (m *Manager) removeLater(name string) {
 			case <-time.After(wait):
 			}
 			ctx, cancel := context.WithTimeout(m.leftoverCtx, m.cfg.APITimeout)
-			err := m.eng.Remove(ctx, name)
+			err := m.discard(ctx, name)
 			cancel()
 			if err == nil {
 				m.log.Info("removed a container whose removal had failed when its session ended", "container", name)

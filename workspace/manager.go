@@ -85,7 +85,11 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 	}
 	m.leftoverCtx, m.stopLeftovers = context.WithCancel(context.Background())
 	m.closing = make(chan struct{})
-	if cfg.DiskBytes > 0 {
+	switch {
+	case cfg.DiskBytes > 0 && cfg.FilesOnPodmanHost:
+		log.Warn("sessions can fill the Podman host's disk", "err", ErrDiskLimitUnavailable.Error()+
+			": the sessions' files are volumes on the Podman host (--files-on-podman-host), which wink-mcp cannot bound; pass --disk-limit 0 to silence this")
+	case cfg.DiskBytes > 0:
 		if tools, err := findDiskTools(); err != nil {
 			log.Warn("sessions can fill the cache disk", "err", err)
 		} else {
@@ -261,7 +265,7 @@ func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
 			continue
 		}
 		start := time.Now()
-		if err := m.eng.Remove(ctx, c.Name); err != nil {
+		if err := m.discard(ctx, c.Name); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -282,6 +286,17 @@ func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
 		m.log.Info("deleted the directory of a dead instance", "dir", dir)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// discard removes a container and its workspace volume, if it has one.
+func (m *Manager) discard(ctx context.Context, name string) error {
+	if err := m.eng.Remove(ctx, name); err != nil {
+		return err
+	}
+	if !m.cfg.FilesOnPodmanHost {
+		return nil
+	}
+	return m.eng.RemoveWorkspace(ctx, name)
 }
 
 // reapIdle removes the containers of idle sessions until ctx is done.
@@ -312,17 +327,21 @@ func (m *Manager) reapIdle(ctx context.Context) {
 // spec describes the container of session s, run as user.
 func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bool) engine.Spec {
 	spec := engine.Spec{
-		SELinux:      host.SELinux,
-		Name:         s.name,
-		Image:        s.image,
-		Labels:       ownerLabels(m.inst, s.key),
-		User:         user,
-		KeepID:       keepID,
-		Root:         Root,
-		WorkspaceDir: s.workspaceDir(),
-		AgentBinary:  m.agentBinary,
-		Limits:       m.cfg.Limits,
-		Unlimited:    host.Unlimitable,
+		SELinux:     host.SELinux,
+		Name:        s.name,
+		Image:       s.image,
+		Labels:      ownerLabels(m.inst, s.key),
+		User:        user,
+		KeepID:      keepID,
+		Root:        Root,
+		AgentBinary: m.agentBinary,
+		Limits:      m.cfg.Limits,
+		Unlimited:   host.Unlimitable,
+	}
+	if m.cfg.FilesOnPodmanHost {
+		spec.WorkspaceVolume, spec.CopyAgent = s.name, true
+	} else {
+		spec.WorkspaceDir = s.workspaceDir()
 	}
 	for _, mt := range s.mounts {
 		if mt.Mode == MountCopy {

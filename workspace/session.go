@@ -330,12 +330,14 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	}
 	user, keepID := m.identity(host.Rootless, s)
 	s.user = user
-	if err := m.prepareWorkspaceDir(s.workspaceDir(), user); err != nil {
-		return nil, err
-	}
-	uid, gid := parseUser(user)
-	if err := prepareMounts(s.workspaceDir(), s.mounts, uid, gid); err != nil {
-		return nil, err
+	if !m.cfg.FilesOnPodmanHost {
+		if err := m.prepareWorkspaceDir(s.workspaceDir(), user); err != nil {
+			return nil, err
+		}
+		uid, gid := parseUser(user)
+		if err := prepareMounts(s.workspaceDir(), s.mounts, uid, gid); err != nil {
+			return nil, err
+		}
 	}
 	steps.done("prepare_dirs")
 	spec := m.spec(s, host, user, keepID)
@@ -480,6 +482,11 @@ func (s *Session) end(ctx context.Context) {
 	if err := s.removeLocked(ctx); err != nil {
 		s.m.log.Warn("removing container at session end failed; retrying in the background", "session", s.hash, "container", s.name, "err", err)
 		s.m.removeLater(s.name)
+	} else if s.m.cfg.FilesOnPodmanHost {
+		if err := s.m.eng.RemoveWorkspace(ctx, s.name); err != nil {
+			s.m.log.Warn("removing the workspace volume at session end failed; retrying in the background", "session", s.hash, "volume", s.name, "err", err)
+			s.m.removeLater(s.name)
+		}
 	}
 	if s.m.cfg.ExportDir != "" && len(s.mounts) > 0 {
 		s.exportOnEnd(ctx, time.Now())

@@ -30,6 +30,7 @@ type serveOptions struct {
 	authTokenFile string
 	mounts        []string
 	warm          string
+	filesOnHost   string
 	logs          logOptions
 }
 
@@ -38,7 +39,7 @@ type serveOptions struct {
 func parseServeFlags(args []string, lookup func(string) (string, bool), out io.Writer) (server.Config, serveOptions, error) {
 	cfg := server.Config{Workspace: workspace.DefaultConfig(), ShutdownTimeout: server.DefaultShutdownTimeout, HTTP: server.DefaultHTTPConfig()}
 	w, h := &cfg.Workspace, &cfg.HTTP
-	opts := serveOptions{transport: server.TransportStdio, warm: "auto", logs: logOptions{level: "info", format: "text"}}
+	opts := serveOptions{transport: server.TransportStdio, warm: "auto", filesOnHost: "auto", logs: logOptions{level: "info", format: "text"}}
 	logs := &opts.logs
 	fs := flag.NewFlagSet("wink-mcp", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -70,6 +71,8 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.duration(&w.IdleTimeout, "idle-timeout", "remove a session's container after this long without calls", "WINK_IDLE_TIMEOUT")
 	b.str(&w.PodmanURL, "podman-url", "Podman service URL (default: the root socket, then the rootless one)", "CONTAINER_HOST", "PODMAN_BASE_URL")
 	b.str(&w.PodmanIdentity, "podman-identity", "SSH key for ssh:// Podman URLs", "PODMAN_IDENTITY")
+	b.str(&opts.filesOnHost, "files-on-podman-host", "auto, yes or no: each session's /workspace is a volume on the Podman host and the agent is copied there, for a service that does not share this machine's files; no folder mounts (auto: yes for ssh:// URLs)", "WINK_FILES_ON_PODMAN_HOST")
+	b.str(&w.AgentBinary, "agent-binary", "static Linux wink-mcp the containers run as their agent (default: this binary; for a Podman host of another system or architecture)", "WINK_AGENT_BINARY")
 	b.duration(&w.APITimeout, "podman-timeout", "deadline of each Podman API call", "WINK_PODMAN_TIMEOUT")
 	b.duration(&w.PullTimeout, "pull-timeout", "deadline of an image pull", "WINK_PULL_TIMEOUT")
 	b.duration(&cfg.ShutdownTimeout, "shutdown-timeout", "deadline for removing containers when a session or the server ends", "WINK_SHUTDOWN_TIMEOUT")
@@ -101,6 +104,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 		return cfg, opts, err
 	}
 	if err := resolveWarm(&cfg, opts); err != nil {
+		return cfg, opts, err
+	}
+	if err := resolveFilesOnHost(w, opts.filesOnHost); err != nil {
 		return cfg, opts, err
 	}
 	if err := w.Validate(); err != nil {
@@ -158,6 +164,23 @@ func resolveWarm(cfg *server.Config, opts serveOptions) error {
 		return fmt.Errorf("--warm %d: a stdio server has one session, whose container is made as the session starts; use --warm 0 (or auto)", w.Warm)
 	case !stdio && w.Warm > cfg.HTTP.MaxSessions:
 		return fmt.Errorf("--warm %d is more than --max-sessions %d: the extra containers could never be used; lower --warm or raise --max-sessions", w.Warm, cfg.HTTP.MaxSessions)
+	}
+	return nil
+}
+
+// resolveFilesOnHost sets Config.FilesOnPodmanHost from
+// --files-on-podman-host: auto keeps the files on a Podman host reached
+// over ssh, which cannot see this machine's.
+func resolveFilesOnHost(w *workspace.Config, value string) error {
+	switch strings.ToLower(value) {
+	case "auto":
+		w.FilesOnPodmanHost = strings.HasPrefix(w.PodmanURL, "ssh://")
+	case "yes", "true", "1":
+		w.FilesOnPodmanHost = true
+	case "no", "false", "0":
+		w.FilesOnPodmanHost = false
+	default:
+		return fmt.Errorf("--files-on-podman-host %q: want auto, yes or no", value)
 	}
 	return nil
 }

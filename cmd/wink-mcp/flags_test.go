@@ -39,6 +39,33 @@ func TestContainerHostWinsOverPodmanBaseURL(t *testing.T) {
 	}
 }
 
+// ssh:// keeps the session's files on the Podman host unless told not to,
+// and a mount then is refused naming both options.
+func TestFilesOnPodmanHostFollowTheURL(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"--podman-url", "unix:///run/podman/podman.sock"}, false},
+		{[]string{"--podman-url", "ssh://root@h/run/podman/podman.sock"}, true},
+		{[]string{"--podman-url", "ssh://root@h/run/podman/podman.sock", "--files-on-podman-host", "no"}, false},
+		{[]string{"--podman-url", "tcp://h:1", "--files-on-podman-host", "yes"}, true},
+	} {
+		cfg, _, err := parseServeFlags(tt.args, env(nil), io.Discard)
+		if err != nil || cfg.Workspace.FilesOnPodmanHost != tt.want {
+			t.Errorf("%v: files on the Podman host %v (%v), want %v", tt.args, cfg.Workspace.FilesOnPodmanHost, err, tt.want)
+		}
+	}
+	_, _, err := parseServeFlags([]string{"--podman-url", "ssh://root@h/s", "--mount", "/tmp:t:copy"}, env(nil), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--mount") || !strings.Contains(err.Error(), "--files-on-podman-host") {
+		t.Errorf("a mount over ssh: %v", err)
+	}
+	if _, _, err := parseServeFlags([]string{"--files-on-podman-host", "maybe"}, env(nil), io.Discard); err == nil || !strings.Contains(err.Error(), "auto, yes or no") {
+		t.Errorf("--files-on-podman-host maybe: %v", err)
+	}
+}
+
 func TestBadSettingsAreNamed(t *testing.T) {
 	tests := []struct {
 		name    string

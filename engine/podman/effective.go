@@ -46,15 +46,20 @@ func checkEffective(spec engine.Spec, data *define.InspectContainerData) error {
 		want(hc.CpuShares == cpuShares, "CPU shares %d, want %d", hc.CpuShares, cpuShares)
 	}
 
-	expected := map[string]bool{spec.Root: true, engine.AgentPath: false} // destination → writable
+	expected := map[string]bool{spec.Root: true} // destination → writable
+	if !spec.CopyAgent {
+		expected[engine.AgentPath] = false
+	}
 	for _, m := range spec.Mounts {
 		expected[m.Destination] = !m.ReadOnly
 	}
 	for _, m := range data.Mounts {
 		rw, ok := expected[m.Destination]
 		switch {
-		case m.Type == "volume":
+		case m.Type == "volume" && (m.Destination != spec.Root || m.Name != spec.WorkspaceVolume || spec.WorkspaceVolume == ""):
 			want(false, "a volume %q at %s, want none (an image's VOLUME?)", m.Name, m.Destination)
+		case m.Type != "volume" && m.Destination == spec.Root && spec.WorkspaceVolume != "":
+			want(false, "%s is a %s mount of %s, want the volume %s", m.Destination, m.Type, m.Source, spec.WorkspaceVolume)
 		case !ok:
 			want(false, "an unexpected mount of %s at %s", m.Source, m.Destination)
 		case m.RW && !rw:

@@ -129,7 +129,7 @@ func (e *Engine) SettledHost(ctx context.Context) (_ engine.HostFacts, err error
 	h := &engine.HostFacts{Markers: changes.KernelMarkers}
 	if info.Host != nil {
 		h.Rootless, h.SELinux = info.Host.Security.Rootless, info.Host.Security.SELinuxEnabled
-		h.Cgroups = info.Host.CgroupsVersion
+		h.Cgroups, h.Arch = info.Host.CgroupsVersion, info.Host.Arch
 		h.Unlimitable = unlimitable(h.Rootless, h.Cgroups, info.Host.CgroupControllers)
 	}
 	if h.Rootless {

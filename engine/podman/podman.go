@@ -45,6 +45,10 @@ type Engine struct {
 	// asking lets one caller at a time ask for the host facts, so a burst
 	// of first sessions asks the service once, not once each.
 	asking sync.Mutex
+	// agentMu guards agentImages: by workspace image and agent binary, the
+	// image made with the agent copied in (see remote.go).
+	agentMu     sync.Mutex
+	agentImages map[string]string
 }
 
 // Options say which Podman service an Engine drives, and how.
@@ -227,9 +231,20 @@ func (e *Engine) imageExists(ctx context.Context, image string) (exists bool, er
 	return exists, nil
 }
 
-// Create creates the container described by spec. On SELinux hosts, bind
-// mounts are relabelled so the container may read them.
+// Create creates the container described by spec: from an image with the
+// agent copied in, and on its workspace volume, when spec asks. On SELinux
+// hosts, bind mounts are relabelled so the container may read them.
 func (e *Engine) Create(ctx context.Context, spec engine.Spec) (err error) {
+	if spec.CopyAgent {
+		if spec.Image, err = e.agentImage(ctx, spec.Image, spec.AgentBinary, spec.Labels); err != nil {
+			return err
+		}
+	}
+	if spec.WorkspaceVolume != "" {
+		if err := e.ensureVolume(ctx, spec); err != nil {
+			return err
+		}
+	}
 	c, end, err := e.call(ctx)
 	if err != nil {
 		return err
@@ -321,12 +336,20 @@ func (e *Engine) List(ctx context.Context, managedLabel string) (_ []engine.List
 		return nil, fmt.Errorf("listing containers: %w", err)
 	}
 	out := make([]engine.Listed, 0, len(found))
+	names := map[string]bool{}
 	for _, f := range found {
 		if len(f.Names) > 0 {
 			out = append(out, engine.Listed{Name: f.Names[0], Labels: f.Labels})
+			names[f.Names[0]] = true
 		}
 	}
-	return out, nil
+	vols, err := e.listVolumes(ctx, managedLabel)
+	for _, v := range vols {
+		if !names[v.Name] {
+			out = append(out, v)
+		}
+	}
+	return out, err
 }
 
 // isStatus reports whether err is a Podman API error with this HTTP status.

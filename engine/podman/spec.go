@@ -67,11 +67,17 @@ func podmanSpec(c engine.Spec) *specgen.SpecGenerator {
 		{Type: "nproc", Soft: c.NprocLimit, Hard: c.NprocLimit},
 	}
 	s.Mounts = []spec.Mount{
-		{Type: "bind", Source: c.WorkspaceDir, Destination: c.Root, Options: []string{"rw", "nosuid", "nodev"}},
-		{Type: "bind", Source: c.AgentBinary, Destination: engine.AgentPath, Options: []string{"ro", "nosuid", "nodev"}},
 		// "U" makes the container user own the tmpfs: runc resets a tmpfs to
 		// the mode of the image's /tmp, which may be root's 0755.
 		{Type: "tmpfs", Source: "tmpfs", Destination: "/tmp", Options: []string{"rw", "nosuid", "nodev", fmt.Sprintf("size=%d", c.TmpBytes), "mode=1777", "U"}},
+	}
+	if c.WorkspaceVolume != "" {
+		s.Volumes = []*specgen.NamedVolume{{Name: c.WorkspaceVolume, Dest: c.Root, Options: []string{"rw", "nosuid", "nodev"}}}
+	} else {
+		s.Mounts = append(s.Mounts, spec.Mount{Type: "bind", Source: c.WorkspaceDir, Destination: c.Root, Options: []string{"rw", "nosuid", "nodev"}})
+	}
+	if !c.CopyAgent {
+		s.Mounts = append(s.Mounts, spec.Mount{Type: "bind", Source: c.AgentBinary, Destination: engine.AgentPath, Options: []string{"ro", "nosuid", "nodev"}})
 	}
 	for _, m := range c.Mounts {
 		if m.ReadOnly {

@@ -112,3 +112,34 @@ func TestSpecWithoutCgroupLimits(t *testing.T) {
 		t.Errorf("only the CPU limit is off, yet a missing memory limit passed: %v", err)
 	}
 }
+
+// With the files on the Podman host, /workspace is the session's volume and
+// nothing of this machine is mounted; the check accepts that volume alone.
+func TestSpecWithTheFilesOnThePodmanHost(t *testing.T) {
+	spec := engine.Spec{User: "65534:65534", Root: "/workspace", WorkspaceVolume: "wink-x", CopyAgent: true,
+		AgentBinary: "/bin/wink", Limits: testLimits}
+	s := podmanSpec(spec)
+	for _, m := range s.Mounts {
+		if m.Type == "bind" {
+			t.Errorf("a bind mount of %s at %s", m.Source, m.Destination)
+		}
+	}
+	if len(s.Volumes) != 1 || s.Volumes[0].Name != "wink-x" || s.Volumes[0].Dest != "/workspace" {
+		t.Errorf("volumes %+v, want wink-x at /workspace", s.Volumes)
+	}
+	d := inspected(spec)
+	d.Mounts = []define.InspectMount{{Type: "volume", Name: "wink-x", Destination: "/workspace", RW: true}}
+	if err := checkEffective(spec, d); err != nil {
+		t.Errorf("the session's volume was refused: %v", err)
+	}
+	for name, m := range map[string]define.InspectMount{
+		"another volume at /workspace": {Type: "volume", Name: "other", Destination: "/workspace", RW: true},
+		"a bind at /workspace":         {Type: "bind", Source: "/c/w", Destination: "/workspace", RW: true},
+		"the agent bound in":           {Type: "bind", Source: "/bin/wink", Destination: engine.AgentPath},
+	} {
+		d.Mounts = []define.InspectMount{m}
+		if err := checkEffective(spec, d); !errors.Is(err, engine.ErrSettingsDrift) {
+			t.Errorf("%s: %v, want it refused", name, err)
+		}
+	}
+}

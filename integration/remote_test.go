@@ -1,0 +1,133 @@
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// remoteHost is the second Podman host `make setup` makes: a Podman
+// service in its own network and mount namespaces, which does not see this
+// machine's files, reached over ssh with a key.
+type remoteHost struct {
+	url, key string
+}
+
+var remote struct {
+	once sync.Once
+	host *remoteHost
+	why  string
+}
+
+// needRemote returns the remote host, or skips the test without one (fails
+// it when CI is set: a broken set-up must not pass as green).
+func needRemote(t *testing.T) *remoteHost {
+	t.Helper()
+	remote.once.Do(func() {
+		r := &remoteHost{
+			url: envOr("WINK_REMOTE_URL", "ssh://root@10.231.0.2:22/run/wink-remote/podman.sock"),
+			key: envOr("WINK_REMOTE_KEY", "/var/lib/wink-remote/id_ed25519"),
+		}
+		if out, err := r.podman("image", "exists", testImage); err != nil {
+			remote.why = "the remote Podman host does not answer at " + r.url + " or lacks " + testImage + ": " + err.Error() + " " + out
+			return
+		}
+		remote.host = r
+	})
+	if remote.host == nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI is set and the remote Podman host is not usable: %s; run `make setup`", remote.why)
+		}
+		t.Skipf("the remote Podman host is not usable (%s); run `make setup`", remote.why)
+	}
+	return remote.host
+}
+
+// podman runs the podman CLI against the remote service.
+func (r *remoteHost) podman(args ...string) (string, error) {
+	out, err := exec.Command("podman", append([]string{"--url", r.url, "--identity", r.key}, args...)...).CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// named lists the remote containers or volumes whose names start with prefix-.
+func (r *remoteHost) named(t *testing.T, kind, prefix string) []string {
+	t.Helper()
+	args := []string{"ps", "-a", "--filter", "name=^" + prefix + "-", "--format", "{{.Names}}"}
+	if kind == "volume" {
+		args = []string{"volume", "ls", "--filter", "name=^" + prefix + "-", "--format", "{{.Name}}"}
+	}
+	out, err := r.podman(args...)
+	if err != nil {
+		t.Fatalf("podman %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return strings.Fields(out)
+}
+
+func (r *remoteHost) removeAll(t *testing.T, prefix string) {
+	for _, name := range r.named(t, "container", prefix) {
+		_, _ = r.podman("rm", "-f", "-t", "0", name)
+	}
+	for _, name := range r.named(t, "volume", prefix) {
+		_, _ = r.podman("volume", "rm", "-f", name)
+	}
+}
+
+// A Podman host reached over ssh that cannot see this machine's files
+// serves every tool on every transport: the agent is copied into an image
+// there, /workspace is a volume there, nothing of this machine is mounted
+// into the container, and ending the session removes its container and its
+// volume.
+func TestRemotePodman(t *testing.T) {
+	r := needRemote(t)
+	eachTransport(t, func(t *testing.T, tr string) {
+		p := start(t, startOptions{transport: tr, remote: r, args: []string{"--disk-limit", "0", "--warm", "0"}})
+		fileToolsScenario(t, p)
+		name := p.container()
+		out, err := r.podman("inspect", "--format",
+			"{{.ImageName}} {{range .Mounts}}{{.Type}}:{{.Name}}:{{.Destination}} {{end}}{{.HostConfig.NetworkMode}} {{.HostConfig.Memory}} {{.HostConfig.PidsLimit}}", name)
+		if err != nil {
+			t.Fatalf("podman inspect: %v: %s", err, out)
+		}
+		fields := strings.Fields(out)
+		if !strings.HasPrefix(fields[0], "localhost/wink-agent:") {
+			t.Errorf("the container's image is %s, want one made with the agent copied in", fields[0])
+		}
+		if !strings.Contains(out, "volume:"+name+":/workspace") || strings.Contains(out, "bind:") {
+			t.Errorf("mounts %q: want the session's volume at /workspace and no bind mount", out)
+		}
+		if !strings.HasSuffix(out, "none 1073741824 256") {
+			t.Errorf("network, memory and pids %q, want none 1073741824 256", out)
+		}
+		if left, _ := filepath.Glob(filepath.Join(p.cache, "instances", "*", "sessions", "*", "workspace")); len(left) > 0 {
+			t.Errorf("session files on this machine: %v", left)
+		}
+		p.endSession()
+		gone := func() bool { return len(r.named(t, "container", p.prefix))+len(r.named(t, "volume", p.prefix)) == 0 }
+		if tr == "stdio" {
+			if !gone() {
+				t.Errorf("left on the remote host: containers %v, volumes %v", r.named(t, "container", p.prefix), r.named(t, "volume", p.prefix))
+			}
+			return
+		}
+		waitUntil(t, 30*time.Second, "the session's container and volume to go", gone)
+	})
+}
+
+// doctor, pointed at the remote host, tries a real container there and
+// says that the disk limit is not enforced.
+func TestRemotePodmanDoctor(t *testing.T) {
+	r := needRemote(t)
+	out, code := doctor(t, "--image", testImage, "--podman-url", r.url, "--podman-identity", r.key, "--name-prefix", "wt"+randomHex(4))
+	if code != 0 {
+		t.Fatalf("doctor against the remote host exited %d:\n%s", code, out)
+	}
+	for _, want := range []string{"a volume on the Podman host", "started in"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor's output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package workspace
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/engine"
+)
+
+// With the files on the Podman host, a session's /workspace is a volume
+// there that outlives idle cleanup and goes with the session, the agent is
+// copied rather than mounted, and nothing of the session's files is on
+// this machine.
+func TestFilesOnPodmanHostLiveInAVolume(t *testing.T) {
+	m, eng, _ := newTestManager(t, func(c *Config) {
+		c.FilesOnPodmanHost = true
+		c.IdleTimeout = 100 * time.Millisecond
+	})
+	s, _ := m.Session("remote")
+	if _, err := s.WriteFile(ctx, "a.txt", "kept"); err != nil {
+		t.Fatal(err)
+	}
+	name := s.Info().Name
+	eng.mu.Lock()
+	spec := eng.containers[name].spec
+	eng.mu.Unlock()
+	if spec.WorkspaceVolume != name || spec.WorkspaceDir != "" || !spec.CopyAgent {
+		t.Errorf("spec: volume %q, dir %q, copy agent %v; want the volume %q, no directory, the agent copied",
+			spec.WorkspaceVolume, spec.WorkspaceDir, spec.CopyAgent, name)
+	}
+	if _, err := os.Stat(s.workspaceDir()); !os.IsNotExist(err) {
+		t.Errorf("a workspace directory on this machine: %v", err)
+	}
+	waitFor(t, "idle cleanup", func() bool { return eng.count() == 0 })
+	if eng.volume(name) == "" {
+		t.Fatal("idle cleanup removed the workspace volume")
+	}
+	if got, err := s.ReadFile(ctx, "a.txt", 0, 100); err != nil || !strings.Contains(got.Content, "kept") {
+		t.Errorf("after idle cleanup a.txt reads %q, %v", got.Content, err)
+	}
+	m.EndSession(ctx, "remote")
+	if eng.volume(name) != "" {
+		t.Error("the workspace volume outlived its session")
+	}
+}
+
+// A sweep removes the workspace volumes of dead instances, with or without
+// their containers.
+func TestSweepRemovesOrphanVolumes(t *testing.T) {
+	m, eng, _ := newTestManager(t, func(c *Config) { c.FilesOnPodmanHost = true })
+	dead, err := newInstance(m.cfg.CacheDir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead.lock.Close()
+	eng.mu.Lock()
+	eng.volumes["wink-orphan"] = t.TempDir()
+	eng.listed = []engine.Listed{{Name: "wink-orphan", Labels: ownerLabels(dead, "0123456789abcdef")}}
+	eng.mu.Unlock()
+	if _, err := m.SweepOrphans(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if eng.volume("wink-orphan") != "" {
+		t.Error("the orphan volume is left")
+	}
+}
+
+// What needs this machine's files is refused, naming the option and why.
+func TestFilesOnPodmanHostRefusesWhatNeedsLocalFiles(t *testing.T) {
+	for name, mutate := range map[string]func(c *Config){
+		"--mount":             func(c *Config) { c.Mounts = []Mount{{HostPath: "/srv/p", Path: "p", Mode: MountCopy}} },
+		"--mount-roots":       func(c *Config) { c.MountRoots, c.AllowedRoots = true, []string{"/srv"} },
+		"--keep-session-dirs": func(c *Config) { c.KeepSessionDirs = true },
+	} {
+		c := DefaultConfig()
+		c.FilesOnPodmanHost = true
+		mutate(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "--files-on-podman-host") {
+			t.Errorf("%s with the files on the Podman host: %v", name, err)
+		}
+	}
+}
