@@ -154,6 +154,13 @@ type Engine interface {
 	// List returns every container, and every workspace volume, with the
 	// label managedLabel=true; a volume's container may be gone.
 	List(ctx context.Context, managedLabel string) ([]Listed, error)
+	// CopyIn extracts the tar archive r into the directory dir of the
+	// container, created or running.
+	CopyIn(ctx context.Context, name, dir string, r io.Reader) error
+	// CopyOut writes a tar archive of path in the container to w; its
+	// entries are named from path's last element. A missing path wraps
+	// fs.ErrNotExist.
+	CopyOut(ctx context.Context, name, path string, w io.Writer) error
 	// OpenChannel starts `wink-mcp relay` in the container and returns a
 	// stream to its agent. Closing the stream ends the relay.
 	OpenChannel(ctx context.Context, name string) (io.ReadWriteCloser, error)

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/tools"
 )
 
 // remoteHost is the second Podman host `make setup` makes: a Podman
@@ -129,5 +132,61 @@ func TestRemotePodmanDoctor(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor's output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// A copy mount on a Podman host that cannot see the folder: its files are
+// uploaded, owned by the container user; workspace_changes and the patch
+// exported when the session ends read the session's copy brought back from
+// that host; the folder itself is never touched.
+func TestRemotePodmanCopyMountAndExport(t *testing.T) {
+	r := needRemote(t)
+	root := t.TempDir()
+	folder := filepath.Join(root, "proj")
+	must(t, os.MkdirAll(filepath.Join(folder, "sub"), 0o755))
+	for name, content := range map[string]string{"a.txt": "one\n", "gone.txt": "bye\n", "sub/keep.txt": "keep\n"} {
+		must(t, os.WriteFile(filepath.Join(folder, name), []byte(content), 0o644))
+	}
+	before := hostManifest(t, folder)
+	exportDir := t.TempDir()
+	p := start(t, startOptions{remote: r, args: []string{"--disk-limit", "0", "--warm", "0",
+		"--allowed-root", root, "--mount", folder + ":proj:copy", "--export-on-exit", exportDir}})
+	if ls := p.run("sh", "-c", "stat -c '%u %n' proj proj/a.txt proj/sub/keep.txt"); ls.Stdout != "65534 proj\n65534 proj/a.txt\n65534 proj/sub/keep.txt\n" {
+		t.Errorf("the uploaded copy: %q %q", ls.Stdout, ls.Stderr)
+	}
+	if res := p.run("sh", "-c", "echo two >> proj/a.txt && echo new > proj/b.txt && rm proj/gone.txt && mkdir -p proj/deep && echo x > proj/deep/c"); res.ExitCode != 0 {
+		t.Fatalf("editing the copy: %+v", res)
+	}
+	var changes tools.WorkspaceChangesResult
+	res := p.call("workspace_changes", nil)
+	if res.IsError {
+		t.Fatal(textOf(res))
+	}
+	decodeStructured(t, res, &changes)
+	got := map[string]string{}
+	for _, c := range changes.Changes {
+		got[c.Path] = c.Status
+	}
+	want := map[string]string{"proj/a.txt": "modified", "proj/b.txt": "created", "proj/gone.txt": "deleted", "proj/deep/c": "created"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("workspace_changes %v, want %v", got, want)
+	}
+	p.endSession() // over stdio: the server has exported and exited
+	patches, _ := filepath.Glob(filepath.Join(exportDir, "*", "proj.patch"))
+	if len(patches) != 1 {
+		t.Fatalf("exported %v, want one proj.patch\n%s", patches, p.logs.String())
+	}
+	patch, err := os.ReadFile(patches[0])
+	must(t, err)
+	for _, part := range []string{"+two", "b.txt", "deep/c", "deleted file mode", "gone.txt"} {
+		if !strings.Contains(string(patch), part) {
+			t.Errorf("the patch lacks %q:\n%s", part, patch)
+		}
+	}
+	if after := hostManifest(t, folder); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("the host folder changed: %v, was %v", after, before)
+	}
+	if left := append(r.named(t, "container", p.prefix), r.named(t, "volume", p.prefix)...); len(left) > 0 {
+		t.Errorf("left on the remote host: %v", left)
 	}
 }

@@ -86,6 +86,13 @@ func (s *Session) Diff(ctx context.Context, prefix string) (DiffResult, error) {
 // change, keeping those under prefix (a workspace path, "" for all).
 func (s *Session) eachFolder(ctx context.Context, prefix string, f func(MountInfo, *changes.Folder, []changes.Change) error) error {
 	defer s.enter()()
+	if s.m.cfg.FilesOnPodmanHost && len(s.Info().Mounts) > 0 {
+		done, err := s.pullCopies(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+	}
 	for _, mi := range s.Info().Mounts {
 		if prefix != "" && !overlaps(mi.Path, prefix) {
 			continue

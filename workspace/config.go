@@ -159,8 +159,11 @@ func (c Config) Validate() error {
 	check(c.Warm == 0 || !c.KeepSessionDirs, "--warm %d cannot serve --keep-session-dirs: a kept directory is named after its session, which a pooled container's is not; drop one of them", c.Warm)
 	const onPodmanHost = "cannot serve a Podman service whose host does not share this machine's files " +
 		"(--files-on-podman-host, the default for ssh:// URLs): "
-	check(!c.FilesOnPodmanHost || len(c.Mounts) == 0, "--mount %s"+
-		"the folder is not there. Drop the mounts, or use a Podman service on this machine", onPodmanHost)
+	for _, mt := range c.Mounts {
+		check(!c.FilesOnPodmanHost || mt.Mode == MountCopy, "--mount %s as an overlay or read-only mount %s"+
+			"the folder is not there. Mount it as a copy (add the option copy), which is uploaded, or use a Podman service on this machine",
+			mt.HostPath, onPodmanHost)
+	}
 	check(!c.FilesOnPodmanHost || !c.MountRoots, "--mount-roots %s"+
 		"the client's roots are not there. Drop --mount-roots, or use a Podman service on this machine", onPodmanHost)
 	check(!c.FilesOnPodmanHost || !c.KeepSessionDirs, "--keep-session-dirs %s"+

@@ -25,8 +25,9 @@ type copyEntry struct {
 
 // copyMount copies a copy mount's files into the session: first into its
 // base directory, which keeps them as they were for the session's diff,
-// then into the workspace at the mount's path, owned by uid:gid. It checks
-// the whole selection against MaxBytes before copying anything.
+// then, unless ws is nil, into the workspace at the mount's path, owned by
+// uid:gid. It checks the whole selection against MaxBytes before copying
+// anything.
 func copyMount(m sessionMount, ws *os.Root, uid, gid int) error {
 	entries, err := selectCopy(m)
 	if err != nil {
@@ -44,14 +45,16 @@ func copyMount(m sessionMount, ws *os.Root, uid, gid int) error {
 		return err
 	}
 	defer base.Close()
-	if err := makeMountPoint(ws, m.Path, uid, gid); err != nil {
-		return err
+	var dst *os.Root
+	if ws != nil {
+		if err := makeMountPoint(ws, m.Path, uid, gid); err != nil {
+			return err
+		}
+		if dst, err = ws.OpenRoot(m.Path); err != nil {
+			return err
+		}
+		defer dst.Close()
 	}
-	dst, err := ws.OpenRoot(m.Path)
-	if err != nil {
-		return err
-	}
-	defer dst.Close()
 	owner := func(*os.Root, string) error { return nil }
 	if os.Geteuid() == 0 {
 		owner = func(r *os.Root, name string) error { return r.Lchown(name, uid, gid) }
@@ -59,6 +62,9 @@ func copyMount(m sessionMount, ws *os.Root, uid, gid int) error {
 	for _, e := range entries {
 		if err := copyOne(e, base, nil); err != nil {
 			return err
+		}
+		if dst == nil {
+			continue
 		}
 		// The workspace's copy is made from the base, so the two are the
 		// same even if the host file changes meanwhile.

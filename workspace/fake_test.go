@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -174,6 +175,30 @@ func (f *fakeEngine) RemoveWorkspace(_ context.Context, name string) error {
 		return os.RemoveAll(dir)
 	}
 	return nil
+}
+
+func (f *fakeEngine) CopyIn(_ context.Context, name, dir string, r io.Reader) error {
+	root, err := os.OpenRoot(f.containerPath(name, dir))
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return extractTar(r, root, 1<<30)
+}
+
+func (f *fakeEngine) CopyOut(_ context.Context, name, p string, w io.Writer) error {
+	src := f.containerPath(name, p)
+	if _, err := os.Lstat(src); err != nil {
+		return err
+	}
+	return writeCopyTar(w, src, path.Base(p), os.Getuid(), os.Getgid())
+}
+
+// containerPath maps a path under Root in a container to its volume's directory.
+func (f *fakeEngine) containerPath(name, p string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return filepath.Join(f.volumes[f.containers[name].spec.WorkspaceVolume], strings.TrimPrefix(p, Root))
 }
 
 // volume returns the directory of a workspace volume, or "" when there is none.

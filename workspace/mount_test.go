@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,11 +156,23 @@ func TestCopyMountHonoursFiltersAndBudget(t *testing.T) {
 	}
 }
 
+// A copy mount's changes, diff and exported patch, with the session's
+// files here and on the Podman host (where the copy is uploaded and brought
+// back to be read).
 func TestCopyMountChangesDiffAndExport(t *testing.T) {
+	for _, onPodmanHost := range []bool{false, true} {
+		t.Run(fmt.Sprintf("files on the Podman host %v", onPodmanHost), func(t *testing.T) {
+			testCopyMountChangesDiffAndExport(t, onPodmanHost)
+		})
+	}
+}
+
+func testCopyMountChangesDiffAndExport(t *testing.T, onPodmanHost bool) {
 	root, folder := hostTree(t, map[string]string{"a.txt": "one\ntwo\n", "gone.txt": "bye\n", "sub/keep.txt": "keep\n"})
 	exportDir := t.TempDir()
 	m, _, _ := newTestManager(t, func(c *Config) {
 		c.Mounts, c.AllowedRoots, c.ExportDir = []Mount{{HostPath: folder, Mode: MountCopy}}, []string{root}, exportDir
+		c.FilesOnPodmanHost = onPodmanHost
 	})
 	s, _ := m.Session("s")
 	if changes, err := s.Changes(ctx, ""); err != nil || len(changes) != 0 {

@@ -70,7 +70,8 @@ func TestSweepRemovesOrphanVolumes(t *testing.T) {
 // What needs this machine's files is refused, naming the option and why.
 func TestFilesOnPodmanHostRefusesWhatNeedsLocalFiles(t *testing.T) {
 	for name, mutate := range map[string]func(c *Config){
-		"--mount":             func(c *Config) { c.Mounts = []Mount{{HostPath: "/srv/p", Path: "p", Mode: MountCopy}} },
+		"--mount":             func(c *Config) { c.Mounts = []Mount{{HostPath: "/srv/p", Path: "p", Mode: MountOverlay}} },
+		"--mount /srv/q":      func(c *Config) { c.Mounts = []Mount{{HostPath: "/srv/q", Path: "q", Mode: MountReadOnly}} },
 		"--mount-roots":       func(c *Config) { c.MountRoots, c.AllowedRoots = true, []string{"/srv"} },
 		"--keep-session-dirs": func(c *Config) { c.KeepSessionDirs = true },
 	} {

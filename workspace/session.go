@@ -43,7 +43,10 @@ type Session struct {
 
 	// mu serialises the container's lifecycle: concurrent first calls wait
 	// for one creation instead of racing to make two containers.
-	mu      sync.Mutex
+	mu sync.Mutex
+	// pullMu serialises bringing a session's copies back from the Podman
+	// host and reading them (Config.FilesOnPodmanHost).
+	pullMu  sync.Mutex
 	client  *wire.Client
 	stream  io.Closer
 	created bool // a container exists (or existed until it died) for this session
@@ -174,6 +177,14 @@ func (s *Session) Reset(ctx context.Context) (ContainerInfo, error) {
 	}
 	start := time.Now()
 	had := s.created
+	exportNow := s.m.cfg.ExportDir != "" && len(s.mounts) > 0
+	if exportNow && s.m.cfg.FilesOnPodmanHost {
+		// The copies are on the Podman host: bring them back while a container holds them.
+		if err := s.pullForExportLocked(ctx); err != nil {
+			s.m.log.Error("exporting the session's changes failed", "session", s.hash, "err", err)
+			exportNow = false
+		}
+	}
 	if err := s.removeLocked(ctx); err != nil {
 		return s.infoLocked(), err
 	}
@@ -330,11 +341,15 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	}
 	user, keepID := m.identity(host.Rootless, s)
 	s.user = user
-	if !m.cfg.FilesOnPodmanHost {
+	uid, gid := parseUser(user)
+	if m.cfg.FilesOnPodmanHost {
+		if err := copyBases(s.mounts); err != nil {
+			return nil, err
+		}
+	} else {
 		if err := m.prepareWorkspaceDir(s.workspaceDir(), user); err != nil {
 			return nil, err
 		}
-		uid, gid := parseUser(user)
 		if err := prepareMounts(s.workspaceDir(), s.mounts, uid, gid); err != nil {
 			return nil, err
 		}
@@ -363,6 +378,9 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 		if err = m.eng.Remove(ctx, s.name); err == nil {
 			err = m.eng.Create(ctx, spec)
 		}
+	}
+	if err == nil && m.cfg.FilesOnPodmanHost {
+		err = s.uploadCopiesLocked(ctx, uid, gid)
 	}
 	if err != nil {
 		return fail(err)
@@ -479,6 +497,14 @@ func (s *Session) end(ctx context.Context) {
 	s.ended = true
 	start := time.Now()
 	had := s.created
+	exportNow := s.m.cfg.ExportDir != "" && len(s.mounts) > 0
+	if exportNow && s.m.cfg.FilesOnPodmanHost {
+		// The copies are on the Podman host: bring them back while a container holds them.
+		if err := s.pullForExportLocked(ctx); err != nil {
+			s.m.log.Error("exporting the session's changes failed", "session", s.hash, "err", err)
+			exportNow = false
+		}
+	}
 	if err := s.removeLocked(ctx); err != nil {
 		s.m.log.Warn("removing container at session end failed; retrying in the background", "session", s.hash, "container", s.name, "err", err)
 		s.m.removeLater(s.name)
@@ -488,7 +514,7 @@ func (s *Session) end(ctx context.Context) {
 			s.m.removeLater(s.name)
 		}
 	}
-	if s.m.cfg.ExportDir != "" && len(s.mounts) > 0 {
+	if exportNow {
 		s.exportOnEnd(ctx, time.Now())
 	}
 	if s.m.cfg.KeepSessionDirs {

@@ -60,6 +60,7 @@ type sessionMount struct {
 	fromRoot bool
 	markers  changes.Markers // the overlay driver, for overlay mounts
 	ignored  bool            // patches include new files the folder ignores
+	uploaded bool            // a copy's files are in the Podman host's volume (Config.FilesOnPodmanHost)
 }
 
 func (m sessionMount) info(sessionDir string) MountInfo {

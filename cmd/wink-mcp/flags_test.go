@@ -57,9 +57,13 @@ func TestFilesOnPodmanHostFollowTheURL(t *testing.T) {
 			t.Errorf("%v: files on the Podman host %v (%v), want %v", tt.args, cfg.Workspace.FilesOnPodmanHost, err, tt.want)
 		}
 	}
-	_, _, err := parseServeFlags([]string{"--podman-url", "ssh://root@h/s", "--mount", "/tmp:t:copy"}, env(nil), io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "--mount") || !strings.Contains(err.Error(), "--files-on-podman-host") {
-		t.Errorf("a mount over ssh: %v", err)
+	dir := t.TempDir()
+	_, _, err := parseServeFlags([]string{"--podman-url", "ssh://root@h/s", "--allowed-root", dir, "--mount", dir + ":t"}, env(nil), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--mount") || !strings.Contains(err.Error(), "--files-on-podman-host") || !strings.Contains(err.Error(), "copy") {
+		t.Errorf("an overlay mount over ssh: %v", err)
+	}
+	if _, _, err := parseServeFlags([]string{"--podman-url", "ssh://root@h/s", "--allowed-root", dir, "--mount", dir + ":t:copy"}, env(nil), io.Discard); err != nil {
+		t.Errorf("a copy mount over ssh: %v", err)
 	}
 	if _, _, err := parseServeFlags([]string{"--files-on-podman-host", "maybe"}, env(nil), io.Discard); err == nil || !strings.Contains(err.Error(), "auto, yes or no") {
 		t.Errorf("--files-on-podman-host maybe: %v", err)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"strings"
@@ -108,7 +109,7 @@ func (e *Engine) agentSum(ctx context.Context, agent string) (string, error) {
 
 // makeAgentImage creates a container from base (never started), copies
 // the agent into it, and commits it as AgentImageRepo:tag.
-func (e *Engine) makeAgentImage(ctx context.Context, base, agent, tag string, labels map[string]string) error {
+func (e *Engine) makeAgentImage(ctx context.Context, base, agent, tag string, labels map[string]string) (err error) {
 	connCtx, err := e.connect(ctx)
 	if err != nil {
 		return err
@@ -200,6 +201,46 @@ func (e *Engine) ensureVolume(ctx context.Context, spec engine.Spec) (err error)
 		Options: map[string]string{"o": "uid=" + uid + ",gid=" + gid}}, nil)
 	if err != nil && !isStatus(err, http.StatusConflict) {
 		return fmt.Errorf("creating the workspace volume %s: %w", spec.WorkspaceVolume, err)
+	}
+	return nil
+}
+
+// CopyIn extracts the tar archive r into dir of the container name; like
+// a pull, it may take a while over a slow link.
+func (e *Engine) CopyIn(ctx context.Context, name, dir string, r io.Reader) (err error) {
+	connCtx, err := e.connect(ctx)
+	if err != nil {
+		return err
+	}
+	c, end := within(ctx, connCtx, e.pullTimeout)
+	defer end(&err)
+	copyIn, err := containers.CopyFromArchive(c, name, dir, r)
+	if err == nil {
+		err = copyIn()
+	}
+	if err != nil {
+		return fmt.Errorf("copying into %s:%s: %w", name, dir, err)
+	}
+	return nil
+}
+
+// CopyOut writes a tar archive of path in the container name to w.
+func (e *Engine) CopyOut(ctx context.Context, name, path string, w io.Writer) (err error) {
+	connCtx, err := e.connect(ctx)
+	if err != nil {
+		return err
+	}
+	c, end := within(ctx, connCtx, e.pullTimeout)
+	defer end(&err)
+	copyOut, err := containers.CopyToArchive(c, name, path, w)
+	if err == nil {
+		err = copyOut()
+	}
+	if isStatus(err, http.StatusNotFound) {
+		return fmt.Errorf("%s:%s: %w", name, path, fs.ErrNotExist)
+	}
+	if err != nil {
+		return fmt.Errorf("copying %s:%s out: %w", name, path, err)
 	}
 	return nil
 }
