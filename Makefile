@@ -8,7 +8,7 @@ export CGO_ENABLED := 0
 GO ?= go
 BIN := bin/wink-mcp
 
-.PHONY: setup build cross test fuzz reliability bench clean
+.PHONY: setup build cross dist test fuzz reliability bench rootless-v2 clean
 
 setup:
 	./scripts/setup.sh
@@ -17,14 +17,28 @@ setup:
 build:
 	$(GO) build -tags '$(TAGS)' -trimpath -o $(BIN) ./cmd/wink-mcp
 
-# The server also builds for macOS and Windows (a Podman machine or a remote
-# service runs the containers); these builds keep that from rotting.
+# The server for macOS and Windows (a Podman machine or a remote service
+# runs the containers): bin/wink-mcp-darwin-arm64 and
+# bin/wink-mcp-windows-amd64.exe, carrying the static Linux agents in
+# agents/ (package agents). `make test` builds them, with this machine's
+# agent only, so that they cannot rot; `make dist` first builds the agents
+# for amd64 and arm64.
 CROSS := darwin/arm64 windows/amd64
-cross:
+HOSTARCH := $(shell $(GO) env GOARCH)
+cross: build
+	cp $(BIN) agents/wink-mcp-linux-$(HOSTARCH)
 	@for target in $(CROSS); do \
-		echo "build for $$target"; \
-		GOOS=$${target%/*} GOARCH=$${target#*/} $(GO) build -tags '$(TAGS)' -trimpath -o /dev/null ./cmd/wink-mcp || exit 1; \
+		os=$${target%/*}; arch=$${target#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+		echo "build bin/wink-mcp-$$os-$$arch$$ext"; \
+		GOOS=$$os GOARCH=$$arch $(GO) build -tags '$(TAGS),embedagents' -trimpath -o bin/wink-mcp-$$os-$$arch$$ext ./cmd/wink-mcp || exit 1; \
 	done
+
+dist:
+	@for arch in amd64 arm64; do \
+		echo "build the linux/$$arch agent"; \
+		GOOS=linux GOARCH=$$arch $(GO) build -tags '$(TAGS)' -trimpath -o agents/wink-mcp-linux-$$arch ./cmd/wink-mcp || exit 1; \
+	done
+	$(MAKE) cross
 
 test: build cross
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
@@ -51,10 +65,16 @@ reliability: build
 	WINK_BIN=$(abspath $(BIN)) $(GO) test -tags '$(TAGS)' -count=1 -run '^TestReadmeReliabilitySection$$' ./integration -update
 
 clean:
-	rm -rf bin
+	rm -rf bin agents/wink-mcp-linux-*
 
 # Not part of `make test`: several minutes of load. Writes bench-results.json
 # and regenerates the README's Speed table from it.
 bench: build
 	$(GO) run -tags '$(TAGS)' ./cmd/wink-bench -bin $(abspath $(BIN))
 	$(GO) test -tags '$(TAGS)' -count=1 -run '^TestReadmeSpeedSection$$' ./cmd/wink-bench -update
+
+# Not part of `make test`: rootless Podman on cgroups v2, verified in a
+# Debian 12 VM under software emulation (10-30 minutes; see the README's
+# "Where it runs").
+rootless-v2:
+	./scripts/rootless-v2.sh

@@ -60,6 +60,11 @@ func NewManager(cfg Config, log *slog.Logger) (*Manager, error) {
 		return nil, err
 	}
 	bin, err := ResolveAgentBinary(cfg.AgentBinary)
+	if err != nil && cfg.FilesOnPodmanHost && cfg.AgentBinary == "" {
+		// This server's own binary cannot be the agent (a macOS or Windows
+		// build): the engine copies one this build carries, or says why not.
+		bin, err = "", nil
+	}
 	if err != nil {
 		return nil, err
 	}

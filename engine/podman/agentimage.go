@@ -2,21 +2,23 @@ package podman
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"strings"
 
 	"github.com/containers/podman/v5/pkg/bindings/containers"
 	"github.com/containers/podman/v5/pkg/bindings/images"
 	"github.com/containers/podman/v5/pkg/specgen"
 
+	"github.com/wink-mcp/wink-mcp/agents"
 	"github.com/wink-mcp/wink-mcp/engine"
 )
 
@@ -42,7 +44,7 @@ func (e *Engine) agentImage(ctx context.Context, base, agent string, labels map[
 	if image, ok := e.agentImages[key]; ok {
 		return image, nil
 	}
-	sum, err := e.agentSum(ctx, agent)
+	binary, sum, err := e.agentFor(ctx, agent)
 	if err != nil {
 		return "", err
 	}
@@ -62,7 +64,7 @@ func (e *Engine) agentImage(ctx context.Context, base, agent string, labels map[
 		return "", fmt.Errorf("checking image %s: %w", image, err)
 	}
 	if !exists {
-		if err := e.makeAgentImage(ctx, base, agent, tag, labels); err != nil {
+		if err := e.makeAgentImage(ctx, base, binary, tag, labels); err != nil {
 			return "", fmt.Errorf("copying the agent into an image made from %s on the Podman host: %w", base, err)
 		}
 		e.log.Info("made the agent image", "image", image, "from", base)
@@ -74,37 +76,60 @@ func (e *Engine) agentImage(ctx context.Context, base, agent string, labels map[
 	return image, nil
 }
 
-// agentSum checks that agent is a Linux executable for the service's
-// architecture and returns its SHA-256.
-func (e *Engine) agentSum(ctx context.Context, agent string) (string, error) {
+// agentFor returns the agent for the service's architecture (pickAgent).
+func (e *Engine) agentFor(ctx context.Context, path string) (agent []byte, sum string, err error) {
 	host, err := e.SettledHost(ctx)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
-	f, err := elf.Open(agent)
+	agent, err = pickAgent(path, host.Arch)
 	if err != nil {
-		return "", fmt.Errorf("the agent %s is not a Linux executable (%v); the Podman host runs Linux/%s: pass --agent-binary with a static linux/%s wink-mcp", agent, err, host.Arch, host.Arch)
+		return nil, "", err
 	}
-	arch := agentArch[f.Machine]
-	f.Close()
-	if arch != host.Arch {
-		return "", fmt.Errorf("the agent %s is built for linux/%s and the Podman host is linux/%s: pass --agent-binary with a static linux/%s wink-mcp", agent, arch, host.Arch, host.Arch)
+	h := sha256.Sum256(agent)
+	return agent, hex.EncodeToString(h[:]), nil
+}
+
+// pickAgent returns the agent for linux/arch: the binary at path when it
+// is a Linux executable for arch, else the one this build carries
+// (package agents).
+func pickAgent(path, arch string) ([]byte, error) {
+	why := "no agent binary is given"
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("reading the agent binary: %w", err)
+		}
+		switch got := elfArch(b); got {
+		case arch:
+			return b, nil
+		case "":
+			why = path + " is not a Linux executable"
+		default:
+			why = path + " is built for linux/" + got
+		}
 	}
-	r, err := os.Open(agent)
+	if b := agents.For(arch); b != nil {
+		return b, nil
+	}
+	return nil, fmt.Errorf("the Podman host is linux/%s and %s, nor does this build carry one: "+
+		"pass --agent-binary with a static linux/%s wink-mcp, or use a build made by `make dist`", arch, why, arch)
+}
+
+// elfArch returns the architecture of the ELF executable b, as Podman
+// names it, or "" when b is not one.
+func elfArch(b []byte) string {
+	f, err := elf.NewFile(bytes.NewReader(b))
 	if err != nil {
-		return "", err
+		return ""
 	}
-	defer r.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, r); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	defer f.Close()
+	return agentArch[f.Machine]
 }
 
 // makeAgentImage creates a container from base (never started), copies
 // the agent into it, and commits it as AgentImageRepo:tag.
-func (e *Engine) makeAgentImage(ctx context.Context, base, agent, tag string, labels map[string]string) (err error) {
+func (e *Engine) makeAgentImage(ctx context.Context, base string, agent []byte, tag string, labels map[string]string) (err error) {
 	connCtx, err := e.connect(ctx)
 	if err != nil {
 		return err
@@ -127,12 +152,15 @@ func (e *Engine) makeAgentImage(ctx context.Context, base, agent, tag string, la
 			e.log.Warn("removing the container the agent image was made from", "container", name, "err", rmErr)
 		}
 	}()
-	archive, werr := agentArchive(agent)
-	copyIn, err := containers.CopyFromArchive(c, name, "/", archive)
+	var archive bytes.Buffer
+	if err := writeAgentTar(&archive, agent); err != nil {
+		return err
+	}
+	copyIn, err := containers.CopyFromArchive(c, name, "/", &archive)
 	if err == nil {
 		err = copyIn()
 	}
-	if err = errors.Join(err, <-werr); err != nil {
+	if err != nil {
 		return fmt.Errorf("copying the agent into %s: %w", name, err)
 	}
 	_, err = containers.Commit(c, name, new(containers.CommitOptions).WithRepo(AgentImageRepo).WithTag(tag).
@@ -140,40 +168,19 @@ func (e *Engine) makeAgentImage(ctx context.Context, base, agent, tag string, la
 	return err
 }
 
-// agentArchive streams a tar of the directory of engine.AgentPath holding
-// the agent, owned by root and executable by all; the channel gets the
-// writer's error once the stream ends.
-func agentArchive(agent string) (io.Reader, <-chan error) {
-	r, w := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		err := writeAgentTar(w, agent)
-		w.CloseWithError(err)
-		done <- err
-	}()
-	return r, done
-}
-
-func writeAgentTar(w io.Writer, agent string) error {
-	f, err := os.Open(agent)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	dir := strings.TrimPrefix(engine.AgentPath[:strings.LastIndex(engine.AgentPath, "/")], "/")
+// writeAgentTar writes a tar of the directory of engine.AgentPath holding
+// agent, owned by root and executable by all.
+func writeAgentTar(w io.Writer, agent []byte) error {
+	dir := strings.TrimPrefix(path.Dir(engine.AgentPath), "/")
 	t := tar.NewWriter(w)
-	if err := t.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o755, ModTime: info.ModTime()}); err != nil {
+	if err := t.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o755}); err != nil {
 		return err
 	}
 	if err := t.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(engine.AgentPath, "/"), Mode: 0o755,
-		Size: info.Size(), ModTime: info.ModTime()}); err != nil {
+		Size: int64(len(agent))}); err != nil {
 		return err
 	}
-	if _, err := io.Copy(t, f); err != nil {
+	if _, err := t.Write(agent); err != nil {
 		return err
 	}
 	return t.Close()

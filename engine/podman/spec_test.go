@@ -2,7 +2,10 @@ package podman
 
 import (
 	"errors"
+	"os"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/containers/podman/v5/libpod/define"
@@ -140,6 +143,30 @@ func TestSpecWithTheFilesOnThePodmanHost(t *testing.T) {
 		d.Mounts = []define.InspectMount{m}
 		if err := checkEffective(spec, d); !errors.Is(err, engine.ErrSettingsDrift) {
 			t.Errorf("%s: %v, want it refused", name, err)
+		}
+	}
+}
+
+// The agent copied to a Podman host is a Linux executable for its
+// architecture; anything else is refused, saying what to pass.
+func TestPickAgent(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := runtime.GOARCH
+	if b, err := pickAgent(self, own); err != nil || len(b) == 0 {
+		t.Errorf("this test binary for linux/%s: %d bytes, %v", own, len(b), err)
+	}
+	other := map[string]string{"amd64": "arm64", "arm64": "amd64"}[own]
+	for path, want := range map[string]string{
+		self:          "is built for linux/" + own,
+		"/etc/passwd": "/etc/passwd is not a Linux executable",
+		"":            "no agent binary is given",
+	} {
+		_, err := pickAgent(path, other)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--agent-binary") || !strings.Contains(err.Error(), "make dist") {
+			t.Errorf("pickAgent(%q, %s) = %v, want it refused with %q", path, other, err, want)
 		}
 	}
 }

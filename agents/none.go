@@ -1,0 +1,6 @@
+//go:build !embedagents
+
+package agents
+
+// agent returns nil: this build carries no agents (see `make dist`).
+func agent(string) []byte { return nil }
