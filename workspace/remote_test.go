@@ -84,3 +84,34 @@ func TestFilesOnPodmanHostRefusesWhatNeedsLocalFiles(t *testing.T) {
 		}
 	}
 }
+
+// A reset on the Podman host empties the session's volume and gives the
+// next container a fresh copy of each copy mount.
+func TestResetWithTheFilesOnThePodmanHost(t *testing.T) {
+	root, folder := hostTree(t, map[string]string{"a.txt": "one\n"})
+	m, eng, _ := newTestManager(t, func(c *Config) {
+		c.Mounts, c.AllowedRoots, c.FilesOnPodmanHost = []Mount{{HostPath: folder, Mode: MountCopy}}, []string{root}, true
+	})
+	s, _ := m.Session("s")
+	for path, content := range map[string]string{"scratch.txt": "x", "proj/a.txt": "edited\n"} {
+		if _, err := s.WriteFile(ctx, path, content); err != nil {
+			t.Fatal(err)
+		}
+	}
+	name := s.Info().Name
+	if _, err := s.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if eng.volume(name) != "" {
+		t.Error("the reset kept the workspace volume")
+	}
+	if got, err := s.ReadFile(ctx, "proj/a.txt", 0, 100); err != nil || !strings.Contains(got.Content, "one") {
+		t.Errorf("after the reset proj/a.txt reads %q, %v; want the host's content", got.Content, err)
+	}
+	if _, err := s.ReadFile(ctx, "scratch.txt", 0, 100); err == nil {
+		t.Error("scratch.txt survived the reset")
+	}
+	if list, err := s.Changes(ctx, ""); err != nil || len(list) != 0 {
+		t.Errorf("changes after the reset: %v %v", list, err)
+	}
+}

@@ -177,16 +177,16 @@ func (s *Session) Reset(ctx context.Context) (ContainerInfo, error) {
 	}
 	start := time.Now()
 	had := s.created
-	exportNow := s.m.cfg.ExportDir != "" && len(s.mounts) > 0
-	if exportNow && s.m.cfg.FilesOnPodmanHost {
-		// The copies are on the Podman host: bring them back while a container holds them.
-		if err := s.pullForExportLocked(ctx); err != nil {
-			s.m.log.Error("exporting the session's changes failed", "session", s.hash, "err", err)
-			exportNow = false
-		}
-	}
 	if err := s.removeLocked(ctx); err != nil {
 		return s.infoLocked(), err
+	}
+	if s.m.cfg.FilesOnPodmanHost {
+		if err := s.m.eng.RemoveWorkspace(ctx, s.name); err != nil {
+			return s.infoLocked(), fmt.Errorf("deleting the workspace files: %w", err)
+		}
+		for i := range s.mounts {
+			s.mounts[i].uploaded = false // the next container gets a fresh copy
+		}
 	}
 	for _, dir := range []string{s.workspaceDir(), filepath.Join(s.dir, mountsDir)} {
 		if err := removeAll(dir); err != nil {
