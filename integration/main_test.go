@@ -62,7 +62,7 @@ func podmanMissing() string {
 		return fmt.Sprintf("the Podman service does not answer on %s: %v", podmanSocket, err)
 	}
 	for _, img := range []string{testImage, pythonImage} {
-		if exec.Command("podman", "image", "exists", img).Run() != nil {
+		if exec.Command("podman", "--url", "unix://"+podmanSocket, "image", "exists", img).Run() != nil {
 			return fmt.Sprintf("the image %s is missing", img)
 		}
 	}

@@ -233,12 +233,8 @@ func TestRootlessWithoutTheOptInIsRefusedClearly(t *testing.T) {
 	}
 }
 
-// What a fork bomb can do without a pids limit: RLIMIT_NPROC, which counts
-// the processes of the container user's host uid, still bounds it.
-func TestRootlessForkBombIsBoundedByNproc(t *testing.T) {
-	u := needRootless(t)
-	p := start(t, startOptions{as: u, image: pythonImage, args: append([]string{"--nproc", "128", "--pids-limit", "128"}, rootlessArgs...)})
-	const bomb = `import os, signal, time
+// forkBomb forks up to 400 sleeping children and prints how many it made.
+const forkBomb = `import os, signal, time
 children = []
 for _ in range(400):
     try:
@@ -253,7 +249,13 @@ print(len(children))
 for pid in children:
     os.kill(pid, signal.SIGKILL)
 `
-	res := p.shell(map[string]any{"command": []string{"python3", "-c", bomb}, "timeout_seconds": 60})
+
+// What a fork bomb can do without a pids limit: RLIMIT_NPROC, which counts
+// the processes of the container user's host uid, still bounds it.
+func TestRootlessForkBombIsBoundedByNproc(t *testing.T) {
+	u := needRootless(t)
+	p := start(t, startOptions{as: u, image: pythonImage, args: append([]string{"--nproc", "128", "--pids-limit", "128"}, rootlessArgs...)})
+	res := p.shell(map[string]any{"command": []string{"python3", "-c", forkBomb}, "timeout_seconds": 60})
 	forked, err := strconv.Atoi(strings.TrimSpace(res.Stdout))
 	if err != nil || forked == 0 || forked >= 128 {
 		t.Errorf("a fork bomb under --nproc 128 made %q children (stderr %q); want fewer than 128", res.Stdout, res.Stderr)
