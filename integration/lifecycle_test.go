@@ -131,6 +131,8 @@ func TestContainerRemovedFromOutsideIsRecreated(t *testing.T) {
 		if res := p.run("cat", "f"); res.Stdout != "kept\n" {
 			t.Errorf("after recreation f reads %q", res.Stdout)
 		}
+		// The log arrives on stderr, which may be read after the answer.
+		p.waitLog(10*time.Second, "workspace recreated_after_failure", nil)
 		if n := p.logs.count("recreated_after_failure"); n != 1 {
 			t.Errorf("%d recreated_after_failure events, want 1", n)
 		}
