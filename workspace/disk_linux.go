@@ -74,8 +74,10 @@ func (t diskTools) mountDisk(ctx context.Context, image, dir string, size int64)
 		return fmt.Errorf("making the session filesystem: %w", err)
 	}
 	if err := t.mountImage(ctx, image, dir, "nosuid,nodev,noatime"); err != nil {
+		// mount killed by a cancelled call may have mounted all the same.
+		err = errors.Join(fmt.Errorf("mounting the session filesystem: %w", err), unmountDisk(dir))
 		os.Remove(image)
-		return fmt.Errorf("mounting the session filesystem: %w", err)
+		return err
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		err = errors.Join(fmt.Errorf("securing the session directory: %w", err), unmountDisk(dir))
