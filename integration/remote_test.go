@@ -190,3 +190,68 @@ func TestRemotePodmanCopyMountAndExport(t *testing.T) {
 		t.Errorf("left on the remote host: %v", left)
 	}
 }
+
+// sharedDir is a folder the remote host sees at the same path, as a
+// podman machine sees its user's home: `make setup` hides /tmp, /root,
+// /home, /work and /var/cache from that host, not /srv.
+const sharedDir = "/srv/wink-shared"
+
+// On a Podman host that sees a folder at the same path, the folder may be
+// an overlay or a read-only mount: edits reach the session's overlay (kept
+// in the cache directory, shared too) and its exported patch, the folder
+// stays as it was, and the read-only mount refuses writes.
+func TestRemotePodmanOverlayOfASharedFolder(t *testing.T) {
+	r := needRemote(t)
+	must(t, os.MkdirAll(sharedDir, 0o755))
+	base, err := os.MkdirTemp(sharedDir, "test-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(base) })
+	folder, ref := filepath.Join(base, "proj"), filepath.Join(base, "ref")
+	for name, content := range map[string]string{"proj/a.txt": "one\n", "proj/gone.txt": "bye\n", "ref/r.txt": "reference\n"} {
+		p := filepath.Join(base, name)
+		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		must(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	for _, p := range []string{folder, filepath.Join(folder, "a.txt"), filepath.Join(folder, "gone.txt")} {
+		must(t, os.Lchown(p, hostUID, hostUID)) // the session edits the folder as its owner
+	}
+	before := fmt.Sprint(hostManifest(t, folder), hostManifest(t, ref))
+	exportDir := t.TempDir()
+	p := start(t, startOptions{remote: r, cache: filepath.Join(base, "cache"), args: []string{"--disk-limit", "0", "--warm", "0",
+		"--podman-shared-path", sharedDir, "--allowed-root", base,
+		"--mount", folder + ":proj", "--mount", ref + ":ref:ro", "--export-on-exit", exportDir}})
+	if res := p.run("sh", "-c", "echo two >> proj/a.txt && echo new > proj/b.txt && rm proj/gone.txt"); res.ExitCode != 0 {
+		t.Fatalf("editing the overlay: %+v", res)
+	}
+	if res := p.call("write_file", map[string]any{"file_path": "ref/r.txt", "content": "overwritten"}); !res.IsError {
+		t.Error("the read-only mount took a write")
+	}
+	var changes tools.WorkspaceChangesResult
+	res := p.call("workspace_changes", nil)
+	if res.IsError {
+		t.Fatal(textOf(res))
+	}
+	decodeStructured(t, res, &changes)
+	got := map[string]string{}
+	for _, c := range changes.Changes {
+		got[c.Path] = c.Status
+	}
+	if want := map[string]string{"proj/a.txt": "modified", "proj/b.txt": "created", "proj/gone.txt": "deleted"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("workspace_changes %v, want %v", got, want)
+	}
+	p.endSession()
+	patches, _ := filepath.Glob(filepath.Join(exportDir, "*", "proj.patch"))
+	if len(patches) != 1 {
+		t.Fatalf("exported %v, want one proj.patch\n%s", patches, p.logs.String())
+	}
+	patch, err := os.ReadFile(patches[0])
+	must(t, err)
+	for _, part := range []string{"+two", "b.txt", "gone.txt"} {
+		if !strings.Contains(string(patch), part) {
+			t.Errorf("the patch lacks %q:\n%s", part, patch)
+		}
+	}
+	if after := fmt.Sprint(hostManifest(t, folder), hostManifest(t, ref)); after != before {
+		t.Errorf("the host folders changed: %s, were %s", after, before)
+	}
+}

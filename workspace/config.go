@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -92,6 +93,12 @@ type Config struct {
 	// /workspace is a volume on the service's host, the agent is copied
 	// into an image there, and host folders cannot be mounted.
 	FilesOnPodmanHost bool
+	// SharedPaths are folders of this machine that the Podman host sees
+	// at the same paths (a podman machine shares the user's home). With
+	// FilesOnPodmanHost, host folders under them may be mounted as
+	// overlays or read-only, and overlays need CacheDir under one too:
+	// their changes are kept there.
+	SharedPaths []string
 	// AgentBinary is the static wink-mcp binary mounted into each container
 	// as its init; "" means the running executable.
 	AgentBinary string
@@ -160,16 +167,30 @@ func (c Config) Validate() error {
 	const onPodmanHost = "cannot serve a Podman service whose host does not share this machine's files " +
 		"(--files-on-podman-host, the default for ssh:// URLs): "
 	for _, mt := range c.Mounts {
-		check(!c.FilesOnPodmanHost || mt.Mode == MountCopy, "--mount %s as an overlay or read-only mount %s"+
-			"the folder is not there. Mount it as a copy (add the option copy), which is uploaded, or use a Podman service on this machine",
-			mt.HostPath, onPodmanHost)
+		check(!c.FilesOnPodmanHost || mt.Mode == MountCopy || c.sharedWithPodmanHost(mt.HostPath), "--mount %s as an overlay or read-only mount %s"+
+			"the folder is not there. Mount it as a copy (add the option copy), which is uploaded; or, if the Podman host sees it "+
+			"at the same path (a podman machine sees your home), say so with --podman-shared-path", mt.HostPath, onPodmanHost)
+		check(!c.FilesOnPodmanHost || mt.Mode == MountCopy || mt.Mode == MountReadOnly || !c.sharedWithPodmanHost(mt.HostPath) ||
+			c.sharedWithPodmanHost(c.CacheDir), "--mount %s as an overlay on a Podman host that does not share this machine's files "+
+			"needs the cache directory %s under a --podman-shared-path too, where the overlay's changes are kept; move --cache-dir there", mt.HostPath, c.CacheDir)
 	}
-	check(!c.FilesOnPodmanHost || !c.MountRoots, "--mount-roots %s"+
-		"the client's roots are not there. Drop --mount-roots, or use a Podman service on this machine", onPodmanHost)
+	check(!c.FilesOnPodmanHost || !c.MountRoots || c.sharedWithPodmanHost(c.CacheDir) && !slices.ContainsFunc(c.AllowedRoots, func(r string) bool { return !c.sharedWithPodmanHost(r) }),
+		"--mount-roots %sthe client's roots are not there unless every --allowed-root and the cache directory are under a --podman-shared-path. "+
+			"Drop --mount-roots, or say which folders the Podman host sees at the same path", onPodmanHost)
 	check(!c.FilesOnPodmanHost || !c.KeepSessionDirs, "--keep-session-dirs %s"+
 		"the session's files are a volume there, removed with the session. Drop --keep-session-dirs", onPodmanHost)
 	check(!c.MountRoots || len(c.AllowedRoots) > 0, "--mount-roots needs at least one --allowed-root: client roots are mounted only under allowed roots")
 	return errors.Join(errs...)
+}
+
+// sharedWithPodmanHost says whether the Podman host sees path at the same
+// path (SharedPaths).
+func (c Config) sharedWithPodmanHost(path string) bool {
+	path = filepath.Clean(path)
+	return slices.ContainsFunc(c.SharedPaths, func(shared string) bool {
+		shared = filepath.Clean(shared)
+		return path == shared || strings.HasPrefix(path, strings.TrimSuffix(shared, "/")+"/")
+	})
 }
 
 // podmanOptions are the options of the Podman engine c drives.

@@ -111,10 +111,17 @@ func writeCopyTar(w io.Writer, base, dest string, uid, gid int) error {
 	return t.Close()
 }
 
-// copyBases copies the files of each copy mount not yet copied into its
-// base, in the session directory here (the workspace's copy is uploaded).
-func copyBases(mounts []sessionMount) error {
+// prepareRemoteMounts makes, in the session directory here, the base of
+// each copy mount not yet copied (the workspace's copy is uploaded) and
+// the directories of each overlay, which the Podman host sees at the same
+// path (Config.SharedPaths).
+func prepareRemoteMounts(mounts []sessionMount) error {
 	for _, m := range mounts {
+		if m.Mode == MountOverlay {
+			if err := makeOverlayDirs(m); err != nil {
+				return err
+			}
+		}
 		if m.Mode != MountCopy {
 			continue
 		}

@@ -343,7 +343,7 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	s.user = user
 	uid, gid := parseUser(user)
 	if m.cfg.FilesOnPodmanHost {
-		if err := copyBases(s.mounts); err != nil {
+		if err := prepareRemoteMounts(s.mounts); err != nil {
 			return nil, err
 		}
 	} else {

@@ -121,10 +121,8 @@ func prepareMounts(workspaceDir string, mounts []sessionMount, uid, gid int) err
 	for _, m := range mounts {
 		switch m.Mode {
 		case MountOverlay:
-			for _, d := range []string{m.upper(), m.work()} {
-				if err := os.MkdirAll(d, 0o700); err != nil {
-					return fmt.Errorf("creating the overlay directories of %s: %w", m.Path, err)
-				}
+			if err := makeOverlayDirs(m); err != nil {
+				return err
 			}
 		case MountCopy:
 			if _, err := os.Lstat(m.base()); err == nil {
@@ -137,6 +135,16 @@ func prepareMounts(workspaceDir string, mounts []sessionMount, uid, gid int) err
 		}
 		if err := makeMountPoint(ws, m.Path, uid, gid); err != nil {
 			return fmt.Errorf("creating the mount point /workspace/%s: %w", m.Path, err)
+		}
+	}
+	return nil
+}
+
+// makeOverlayDirs makes an overlay mount's upper and work directories.
+func makeOverlayDirs(m sessionMount) error {
+	for _, d := range []string{m.upper(), m.work()} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("creating the overlay directories of %s: %w", m.Path, err)
 		}
 	}
 	return nil

@@ -72,6 +72,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.str(&w.PodmanURL, "podman-url", "Podman service URL (default: the root socket, then the rootless one)", "CONTAINER_HOST", "PODMAN_BASE_URL")
 	b.str(&w.PodmanIdentity, "podman-identity", "SSH key for ssh:// Podman URLs", "PODMAN_IDENTITY")
 	b.str(&opts.filesOnHost, "files-on-podman-host", "auto, yes or no: each session's /workspace is a volume on the Podman host and the agent is copied there, for a service that does not share this machine's files; no folder mounts (auto: yes for ssh:// URLs)", "WINK_FILES_ON_PODMAN_HOST")
+	b.pathList(&w.SharedPaths, "podman-shared-path", "a folder the Podman host sees at the same path (a podman machine sees your home); with the files on the Podman host, folders under it may be overlay or read-only mounts (repeatable)", "WINK_PODMAN_SHARED_PATHS")
 	b.str(&w.AgentBinary, "agent-binary", "static Linux wink-mcp the containers run as their agent (default: this binary; for a Podman host of another system or architecture)", "WINK_AGENT_BINARY")
 	b.duration(&w.APITimeout, "podman-timeout", "deadline of each Podman API call", "WINK_PODMAN_TIMEOUT")
 	b.duration(&w.PullTimeout, "pull-timeout", "deadline of an image pull", "WINK_PULL_TIMEOUT")
@@ -198,6 +199,9 @@ func resolvePaths(w *workspace.Config, mounts []string) error {
 	}
 	for i, r := range w.AllowedRoots {
 		w.AllowedRoots[i] = expandHome(r)
+	}
+	for i, r := range w.SharedPaths {
+		w.SharedPaths[i] = expandHome(r)
 	}
 	if w.ExportDir != "" {
 		dir, err := filepath.Abs(expandHome(w.ExportDir))

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,16 @@ func TestFilesOnPodmanHostFollowTheURL(t *testing.T) {
 	}
 	if _, _, err := parseServeFlags([]string{"--podman-url", "ssh://root@h/s", "--allowed-root", dir, "--mount", dir + ":t:copy"}, env(nil), io.Discard); err != nil {
 		t.Errorf("a copy mount over ssh: %v", err)
+	}
+	shared := []string{"--podman-url", "ssh://root@h/s", "--allowed-root", dir, "--mount", dir + ":t", "--podman-shared-path", filepath.Dir(dir)}
+	if _, _, err := parseServeFlags(shared, env(nil), io.Discard); err == nil || !strings.Contains(err.Error(), "cache directory") {
+		t.Errorf("an overlay under a shared path, the cache elsewhere: %v", err)
+	}
+	if _, _, err := parseServeFlags(append(shared, "--cache-dir", filepath.Join(filepath.Dir(dir), "cache")), env(nil), io.Discard); err != nil {
+		t.Errorf("an overlay and the cache under a shared path: %v", err)
+	}
+	if _, _, err := parseServeFlags([]string{"--podman-url", "ssh://root@h/s", "--allowed-root", dir, "--mount", dir + ":t:ro", "--podman-shared-path", dir}, env(nil), io.Discard); err != nil {
+		t.Errorf("a read-only mount of a shared folder: %v", err)
 	}
 	if _, _, err := parseServeFlags([]string{"--files-on-podman-host", "maybe"}, env(nil), io.Discard); err == nil || !strings.Contains(err.Error(), "auto, yes or no") {
 		t.Errorf("--files-on-podman-host maybe: %v", err)
