@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/wink-mcp/wink-mcp/changes"
@@ -86,7 +87,8 @@ func (s *Session) Diff(ctx context.Context, prefix string) (DiffResult, error) {
 // change, keeping those under prefix (a workspace path, "" for all).
 func (s *Session) eachFolder(ctx context.Context, prefix string, f func(MountInfo, *changes.Folder, []changes.Change) error) error {
 	defer s.enter()()
-	if s.m.cfg.FilesOnPodmanHost && len(s.Info().Mounts) > 0 {
+	isCopy := func(mi MountInfo) bool { return mi.Mode == MountCopy }
+	if s.m.cfg.FilesOnPodmanHost && slices.ContainsFunc(s.Info().Mounts, isCopy) {
 		done, err := s.pullCopies(ctx)
 		if err != nil {
 			return err

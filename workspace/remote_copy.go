@@ -137,8 +137,11 @@ func prepareRemoteMounts(mounts []sessionMount) error {
 
 // pullForExportLocked brings the copies back for the export at the
 // session's end, making a container to read the volume if the session's
-// went idle.
+// went idle. The caller holds pullMu, then mu.
 func (s *Session) pullForExportLocked(ctx context.Context) error {
+	if !slices.ContainsFunc(s.mounts, func(m sessionMount) bool { return m.Mode == MountCopy && m.uploaded }) {
+		return nil
+	}
 	if !s.created {
 		if _, err := s.createLocked(ctx); err != nil {
 			return err

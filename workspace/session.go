@@ -45,7 +45,8 @@ type Session struct {
 	// for one creation instead of racing to make two containers.
 	mu sync.Mutex
 	// pullMu serialises bringing a session's copies back from the Podman
-	// host and reading them (Config.FilesOnPodmanHost).
+	// host and reading them (Config.FilesOnPodmanHost) with each other and
+	// with what deletes the files (Reset, end); it is taken before mu.
 	pullMu  sync.Mutex
 	client  *wire.Client
 	stream  io.Closer
@@ -170,6 +171,8 @@ func (s *Session) Prestart(ctx context.Context) {
 // Reset implements Workspace.
 func (s *Session) Reset(ctx context.Context) (ContainerInfo, error) {
 	defer s.enter()()
+	s.pullMu.Lock() // no read of the changes may see the files go
+	defer s.pullMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
@@ -489,6 +492,8 @@ func (s *Session) cleanupIfIdle(ctx context.Context, idle time.Duration) {
 // end removes the container and, unless they are kept, the session's files.
 func (s *Session) end(ctx context.Context) {
 	s.endLife() // stops a Prestart, which holds mu while it creates
+	s.pullMu.Lock() // a read of the changes finishes before the files go
+	defer s.pullMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
