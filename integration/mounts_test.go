@@ -57,6 +57,23 @@ func project(t *testing.T) (root, folder string) {
 	return root, folder
 }
 
+// changeStatuses calls workspace_changes and returns each path's status,
+// and the whole answer.
+func (p *proc) changeStatuses() (map[string]string, tools.WorkspaceChangesResult) {
+	p.t.Helper()
+	res := p.call("workspace_changes", nil)
+	if res.IsError {
+		p.t.Fatal(textOf(res))
+	}
+	var changes tools.WorkspaceChangesResult
+	decodeStructured(p.t, res, &changes)
+	got := map[string]string{}
+	for _, c := range changes.Changes {
+		got[c.Path] = c.Status
+	}
+	return got, changes
+}
+
 // hostManifest describes every entry under dir without following links:
 // type, permission bits, owner and a hash of the content or link target.
 func hostManifest(t *testing.T, dir string) map[string]string {
@@ -213,16 +230,7 @@ func TestMountedFolderEditsStayInTheSessionAndExportAsAPatch(t *testing.T) {
 	}
 
 	// workspace_changes lists exactly what changed.
-	var changes tools.WorkspaceChangesResult
-	res = p.call("workspace_changes", nil)
-	if res.IsError {
-		t.Fatal(textOf(res))
-	}
-	decodeStructured(t, res, &changes)
-	got := map[string]string{}
-	for _, c := range changes.Changes {
-		got[c.Path] = c.Status
-	}
+	got, changes := p.changeStatuses()
 	want := map[string]string{
 		"proj/src/new.go": "created", "proj/README.md": "modified", "proj/src/old.go": "deleted", "proj/lib/a/b.txt": "deleted",
 		"proj/src/main.go": "modified", "proj/run.sh": "modified", "proj/data.bin": "modified", "proj/link": "modified",

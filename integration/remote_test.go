@@ -9,8 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/wink-mcp/wink-mcp/tools"
 )
 
 // remoteHost is the second Podman host `make setup` makes: a Podman
@@ -157,16 +155,7 @@ func TestRemotePodmanCopyMountAndExport(t *testing.T) {
 	if res := p.run("sh", "-c", "echo two >> proj/a.txt && echo new > proj/b.txt && rm proj/gone.txt && mkdir -p proj/deep && echo x > proj/deep/c"); res.ExitCode != 0 {
 		t.Fatalf("editing the copy: %+v", res)
 	}
-	var changes tools.WorkspaceChangesResult
-	res := p.call("workspace_changes", nil)
-	if res.IsError {
-		t.Fatal(textOf(res))
-	}
-	decodeStructured(t, res, &changes)
-	got := map[string]string{}
-	for _, c := range changes.Changes {
-		got[c.Path] = c.Status
-	}
+	got, _ := p.changeStatuses()
 	want := map[string]string{"proj/a.txt": "modified", "proj/b.txt": "created", "proj/gone.txt": "deleted", "proj/deep/c": "created"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("workspace_changes %v, want %v", got, want)
@@ -226,16 +215,7 @@ func TestRemotePodmanOverlayOfASharedFolder(t *testing.T) {
 	if res := p.call("write_file", map[string]any{"file_path": "ref/r.txt", "content": "overwritten"}); !res.IsError {
 		t.Error("the read-only mount took a write")
 	}
-	var changes tools.WorkspaceChangesResult
-	res := p.call("workspace_changes", nil)
-	if res.IsError {
-		t.Fatal(textOf(res))
-	}
-	decodeStructured(t, res, &changes)
-	got := map[string]string{}
-	for _, c := range changes.Changes {
-		got[c.Path] = c.Status
-	}
+	got, _ := p.changeStatuses()
 	if want := map[string]string{"proj/a.txt": "modified", "proj/b.txt": "created", "proj/gone.txt": "deleted"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("workspace_changes %v, want %v", got, want)
 	}
