@@ -491,7 +491,7 @@ func (s *Session) cleanupIfIdle(ctx context.Context, idle time.Duration) {
 
 // end removes the container and, unless they are kept, the session's files.
 func (s *Session) end(ctx context.Context) {
-	s.endLife() // stops a Prestart, which holds mu while it creates
+	s.endLife()     // stops a Prestart, which holds mu while it creates
 	s.pullMu.Lock() // a read of the changes finishes before the files go
 	defer s.pullMu.Unlock()
 	s.mu.Lock()
