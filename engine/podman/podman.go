@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/containers/podman/v5/libpod/define"
 	"github.com/containers/podman/v5/pkg/bindings"
 	"github.com/containers/podman/v5/pkg/bindings/containers"
 	"github.com/containers/podman/v5/pkg/bindings/images"
@@ -300,7 +302,7 @@ func (e *Engine) Running(ctx context.Context, name string) (_, _ bool, err error
 	}
 	defer end(&err)
 	data, err := containers.Inspect(c, name, nil)
-	if isStatus(err, http.StatusNotFound) {
+	if isGone(err) {
 		return false, false, nil
 	}
 	if err != nil {
@@ -317,7 +319,7 @@ func (e *Engine) Remove(ctx context.Context, name string) (err error) {
 	}
 	defer end(&err)
 	_, err = containers.Remove(c, name, new(containers.RemoveOptions).WithForce(true).WithVolumes(true).WithTimeout(0))
-	if err != nil && !isStatus(err, http.StatusNotFound) {
+	if err != nil && !isGone(err) {
 		return fmt.Errorf("removing container %s: %w", name, err)
 	}
 	return nil
@@ -356,4 +358,19 @@ func (e *Engine) List(ctx context.Context, managedLabel string) (_ []engine.List
 func isStatus(err error, status int) bool {
 	var model *errorhandling.ErrorModel
 	return errors.As(err, &model) && model.ResponseCode == status
+}
+
+// goneCauses are the causes Podman gives for a container or volume that
+// was there when the request found its name and is not any more: a removal
+// ran meanwhile. Podman 4.3 answers those with 500, not 404.
+var goneCauses = []string{
+	define.ErrNoSuchCtr.Error(), define.ErrCtrRemoved.Error(),
+	define.ErrNoSuchVolume.Error(), define.ErrVolumeRemoved.Error(),
+}
+
+// isGone reports whether err says the container or volume asked about
+// does not exist (any more).
+func isGone(err error) bool {
+	var model *errorhandling.ErrorModel
+	return errors.As(err, &model) && (model.ResponseCode == http.StatusNotFound || slices.Contains(goneCauses, model.Because))
 }

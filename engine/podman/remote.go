@@ -72,7 +72,7 @@ func (e *Engine) CopyOut(ctx context.Context, name, path string, w io.Writer) (e
 	if err == nil {
 		err = copyOut()
 	}
-	if isStatus(err, http.StatusNotFound) {
+	if isGone(err) {
 		return fmt.Errorf("%s:%s: %w", name, path, fs.ErrNotExist)
 	}
 	if err != nil {
@@ -89,7 +89,7 @@ func (e *Engine) RemoveWorkspace(ctx context.Context, name string) (err error) {
 	}
 	defer end(&err)
 	err = volumes.Remove(c, name, new(volumes.RemoveOptions).WithForce(true))
-	if err != nil && !isStatus(err, http.StatusNotFound) {
+	if err != nil && !isGone(err) {
 		return fmt.Errorf("removing the workspace volume %s: %w", name, err)
 	}
 	return nil
