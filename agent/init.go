@@ -54,7 +54,7 @@ func (a *Agent) RunInit(ctx context.Context) error {
 
 	var (
 		mu      sync.Mutex
-		current context.CancelFunc
+		current = map[bool]context.CancelFunc{} // by hello.Tunnel
 	)
 	for {
 		conn, err := ln.Accept()
@@ -64,55 +64,65 @@ func (a *Agent) RunInit(ctx context.Context) error {
 			}
 			return fmt.Errorf("accepting channel: %w", err)
 		}
-		connCtx, cancel := context.WithCancel(ctx)
-		mu.Lock()
-		if current != nil {
-			a.log.Info("channel superseded")
-			current()
-		}
-		current = cancel
-		mu.Unlock()
 		go func() {
+			relay := conn.(*net.UnixConn)
+			defer relay.Close()
+			hello, in, out, err := receiveChannel(relay)
+			if err != nil {
+				a.log.Warn("channel refused", "err", err)
+				return
+			}
+			defer in.Close()
+			defer out.Close()
+			// A new channel supersedes the previous one of its kind.
+			connCtx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			if err := a.serveRelay(connCtx, conn.(*net.UnixConn)); err != nil {
-				a.log.Warn("channel ended", "err", err)
+			mu.Lock()
+			if previous := current[hello.Tunnel]; previous != nil {
+				a.log.Info("channel superseded", "tunnel", hello.Tunnel)
+				previous()
+			}
+			current[hello.Tunnel] = cancel
+			mu.Unlock()
+			stop := context.AfterFunc(connCtx, func() {
+				in.Close()
+				out.Close()
+			})
+			defer stop()
+			if hello.Tunnel {
+				err = a.serveTunnel(connCtx, in, out)
+			} else {
+				err = a.ServeConn(connCtx, struct {
+					io.Reader
+					io.Writer
+				}{in, out})
+			}
+			if err != nil {
+				a.log.Warn("channel ended", "tunnel", hello.Tunnel, "err", err)
 			}
 		}()
 	}
 }
 
-// serveRelay takes the exec session's streams from a relay and serves the
-// channel on them until it ends or ctx is done; closing the relay's
-// connection then lets the relay, and with it the exec session, end.
-func (a *Agent) serveRelay(ctx context.Context, relay *net.UnixConn) error {
-	defer relay.Close()
-	var hello channelHello
+// receiveChannel takes the exec session's streams from a relay. Closing
+// the relay's connection, once the channel is over, lets the relay, and
+// with it the exec session, end.
+func receiveChannel(relay *net.UnixConn) (hello channelHello, in, out *os.File, err error) {
 	fds, err := receive(relay, &hello)
 	if err != nil {
-		return fmt.Errorf("receiving the channel: %w", err)
+		return hello, nil, nil, fmt.Errorf("receiving the channel: %w", err)
 	}
 	if len(fds) != 2 {
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
-		return fmt.Errorf("the relay handed over %d descriptors, want 2", len(fds))
+		return hello, nil, nil, fmt.Errorf("the relay handed over %d descriptors, want 2", len(fds))
 	}
 	// Non-blocking, so closing them interrupts a read in progress.
 	for _, fd := range fds {
 		_ = unix.SetNonblock(fd, true)
 	}
-	in, out := os.NewFile(uintptr(fds[0]), "channel-in"), os.NewFile(uintptr(fds[1]), "channel-out")
-	defer in.Close()
-	defer out.Close()
-	stop := context.AfterFunc(ctx, func() {
-		in.Close()
-		out.Close()
-	})
-	defer stop()
-	return a.ServeConn(ctx, struct {
-		io.Reader
-		io.Writer
-	}{in, out})
+	return hello, os.NewFile(uintptr(fds[0]), "channel-in"), os.NewFile(uintptr(fds[1]), "channel-out"), nil
 }
 
 // reapLoop collects orphans on every SIGCHLD and at a steady interval.

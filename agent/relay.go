@@ -14,6 +14,8 @@ import (
 // channelHello is what a relay sends with the descriptors it hands over.
 type channelHello struct {
 	PID int `json:"pid"`
+	// Tunnel marks the egress tunnel rather than the request channel.
+	Tunnel bool `json:"tunnel,omitempty"`
 }
 
 // Relay hands the agent the exec session's standard input and output, so
@@ -21,14 +23,15 @@ type channelHello struct {
 // them directly, with no copy in between. It then waits until the agent
 // closes the connection: the exec session lasts as long as this process. It
 // waits up to dialWait for the agent to listen (the relay may start before
-// init is ready).
-func Relay(ctx context.Context, in, out *os.File, dialWait time.Duration) error {
+// init is ready). With tunnel, the streams carry the egress tunnel (see
+// wire.ProxyPort) instead of requests.
+func Relay(ctx context.Context, in, out *os.File, dialWait time.Duration, tunnel bool) error {
 	conn, err := dialAgent(ctx, dialWait)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	if err := send(conn, channelHello{PID: os.Getpid()}, []*os.File{in, out}); err != nil {
+	if err := send(conn, channelHello{PID: os.Getpid(), Tunnel: tunnel}, []*os.File{in, out}); err != nil {
 		return fmt.Errorf("handing the channel to the agent: %w", err)
 	}
 	in.Close()

@@ -87,6 +87,9 @@ type Spec struct {
 	CopyAgent   bool
 	// Mounts are host folders shown under Root.
 	Mounts []Mount
+	// Env is set in the container's environment, which every command
+	// inherits.
+	Env map[string]string
 	Limits
 	// Unlimited lists, comma-separated, the cgroup controllers whose
 	// limits the host cannot enforce (HostFacts.Unlimitable) and the
@@ -164,4 +167,7 @@ type Engine interface {
 	// OpenChannel starts `wink-mcp relay` in the container and returns a
 	// stream to its agent. Closing the stream ends the relay.
 	OpenChannel(ctx context.Context, name string) (io.ReadWriteCloser, error)
+	// OpenTunnel starts `wink-mcp relay tunnel` in the container and
+	// returns its attached streams: the egress tunnel (see wire.ProxyPort).
+	OpenTunnel(ctx context.Context, name string) (io.ReadWriteCloser, error)
 }

@@ -214,6 +214,11 @@ func (f *fakeEngine) List(context.Context, string) ([]engine.Listed, error) {
 	return append([]engine.Listed(nil), f.listed...), nil
 }
 
+// OpenTunnel is not faked: egress is tested against real Podman.
+func (f *fakeEngine) OpenTunnel(context.Context, string) (io.ReadWriteCloser, error) {
+	return nil, errors.New("the fake engine has no egress tunnel")
+}
+
 func (f *fakeEngine) OpenChannel(_ context.Context, name string) (io.ReadWriteCloser, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -31,7 +31,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "agent":
 		return runAgent(args[1:], stderr)
 	case "relay":
-		return runRelay(stderr)
+		return runRelay(args[1:], stderr)
 	case "supervise":
 		return runSupervise(args[1:])
 	case "doctor":

@@ -35,9 +35,10 @@ func runAgent(args []string, stderr io.Writer) int {
 }
 
 // runRelay hands the exec session's streams (this process's stdin and
-// stdout) to the agent, and lives as long as the channel.
-func runRelay(stderr io.Writer) int {
-	if err := agent.Relay(context.Background(), os.Stdin, os.Stdout, relayDialWait); err != nil {
+// stdout) to the agent, and lives as long as the channel: the request
+// channel, or with the argument "tunnel" the egress tunnel.
+func runRelay(args []string, stderr io.Writer) int {
+	if err := agent.Relay(context.Background(), os.Stdin, os.Stdout, relayDialWait, len(args) > 0 && args[0] == "tunnel"); err != nil {
 		fmt.Fprintf(stderr, "wink-mcp relay: %v\n", err)
 		return 1
 	}

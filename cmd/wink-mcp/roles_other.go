@@ -14,7 +14,7 @@ import (
 
 func runAgent(_ []string, stderr io.Writer) int { return notHere("agent", stderr) }
 
-func runRelay(stderr io.Writer) int { return notHere("relay", stderr) }
+func runRelay(_ []string, stderr io.Writer) int { return notHere("relay", stderr) }
 
 func runSupervise([]string) int { return notHere("supervise", os.Stderr) }
 

@@ -32,6 +32,17 @@ const channelCloseGrace = 2 * time.Second
 // must not race with other calls, and a channel must be able to cut its own
 // sockets when the relay does not end by itself.
 func (e *Engine) OpenChannel(ctx context.Context, name string) (io.ReadWriteCloser, error) {
+	return e.openExec(ctx, name, []string{engine.AgentPath, "relay"})
+}
+
+// OpenTunnel starts `wink-mcp relay tunnel` in the container, the stream
+// that carries the egress proxy's connections (see wire.ProxyPort).
+func (e *Engine) OpenTunnel(ctx context.Context, name string) (io.ReadWriteCloser, error) {
+	return e.openExec(ctx, name, []string{engine.AgentPath, "relay", "tunnel"})
+}
+
+// openExec runs argv in the container with its standard streams attached.
+func (e *Engine) openExec(ctx context.Context, name string, argv []string) (io.ReadWriteCloser, error) {
 	if _, err := e.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -62,7 +73,7 @@ func (e *Engine) OpenChannel(ctx context.Context, name string) (io.ReadWriteClos
 		AttachStdin:  true,
 		AttachStdout: true,
 		AttachStderr: true,
-		Cmd:          []string{engine.AgentPath, "relay"},
+		Cmd:          argv,
 	}})
 	end(&err)
 	if err != nil {

@@ -33,6 +33,9 @@ func checkEffective(spec engine.Spec, data *define.InspectContainerData) error {
 		"security options %v lack no-new-privileges", hc.SecurityOpt)
 	want(data.Config.User == spec.User, "user %q, want %q", data.Config.User, spec.User)
 	want(hc.NetworkMode == "none", "network mode %q, want none", hc.NetworkMode)
+	for k, v := range spec.Env {
+		want(slices.Contains(data.Config.Env, k+"="+v), "environment lacks %s=%s", k, v)
+	}
 	if spec.Limited("memory") {
 		want(hc.Memory == spec.MemoryBytes, "memory limit %d, want %d", hc.Memory, spec.MemoryBytes)
 		want(hc.MemorySwap == spec.MemoryBytes, "memory+swap limit %d, want %d (no swap)", hc.MemorySwap, spec.MemoryBytes)

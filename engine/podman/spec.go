@@ -2,6 +2,7 @@ package podman
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/containers/podman/v5/pkg/specgen"
 	spec "github.com/opencontainers/runtime-spec/specs-go"
@@ -41,6 +42,7 @@ func podmanSpec(c engine.Spec) *specgen.SpecGenerator {
 	s.Hostname = "workspace"
 	// The container user (nobody) has no writable home directory.
 	s.Env = map[string]string{"HOME": "/tmp"}
+	maps.Copy(s.Env, c.Env)
 	s.NetNS = specgen.Namespace{NSMode: specgen.NoNetwork}
 	s.CapDrop = []string{"ALL"}
 	s.NoNewPrivileges = ptr(true)

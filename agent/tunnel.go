@@ -1,0 +1,124 @@
+//go:build linux
+
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/yamux"
+
+	"github.com/wink-mcp/wink-mcp/wire"
+)
+
+// proxyListenWait is how long a new tunnel waits for the proxy port, which
+// the tunnel it supersedes may still hold.
+const proxyListenWait = 5 * time.Second
+
+// serveTunnel carries the connections made to the proxy port on the
+// container's loopback to the server, a stream each, until the tunnel ends
+// or ctx is done. The server decides what each connection may reach; the
+// agent only moves bytes.
+func (a *Agent) serveTunnel(ctx context.Context, in, out *os.File) error {
+	conn := struct {
+		io.Reader
+		io.Writer
+		io.Closer
+	}{wire.UnescapeReader(in), out, closerFunc(func() error { return errors.Join(in.Close(), out.Close()) })}
+	sess, err := yamux.Client(conn, wire.TunnelConfig())
+	if err != nil {
+		return fmt.Errorf("starting the tunnel: %w", err)
+	}
+	defer sess.Close()
+	ln, err := listenProxy(ctx)
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	go func() {
+		<-sess.CloseChan()
+		ln.Close()
+	}()
+	if err := announce(sess); err != nil {
+		return err
+	}
+	a.log.Info("egress proxy listening", "addr", ln.Addr().String())
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil || sess.IsClosed() {
+				return nil
+			}
+			return fmt.Errorf("accepting a proxy connection: %w", err)
+		}
+		go carry(c.(*net.TCPConn), sess)
+	}
+}
+
+// listenProxy listens on the proxy port, waiting for a superseded tunnel
+// to let go of it.
+func listenProxy(ctx context.Context) (net.Listener, error) {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(wire.ProxyPort))
+	deadline := time.Now().Add(proxyListenWait)
+	for {
+		ln, err := net.Listen("tcp", addr)
+		if err == nil {
+			return ln, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("listening on %s for the egress proxy: %w", addr, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// announce tells the server, on the tunnel's first stream, that the proxy
+// listens.
+func announce(sess *yamux.Session) error {
+	st, err := sess.OpenStream()
+	if err != nil {
+		return fmt.Errorf("announcing the proxy: %w", err)
+	}
+	defer st.Close()
+	if _, err := io.WriteString(st, wire.TunnelReady); err != nil {
+		return fmt.Errorf("announcing the proxy: %w", err)
+	}
+	return nil
+}
+
+// carry moves one connection's bytes through a stream of its own, each
+// direction closed when its sender is done.
+func carry(c *net.TCPConn, sess *yamux.Session) {
+	defer c.Close()
+	stream, err := sess.OpenStream()
+	if err != nil {
+		_, _ = io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"+
+			"wink-mcp egress proxy: the tunnel to the server is down ("+err.Error()+"); try again in a moment.\n")
+		return
+	}
+	defer stream.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = io.Copy(c, stream)
+		_ = c.CloseWrite()
+	}()
+	_, _ = io.Copy(stream, c)
+	_ = stream.Close() // half-close: the answer may still come
+	<-done
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
