@@ -1,0 +1,418 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// Limits of one session's proxy.
+const (
+	// DefaultMaxBytes is --egress-max-bytes's default: 4 GiB a session, room
+	// for a machine-learning framework's wheels or a large node_modules,
+	// and a stop to a model that downloads in a loop.
+	DefaultMaxBytes = 4 << 30
+	// MaxConns is how many proxy connections a session may have open at
+	// once: package managers open 4 to 16.
+	MaxConns = 64
+	// headerTimeout bounds reading a request's header, against clients
+	// that open a connection and say nothing.
+	headerTimeout = 30 * time.Second
+	// maxHeaderBytes bounds a request's line and header.
+	maxHeaderBytes = 64 << 10
+	// dialTimeout bounds connecting to an allowed host.
+	dialTimeout = 15 * time.Second
+)
+
+// Config is what every session's proxy shares.
+type Config struct {
+	Policy Policy
+	// MaxBytes caps what one session may transfer, both ways, in all.
+	MaxBytes int64
+	// Resolve looks a name up; nil uses the system's resolver.
+	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	Log     *slog.Logger
+}
+
+// Session is one workspace session's proxy. It outlives the session's
+// containers, so its byte count does too.
+type Session struct {
+	cfg         Config
+	id          atomic.Pointer[string]
+	own         *ownAddrs
+	transferred atomic.Int64
+	open        atomic.Int64
+	transport   *http.Transport
+}
+
+// NewSession returns the proxy of the session id (which its log records carry).
+func NewSession(cfg Config, id string) *Session {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultMaxBytes
+	}
+	s := &Session{cfg: cfg, own: &ownAddrs{}}
+	s.SetID(id)
+	s.transport = &http.Transport{
+		Proxy:                  nil,
+		DialContext:            s.dialVetted,
+		DisableKeepAlives:      true, // each request its own, checked and logged, connection
+		DisableCompression:     true,
+		ForceAttemptHTTP2:      false,
+		MaxResponseHeaderBytes: maxHeaderBytes,
+		ResponseHeaderTimeout:  5 * time.Minute,
+	}
+	return s
+}
+
+// SetID changes the session id the log records carry (a pooled container's
+// proxy gets its session's when the session takes it).
+func (s *Session) SetID(id string) { s.id.Store(&id) }
+
+func (s *Session) sessionID() string { return *s.id.Load() }
+
+// Transferred returns the bytes the session's connections have carried.
+func (s *Session) Transferred() int64 { return s.transferred.Load() }
+
+// Serve answers the proxy connections ln accepts until it fails or closes.
+func (s *Session) Serve(ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: headerTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          log.New(io.Discard, "", 0),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
+	}
+	defer srv.Close()
+	err := srv.Serve(&limitedListener{Listener: ln, s: s})
+	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+type connKey struct{}
+
+// ServeHTTP answers one proxy request: CONNECT, or an http:// URL to forward.
+func (s *Session) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodConnect {
+		s.connect(w, r)
+		return
+	}
+	s.forward(w, r)
+}
+
+// refusal is why a connection was not made, as the model reads it.
+type refusal struct {
+	status       int
+	host, reason string
+	port         int
+	remedy       string
+}
+
+func (f *refusal) write(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Connection", "close")
+	w.WriteHeader(f.status)
+	fmt.Fprintf(w, "wink-mcp egress proxy refused %s: %s.", net.JoinHostPort(f.host, strconv.Itoa(f.port)), f.reason)
+	if f.remedy != "" {
+		fmt.Fprintf(w, " %s", f.remedy)
+	}
+	fmt.Fprintln(w)
+}
+
+// target is a destination that passed the checks: where to dial.
+type target struct {
+	host  string
+	port  int
+	addrs []netip.Addr
+	rule  Rule
+}
+
+// vet checks host and port against the policy, resolves the host once and
+// keeps the addresses it may reach; the connection is made to those, so a
+// name that resolves differently a moment later changes nothing.
+func (s *Session) vet(ctx context.Context, rawHost string, port int) (*target, *refusal) {
+	host, literal, err := Normalize(rawHost)
+	if err != nil {
+		return nil, &refusal{status: http.StatusBadRequest, host: rawHost, port: port, reason: "the host is malformed: " + err.Error()}
+	}
+	if port < 1 || port > 65535 {
+		return nil, &refusal{status: http.StatusBadRequest, host: host, port: port, reason: "the port is out of range"}
+	}
+	rule, ok := s.cfg.Policy.Match(host, port)
+	if !ok {
+		return nil, &refusal{status: http.StatusForbidden, host: host, port: port,
+			reason: fmt.Sprintf("no --egress pattern allows it (allowed: %s)", describe(s.cfg.Policy)),
+			remedy: fmt.Sprintf("Ask the user to start wink-mcp with --egress %s if this host is needed.", suggest(host, port))}
+	}
+	var addrs []netip.Addr
+	if literal {
+		addrs = []netip.Addr{netip.MustParseAddr(host)}
+	} else {
+		if addrs, err = s.resolve(ctx, host); err != nil {
+			return nil, &refusal{status: http.StatusBadGateway, host: host, port: port, reason: "the name does not resolve: " + err.Error()}
+		}
+	}
+	if rule.Explicit() {
+		return &target{host: host, port: port, addrs: addrs, rule: rule}, nil
+	}
+	var public []netip.Addr
+	why := ""
+	for _, a := range addrs {
+		if ok, reason := Public(a, s.own.has); ok {
+			public = append(public, a)
+		} else if why == "" {
+			why = fmt.Sprintf("it resolves to %s, %s", a.Unmap(), reason)
+		}
+	}
+	if len(public) == 0 {
+		return nil, &refusal{status: http.StatusForbidden, host: host, port: port, reason: why + " (rule " + rule.Pattern + ")",
+			remedy: fmt.Sprintf("Only a pattern naming exactly this host and port reaches such an address: --egress %s.", net.JoinHostPort(host, strconv.Itoa(port)))}
+	}
+	return &target{host: host, port: port, addrs: public, rule: rule}, nil
+}
+
+func (s *Session) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	if s.cfg.Resolve != nil {
+		return s.cfg.Resolve(ctx, host)
+	}
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
+// dial connects to the first of t's addresses that answers.
+func (s *Session) dial(ctx context.Context, t *target) (net.Conn, error) {
+	d := net.Dialer{Timeout: dialTimeout, KeepAlive: 15 * time.Second}
+	var errs []error
+	for _, a := range t.addrs {
+		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(t.port)).String())
+		if err == nil {
+			return c, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
+type targetKey struct{}
+
+// dialVetted is the forwarding transport's dial: only to the target the
+// request was vetted for.
+func (s *Session) dialVetted(ctx context.Context, _, _ string) (net.Conn, error) {
+	t, ok := ctx.Value(targetKey{}).(*target)
+	if !ok {
+		return nil, errors.New("egress: a dial without a vetted target")
+	}
+	return s.dial(ctx, t)
+}
+
+// capRefusal is the refusal of a session past its byte cap, or nil.
+func (s *Session) capRefusal(host string, port int) *refusal {
+	if n := s.transferred.Load(); n >= s.cfg.MaxBytes {
+		return &refusal{status: http.StatusForbidden, host: host, port: port,
+			reason: fmt.Sprintf("this session has transferred %d bytes, its cap (--egress-max-bytes) is %d", n, s.cfg.MaxBytes),
+			remedy: "Ask the user to restart wink-mcp with a larger --egress-max-bytes."}
+	}
+	return nil
+}
+
+// connect opens a CONNECT tunnel: the bytes go through as they are (TLS
+// stays end to end).
+func (s *Session) connect(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	host, portText, err := net.SplitHostPort(r.Host)
+	port, perr := strconv.Atoi(portText)
+	if err != nil || perr != nil {
+		f := &refusal{status: http.StatusBadRequest, host: r.Host, reason: "CONNECT needs host:port"}
+		s.logRefused(f, start)
+		f.write(w)
+		return
+	}
+	if f := s.capRefusal(host, port); f != nil {
+		s.logRefused(f, start)
+		f.write(w)
+		return
+	}
+	t, f := s.vet(r.Context(), host, port)
+	if f != nil {
+		s.logRefused(f, start)
+		f.write(w)
+		return
+	}
+	upstream, err := s.dial(r.Context(), t)
+	if err != nil {
+		f := &refusal{status: http.StatusBadGateway, host: t.host, port: port, reason: "connecting failed: " + err.Error()}
+		s.logRefused(f, start)
+		f.write(w)
+		return
+	}
+	defer upstream.Close()
+	down, buffered, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	defer down.Close()
+	cc, _ := r.Context().Value(connKey{}).(*countingConn)
+	before := cc.total()
+	if _, err := io.WriteString(down, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	if n := buffered.Reader.Buffered(); n > 0 {
+		early, _ := buffered.Reader.Peek(n)
+		if _, err := upstream.Write(early); err != nil {
+			return
+		}
+	}
+	defer cc.carrying()()
+	pipe(down, upstream)
+	s.logAllowed(t, "connect", cc.total()-before, start)
+}
+
+// pipe copies both ways until both directions are done, closing each
+// direction's write side when its source ends.
+func pipe(down, up net.Conn) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = io.Copy(down, up)
+		closeWrite(down)
+	}()
+	_, _ = io.Copy(up, down)
+	closeWrite(up)
+	<-done
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+		return
+	}
+	_ = c.Close()
+}
+
+// forward sends a plain-HTTP request on. The request's absolute URL names
+// the host (a Host header cannot redirect it), and redirects go back to the
+// client, which asks again.
+func (s *Session) forward(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	if !r.URL.IsAbs() || r.URL.Scheme != "http" || r.URL.Host == "" {
+		f := &refusal{status: http.StatusBadRequest, host: r.Host, port: 80,
+			reason: fmt.Sprintf("a proxy request needs an absolute http:// URL, not %q", r.RequestURI),
+			remedy: "HTTPS goes through CONNECT (HTTPS_PROXY)."}
+		s.logRefused(f, start)
+		f.write(w)
+		return
+	}
+	host, port := r.URL.Hostname(), 80
+	if p := r.URL.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			n = -1
+		}
+		port = n
+	}
+	if f := s.capRefusal(host, port); f != nil {
+		s.logRefused(f, start)
+		f.write(w)
+		return
+	}
+	t, f := s.vet(r.Context(), host, port)
+	if f != nil {
+		s.logRefused(f, start)
+		f.write(w)
+		return
+	}
+	cc, _ := r.Context().Value(connKey{}).(*countingConn)
+	before := cc.total()
+	failed := false
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL = pr.In.URL
+			pr.Out.Host = ""
+			pr.Out.RequestURI = ""
+		},
+		Transport:     s.transport,
+		FlushInterval: -1,
+		ErrorLog:      log.New(io.Discard, "", 0),
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			failed = true
+			f := &refusal{status: http.StatusBadGateway, host: t.host, port: port, reason: "the request failed: " + err.Error()}
+			s.logRefused(f, start)
+			f.write(w)
+		},
+	}
+	stop := cc.carrying()
+	rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetKey{}, t)))
+	stop()
+	if !failed {
+		s.logAllowed(t, "forward", cc.total()-before, start)
+	}
+}
+
+func (s *Session) logAllowed(t *target, kind string, bytes int64, start time.Time) {
+	s.cfg.Log.Info("egress allowed", "event", "egress", "session", s.sessionID(), "allowed", true, "kind", kind,
+		"host", t.host, "port", t.port, "rule", t.rule.Pattern, "bytes", bytes,
+		"session_bytes", s.transferred.Load(), "duration_ms", time.Since(start).Milliseconds())
+}
+
+func (s *Session) logRefused(f *refusal, start time.Time) {
+	s.cfg.Log.Info("egress refused", "event", "egress", "session", s.sessionID(), "allowed", false, "status", f.status,
+		"host", f.host, "port", f.port, "reason", f.reason, "bytes", 0, "duration_ms", time.Since(start).Milliseconds())
+}
+
+// describe lists a policy's patterns for a refusal.
+func describe(p Policy) string {
+	if p.Empty() {
+		return "none"
+	}
+	out := ""
+	for i, pat := range p.Patterns() {
+		if i > 0 {
+			out += ", "
+		}
+		out += pat
+	}
+	return out
+}
+
+// suggest is the pattern that would allow host on port.
+func suggest(host string, port int) string {
+	if port == 443 || port == 80 {
+		return host
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// Reach checks host and port as a connection from the container would be
+// checked, and connects to them once: what `wink-mcp doctor` asks of each
+// host an allowlist names.
+func (s *Session) Reach(ctx context.Context, host string, port int) error {
+	t, f := s.vet(ctx, host, port)
+	if f != nil {
+		return fmt.Errorf("%s", f.reason)
+	}
+	c, err := s.dial(ctx, t)
+	if err != nil {
+		return fmt.Errorf("connecting: %w", err)
+	}
+	return c.Close()
+}
+
+// Rules returns the policy's rules.
+func (p Policy) Rules() []Rule { return append([]Rule(nil), p.rules...) }

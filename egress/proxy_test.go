@@ -1,0 +1,182 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startProxy serves a session's proxy on a loopback listener (standing in
+// for the tunnel's streams) and returns its URL.
+func startProxy(t *testing.T, patterns []string, maxBytes int64, names map[string]string) (*Session, string) {
+	t.Helper()
+	policy, err := ParsePolicy(patterns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolve := func(ctx context.Context, host string) ([]netip.Addr, error) {
+		if a, ok := names[host]; ok {
+			return []netip.Addr{netip.MustParseAddr(a)}, nil
+		}
+		return nil, fmt.Errorf("no such host %s", host)
+	}
+	s := NewSession(Config{Policy: policy, MaxBytes: maxBytes, Resolve: resolve}, "test")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(ln)
+	t.Cleanup(func() { ln.Close() })
+	return s, "http://" + ln.Addr().String()
+}
+
+func clientVia(proxy string, tlsFrom *httptest.Server) *http.Client {
+	u, _ := url.Parse(proxy)
+	tr := &http.Transport{Proxy: http.ProxyURL(u)}
+	if tlsFrom != nil {
+		tr.TLSClientConfig = tlsFrom.Client().Transport.(*http.Transport).TLSClientConfig
+	}
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
+}
+
+func get(t *testing.T, c *http.Client, u string) (int, string) {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// An explicit pattern reaches a loopback server through CONNECT with TLS
+// verified end to end, and through plain forwarding.
+func TestProxyCarriesAllowedConnections(t *testing.T) {
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "over tls") }))
+	defer tlsSrv.Close()
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintf(w, "host=%s", r.Host) }))
+	defer plain.Close()
+	tlsAddr, plainAddr := tlsSrv.Listener.Addr().String(), plain.Listener.Addr().String()
+	s, proxy := startProxy(t, []string{tlsAddr, plainAddr}, 0, nil)
+	if code, b := get(t, clientVia(proxy, tlsSrv), tlsSrv.URL); code != 200 || b != "over tls" {
+		t.Fatalf("CONNECT: %d %q", code, b)
+	}
+	if code, b := get(t, clientVia(proxy, nil), plain.URL+"/x"); code != 200 || b != "host="+plainAddr {
+		t.Fatalf("forward: %d %q", code, b)
+	}
+	if s.Transferred() == 0 {
+		t.Fatal("nothing counted")
+	}
+}
+
+// rawRequest sends text to the proxy as it is and returns the answer's
+// status line and body.
+func rawRequest(t *testing.T, proxy, text string) (string, string) {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(proxy, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, text)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("%q: %v", text, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.Status, string(b)
+}
+
+// Every way to reach what the allowlist does not name is refused with an
+// answer that says why and what would allow it.
+func TestProxyRefusesEveryEscape(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "reached") }))
+	defer upstream.Close()
+	port := upstream.Listener.Addr().(*net.TCPAddr).Port
+	_, proxy := startProxy(t, []string{"allowed.test", "*.wild.test", fmt.Sprintf("allowed.test:%d", port+1)}, 0,
+		map[string]string{"allowed.test": "127.0.0.1", "a.wild.test": "10.0.0.1", "meta.wild.test": "169.254.169.254"})
+	cases := map[string]struct{ req, status, want string }{
+		"a host no pattern names":             {"CONNECT other.test:443 HTTP/1.1\r\nHost: other.test:443\r\n\r\n", "403", "--egress other.test"},
+		"an allowed name on another port":     {"CONNECT allowed.test:22 HTTP/1.1\r\nHost: allowed.test:22\r\n\r\n", "403", "no --egress pattern"},
+		"a name that resolves to loopback":    {"CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n", "403", "loopback"},
+		"a wildcard name resolving privately": {"CONNECT a.wild.test:443 HTTP/1.1\r\nHost: a.wild.test:443\r\n\r\n", "403", "private"},
+		"a metadata address":                  {"CONNECT meta.wild.test:80 HTTP/1.1\r\nHost: meta.wild.test:80\r\n\r\n", "403", "link-local"},
+		"an IP literal":                       {fmt.Sprintf("CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: x\r\n\r\n", port), "403", "no --egress pattern"},
+		"a decimal IP literal":                {"CONNECT 2130706433:443 HTTP/1.1\r\nHost: x\r\n\r\n", "400", "non-standard"},
+		"a hex IP literal":                    {"CONNECT 0x7f000001:443 HTTP/1.1\r\nHost: x\r\n\r\n", "400", "non-standard"},
+		"an IPv4-mapped IPv6 literal":         {fmt.Sprintf("CONNECT [::ffff:127.0.0.1]:%d HTTP/1.1\r\nHost: x\r\n\r\n", port), "403", "no --egress pattern"},
+		"CONNECT without a port":              {"CONNECT allowed.test HTTP/1.1\r\nHost: allowed.test\r\n\r\n", "400", "host:port"},
+		"a plain request to a relative path":  {"GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n", "400", "absolute http:// URL"},
+		"a hostile Host header, plain HTTP":   {fmt.Sprintf("GET http://other.test/ HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n", port), "403", "other.test"},
+		"https in a plain request":            {"GET https://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n", "400", "CONNECT"},
+		"conflicting Content-Length and TE":   {"POST http://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "40", ""},
+		"a request line of 100 KiB":           {"GET http://allowed.test/" + strings.Repeat("a", 100<<10) + " HTTP/1.1\r\nHost: allowed.test\r\n\r\n", "431", ""},
+		"a malformed request line":            {"GARBAGE\r\n\r\n", "400", ""},
+	}
+	for name, c := range cases {
+		status, b := rawRequest(t, proxy, c.req)
+		if !strings.HasPrefix(status, c.status) || !strings.Contains(b, c.want) || strings.Contains(b, "reached") {
+			t.Errorf("%s: %s %q; want %s… naming %q", name, status, b, c.status, c.want)
+		}
+	}
+}
+
+// Past the session's byte cap, connections are refused with the reason.
+func TestProxyByteCap(t *testing.T) {
+	big := strings.Repeat("x", 64<<10)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, big) }))
+	defer upstream.Close()
+	_, proxy := startProxy(t, []string{upstream.Listener.Addr().String()}, 100<<10, nil)
+	c := clientVia(proxy, nil)
+	for range 2 {
+		resp, err := c.Get(upstream.URL)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	code, b := get(t, c, upstream.URL)
+	if code != 403 || !strings.Contains(b, "--egress-max-bytes") {
+		t.Fatalf("past the cap: %d %q", code, b)
+	}
+}
+
+// Connections past MaxConns are answered at once with 429, and the
+// session serves again when they close.
+func TestProxyConnectionCap(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer upstream.Close()
+	_, proxy := startProxy(t, []string{upstream.Listener.Addr().String()}, 0, nil)
+	var idle []net.Conn
+	for range MaxConns {
+		c, err := net.Dial("tcp", strings.TrimPrefix(proxy, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	time.Sleep(100 * time.Millisecond)
+	status, b := rawRequest(t, proxy, "GET "+upstream.URL+" HTTP/1.1\r\nHost: x\r\n\r\n")
+	if !strings.HasPrefix(status, "429") || !strings.Contains(b, "connections open") {
+		t.Fatalf("past the limit: %s %q", status, b)
+	}
+	for _, c := range idle {
+		c.Close()
+	}
+	time.Sleep(100 * time.Millisecond)
+	if code, b := get(t, clientVia(proxy, nil), upstream.URL); code != 200 || b != "ok" {
+		t.Fatalf("after closing: %d %q", code, b)
+	}
+}
