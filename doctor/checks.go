@@ -58,6 +58,7 @@ func (d *doctor) checks() []check {
 		{"ulimits", d.ulimits},
 		{"image", d.image},
 		{"mounts", d.mounts},
+		{"egress", d.egress},
 		{"container", d.container},
 	}
 }

@@ -67,8 +67,12 @@ func (d *doctor) container(ctx context.Context) Result {
 	if d.diskOwn {
 		disk = " on its own ext4 filesystem"
 	}
-	return Result{Status: OK, Detail: fmt.Sprintf("started in %d ms as uid %s with no capabilities and no network; /workspace writable%s; removed",
-		startup.Milliseconds(), strings.SplitN(user, ":", 2)[0], disk)}
+	network := "no network"
+	if len(d.cfg.Egress) > 0 {
+		network = "no network interface but loopback (its egress proxy answered)"
+	}
+	return Result{Status: OK, Detail: fmt.Sprintf("started in %d ms as uid %s with no capabilities and %s; /workspace writable%s; removed",
+		startup.Milliseconds(), strings.SplitN(user, ":", 2)[0], network, disk)}
 }
 
 // hardeningProblem reads the probe's output and says what is not as

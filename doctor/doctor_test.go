@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -252,5 +253,30 @@ func TestMountsCheck(t *testing.T) {
 				t.Errorf("mountsOK %v after %v", d.mountsOK, r.Status)
 			}
 		})
+	}
+}
+
+// The egress line says when there is no network, and reaches each named
+// host as the proxy would, refusing loopback unless its port is named.
+func TestEgressCheck(t *testing.T) {
+	if r := (&doctor{cfg: workspace.DefaultConfig()}).egress(context.Background()); r.Status != OK || !strings.Contains(r.Detail, "no network at all") {
+		t.Errorf("without --egress: %+v", r)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	cfg := workspace.DefaultConfig()
+	cfg.Egress = []string{"localhost:" + port, "127.0.0.1", "*.example.com"}
+	r := (&doctor{cfg: cfg}).egress(context.Background())
+	for _, want := range []string{"reached localhost:" + port, "wildcards not tried: *.example.com", "127.0.0.1: it resolves to 127.0.0.1, a loopback address"} {
+		if !strings.Contains(r.Detail, want) {
+			t.Errorf("detail lacks %q: %+v", want, r)
+		}
+	}
+	if r.Status != Warn || !strings.Contains(r.Detail, "loopback") {
+		t.Errorf("a loopback address named without its port: %+v; want a warning naming loopback", r)
 	}
 }

@@ -40,6 +40,9 @@ type Info struct {
 	ClientRoots bool
 	// Unenforced names the limits the host cannot enforce, if any.
 	Unenforced string
+	// Egress lists the allowlist patterns of the egress proxy; none means
+	// no network at all.
+	Egress []string
 }
 
 // Text renders the guidance: what the sandbox is, then a table of the live settings.
@@ -48,10 +51,14 @@ func Text(info Info) string {
 	fmt.Fprintf(&b, "You have an isolated Linux container powered by Podman, created for this session and removed when it ends.\n\n")
 	fmt.Fprintf(&b, "- The file tools (ls, read_file, write_file, edit_file, glob, grep, rm) mirror a virtual filesystem interface but operate on `%s` inside the container. Their paths are relative to `%s`.\n", info.Workspace, info.Workspace)
 	fmt.Fprintf(&b, "- `podman_shell` runs short commands (at most %d seconds each) in the same environment, starting in `%s`; files written by either are immediately visible to the other.\n", info.ShellTimeoutSeconds, info.Workspace)
+	network := "There is no network access"
+	if len(info.Egress) > 0 {
+		network = "The only network access is an HTTP proxy (already set in HTTP_PROXY and HTTPS_PROXY, which pip, npm, apt, go, git and curl follow) to the hosts the table allows; anything else is refused with a 403 whose text names the host: tell the user which host you need and why, and they can allow it"
+	}
 	if info.Unenforced == "" {
-		fmt.Fprintf(&b, "- There is no network access and no privileged operation: you run as an unprivileged user with no capabilities, and memory, CPU and process counts are limited.\n")
+		fmt.Fprintf(&b, "- %s. There is no privileged operation: you run as an unprivileged user with no capabilities, and memory, CPU and process counts are limited.\n", network)
 	} else {
-		fmt.Fprintf(&b, "- There is no network access and no privileged operation: you run as an unprivileged user with no capabilities. This host cannot enforce the %s limits: the container shares the user's machine without them, so do not run anything that could exhaust it.\n", info.Unenforced)
+		fmt.Fprintf(&b, "- %s. There is no privileged operation: you run as an unprivileged user with no capabilities. This host cannot enforce the %s limits: the container shares the user's machine without them, so do not run anything that could exhaust it.\n", network, info.Unenforced)
 	}
 	fmt.Fprintf(&b, "- Do not assume files outside `%s` exist, and keep your work inside it; `/tmp` is a small scratch area.\n", info.Workspace)
 	if len(info.Mounts) > 0 || info.ClientRoots {
@@ -64,6 +71,11 @@ func Text(info Info) string {
 	fmt.Fprintf(&b, "| setting | value |\n| --- | --- |\n")
 	fmt.Fprintf(&b, "| image | `%s` |\n", info.Image)
 	fmt.Fprintf(&b, "| workspace | `%s` |\n", info.Workspace)
+	if len(info.Egress) > 0 {
+		fmt.Fprintf(&b, "| network | HTTP proxy to `%s` only |\n", strings.Join(info.Egress, "`, `"))
+	} else {
+		fmt.Fprintf(&b, "| network | none |\n")
+	}
 	if info.Unenforced != "" {
 		fmt.Fprintf(&b, "| limits not enforced | %s |\n", info.Unenforced)
 	}

@@ -37,6 +37,22 @@ func TestTextNamesTheSandboxAndItsSettings(t *testing.T) {
 	}
 }
 
+func TestTextSaysWhatTheNetworkReaches(t *testing.T) {
+	sealed := Text(Info{Image: "i", Workspace: "/workspace"})
+	if !strings.Contains(sealed, "There is no network access") || !strings.Contains(sealed, "| network | none |") {
+		t.Errorf("a sealed workspace does not say so:\n%s", sealed)
+	}
+	open := Text(Info{Image: "i", Workspace: "/workspace", Egress: []string{"pypi.org", "*.npmjs.org"}})
+	for _, want := range []string{"HTTP proxy", "HTTPS_PROXY", "403", "| network | HTTP proxy to `pypi.org`, `*.npmjs.org` only |"} {
+		if !strings.Contains(open, want) {
+			t.Errorf("an egress workspace's text lacks %q:\n%s", want, open)
+		}
+	}
+	if strings.Contains(open, "There is no network access") {
+		t.Errorf("an egress workspace says it has no network:\n%s", open)
+	}
+}
+
 func TestPromptServesTheText(t *testing.T) {
 	info := Info{Image: "img:1", Workspace: "/workspace", ShellTimeoutSeconds: 120}
 	p := Workspace(func(context.Context) Info { return info })

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/engine/podman"
 )
@@ -109,6 +110,11 @@ type Config struct {
 	// Warm is how many containers are kept made and started ahead of need,
 	// each handed to a new session; 0 makes each session's own.
 	Warm int
+	// Egress are the allowlist patterns of the egress proxy (see package
+	// egress); none keeps the containers without any way out.
+	Egress []string
+	// EgressMaxBytes caps what one session's proxy may carry.
+	EgressMaxBytes int64
 }
 
 // DefaultConfig returns the defaults, with the cache under the user's cache directory.
@@ -132,6 +138,8 @@ func DefaultConfig() Config {
 		IdleTimeout: DefaultIdleTimeout,
 		APITimeout:  DefaultAPITimeout,
 		PullTimeout: DefaultPullTimeout,
+
+		EgressMaxBytes: egress.DefaultMaxBytes,
 	}
 }
 
@@ -161,6 +169,10 @@ func (c Config) Validate() error {
 	check(c.APITimeout > 0, "podman API timeout must be positive")
 	check(c.PullTimeout > 0, "pull timeout must be positive")
 	check(c.ExportDir == "" || filepath.IsAbs(c.ExportDir), "export directory %q must be an absolute path", c.ExportDir)
+	if _, err := egress.ParsePolicy(c.Egress); err != nil {
+		errs = append(errs, err)
+	}
+	check(c.EgressMaxBytes >= 1<<20, "--egress-max-bytes %d is below the minimum of 1 MiB", c.EgressMaxBytes)
 	check(c.Warm >= 0 && c.Warm <= MaxWarm, "warm %d must be between 0 and %d", c.Warm, MaxWarm)
 	check(c.Warm == 0 || !c.MountRoots, "--warm %d cannot serve --mount-roots: a pooled container is made before any client names its roots; drop one of them", c.Warm)
 	check(c.Warm == 0 || !c.KeepSessionDirs, "--warm %d cannot serve --keep-session-dirs: a kept directory is named after its session, which a pooled container's is not; drop one of them", c.Warm)

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/engine/podman"
 )
@@ -26,7 +27,8 @@ type Manager struct {
 	inst        *instance
 	agentBinary string
 	mounts      mountPlan
-	disk        *diskTools // nil when sessions' disks are not limited
+	disk        *diskTools     // nil when sessions' disks are not limited
+	egress      *egress.Config // nil without Config.Egress
 
 	pool *warmPool // nil without Config.Warm
 
@@ -76,6 +78,10 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 	if err != nil {
 		return nil, err
 	}
+	policy, err := egress.ParsePolicy(cfg.Egress)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating cache directory: %w", err)
 	}
@@ -90,6 +96,9 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 	}
 	m.leftoverCtx, m.stopLeftovers = context.WithCancel(context.Background())
 	m.closing = make(chan struct{})
+	if len(cfg.Egress) > 0 {
+		m.egress = &egress.Config{Policy: policy, MaxBytes: cfg.EgressMaxBytes, Log: log}
+	}
 	switch {
 	case cfg.DiskBytes > 0 && cfg.FilesOnPodmanHost:
 		log.Warn("sessions can fill the Podman host's disk", "err", ErrDiskLimitUnavailable.Error()+
@@ -131,6 +140,9 @@ func (m *Manager) Session(id string) (*Session, error) {
 	}
 	if s != nil {
 		s.id, s.hash = id, hash
+		if s.proxy != nil {
+			s.proxy.SetID(hash)
+		}
 		s.lastUsed.Store(time.Now().UnixNano())
 		logEvent(m.log, EventTakenFromPool, s, time.Now())
 	} else {
@@ -146,6 +158,9 @@ func (m *Manager) newSession(id, key string) *Session {
 	s := &Session{m: m, id: id, hash: key, key: key, name: containerName(m.cfg.NamePrefix, key), dir: m.inst.sessionDir(key)}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.lastUsed.Store(time.Now().UnixNano())
+	if m.egress != nil {
+		s.proxy = egress.NewSession(*m.egress, key)
+	}
 	return s
 }
 
@@ -342,6 +357,9 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 		AgentBinary: m.agentBinary,
 		Limits:      m.cfg.Limits,
 		Unlimited:   host.Unlimitable,
+	}
+	if m.egress != nil {
+		spec.Env = proxyEnv()
 	}
 	if m.cfg.FilesOnPodmanHost {
 		spec.WorkspaceVolume, spec.CopyAgent = s.name, true

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/wire"
 )
@@ -47,9 +48,13 @@ type Session struct {
 	// pullMu serialises bringing a session's copies back from the Podman
 	// host and reading them (Config.FilesOnPodmanHost) with each other and
 	// with what deletes the files (Reset, end); it is taken before mu.
-	pullMu  sync.Mutex
-	client  *wire.Client
-	stream  io.Closer
+	pullMu sync.Mutex
+	client *wire.Client
+	stream io.Closer
+	// proxy answers the container's egress (nil without Config.Egress),
+	// through tunnel, which lives as long as the channel.
+	proxy   *egress.Session
+	tunnel  io.Closer
 	created bool // a container exists (or existed until it died) for this session
 	ended   bool
 	disk    bool // the session directory is its own filesystem, mounted
@@ -439,6 +444,13 @@ func (s *Session) connectLocked(ctx context.Context, steps *stepTimes) error {
 		return fmt.Errorf("waiting for the agent: %w", err)
 	}
 	steps.done("agent_ping")
+	if s.proxy != nil {
+		if err := s.openTunnelLocked(ctx); err != nil {
+			stream.Close()
+			return err
+		}
+		steps.done("egress_tunnel")
+	}
 	client.Watch(heartbeatInterval, heartbeatTimeout, stream)
 	s.client, s.stream = client, stream
 	return nil
@@ -448,7 +460,10 @@ func (s *Session) dropChannelLocked() {
 	if s.stream != nil {
 		s.stream.Close()
 	}
-	s.client, s.stream = nil, nil
+	if s.tunnel != nil {
+		s.tunnel.Close()
+	}
+	s.client, s.stream, s.tunnel = nil, nil, nil
 }
 
 // removeLocked removes the container; the channel dies with it.

@@ -1,0 +1,59 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/egress"
+)
+
+// egressReachTimeout bounds checking one allowed host.
+const egressReachTimeout = 10 * time.Second
+
+// egress says whether the workspace has a way out and, when it has, checks
+// each host the allowlist names as the proxy would (resolved here, refused
+// when private unless named with its port) and connects to it once.
+// Wildcards name no host to try.
+func (d *doctor) egress(ctx context.Context) Result {
+	if len(d.cfg.Egress) == 0 {
+		return Result{Status: OK, Detail: "off: the containers have no network at all (--egress allows hosts through a proxy)"}
+	}
+	policy, err := egress.ParsePolicy(d.cfg.Egress)
+	if err != nil {
+		return Result{Status: Fail, Detail: err.Error(), Fix: "write each --egress pattern as name, *.domain or address, optionally :port"}
+	}
+	proxy := egress.NewSession(egress.Config{Policy: policy, MaxBytes: d.cfg.EgressMaxBytes}, "doctor")
+	var reached, failed, wild []string
+	for _, r := range policy.Rules() {
+		if r.Wildcard {
+			wild = append(wild, r.Pattern)
+			continue
+		}
+		c, cancel := context.WithTimeout(ctx, egressReachTimeout)
+		err := proxy.Reach(c, r.Host, r.Ports[0])
+		cancel()
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", r.Pattern, err))
+			continue
+		}
+		reached = append(reached, r.Pattern)
+	}
+	detail := fmt.Sprintf("through the proxy only (cap %d bytes a session); reached %s", d.cfg.EgressMaxBytes, orNone(reached))
+	if len(wild) > 0 {
+		detail += "; wildcards not tried: " + strings.Join(wild, ", ")
+	}
+	if len(failed) > 0 {
+		return Result{Status: Warn, Detail: detail + "; not reachable: " + strings.Join(failed, "; "),
+			Fix: "check the name and this machine's network, or drop the pattern; a private or loopback host needs its port named (--egress host:port)"}
+	}
+	return Result{Status: OK, Detail: detail}
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
