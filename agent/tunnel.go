@@ -50,6 +50,7 @@ func (a *Agent) serveTunnel(ctx context.Context, in, out *os.File) error {
 		return err
 	}
 	a.log.Info("egress proxy listening", "addr", ln.Addr().String())
+	go servePorts(sess)
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -116,6 +117,50 @@ func carry(c *net.TCPConn, sess *yamux.Session) {
 	}()
 	_, _ = io.Copy(stream, c)
 	_ = stream.Close() // half-close: the answer may still come
+	<-done
+}
+
+// portDialTimeout bounds connecting to a previewed port in the container.
+const portDialTimeout = 5 * time.Second
+
+// servePorts answers the port previews the server opens: each stream names
+// a port of the container's loopback, and carries a connection to it.
+func servePorts(sess *yamux.Session) {
+	for {
+		st, err := sess.AcceptStream()
+		if err != nil {
+			return
+		}
+		go servePort(st)
+	}
+}
+
+func servePort(st *yamux.Stream) {
+	defer st.Close()
+	_ = st.SetReadDeadline(time.Now().Add(portDialTimeout))
+	var port int
+	if _, err := fmt.Fscanf(st, wire.PortRequest, &port); err != nil || port < 1 || port > 65535 {
+		_, _ = io.WriteString(st, "error: malformed port request\n")
+		return
+	}
+	_ = st.SetReadDeadline(time.Time{})
+	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), portDialTimeout)
+	if err != nil {
+		_, _ = fmt.Fprintf(st, "error: %v\n", err)
+		return
+	}
+	defer c.Close()
+	if _, err := io.WriteString(st, wire.PortOK); err != nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = io.Copy(st, c)
+		_ = st.Close()
+	}()
+	_, _ = io.Copy(c, st)
+	_ = c.(*net.TCPConn).CloseWrite()
 	<-done
 }
 

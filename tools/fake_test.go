@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
@@ -31,6 +32,19 @@ type fakeWorkspace struct {
 }
 
 var _ workspace.Workspace = (*fakeWorkspace)(nil)
+
+func (f *fakeWorkspace) OpenPort(_ context.Context, port int) (workspace.PortInfo, []workspace.PortInfo, error) {
+	f.calls = append(f.calls, fmt.Sprintf("open port %d", port))
+	p := workspace.PortInfo{Port: port, URL: "http://127.0.0.1:1/"}
+	return p, []workspace.PortInfo{p}, f.err
+}
+
+func (f *fakeWorkspace) ClosePort(port int) ([]workspace.PortInfo, error) {
+	f.calls = append(f.calls, fmt.Sprintf("close port %d", port))
+	return nil, f.err
+}
+
+func (f *fakeWorkspace) Ports() []workspace.PortInfo { return nil }
 
 func (f *fakeWorkspace) Info() workspace.ContainerInfo {
 	return workspace.ContainerInfo{Name: "wink-test", Image: "img", Mounts: f.mounts}

@@ -20,6 +20,7 @@ func All(workspaceFor WorkspaceFor, log *slog.Logger) ([]server.ServerTool, erro
 		func() (server.ServerTool, error) { return Python(workspaceFor) },
 		func() (server.ServerTool, error) { return WorkspaceChanges(workspaceFor) },
 		func() (server.ServerTool, error) { return WorkspaceDiff(workspaceFor) },
+		func() (server.ServerTool, error) { return WorkspacePort(workspaceFor) },
 	}
 	out := make([]server.ServerTool, 0, len(constructors))
 	for _, c := range constructors {

@@ -211,3 +211,30 @@ func TestShellWorkspaceErrorIsToolError(t *testing.T) {
 		t.Errorf("got %q (isError %v)", text(res), res.IsError)
 	}
 }
+
+// workspace_port names the missing or misplaced port, and opens through
+// the workspace.
+func TestWorkspacePortArguments(t *testing.T) {
+	ws := &fakeWorkspace{}
+	tool, err := WorkspacePort(func(context.Context) (workspace.Workspace, error) { return ws, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for args, want := range map[string]string{
+		`{"action":"open"}`:              "port: is required when action is open",
+		`{"action":"close"}`:             "port: is required when action is close",
+		`{"action":"list","port":80}`:    "list takes no port",
+		`{"action":"open","port":70000}`: "port",
+		`{"action":"open","port":0}`:     "port",
+		`{"action":"peek","port":80}`:    "action",
+	} {
+		res := call(t, tool, args)
+		if !res.IsError || !strings.Contains(text(res), want) {
+			t.Errorf("%s: %v %q; want an error naming %q", args, res.IsError, text(res), want)
+		}
+	}
+	res := call(t, tool, `{"action":"open","port":8000}`)
+	if res.IsError || !strings.Contains(text(res), "http://127.0.0.1:1/") || ws.calls[len(ws.calls)-1] != "open port 8000" {
+		t.Errorf("open: %q, calls %v", text(res), ws.calls)
+	}
+}

@@ -25,6 +25,14 @@ import (
 // serves the egress proxy.
 const ProxyPort = 3128
 
+// A port preview is a stream the server opens: it writes PortRequest with
+// the container port, and the agent answers PortOK, or "error: " and why,
+// on one line, then carries the connection.
+const (
+	PortRequest = "port %d\n"
+	PortOK      = "ok\n"
+)
+
 // TunnelReady is what the agent writes on a tunnel's first stream once
 // its proxy listens.
 const TunnelReady = "ready\n"

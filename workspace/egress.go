@@ -50,12 +50,36 @@ func (s *Session) openTunnelLocked(ctx context.Context) error {
 		return fmt.Errorf("the egress proxy in %s did not start: %w", s.name, err)
 	}
 	s.tunnel = mux
+	if s.proxy == nil {
+		go refuseEgress(mux) // the tunnel carries port previews only
+		return nil
+	}
 	go func() {
 		if err := s.proxy.Serve(mux); err != nil {
 			s.m.log.Debug("egress tunnel ended", "session", s.hash, "err", err)
 		}
 	}()
 	return nil
+}
+
+// egressOff answers a connection to the proxy of a session without egress.
+const egressOff = "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n" +
+	"wink-mcp egress proxy: this workspace has no network; ask the user to start wink-mcp with --egress naming the hosts it needs.\n"
+
+// refuseEgress answers every proxy connection of a tunnel opened for port
+// previews in a session without egress.
+func refuseEgress(mux *yamux.Session) {
+	for {
+		st, err := mux.AcceptStream()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer st.Close()
+			_ = st.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			_, _ = io.WriteString(st, egressOff)
+		}()
+	}
 }
 
 // awaitProxy waits for the agent's first stream, which it opens once its

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/yamux"
+
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/wire"
@@ -53,8 +55,14 @@ type Session struct {
 	stream io.Closer
 	// proxy answers the container's egress (nil without Config.Egress),
 	// through tunnel, which lives as long as the channel.
-	proxy   *egress.Session
-	tunnel  io.Closer
+	proxy  *egress.Session
+	tunnel *yamux.Session
+	// portsMu guards ports, the container ports shown on this machine, and
+	// portsClosed, set when the session ends.
+	portsMu     sync.Mutex
+	ports       map[int]*portForward
+	portsClosed bool
+
 	created bool // a container exists (or existed until it died) for this session
 	ended   bool
 	disk    bool // the session directory is its own filesystem, mounted
@@ -515,6 +523,7 @@ func (s *Session) end(ctx context.Context) {
 		return
 	}
 	s.ended = true
+	s.closePorts()
 	start := time.Now()
 	had := s.created
 	exportNow := s.m.cfg.ExportDir != "" && len(s.mounts) > 0

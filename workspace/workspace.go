@@ -108,4 +108,11 @@ type Workspace interface {
 	Changes(ctx context.Context, prefix string) ([]FolderChange, error)
 	// Diff is Changes as a unified diff, binary files listed, not shown.
 	Diff(ctx context.Context, prefix string) (DiffResult, error)
+	// OpenPort shows a container port on this machine's loopback; it
+	// returns the port and all the session's open ports.
+	OpenPort(ctx context.Context, port int) (PortInfo, []PortInfo, error)
+	// ClosePort stops showing a port and returns the ports still open.
+	ClosePort(port int) ([]PortInfo, error)
+	// Ports lists the open ports.
+	Ports() []PortInfo
 }
