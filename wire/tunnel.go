@@ -1,7 +1,7 @@
 package wire
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"time"
@@ -60,12 +60,16 @@ type escapeWriter struct {
 
 func (e *escapeWriter) Write(p []byte) (int, error) {
 	e.buf = e.buf[:0]
-	for _, b := range p {
-		if b == ctrlP || b == escapeByte {
-			e.buf = append(e.buf, escapeByte, b^escapeMask)
-			continue
+	rest := p
+	for len(rest) > 0 {
+		i := indexSpecial(rest)
+		if i < 0 {
+			e.buf = append(e.buf, rest...)
+			break
 		}
-		e.buf = append(e.buf, b)
+		e.buf = append(e.buf, rest[:i]...)
+		e.buf = append(e.buf, escapeByte, rest[i]^escapeMask)
+		rest = rest[i+1:]
 	}
 	if _, err := e.w.Write(e.buf); err != nil {
 		return 0, err
@@ -73,43 +77,92 @@ func (e *escapeWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// indexSpecial returns the index of the first byte that must be escaped,
+// or -1.
+func indexSpecial(b []byte) int {
+	i, j := bytes.IndexByte(b, ctrlP), bytes.IndexByte(b, escapeByte)
+	switch {
+	case i < 0:
+		return j
+	case j < 0 || i < j:
+		return i
+	default:
+		return j
+	}
+}
+
 // ErrBadEscape reports a stream that an EscapeWriter did not write.
 var ErrBadEscape = errors.New("tunnel: malformed escape")
 
 // UnescapeReader returns a reader of what an EscapeWriter wrote to r.
-func UnescapeReader(r io.Reader) io.Reader { return &unescapeReader{r: bufio.NewReaderSize(r, 64<<10)} }
+func UnescapeReader(r io.Reader) io.Reader { return &unescapeReader{r: r} }
 
-type unescapeReader struct{ r *bufio.Reader }
-
-func (u *unescapeReader) Read(p []byte) (int, error) {
-	n := 0
-	for n < len(p) {
-		if n > 0 && u.r.Buffered() == 0 {
-			break // hand over what is here rather than wait for more
-		}
-		b, err := u.r.ReadByte()
-		if err != nil {
-			if n > 0 {
-				return n, nil
-			}
-			return 0, err
-		}
-		if b == escapeByte {
-			if b, err = u.r.ReadByte(); err != nil {
-				return n, ErrBadEscape
-			}
-			b ^= escapeMask
-			if b != ctrlP && b != escapeByte {
-				return n, ErrBadEscape
-			}
-		} else if b == ctrlP {
-			return n, ErrBadEscape
-		}
-		p[n] = b
-		n++
-	}
-	return n, nil
+type unescapeReader struct {
+	r io.Reader
+	// pending is an escape byte that ended the last read, whose escaped
+	// byte has not arrived yet.
+	pending bool
 }
+
+// Read reads what is there and undoes the escapes in place: the result is
+// never longer than what was read.
+func (u *unescapeReader) Read(p []byte) (int, error) {
+	for {
+		n, err := u.r.Read(p)
+		out, bad := u.unescape(p[:n])
+		if bad {
+			return out, ErrBadEscape
+		}
+		if err != nil {
+			if err == io.EOF && u.pending {
+				return out, ErrBadEscape
+			}
+			return out, err
+		}
+		if out > 0 || n == 0 {
+			return out, nil
+		}
+		// Only a trailing escape byte came: read on.
+	}
+}
+
+// unescape rewrites b in place and returns the length of the result.
+func (u *unescapeReader) unescape(b []byte) (int, bool) {
+	w, r := 0, 0
+	if u.pending && len(b) > 0 {
+		if !restorable(b[0] ^ escapeMask) {
+			return 0, true
+		}
+		b[0] ^= escapeMask
+		u.pending = false
+		w, r = 1, 1
+	}
+	for r < len(b) {
+		i := indexSpecial(b[r:])
+		if i < 0 {
+			w += copy(b[w:], b[r:])
+			break
+		}
+		w += copy(b[w:], b[r:r+i])
+		r += i
+		if b[r] == ctrlP {
+			return w, true
+		}
+		if r+1 == len(b) {
+			u.pending = true
+			break
+		}
+		if !restorable(b[r+1] ^ escapeMask) {
+			return w, true
+		}
+		b[w] = b[r+1] ^ escapeMask
+		w++
+		r += 2
+	}
+	return w, false
+}
+
+func restorable(b byte) bool { return b == ctrlP || b == escapeByte }
 
 // TunnelConfig is the yamux configuration of both ends of a tunnel.
 func TunnelConfig() *yamux.Config {

@@ -23,6 +23,7 @@ type config struct {
 	samples, coldSamples    int
 	sessions, sessionOps    int
 	httpSamples, burst      int
+	egressSamples           int
 }
 
 func main() {
@@ -37,6 +38,7 @@ func main() {
 	flag.IntVar(&cfg.burst, "burst", 50, "sessions opened at once in the burst measurements")
 	flag.IntVar(&cfg.sessions, "sessions", 20, "concurrent sessions in the load measurement")
 	flag.IntVar(&cfg.sessionOps, "session-ops", 100, "calls per concurrent session")
+	flag.IntVar(&cfg.egressSamples, "egress-samples", 5, "downloads through the egress proxy, and directly")
 	flag.Parse()
 	if err := run(cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "wink-bench: %v\n", err)
@@ -107,6 +109,8 @@ func run(cfg config) error {
 	httpCold := measureHTTPFirstCalls(ctx, cfg, "HTTP: first call of a new session, --warm 0", cfg.httpSamples, 0)
 	fmt.Fprintf(os.Stderr, "measuring read_file at a fixed rate...\n")
 	fixed := measureFixedRate(ctx, cfg, "HTTP: read_file, 50 sessions, 100 calls/s in all", 50, 100, 20*time.Second)
+	fmt.Fprintf(os.Stderr, "measuring egress throughput...\n")
+	egress, egressDirect, egressCeiling := measureEgress(ctx, cfg, cfg.egressSamples)
 	fmt.Fprintf(os.Stderr, "measuring bursts of %d sessions over HTTP...\n", cfg.burst)
 	burstWarm := measureHTTPBurst(ctx, cfg, fmt.Sprintf("HTTP: %d sessions at once, initialize + first call, --warm %d", cfg.burst, cfg.burst),
 		cfg.burst, cfg.burst, "--max-sessions", fmt.Sprint(cfg.burst+14))
@@ -127,10 +131,14 @@ func run(cfg config) error {
 	burst2.Target, burst2.Met = "0 errors", burst2.Errors == 0
 	fixed.Target, fixed.Met = "p99 <= 20 ms", fixed.P99 <= 20 && fixed.Errors == 0
 	rep.Measurements = []measurement{protocol, reads, viaMCPGo, writes, edits, greps, shells, baseline,
-		first, firstLazy, firstLater, load, httpWarm, httpCold, burstWarm, burstCold, burst2, fixed}
+		first, firstLazy, firstLater, load, httpWarm, httpCold, burstWarm, burstCold, burst2, fixed, egress, egressDirect, egressCeiling}
 	rep.ClosedLoopCallsPerSecond = load.CallsPerSecond
 	rep.ReadSpeedup = baseline.P50 / reads.P50
 	rep.SpeedupMet = rep.ReadSpeedup >= 50
+	if egress.P50 > 0 {
+		rep.EgressShare = egressDirect.P50 / egress.P50
+		rep.EgressShareMet = rep.EgressShare >= 0.5
+	}
 	fmt.Print(rep.markdown())
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {

@@ -37,6 +37,9 @@ type report struct {
 	// calling as soon as its last call answered, got through: saturation.
 	ClosedLoopCallsPerSecond float64 `json:"closed_loop_calls_per_second,omitempty"`
 	SpeedupMet               bool    `json:"speedup_target_met"`
+	// EgressShare is the egress download's speed as a share of the direct one.
+	EgressShare    float64 `json:"egress_share_of_direct,omitempty"`
+	EgressShareMet bool    `json:"egress_share_target_met,omitempty"`
 }
 
 // measure runs fn warmup+n times and summarises the last n.
@@ -112,6 +115,10 @@ func (r report) markdown() string {
 	}
 	fmt.Fprintf(&b, "\nread_file is %.0f times faster than one podman exec per read, at p50 (target: at least 50 times, %s).\n",
 		r.ReadSpeedup, map[bool]string{true: "met", false: "missed"}[r.SpeedupMet])
+	if r.EgressShare > 0 {
+		fmt.Fprintf(&b, "A download through the egress proxy runs at %.0f%% of the same download made directly on this machine, at p50 (target: at least 50%%, %s).\n",
+			100*r.EgressShare, map[bool]string{true: "met", false: "missed"}[r.EgressShareMet])
+	}
 	if r.ClosedLoopCallsPerSecond > 0 {
 		fmt.Fprintf(&b, "The concurrent sessions, each calling again as soon as it has an answer, got through %.0f calls a second (saturation).\n",
 			r.ClosedLoopCallsPerSecond)
