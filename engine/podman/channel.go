@@ -87,7 +87,7 @@ func (e *Engine) openExec(ctx context.Context, name string, argv []string) (io.R
 	var stdout io.Writer = stdoutW
 	var stderr io.Writer = &lineLogger{log: e.log, msg: "relay stderr", attrs: []any{"container", name}, level: slog.LevelWarn}
 	opts := new(containers.ExecStartAndAttachOptions).
-		WithInputStream(*bufio.NewReaderSize(stdinR, 256<<10)).
+		WithInputStream(*bufio.NewReader(stdinR)).
 		WithOutputStream(stdout).
 		WithErrorStream(stderr).
 		WithAttachInput(true).WithAttachOutput(true).WithAttachError(true)
