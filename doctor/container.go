@@ -68,7 +68,7 @@ func (d *doctor) container(ctx context.Context) Result {
 		disk = " on its own ext4 filesystem"
 	}
 	network := "no network"
-	if len(d.cfg.Egress) > 0 {
+	if d.cfg.EgressOn() {
 		network = "no network interface but loopback (its egress proxy answered)"
 	}
 	return Result{Status: OK, Detail: fmt.Sprintf("started in %d ms as uid %s with no capabilities and %s; /workspace writable%s; removed",

@@ -17,7 +17,7 @@ const egressReachTimeout = 10 * time.Second
 // when private unless named with its port) and connects to it once.
 // Wildcards name no host to try.
 func (d *doctor) egress(ctx context.Context) Result {
-	if len(d.cfg.Egress) == 0 {
+	if !d.cfg.EgressOn() {
 		return Result{Status: OK, Detail: "off: the containers have no network at all (--egress allows hosts through a proxy)"}
 	}
 	policy, err := egress.ParsePolicy(d.cfg.Egress)
@@ -43,6 +43,9 @@ func (d *doctor) egress(ctx context.Context) Result {
 	detail := fmt.Sprintf("through the proxy only (cap %d bytes a session); reached %s", d.cfg.EgressMaxBytes, orNone(reached))
 	if len(wild) > 0 {
 		detail += "; wildcards not tried: " + strings.Join(wild, ", ")
+	}
+	if d.cfg.EgressAsk {
+		detail += "; other hosts are asked of the user, where the client supports elicitation"
 	}
 	if len(failed) > 0 {
 		return Result{Status: Warn, Detail: detail + "; not reachable: " + strings.Join(failed, "; "),

@@ -41,7 +41,10 @@ type Config struct {
 	MaxBytes int64
 	// Resolve looks a name up; nil uses the system's resolver.
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
-	Log     *slog.Logger
+	// Ask, when set, asks the user whether the session may reach a host no
+	// pattern allows; yes allows that host and port for the session.
+	Ask func(ctx context.Context, host string, port int) (bool, error)
+	Log *slog.Logger
 }
 
 // Session is one workspace session's proxy. It outlives the session's
@@ -53,6 +56,7 @@ type Session struct {
 	transferred atomic.Int64
 	open        atomic.Int64
 	transport   *http.Transport
+	asked       askedHosts
 }
 
 // NewSession returns the proxy of the session id (which its log records carry).
@@ -155,6 +159,17 @@ func (s *Session) vet(ctx context.Context, rawHost string, port int) (*target, *
 		return nil, &refusal{status: http.StatusBadRequest, host: host, port: port, reason: "the port is out of range"}
 	}
 	rule, ok := s.cfg.Policy.Match(host, port)
+	if !ok {
+		rule, ok = s.asked.match(host, port)
+	}
+	if !ok && s.cfg.Ask != nil {
+		var why string
+		rule, ok, why = s.asked.ask(ctx, s.cfg.Ask, host, port)
+		if !ok {
+			return nil, &refusal{status: http.StatusForbidden, host: host, port: port, reason: why,
+				remedy: fmt.Sprintf("Tell the user why this host is needed; they can allow it with --egress %s.", suggest(host, port))}
+		}
+	}
 	if !ok {
 		return nil, &refusal{status: http.StatusForbidden, host: host, port: port,
 			reason: fmt.Sprintf("no --egress pattern allows it (allowed: %s)", describe(s.cfg.Policy)),

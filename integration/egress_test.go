@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,8 +12,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // registries are the package registries this machine reaches, read from
@@ -332,4 +336,79 @@ func httpServerOnLoopback(t *testing.T, body string) string {
 	t.Cleanup(func() { srv.Close() })
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	return port
+}
+
+// userAnswers answers the server's questions as a user would: yes for the
+// hosts in allow, no for the rest, and records each question.
+type userAnswers struct {
+	allow     []string
+	mu        sync.Mutex
+	questions []string
+}
+
+func (u *userAnswers) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	u.mu.Lock()
+	u.questions = append(u.questions, req.Params.Message)
+	u.mu.Unlock()
+	for _, host := range u.allow {
+		if strings.Contains(req.Params.Message, " "+host+" ") {
+			return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"allow": true}}}, nil
+		}
+	}
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}}, nil
+}
+
+func (u *userAnswers) asked() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.questions)
+}
+
+// With --egress-ask, a host no pattern names is put to the user by MCP
+// elicitation while the command waits: yes lets it through for the
+// session (and is not asked again), no refuses it saying so. A client that
+// cannot be asked (mcp-go's SSE client) gets the refusal, saying why. A
+// client that offers the newest revision is asked too: this server
+// negotiates one that has requests from the server.
+func TestEgressAskTheUser(t *testing.T) {
+	r := machineRegistries(t)
+	for _, tr := range []string{"stdio", "http", "sse", "stdio-newest"} {
+		t.Run(tr, func(t *testing.T) {
+			user := &userAnswers{allow: []string{r.npm.Hostname()}}
+			opts := startOptions{transport: tr, image: pythonImage, elicit: user, protocol: mcp.ProtocolVersion20250618,
+				args: []string{"--warm", "0", "--egress-ask"}}
+			if tr == "stdio-newest" {
+				opts.transport, opts.protocol = "stdio", ""
+			}
+			p := start(t, opts)
+			caBundle(t, p)
+			fetchNPM := fmt.Sprintf(`import urllib.request
+print(urllib.request.urlopen(%q).status)
+`, r.npm.JoinPath("left-pad").String())
+			if tr == "sse" {
+				out := rawProxy(t, p, "CONNECT "+r.npm.Hostname()+":443 HTTP/1.1\r\n\r\n")
+				if !strings.Contains(out, "403") || !strings.Contains(out, "asking the user failed") {
+					t.Errorf("a client that cannot be asked: %q", out)
+				}
+				if len(user.asked()) != 0 {
+					t.Errorf("asked %q", user.asked())
+				}
+				return
+			}
+			if out := py(t, p, fetchNPM); strings.TrimSpace(out) != "200" {
+				t.Errorf("after the user's yes: %q", out)
+			}
+			if out := py(t, p, fetchNPM); strings.TrimSpace(out) != "200" {
+				t.Errorf("the second time: %q", out)
+			}
+			out := rawProxy(t, p, "CONNECT "+r.goprox.Hostname()+":443 HTTP/1.1\r\n\r\n")
+			if !strings.Contains(out, "403") || !strings.Contains(out, "the user declined it") {
+				t.Errorf("after the user's no: %q", out)
+			}
+			q := user.asked()
+			if len(q) != 2 || !strings.Contains(q[0], r.npm.Hostname()+" on port 443") || !strings.Contains(q[1], r.goprox.Hostname()) {
+				t.Errorf("questions %q; want one for each host", q)
+			}
+		})
+	}
 }

@@ -46,6 +46,8 @@ type proc struct {
 	exited    chan struct{}
 	as        *rootlessUser // the user the server runs as, when not root
 	remote    *remoteHost   // the Podman host driven over ssh, when not this one
+	elicit    client.ElicitationHandler
+	protocol  string
 }
 
 type startOptions struct {
@@ -53,10 +55,12 @@ type startOptions struct {
 	cache     string
 	image     string
 	args      []string
-	headers   map[string]string // sent with every HTTP request
-	roots     []string          // stdio only: the client declares these folders as its roots
-	as        *rootlessUser     // run the server as this user, against its rootless Podman
-	remote    *remoteHost       // drive this Podman host over ssh instead of this machine's
+	headers   map[string]string         // sent with every HTTP request
+	roots     []string                  // stdio only: the client declares these folders as its roots
+	as        *rootlessUser             // run the server as this user, against its rootless Podman
+	remote    *remoteHost               // drive this Podman host over ssh instead of this machine's
+	elicit    client.ElicitationHandler // answers the server's questions to the user; nil: the client cannot be asked
+	protocol  string                    // the protocol revision the client asks for; "" for mcp-go's newest
 }
 
 // rootsList answers the server's roots/list with fixed folders.
@@ -96,7 +100,8 @@ func launch(t *testing.T, opts startOptions) *proc {
 	if opts.transport == "" {
 		opts.transport = "stdio"
 	}
-	p := &proc{t: t, transport: opts.transport, logs: &logBuffer{}, prefix: "wt" + randomHex(4), cache: opts.cache, exited: make(chan struct{}), as: opts.as, remote: opts.remote}
+	p := &proc{t: t, transport: opts.transport, logs: &logBuffer{}, prefix: "wt" + randomHex(4), cache: opts.cache, exited: make(chan struct{}), as: opts.as, remote: opts.remote,
+		elicit: opts.elicit, protocol: opts.protocol}
 	bin, url := winkBin, "unix://"+podmanSocket
 	if opts.as != nil {
 		bin, url = opts.as.bin, "unix://"+opts.as.socket
@@ -155,6 +160,9 @@ func launch(t *testing.T, opts startOptions) *proc {
 		if opts.roots != nil {
 			clientOpts = append(clientOpts, client.WithRootsHandler(rootsList(opts.roots)))
 		}
+		if opts.elicit != nil {
+			clientOpts = append(clientOpts, client.WithElicitationHandler(opts.elicit))
+		}
 		p.client = client.NewClient(tr, clientOpts...)
 		go func() {
 			// The transport owns cmd.Wait; watch /proc instead of racing it.
@@ -192,11 +200,15 @@ func (p *proc) connect(headers map[string]string) {
 	p.t.Helper()
 	switch p.transport {
 	case "http":
-		c, err := client.NewStreamableHttpClient(p.url, transport.WithHTTPHeaders(headers))
+		tr, err := transport.NewStreamableHTTP(p.url, transport.WithHTTPHeaders(headers))
 		if err != nil {
 			p.t.Fatal(err)
 		}
-		p.client = c
+		var opts []client.ClientOption
+		if p.elicit != nil {
+			opts = append(opts, client.WithElicitationHandler(p.elicit))
+		}
+		p.client = client.NewClient(tr, opts...)
 	case "sse":
 		c, err := client.NewSSEMCPClient(p.url, transport.WithHeaders(headers))
 		if err != nil {
@@ -211,6 +223,9 @@ func (p *proc) connect(headers map[string]string) {
 	var req mcp.InitializeRequest
 	// The client's newest revision: the server must still give it a session.
 	req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	if p.protocol != "" {
+		req.Params.ProtocolVersion = p.protocol
+	}
 	req.Params.ClientInfo = mcp.Implementation{Name: "wink-integration", Version: "0"}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -41,8 +41,10 @@ type Info struct {
 	// Unenforced names the limits the host cannot enforce, if any.
 	Unenforced string
 	// Egress lists the allowlist patterns of the egress proxy; none means
-	// no network at all.
+	// no network at all, unless EgressAsk.
 	Egress []string
+	// EgressAsk says the user is asked about hosts no pattern allows.
+	EgressAsk bool
 }
 
 // Text renders the guidance: what the sandbox is, then a table of the live settings.
@@ -52,7 +54,10 @@ func Text(info Info) string {
 	fmt.Fprintf(&b, "- The file tools (ls, read_file, write_file, edit_file, glob, grep, rm) mirror a virtual filesystem interface but operate on `%s` inside the container. Their paths are relative to `%s`.\n", info.Workspace, info.Workspace)
 	fmt.Fprintf(&b, "- `podman_shell` runs short commands (at most %d seconds each) in the same environment, starting in `%s`; files written by either are immediately visible to the other.\n", info.ShellTimeoutSeconds, info.Workspace)
 	network := "There is no network access"
-	if len(info.Egress) > 0 {
+	switch {
+	case info.EgressAsk:
+		network = "The only network access is an HTTP proxy (already set in HTTP_PROXY and HTTPS_PROXY, which pip, npm, apt, go, git and curl follow) to the hosts the table allows; for any other host the user is asked, and a refusal is a 403 whose text says why: retry the command once the user allowed the host"
+	case len(info.Egress) > 0:
 		network = "The only network access is an HTTP proxy (already set in HTTP_PROXY and HTTPS_PROXY, which pip, npm, apt, go, git and curl follow) to the hosts the table allows; anything else is refused with a 403 whose text names the host: tell the user which host you need and why, and they can allow it"
 	}
 	if info.Unenforced == "" {
@@ -71,9 +76,14 @@ func Text(info Info) string {
 	fmt.Fprintf(&b, "| setting | value |\n| --- | --- |\n")
 	fmt.Fprintf(&b, "| image | `%s` |\n", info.Image)
 	fmt.Fprintf(&b, "| workspace | `%s` |\n", info.Workspace)
-	if len(info.Egress) > 0 {
+	switch {
+	case len(info.Egress) > 0 && info.EgressAsk:
+		fmt.Fprintf(&b, "| network | HTTP proxy to `%s`, and to hosts the user allows when asked |\n", strings.Join(info.Egress, "`, `"))
+	case len(info.Egress) > 0:
 		fmt.Fprintf(&b, "| network | HTTP proxy to `%s` only |\n", strings.Join(info.Egress, "`, `"))
-	} else {
+	case info.EgressAsk:
+		fmt.Fprintf(&b, "| network | HTTP proxy to the hosts the user allows when asked |\n")
+	default:
 		fmt.Fprintf(&b, "| network | none |\n")
 	}
 	if info.Unenforced != "" {

@@ -51,6 +51,10 @@ func TestTextSaysWhatTheNetworkReaches(t *testing.T) {
 	if strings.Contains(open, "There is no network access") {
 		t.Errorf("an egress workspace says it has no network:\n%s", open)
 	}
+	ask := Text(Info{Image: "i", Workspace: "/workspace", EgressAsk: true})
+	if !strings.Contains(ask, "the user is asked") || !strings.Contains(ask, "| network | HTTP proxy to the hosts the user allows when asked |") {
+		t.Errorf("an asking workspace does not say so:\n%s", ask)
+	}
 }
 
 func TestPromptServesTheText(t *testing.T) {

@@ -49,6 +49,7 @@ type Server struct {
 	mgr       *workspace.Manager
 	mcp       *mcpserver.MCPServer
 	sessions  *sessionStore
+	clients   clientSessions
 	subs      *subscriptions
 	calls     *callTracker
 	sweepDone chan struct{}
@@ -71,7 +72,9 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), calls: newCallTracker(), sweepDone: make(chan struct{})}
 
 	hooks := &mcpserver.Hooks{}
+	hooks.AddOnRegisterSession(func(_ context.Context, session mcpserver.ClientSession) { s.clients.add(session) })
 	hooks.AddOnUnregisterSession(func(ctx context.Context, session mcpserver.ClientSession) {
+		s.clients.remove(session)
 		// mcp-go may call this with a cancelled context (stdio at EOF).
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 		defer cancel()
@@ -82,8 +85,9 @@ func New(cfg Config) (*Server, error) {
 	s.trackUnsubscriptions(hooks)
 	hooks.AddOnRequestInitialization(s.checkRequest)
 	mgr.OnChange(s.notifyChanged)
+	mgr.OnEgressAsk(s.askEgress)
 	info := prompts.Info{Image: strings.Join(cfg.Workspace.ImageChoices(), " or "), Workspace: workspace.Root, ShellTimeoutSeconds: 120,
-		Mounts: promptMounts(mgr.Mounts()), ClientRoots: cfg.Workspace.MountRoots, Egress: cfg.Workspace.Egress}
+		Mounts: promptMounts(mgr.Mounts()), ClientRoots: cfg.Workspace.MountRoots, Egress: cfg.Workspace.Egress, EgressAsk: cfg.Workspace.EgressAsk}
 	s.mcp = mcpserver.NewMCPServer("wink-mcp", Version(),
 		mcpserver.WithToolCapabilities(false),
 		mcpserver.WithPromptCapabilities(false),
@@ -214,6 +218,9 @@ func (s *Server) observe(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFu
 		}
 		start := time.Now()
 		defer s.calls.start()()
+		if session := mcpserver.ClientSessionFromContext(ctx); session != nil {
+			defer s.clients.calling(ctx, session.SessionID())()
+		}
 		defer func() {
 			if p := recover(); p != nil {
 				s.log.Error("tool call panicked", "tool", req.Params.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))

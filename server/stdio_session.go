@@ -85,7 +85,7 @@ func (s *stdioSession) SetProtocolVersion(v string) { s.version.Store(v) }
 // ListRoots implements mcpserver.SessionWithRoots: it asks the client for
 // its roots and waits for the answer or ctx.
 func (s *stdioSession) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	raw, err := s.request(ctx, string(mcp.MethodListRoots))
+	raw, err := s.request(ctx, string(mcp.MethodListRoots), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -96,8 +96,23 @@ func (s *stdioSession) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*
 	return &res, nil
 }
 
-// request sends the client a request without parameters and returns its result.
-func (s *stdioSession) request(ctx context.Context, method string) (json.RawMessage, error) {
+// RequestElicitation implements mcpserver.SessionWithElicitation: it asks
+// the client's user and waits for the answer or ctx.
+func (s *stdioSession) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	raw, err := s.request(ctx, string(mcp.MethodElicitationCreate), req.Params)
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.ElicitationResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("the client's answer to elicitation/create is not an elicitation result: %w", err)
+	}
+	return &res, nil
+}
+
+// request sends the client a request with params (nil for none) and
+// returns its result.
+func (s *stdioSession) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	id := s.nextID.Add(1)
 	answer := make(chan clientAnswer, 1)
 	s.mu.Lock()
@@ -112,7 +127,8 @@ func (s *stdioSession) request(ctx context.Context, method string) (json.RawMess
 		JSONRPC string `json:"jsonrpc"`
 		ID      int64  `json:"id"`
 		Method  string `json:"method"`
-	}{mcp.JSONRPC_VERSION, id, method}
+		Params  any    `json:"params,omitempty"`
+	}{mcp.JSONRPC_VERSION, id, method, params}
 	if err := s.out.write(msg); err != nil {
 		return nil, fmt.Errorf("sending %s to the client: %w", method, err)
 	}

@@ -115,7 +115,14 @@ type Config struct {
 	Egress []string
 	// EgressMaxBytes caps what one session's proxy may carry.
 	EgressMaxBytes int64
+	// EgressAsk asks the user, through the function Manager.OnEgressAsk
+	// sets, whether a session may reach a host no pattern allows; it turns
+	// the proxy on even without patterns.
+	EgressAsk bool
 }
+
+// EgressOn says whether the containers get the egress proxy.
+func (c Config) EgressOn() bool { return len(c.Egress) > 0 || c.EgressAsk }
 
 // DefaultConfig returns the defaults, with the cache under the user's cache directory.
 func DefaultConfig() Config {

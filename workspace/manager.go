@@ -47,6 +47,7 @@ type Manager struct {
 	stopLeftovers context.CancelFunc
 	closing       chan struct{} // closed when Close waits for the retries
 	onChange      func(ctx context.Context, sessionID string, paths []string)
+	askEgress     func(ctx context.Context, sessionID, host string, port int) (bool, error)
 
 	stopReaper context.CancelFunc
 	reaperDone chan struct{}
@@ -96,7 +97,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 	}
 	m.leftoverCtx, m.stopLeftovers = context.WithCancel(context.Background())
 	m.closing = make(chan struct{})
-	if len(cfg.Egress) > 0 {
+	if cfg.EgressOn() {
 		m.egress = &egress.Config{Policy: policy, MaxBytes: cfg.EgressMaxBytes, Log: log}
 	}
 	switch {
@@ -140,6 +141,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 	}
 	if s != nil {
 		s.id, s.hash = id, hash
+		s.owner.Store(&id)
 		if s.proxy != nil {
 			s.proxy.SetID(hash)
 		}
@@ -158,10 +160,32 @@ func (m *Manager) newSession(id, key string) *Session {
 	s := &Session{m: m, id: id, hash: key, key: key, name: containerName(m.cfg.NamePrefix, key), dir: m.inst.sessionDir(key)}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.lastUsed.Store(time.Now().UnixNano())
+	s.owner.Store(&id)
 	if m.egress != nil {
-		s.proxy = egress.NewSession(*m.egress, key)
+		cfg := *m.egress
+		if m.cfg.EgressAsk {
+			cfg.Ask = func(ctx context.Context, host string, port int) (bool, error) {
+				m.mu.Lock()
+				ask := m.askEgress
+				m.mu.Unlock()
+				if ask == nil {
+					return false, errors.New("no client to ask")
+				}
+				return ask(ctx, *s.owner.Load(), host, port)
+			}
+		}
+		s.proxy = egress.NewSession(cfg, key)
 	}
 	return s
+}
+
+// OnEgressAsk sets the function that asks a session's user whether it may
+// reach a host no --egress pattern allows (Config.EgressAsk). Set it
+// before the first session.
+func (m *Manager) OnEgressAsk(f func(ctx context.Context, sessionID, host string, port int) (bool, error)) {
+	m.mu.Lock()
+	m.askEgress = f
+	m.mu.Unlock()
 }
 
 // OnChange sets the function told which paths a session's tools wrote,

@@ -35,9 +35,12 @@ const (
 // Session is one MCP session's workspace. It implements Workspace. The
 // container is made by Prestart, or by the first call that needs it.
 type Session struct {
-	m    *Manager
-	id   string // the MCP session id; never logged
-	hash string // what logs call the session
+	m  *Manager
+	id string // the MCP session id; never logged
+	// owner is id, for goroutines that do not hold the manager's lock
+	// (a pooled container's session gets its id when a session takes it).
+	owner atomic.Pointer[string]
+	hash  string // what logs call the session
 	// key names the container and the session directory: the hash, or
 	// the random key of a pooled container the session was handed.
 	key  string

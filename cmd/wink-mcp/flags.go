@@ -64,6 +64,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.boolean(&w.ExportIgnored, "export-ignored", "put in patches the new files a mounted folder's .gitignore ignores (default: left out and named)", "WINK_EXPORT_IGNORED")
 	b.str(&w.ExportDir, "export-on-exit", "directory that receives each session's changes to its mounted folders as git patches when it ends", "WINK_EXPORT_ON_EXIT")
 	b.pathList(&w.Egress, "egress", "a host the workspace may reach through its egress proxy: name, *.domain or address, optionally :port (default ports 443 and 80); an exact name with a port may be private or loopback (repeatable; none: no network at all)", "WINK_EGRESS")
+	b.boolean(&w.EgressAsk, "egress-ask", "ask the user, by MCP elicitation, whether a session may reach a host no --egress pattern allows (clients without elicitation get the refusal)", "WINK_EGRESS_ASK")
 	b.bytes(&w.EgressMaxBytes, "egress-max-bytes", "bytes one session's egress proxy may carry, both ways, in all (e.g. 4g)", "WINK_EGRESS_MAX_BYTES")
 	b.str(&w.NamePrefix, "name-prefix", "prefix of container names", "WINK_NAME_PREFIX")
 	b.str(&w.CacheDir, "cache-dir", "directory holding session workspaces", "WINK_CACHE")
