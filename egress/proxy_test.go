@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -178,5 +179,58 @@ func TestProxyConnectionCap(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if code, b := get(t, clientVia(proxy, nil), upstream.URL); code != 200 || b != "ok" {
 		t.Fatalf("after closing: %d %q", code, b)
+	}
+}
+
+// A name is resolved once for each connection, and the connection goes to
+// the address that was checked: a name that answers differently a moment
+// later (DNS rebinding) changes nothing.
+func TestProxyDialsTheAddressItChecked(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "checked") }))
+	defer upstream.Close()
+	port := upstream.Listener.Addr().(*net.TCPAddr).Port
+	policy, _ := ParsePolicy([]string{fmt.Sprintf("rebind.test:%d", port)})
+	var lookups atomic.Int32
+	resolve := func(context.Context, string) ([]netip.Addr, error) {
+		if lookups.Add(1)%2 == 1 {
+			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+		}
+		return []netip.Addr{netip.MustParseAddr("10.9.9.9")}, nil // never reached
+	}
+	s := NewSession(Config{Policy: policy, Resolve: resolve}, "test")
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer ln.Close()
+	go s.Serve(ln)
+	for range 3 {
+		before := lookups.Load()
+		status, b := rawRequest(t, "http://"+ln.Addr().String(), fmt.Sprintf("GET http://rebind.test:%d/ HTTP/1.1\r\nHost: rebind.test\r\nConnection: close\r\n\r\n", port))
+		if lookups.Load()-before != 1 {
+			t.Fatalf("%d lookups for one connection; want 1", lookups.Load()-before)
+		}
+		// Odd lookups answer 127.0.0.1 (the upstream), even ones 10.9.9.9,
+		// which would time out: each connection dialled what it looked up.
+		if before%2 == 0 && (!strings.HasPrefix(status, "200") || b != "checked") {
+			t.Errorf("lookup %d: %s %q", before+1, status, b)
+		}
+	}
+}
+
+// A name that resolves to one of this machine's addresses is refused like
+// the address itself.
+func TestProxyRefusesANameForThisMachine(t *testing.T) {
+	var own string
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsPrivate() && own == "" {
+			own = n.IP.String()
+		}
+	}
+	if own == "" {
+		t.Skip("no IPv4 address besides loopback and private ones, which are refused as such")
+	}
+	_, proxy := startProxy(t, []string{"host.test"}, 0, map[string]string{"host.test": own})
+	status, b := rawRequest(t, proxy, "CONNECT host.test:443 HTTP/1.1\r\n\r\n")
+	if !strings.HasPrefix(status, "403") || !strings.Contains(b, "of this machine") {
+		t.Fatalf("%s %q", status, b)
 	}
 }
