@@ -109,15 +109,7 @@ func carry(c *net.TCPConn, sess *yamux.Session) {
 		return
 	}
 	defer stream.Close()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = io.Copy(c, stream)
-		_ = c.CloseWrite()
-	}()
-	_, _ = io.Copy(stream, c)
-	_ = stream.Close() // half-close: the answer may still come
-	<-done
+	wire.Splice(c, stream)
 }
 
 // portDialTimeout bounds connecting to a previewed port in the container.
@@ -153,15 +145,7 @@ func servePort(st *yamux.Stream) {
 	if _, err := io.WriteString(st, wire.PortOK); err != nil {
 		return
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = io.Copy(st, c)
-		_ = st.Close()
-	}()
-	_, _ = io.Copy(c, st)
-	_ = c.(*net.TCPConn).CloseWrite()
-	<-done
+	wire.Splice(c, st)
 }
 
 type closerFunc func() error

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // Limits of one session's proxy.
@@ -247,6 +249,27 @@ func (s *Session) capRefusal(host string, port int) *refusal {
 	return nil
 }
 
+// admit checks the session's cap and then host and port (see vet); it
+// answers a refusal itself and returns nil then.
+func (s *Session) admit(w http.ResponseWriter, r *http.Request, host string, port int, start time.Time) *target {
+	if f := s.capRefusal(host, port); f != nil {
+		s.refuse(w, f, start)
+		return nil
+	}
+	t, f := s.vet(r.Context(), host, port)
+	if f != nil {
+		s.refuse(w, f, start)
+		return nil
+	}
+	return t
+}
+
+// refuse logs a refusal and answers it.
+func (s *Session) refuse(w http.ResponseWriter, f *refusal, start time.Time) {
+	s.logRefused(f, start)
+	f.write(w)
+}
+
 // connect opens a CONNECT tunnel: the bytes go through as they are (TLS
 // stays end to end).
 func (s *Session) connect(w http.ResponseWriter, r *http.Request) {
@@ -254,27 +277,16 @@ func (s *Session) connect(w http.ResponseWriter, r *http.Request) {
 	host, portText, err := net.SplitHostPort(r.Host)
 	port, perr := strconv.Atoi(portText)
 	if err != nil || perr != nil {
-		f := &refusal{status: http.StatusBadRequest, host: r.Host, reason: "CONNECT needs host:port"}
-		s.logRefused(f, start)
-		f.write(w)
+		s.refuse(w, &refusal{status: http.StatusBadRequest, host: r.Host, reason: "CONNECT needs host:port"}, start)
 		return
 	}
-	if f := s.capRefusal(host, port); f != nil {
-		s.logRefused(f, start)
-		f.write(w)
-		return
-	}
-	t, f := s.vet(r.Context(), host, port)
-	if f != nil {
-		s.logRefused(f, start)
-		f.write(w)
+	t := s.admit(w, r, host, port, start)
+	if t == nil {
 		return
 	}
 	upstream, err := s.dial(r.Context(), t)
 	if err != nil {
-		f := &refusal{status: http.StatusBadGateway, host: t.host, port: port, reason: "connecting failed: " + err.Error()}
-		s.logRefused(f, start)
-		f.write(w)
+		s.refuse(w, &refusal{status: http.StatusBadGateway, host: t.host, port: port, reason: "connecting failed: " + err.Error()}, start)
 		return
 	}
 	defer upstream.Close()
@@ -295,30 +307,8 @@ func (s *Session) connect(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	defer cc.carrying()()
-	pipe(down, upstream)
+	wire.Splice(down, upstream)
 	s.logAllowed(t, "connect", cc.total()-before, start)
-}
-
-// pipe copies both ways until both directions are done, closing each
-// direction's write side when its source ends.
-func pipe(down, up net.Conn) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = io.Copy(down, up)
-		closeWrite(down)
-	}()
-	_, _ = io.Copy(up, down)
-	closeWrite(up)
-	<-done
-}
-
-func closeWrite(c net.Conn) {
-	if cw, ok := c.(interface{ CloseWrite() error }); ok {
-		_ = cw.CloseWrite()
-		return
-	}
-	_ = c.Close()
 }
 
 // forward sends a plain-HTTP request on. The request's absolute URL names
@@ -327,11 +317,9 @@ func closeWrite(c net.Conn) {
 func (s *Session) forward(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	if !r.URL.IsAbs() || r.URL.Scheme != "http" || r.URL.Host == "" {
-		f := &refusal{status: http.StatusBadRequest, host: r.Host, port: 80,
+		s.refuse(w, &refusal{status: http.StatusBadRequest, host: r.Host, port: 80,
 			reason: fmt.Sprintf("a proxy request needs an absolute http:// URL, not %q", r.RequestURI),
-			remedy: "HTTPS goes through CONNECT (HTTPS_PROXY)."}
-		s.logRefused(f, start)
-		f.write(w)
+			remedy: "HTTPS goes through CONNECT (HTTPS_PROXY)."}, start)
 		return
 	}
 	host, port := r.URL.Hostname(), 80
@@ -342,15 +330,8 @@ func (s *Session) forward(w http.ResponseWriter, r *http.Request) {
 		}
 		port = n
 	}
-	if f := s.capRefusal(host, port); f != nil {
-		s.logRefused(f, start)
-		f.write(w)
-		return
-	}
-	t, f := s.vet(r.Context(), host, port)
-	if f != nil {
-		s.logRefused(f, start)
-		f.write(w)
+	t := s.admit(w, r, host, port, start)
+	if t == nil {
 		return
 	}
 	cc, _ := r.Context().Value(connKey{}).(*countingConn)
@@ -367,9 +348,7 @@ func (s *Session) forward(w http.ResponseWriter, r *http.Request) {
 		ErrorLog:      log.New(io.Discard, "", 0),
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			failed = true
-			f := &refusal{status: http.StatusBadGateway, host: t.host, port: port, reason: "the request failed: " + err.Error()}
-			s.logRefused(f, start)
-			f.write(w)
+			s.refuse(w, &refusal{status: http.StatusBadGateway, host: t.host, port: port, reason: "the request failed: " + err.Error()}, start)
 		},
 	}
 	stop := cc.carrying()

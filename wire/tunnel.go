@@ -50,7 +50,8 @@ const (
 )
 
 // EscapeWriter returns a writer that escapes what it writes to w so that no
-// ctrl-p reaches Podman's detach-key filter.
+// ctrl-p reaches Podman's detach-key filter. It is not safe for concurrent
+// use (yamux writes from one goroutine).
 func EscapeWriter(w io.Writer) io.Writer { return &escapeWriter{w: w} }
 
 type escapeWriter struct {
@@ -163,6 +164,31 @@ func (u *unescapeReader) unescape(b []byte) (int, bool) {
 }
 
 func restorable(b byte) bool { return b == ctrlP || b == escapeByte }
+
+// Splice carries bytes both ways between a and b until both directions are
+// done; when one side stops sending, the other's write side is closed
+// (CloseWrite where it has one, else Close: a yamux stream's Close is a
+// half-close), so each end sees the end of what the other sent.
+func Splice(a, b io.ReadWriter) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = io.Copy(a, b)
+		closeWrite(a)
+	}()
+	_, _ = io.Copy(b, a)
+	closeWrite(b)
+	<-done
+}
+
+func closeWrite(w io.Writer) {
+	switch c := w.(type) {
+	case interface{ CloseWrite() error }:
+		_ = c.CloseWrite()
+	case io.Closer:
+		_ = c.Close()
+	}
+}
 
 // TunnelConfig is the yamux configuration of both ends of a tunnel.
 func TunnelConfig() *yamux.Config {

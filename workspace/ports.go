@@ -204,15 +204,7 @@ func (s *Session) carryPort(c *net.TCPConn, port int) {
 		return
 	}
 	_ = st.SetDeadline(time.Time{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = io.Copy(c, st)
-		_ = c.CloseWrite()
-	}()
-	_, _ = io.Copy(st, c)
-	_ = st.Close()
-	<-done
+	wire.Splice(c, st)
 }
 
 // errorPage answers a connection to an open port with an HTTP error page.
