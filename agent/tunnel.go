@@ -104,7 +104,7 @@ func carry(c *net.TCPConn, sess *yamux.Session) {
 	defer c.Close()
 	stream, err := sess.OpenStream()
 	if err != nil {
-		_, _ = io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"+
+		wire.Refuse(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"+
 			"wink-mcp egress proxy: the tunnel to the server is down ("+err.Error()+"); try again in a moment.\n")
 		return
 	}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
+
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // limitedListener counts a session's open connections and turns away those
@@ -31,9 +33,8 @@ func (l *limitedListener) Accept() (net.Conn, error) {
 
 // turnAway answers a connection past the session's limit and closes it.
 func (s *Session) turnAway(c net.Conn) {
-	defer c.Close()
 	body := fmt.Sprintf("wink-mcp egress proxy: this session already has %d proxy connections open, the most it may; close some and try again.\n", MaxConns)
-	_, _ = fmt.Fprintf(c, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+	wire.Refuse(c, fmt.Sprintf("HTTP/1.1 429 Too Many Requests\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body))
 	s.cfg.Log.Info("egress refused", "event", "egress", "session", s.sessionID(), "allowed", false, "status", 429,
 		"reason", "too many connections", "bytes", 0)
 }

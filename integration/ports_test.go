@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -118,4 +119,76 @@ func TestWorkspacePortLimits(t *testing.T) {
 		t.Errorf("a closed port still answers (%d)", status)
 	}
 	openPort(t, p, 9)
+}
+
+// A crowd on a port: 300 connections at once from this machine to a
+// session's open port, while another session calls. The port carries 64 at
+// once and answers the rest with a 503 page at once; the other session's
+// calls go on. Part of the reliability suite.
+func TestReliabilityPortFlood(t *testing.T) {
+	p := start(t, startOptions{transport: "http", image: pythonImage, args: []string{"--warm", "0"}})
+	neighbour := *p
+	neighbour.client = nil
+	neighbour.connect(nil)
+	neighbour.run("true")
+	url := openPort(t, p, 8000)
+	var server sync.WaitGroup
+	server.Go(func() {
+		p.call("podman_shell", map[string]any{"command": []string{"timeout", "20", "python3", "-m", "http.server", "8000", "--bind", "127.0.0.1"}, "timeout_seconds": 60})
+	})
+	waitUntil(t, 8*time.Second, "the server through the URL", func() bool {
+		status, _ := fetch(url)
+		return status == http.StatusOK
+	})
+	flooding := make(chan struct{})
+	var neighbourCalls []time.Duration
+	neighbourFailed := 0
+	var calls sync.WaitGroup
+	calls.Go(func() {
+		for {
+			select {
+			case <-flooding:
+				return
+			default:
+			}
+			begin := time.Now()
+			if res := neighbour.call("podman_shell", map[string]any{"command": []string{"echo", "ok"}}); res.IsError {
+				neighbourFailed++
+				continue
+			}
+			neighbourCalls = append(neighbourCalls, time.Since(begin))
+		}
+	})
+	const n = 300
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	var failures []string
+	var crowd sync.WaitGroup
+	for range n {
+		crowd.Go(func() {
+			status, body := fetch(url)
+			mu.Lock()
+			statuses[status]++
+			if status == 0 {
+				failures = append(failures, body)
+			}
+			mu.Unlock()
+		})
+	}
+	crowd.Wait()
+	close(flooding)
+	calls.Wait()
+	broken := 0
+	if statuses[http.StatusOK] == 0 || statuses[http.StatusOK]+statuses[http.StatusServiceUnavailable] != n {
+		t.Errorf("%d connections at once: statuses %v (%q); want answers only, 200 or 503", n, statuses, failures)
+		broken++
+	}
+	if neighbourFailed > 0 || len(neighbourCalls) == 0 {
+		t.Errorf("the neighbour session: %d calls failed, %d answered", neighbourFailed, len(neighbourCalls))
+		broken++
+	}
+	recordPromise(promiseFigure{Class: "port flood: 300 connections at once to a session's open port, another session calling meanwhile", Tried: n, Broken: broken,
+		Measured: fmt.Sprintf("%d answered 200, %d got the 503 page (64 at once per port); the other session's %d calls: p99 %.1f ms, 0 failed",
+			statuses[http.StatusOK], statuses[http.StatusServiceUnavailable], len(neighbourCalls), percentile(neighbourCalls, 99))})
+	server.Wait()
 }

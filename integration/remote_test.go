@@ -235,3 +235,41 @@ func TestRemotePodmanOverlayOfASharedFolder(t *testing.T) {
 		t.Errorf("the host folders changed: %s, were %s", after, before)
 	}
 }
+
+// Egress and port previews ride the exec channel, which a Podman host
+// reached over ssh carries like a local one: a registry is reached through
+// the proxy (this machine resolves and dials it), a refusal names the host,
+// and a server in the remote container is fetched through its URL here.
+func TestRemotePodmanEgressAndPorts(t *testing.T) {
+	r := needRemote(t)
+	reg := machineRegistries(t)
+	p := start(t, startOptions{remote: r, image: pythonImage, args: []string{"--disk-limit", "0", "--warm", "0", "--egress", reg.npm.Hostname()}})
+	caBundle(t, p)
+	out := py(t, p, fmt.Sprintf(`import urllib.request
+print(urllib.request.urlopen(%q).status)
+`, reg.npm.JoinPath("left-pad").String()))
+	if strings.TrimSpace(out) != "200" {
+		t.Errorf("the registry from the remote container: %q", out)
+	}
+	if out := rawProxy(t, p, "CONNECT example.org:443 HTTP/1.1\r\n\r\n"); !strings.Contains(out, "403") || !strings.Contains(out, "--egress example.org") {
+		t.Errorf("a refusal from the remote container: %q", out)
+	}
+	url := openPort(t, p, 8000)
+	if res := p.call("write_file", map[string]any{"file_path": "site/index.html", "content": "from the remote host\n"}); res.IsError {
+		t.Fatal(textOf(res))
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		p.call("podman_shell", map[string]any{"command": []string{"timeout", "8", "python3", "-m", "http.server", "8000", "--bind", "127.0.0.1", "--directory", "site"}, "timeout_seconds": 60})
+	})
+	var got string
+	waitUntil(t, 8*time.Second, "the remote workspace's server through the URL", func() bool {
+		var status int
+		status, got = fetch(url)
+		return status == 200
+	})
+	if got != "from the remote host\n" {
+		t.Errorf("through the URL: %q", got)
+	}
+	wg.Wait()
+}

@@ -1,9 +1,11 @@
 package wire
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"time"
 
 	"github.com/hashicorp/yamux"
@@ -188,6 +190,34 @@ func closeWrite(w io.Writer) {
 	case io.Closer:
 		_ = c.Close()
 	}
+}
+
+// lingerBytes and lingerTime bound what CloseGently reads and waits.
+const (
+	lingerBytes = 256 << 10
+	lingerTime  = 2 * time.Second
+)
+
+// Refuse answers an HTTP connection with response (a refusal page) and
+// closes it, as a client expects: it waits, for a moment, for the
+// request's head before answering (an answer before the request confuses
+// clients, Go's among them), then ends the write side and reads and drops
+// what the client still sends before closing (closing with unread bytes
+// makes the kernel reset the connection, and the client could lose the
+// answer).
+func Refuse(c net.Conn, response string) {
+	_ = c.SetDeadline(time.Now().Add(lingerTime))
+	head := bufio.NewReaderSize(io.LimitReader(c, lingerBytes), 4096)
+	for {
+		line, err := head.ReadSlice('\n')
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) || len(bytes.TrimRight(line, "\r\n")) == 0 {
+			break
+		}
+	}
+	_, _ = io.WriteString(c, response)
+	closeWrite(c)
+	_, _ = io.Copy(io.Discard, head)
+	_ = c.Close()
 }
 
 // TunnelConfig is the yamux configuration of both ends of a tunnel.

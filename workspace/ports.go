@@ -158,7 +158,6 @@ func (s *Session) acceptPort(f *portForward) {
 		if f.open.Add(1) > maxPortConns {
 			f.open.Add(-1)
 			go func() {
-				defer c.Close()
 				errorPage(c, 503, fmt.Sprintf("port %d already carries %d connections, the most it may; close some and try again", f.port, maxPortConns))
 			}()
 			continue
@@ -207,10 +206,10 @@ func (s *Session) carryPort(c *net.TCPConn, port int) {
 	wire.Splice(c, st)
 }
 
-// errorPage answers a connection to an open port with an HTTP error page.
+// errorPage answers a connection to an open port with an HTTP error page
+// and closes it.
 func errorPage(c net.Conn, status int, text string) {
 	body := "wink-mcp port preview: " + text + ".\n"
-	_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	_, _ = fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-		status, http.StatusText(status), len(body), body)
+	wire.Refuse(c, fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		status, http.StatusText(status), len(body), body))
 }
