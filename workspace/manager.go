@@ -37,6 +37,7 @@ type Manager struct {
 
 	mu       sync.Mutex
 	sessions map[string]*Session
+	ended    endedSessions
 	closed   bool
 	ending   sync.WaitGroup // EndSession calls still removing a container; Close waits for them
 
@@ -128,7 +129,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 func (m *Manager) Session(id string) (*Session, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
+	if m.closed || m.ended.has(id) {
 		return nil, ErrSessionEnded
 	}
 	if s, ok := m.sessions[id]; ok {
@@ -212,12 +213,14 @@ func (m *Manager) changed(ctx context.Context, sessionID string, paths ...string
 // names; the raw session ID is never logged.
 func (m *Manager) SessionHash(id string) string { return sessionHash(m.inst.secret, id) }
 
-// EndSession removes the session's container and files. It is a no-op for
-// a session that never made a call.
+// EndSession removes the session's container and files. The ID is
+// remembered as ended: a request of the session still in flight gets
+// ErrSessionEnded from Session rather than a new container.
 func (m *Manager) EndSession(ctx context.Context, id string) {
 	m.mu.Lock()
 	s, ok := m.sessions[id]
 	delete(m.sessions, id)
+	m.ended.add(id)
 	if ok {
 		m.ending.Add(1)
 	}

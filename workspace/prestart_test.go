@@ -2,6 +2,8 @@ package workspace
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -42,6 +44,41 @@ func TestSessionEndingDuringPrestartLeavesNoContainer(t *testing.T) {
 	}
 	if _, err := os.Stat(s.dir); !os.IsNotExist(err) {
 		t.Errorf("session directory left behind: %v", err)
+	}
+}
+
+// A request of a session handled after the session ended (a notification
+// processed after its client hung up, a call that raced a DELETE) makes no
+// container: the manager remembers the ended ID.
+func TestRequestAfterItsSessionEndedMakesNoContainer(t *testing.T) {
+	m, eng, _ := newTestManager(t, nil)
+	m.EndSession(ctx, "gone-before-its-first-request")
+	if _, err := m.Session("gone-before-its-first-request"); !errors.Is(err, ErrSessionEnded) {
+		t.Errorf("Session of an ended session = %v, want ErrSessionEnded", err)
+	}
+	s, _ := m.Session("used")
+	echo(t, s, "true")
+	m.EndSession(ctx, "used")
+	if _, err := m.Session("used"); !errors.Is(err, ErrSessionEnded) {
+		t.Errorf("Session after its end = %v, want ErrSessionEnded", err)
+	}
+	if eng.count() != 0 {
+		t.Errorf("%d containers left", eng.count())
+	}
+}
+
+// The memory of ended sessions is bounded: the oldest IDs are forgotten.
+func TestEndedSessionsAreForgottenOldestFirst(t *testing.T) {
+	var e endedSessions
+	for i := range endedMemory + 10 {
+		e.add(fmt.Sprint(i))
+	}
+	e.add("4000") // already there: not added twice
+	if len(e.ids) != endedMemory || len(e.order) != endedMemory {
+		t.Fatalf("remembers %d IDs in a ring of %d, want %d", len(e.ids), len(e.order), endedMemory)
+	}
+	if e.has("0") || e.has("9") || !e.has("10") || !e.has(fmt.Sprint(endedMemory+9)) {
+		t.Error("the oldest IDs were not the ones forgotten")
 	}
 }
 
