@@ -56,6 +56,8 @@ type Agent struct {
 	// the changes in the order they happened (see mutation).
 	mutateMu sync.Mutex
 	lastSeq  int64
+
+	jobs *jobs
 }
 
 // mutation takes the lock every tool change holds and returns the change's
@@ -85,7 +87,7 @@ func New(cfg Config) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Agent{workspace: cfg.Workspace, root: root, self: self, log: log, children: map[int]struct{}{}}, nil
+	return &Agent{workspace: cfg.Workspace, root: root, self: self, log: log, children: map[int]struct{}{}, jobs: newJobs()}, nil
 }
 
 // Close lets the waiting supervisors exit and releases the workspace handle.
@@ -181,6 +183,20 @@ func (a *Agent) handle(ctx context.Context, req wire.Request, report func(wire.P
 		result, werr = dispatch(req.Args, a.grep)
 	case wire.OpRemove:
 		result, werr = dispatch(req.Args, func(args wire.PathArgs) (*wire.RemoveResult, *wire.Error) { return a.remove(args.Path) })
+	case wire.OpJobStart:
+		result, werr = dispatch(req.Args, a.startJob)
+	case wire.OpJobStatus:
+		result, werr = dispatch(req.Args, a.jobStatus)
+	case wire.OpJobOutput:
+		result, werr = dispatch(req.Args, a.jobOutput)
+	case wire.OpJobSignal:
+		result, werr = dispatch(req.Args, a.signalJob)
+	case wire.OpJobInput:
+		result, werr = dispatch(req.Args, a.jobInput)
+	case wire.OpJobList:
+		result, werr = a.listJobs()
+	case wire.OpJobStopAll:
+		result, werr = dispatch(req.Args, a.stopAllJobs)
 	default:
 		werr = wire.Errorf(wire.CodeBadRequest, "unknown operation %q", req.Op)
 	}

@@ -19,6 +19,10 @@ type capture struct {
 	keep  bool
 	buf   []byte
 	total int64
+	// spillDir, when set, is where the whole output goes (spill) once it
+	// outgrows the limit, so that a truncated result can still be paged.
+	spillDir string
+	spill    *spool
 
 	mu      sync.Mutex // guards the fields below, read by progress reports
 	last    string     // the latest complete, non-blank line
@@ -37,12 +41,33 @@ func newCapture(limit int, keep bool) *capture {
 // command is never blocked or killed by a full pipe.
 func (c *capture) Write(p []byte) (int, error) {
 	c.total += int64(len(p))
+	if c.keep && c.spillDir != "" {
+		c.spillPast(p)
+	}
 	if c.keep && len(c.buf) < c.limit {
 		room := c.limit - len(c.buf)
 		c.buf = append(c.buf, p[:min(room, len(p))]...)
 	}
 	c.remember(p)
 	return len(p), nil
+}
+
+// spillPast copies the output to a spool once it outgrows the limit; a
+// spool that cannot be made leaves the result truncated as before.
+func (c *capture) spillPast(p []byte) {
+	if c.spill == nil {
+		if c.total <= int64(c.limit) {
+			return
+		}
+		s, err := openSpool(c.spillDir)
+		if err != nil {
+			c.spillDir = ""
+			return
+		}
+		c.spill = s
+		_, _ = s.Write(c.buf)
+	}
+	_, _ = c.spill.Write(p)
 }
 
 // remember keeps the latest line written, for progress reports.

@@ -28,8 +28,14 @@ type runSpec struct {
 	env     []string
 	stdin   string
 	timeout time.Duration
+	// grace is how long the tree has between SIGTERM and SIGKILL when the
+	// timeout passes or the run is cancelled; zero kills at once.
+	grace   time.Duration
 	capture bool
 	limit   int // bytes kept of each stream
+	// keepWhole spills an output that outgrows limit to a file, so that
+	// the whole of it can be paged (see keepOutput).
+	keepWhole bool
 	// result, when set, receives what the command writes to its descriptor 3.
 	result io.Writer
 	// progress, when set, is called every progressInterval while the command runs.
@@ -45,7 +51,10 @@ type runOutcome struct {
 	exitCode       int
 	stdout, stderr *capture
 	timedOut       bool
-	duration       time.Duration
+	// endedBy names the signal that ended a timed-out or cancelled run:
+	// SIGTERM when the tree exited within the grace, else SIGKILL.
+	endedBy  string
+	duration time.Duration
 }
 
 // replyOrError is a supervisor's answer, or why none came.
@@ -69,6 +78,9 @@ func (a *Agent) run(ctx context.Context, spec runSpec) (*runOutcome, *wire.Error
 		return nil, wire.Errorf(wire.CodeInternal, "creating the command's pipes: %v", err)
 	}
 	out := &runOutcome{stdout: newCapture(spec.limit, spec.capture), stderr: newCapture(spec.limit, spec.capture)}
+	if spec.keepWhole {
+		out.stdout.spillDir, out.stderr.spillDir = a.workspace, a.workspace
+	}
 	start := time.Now()
 	err = send(sup.ctl, commandSpec{Argv: spec.argv, Dir: spec.dir, Env: spec.env, PassResult: spec.result != nil}, st.commandEnds())
 	st.closeCommandEnds()
@@ -100,10 +112,10 @@ func (a *Agent) run(ctx context.Context, spec runSpec) (*runOutcome, *wire.Error
 	case got = <-replies:
 	case <-timer.C:
 		out.timedOut = true
-		got = a.stopCommand(sup, replies)
+		got, out.endedBy = a.stopCommand(sup, replies, spec.grace)
 	case <-ctx.Done():
 		cancelled = true
-		got = a.stopCommand(sup, replies)
+		got, out.endedBy = a.stopCommand(sup, replies, spec.grace)
 	}
 	out.duration = time.Since(start)
 	st.wait(copied, waitDelay)
@@ -153,16 +165,27 @@ func reportProgress(start time.Time, out *runOutcome, report func(wire.Progress)
 	return func() { close(done) }
 }
 
-// stopCommand kills the command a supervisor runs (not the supervisor) and
-// waits for its report; a supervisor that does not report in time is killed.
-func (a *Agent) stopCommand(sup *supervisor, replies <-chan replyOrError) replyOrError {
+// stopCommand stops the command a supervisor runs (not the supervisor):
+// SIGTERM to its whole tree, then, when the command has not ended within
+// grace, SIGKILL. It waits for the supervisor's report, killing a
+// supervisor that does not report in time, and names the signal that
+// ended the command.
+func (a *Agent) stopCommand(sup *supervisor, replies <-chan replyOrError, grace time.Duration) (replyOrError, string) {
+	if grace > 0 {
+		signalDescendants(sup.pid, unix.SIGTERM)
+		select {
+		case r := <-replies:
+			return r, "SIGTERM"
+		case <-time.After(grace):
+		}
+	}
 	killDescendants(sup.pid, cleanupTimeout, nil)
 	select {
 	case r := <-replies:
-		return r
+		return r, "SIGKILL"
 	case <-time.After(2 * cleanupTimeout):
 		killTree(sup.pid, cleanupTimeout)
-		return <-replies
+		return <-replies, "SIGKILL"
 	}
 }
 
@@ -180,7 +203,8 @@ func (a *Agent) exec(ctx context.Context, args wire.ExecArgs, report func(wire.P
 	}
 	out, werr := a.run(ctx, runSpec{
 		argv: args.Argv, dir: dir, env: mergeEnv(os.Environ(), args.Env), stdin: args.Stdin,
-		timeout: time.Duration(args.TimeoutMillis) * time.Millisecond, capture: args.Capture, limit: args.OutputLimit,
+		timeout: time.Duration(args.TimeoutMillis) * time.Millisecond, grace: time.Duration(args.GraceMillis) * time.Millisecond,
+		capture: args.Capture, limit: args.OutputLimit, keepWhole: args.Capture,
 		progress: progressIf(args.Progress, report),
 	})
 	if werr != nil {
@@ -192,10 +216,12 @@ func (a *Agent) exec(ctx context.Context, args wire.ExecArgs, report func(wire.P
 		StdoutBytes:    out.stdout.total,
 		StderrBytes:    out.stderr.total,
 		TimedOut:       out.timedOut,
+		EndedBy:        out.endedBy,
 		DurationMillis: out.duration.Milliseconds(),
 	}
 	res.Stdout, res.StdoutTruncated = out.stdout.text()
 	res.Stderr, res.StderrTruncated = out.stderr.text()
+	res.OutputJob = a.keepOutput(args.Argv, dir, time.Now().Add(-out.duration), out)
 	return res, nil
 }
 

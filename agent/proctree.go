@@ -115,6 +115,39 @@ func killDescendants(root int, timeout time.Duration, reap func()) bool {
 	}
 }
 
+// signalDescendants sends sig once to every live process below root. Each
+// process is pinned by a pidfd and signalled only if it still has the
+// parent the scan saw, so a pid reused between the scan and the signal
+// never gets it.
+func signalDescendants(root int, sig unix.Signal) {
+	procs, err := readProcs()
+	if err != nil {
+		return
+	}
+	for _, p := range descendants(procs, root) {
+		if !p.zombie {
+			signalPinned(p, sig)
+		}
+	}
+}
+
+// signalPinned signals p if the pid still names the process the scan saw.
+func signalPinned(p proc, sig unix.Signal) {
+	fd, err := unix.PidfdOpen(p.pid, 0)
+	if err != nil {
+		return // gone, or no pidfds: the next SIGKILL round finds what is left
+	}
+	defer unix.Close(fd)
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/stat")
+	if err != nil {
+		return
+	}
+	if now, ok := parseStat(b); !ok || now.ppid != p.ppid {
+		return
+	}
+	_ = unix.PidfdSendSignal(fd, sig, nil, 0)
+}
+
 // killTree kills everything below root, then root itself.
 func killTree(root int, timeout time.Duration) {
 	killDescendants(root, timeout, nil)

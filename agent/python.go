@@ -75,7 +75,7 @@ func (a *Agent) python(ctx context.Context, args wire.PythonArgs, report func(wi
 	var result bytes.Buffer
 	out, werr := a.run(ctx, runSpec{
 		argv: []string{interpreter, "-I", "-c", runnerSource}, dir: a.workspace, env: os.Environ(), stdin: string(payload),
-		timeout: time.Duration(args.TimeoutMillis) * time.Millisecond, capture: true, limit: args.OutputChars * utf8.UTFMax, result: &result,
+		timeout: time.Duration(args.TimeoutMillis) * time.Millisecond, grace: time.Duration(args.GraceMillis) * time.Millisecond, capture: true, limit: args.OutputChars * utf8.UTFMax, result: &result,
 		progress: progressIf(args.Progress, report),
 	})
 	if werr != nil {

@@ -195,6 +195,8 @@ type PythonArgs struct {
 	Reads         []string          `json:"reads,omitempty"`
 	Writes        []PythonWrite     `json:"writes,omitempty"`
 	TimeoutMillis int64             `json:"timeout_ms"`
+	// GraceMillis is as in ExecArgs.
+	GraceMillis int64 `json:"grace_ms,omitempty"`
 	// OutputChars bounds stdout, stderr and value_repr, in characters.
 	OutputChars int `json:"output_chars"`
 	// Progress asks for Progress frames while the code runs.

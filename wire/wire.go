@@ -115,6 +115,9 @@ type ExecArgs struct {
 	Stdin string `json:"stdin,omitempty"`
 	// TimeoutMillis bounds the run; the whole process tree is killed when it passes.
 	TimeoutMillis int64 `json:"timeout_ms"`
+	// GraceMillis is how long the tree has between SIGTERM and SIGKILL when
+	// the timeout passes or the request is cancelled; zero kills at once.
+	GraceMillis int64 `json:"grace_ms,omitempty"`
 	// Capture keeps the output; when false it is counted and discarded.
 	Capture bool `json:"capture"`
 	// OutputLimit is the number of bytes kept of each stream.
@@ -138,5 +141,11 @@ type ExecResult struct {
 	StdoutTruncated bool  `json:"stdout_truncated"`
 	StderrTruncated bool  `json:"stderr_truncated"`
 	TimedOut        bool  `json:"timed_out"`
-	DurationMillis  int64 `json:"duration_ms"`
+	// EndedBy names the signal that ended a timed-out or cancelled command
+	// ("SIGTERM" or "SIGKILL"); empty when it exited by itself.
+	EndedBy        string `json:"ended_by,omitempty"`
+	DurationMillis int64  `json:"duration_ms"`
+	// OutputJob, when an output was truncated, is the job record that keeps
+	// the command's whole output, to be paged with OpJobOutput.
+	OutputJob string `json:"output_job,omitempty"`
 }
