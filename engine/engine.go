@@ -146,6 +146,9 @@ type Engine interface {
 	Create(ctx context.Context, spec Spec) error
 	// Start starts a created container.
 	Start(ctx context.Context, name string) error
+	// AttachCommand is the shell command a person runs to open a shell in
+	// the container; it opens nothing itself.
+	AttachCommand(name string) string
 	// Running reports whether the container exists and whether it runs.
 	Running(ctx context.Context, name string) (exists, running bool, err error)
 	// Remove force-removes a container and its anonymous volumes; a missing

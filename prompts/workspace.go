@@ -52,7 +52,7 @@ func Text(info Info) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "You have an isolated Linux container powered by Podman, created for this session and removed when it ends.\n\n")
 	fmt.Fprintf(&b, "- The file tools (ls, read_file, write_file, edit_file, glob, grep, rm) mirror a virtual filesystem interface but operate on `%s` inside the container. Their paths are relative to `%s`.\n", info.Workspace, info.Workspace)
-	fmt.Fprintf(&b, "- `podman_shell` runs short commands (at most %d seconds each) in the same environment, starting in `%s`; files written by either are immediately visible to the other.\n", info.ShellTimeoutSeconds, info.Workspace)
+	fmt.Fprintf(&b, "- `podman_shell` runs commands (at most %d seconds each; 30 by default) in the same environment, starting in `%s`; files written by either are immediately visible to the other. Start servers, watchers and long builds with `background: true` and follow them with the `job` tool (status, paged output, signals, input); a server a job runs answers other commands on 127.0.0.1. A truncated output names the job id that keeps all of it. `action: start` gives a command the user can paste to open a shell in the container.\n", info.ShellTimeoutSeconds, info.Workspace)
 	network := "There is no network access"
 	switch {
 	case info.EgressAsk:

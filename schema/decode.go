@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	invopop "github.com/invopop/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
@@ -38,9 +39,10 @@ type Decoder[T any] struct {
 	fields   []string
 }
 
-// NewDecoder generates T's schema and compiles it for validation.
-func NewDecoder[T any]() (*Decoder[T], error) {
-	raw, err := For[T]()
+// NewDecoder generates T's schema, changed by adjust (see For), and
+// compiles it for validation.
+func NewDecoder[T any](adjust ...func(*invopop.Schema)) (*Decoder[T], error) {
+	raw, err := For[T](adjust...)
 	if err != nil {
 		return nil, err
 	}

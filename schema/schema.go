@@ -33,7 +33,9 @@ var patternPhrases = map[string]string{
 // For returns the JSON Schema of T as one inline object schema: no $ref, no
 // $defs, no $schema, so every MCP client and model provider accepts it.
 // Fields without omitempty are required; unknown fields are not allowed.
-func For[T any]() (json.RawMessage, error) {
+// adjust, if given, changes the generated schema before it is encoded: for
+// a limit the configuration sets.
+func For[T any](adjust ...func(*jsonschema.Schema)) (json.RawMessage, error) {
 	t := reflect.TypeFor[T]()
 	if t.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("schema for %s: want a struct type", t)
@@ -42,6 +44,9 @@ func For[T any]() (json.RawMessage, error) {
 	s := r.ReflectFromType(t)
 	s.Version = ""
 	s.ID = ""
+	for _, a := range adjust {
+		a(s)
+	}
 	b, err := json.Marshal(s)
 	if err != nil {
 		return nil, fmt.Errorf("encoding schema for %s: %w", t, err)

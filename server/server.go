@@ -40,6 +40,8 @@ type Config struct {
 	// Lazy leaves a session without a container until a call needs one;
 	// by default the container is made as soon as the session starts.
 	Lazy bool
+	// MaxCommandTimeout bounds podman_shell's timeout_seconds.
+	MaxCommandTimeout time.Duration
 }
 
 // Server is wink-mcp's MCP server. Close must be called to remove its containers.
@@ -65,6 +67,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if cfg.MaxCommandTimeout <= 0 {
+		cfg.MaxCommandTimeout = tools.DefaultMaxCommandTimeout
+	}
 	mgr, err := workspace.NewManager(cfg.Workspace, log)
 	if err != nil {
 		return nil, err
@@ -86,7 +91,7 @@ func New(cfg Config) (*Server, error) {
 	hooks.AddOnRequestInitialization(s.checkRequest)
 	mgr.OnChange(s.notifyChanged)
 	mgr.OnEgressAsk(s.askEgress)
-	info := prompts.Info{Image: strings.Join(cfg.Workspace.ImageChoices(), " or "), Workspace: workspace.Root, ShellTimeoutSeconds: 120,
+	info := prompts.Info{Image: strings.Join(cfg.Workspace.ImageChoices(), " or "), Workspace: workspace.Root, ShellTimeoutSeconds: int(cfg.MaxCommandTimeout / time.Second),
 		Mounts: promptMounts(mgr.Mounts()), ClientRoots: cfg.Workspace.MountRoots, Egress: cfg.Workspace.Egress, EgressAsk: cfg.Workspace.EgressAsk}
 	s.mcp = mcpserver.NewMCPServer("wink-mcp", Version(),
 		mcpserver.WithToolCapabilities(false),
@@ -96,7 +101,7 @@ func New(cfg Config) (*Server, error) {
 		mcpserver.WithHooks(hooks),
 		mcpserver.WithToolHandlerMiddleware(s.observe),
 	)
-	all, err := tools.All(s.workspaceFor, log)
+	all, err := tools.All(s.workspaceFor, log, tools.Options{MaxCommandTimeout: cfg.MaxCommandTimeout})
 	if err != nil {
 		mgr.Close(context.Background())
 		return nil, err

@@ -102,12 +102,12 @@ func TestBadArgumentsAreToolErrors(t *testing.T) {
 	c, _ := connect(t, newTestServer(t))
 	var req mcp.CallToolRequest
 	req.Params.Name = "podman_shell"
-	req.Params.Arguments = map[string]any{"command": []string{"true"}, "timeout_seconds": 121}
+	req.Params.Arguments = map[string]any{"command": []string{"true"}, "timeout_seconds": 1801}
 	res, err := c.CallTool(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.IsError || !strings.Contains(res.Content[0].(mcp.TextContent).Text, "timeout_seconds: must be at most 120 (got 121)") {
+	if !res.IsError || !strings.Contains(res.Content[0].(mcp.TextContent).Text, "timeout_seconds: must be at most 1800 (got 1801)") {
 		t.Errorf("got %+v", res)
 	}
 }

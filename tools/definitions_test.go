@@ -28,7 +28,7 @@ const (
 
 func allTools(t *testing.T) []server.ServerTool {
 	t.Helper()
-	all, err := All(func(context.Context) (workspace.Workspace, error) { return nil, nil }, slog.New(slog.DiscardHandler))
+	all, err := All(func(context.Context) (workspace.Workspace, error) { return nil, nil }, slog.New(slog.DiscardHandler), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

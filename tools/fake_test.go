@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
@@ -45,6 +46,36 @@ func (f *fakeWorkspace) ClosePort(port int) ([]workspace.PortInfo, error) {
 }
 
 func (f *fakeWorkspace) Ports() []workspace.PortInfo { return nil }
+
+func (f *fakeWorkspace) StartJob(_ context.Context, req workspace.JobRequest) (workspace.JobStart, error) {
+	f.calls = append(f.calls, fmt.Sprintf("start job %v", req.Argv))
+	return workspace.JobStart{Job: workspace.JobInfo{ID: "j-1", State: "running"}}, f.err
+}
+
+func (f *fakeWorkspace) JobStatus(_ context.Context, id string) (workspace.JobInfo, error) {
+	f.calls = append(f.calls, "status "+id)
+	return workspace.JobInfo{ID: id, State: "running"}, f.err
+}
+
+func (f *fakeWorkspace) JobOutput(_ context.Context, req workspace.JobOutputRequest) (workspace.JobOutput, error) {
+	f.calls = append(f.calls, fmt.Sprintf("output %s %s %d %d %d", req.ID, req.Stream, req.Offset, req.Line, req.Limit))
+	return workspace.JobOutput{Job: workspace.JobInfo{ID: req.ID}}, f.err
+}
+
+func (f *fakeWorkspace) SignalJob(_ context.Context, id, signal string, grace time.Duration) (workspace.JobInfo, error) {
+	f.calls = append(f.calls, fmt.Sprintf("signal %s %s %s", id, signal, grace))
+	return workspace.JobInfo{ID: id}, f.err
+}
+
+func (f *fakeWorkspace) WriteJobInput(_ context.Context, id, data string, closeStdin bool) (workspace.JobInput, error) {
+	f.calls = append(f.calls, fmt.Sprintf("input %s %q %v", id, data, closeStdin))
+	return workspace.JobInput{Written: len(data)}, f.err
+}
+
+func (f *fakeWorkspace) Jobs(context.Context) (workspace.JobList, error) {
+	f.calls = append(f.calls, "list")
+	return workspace.JobList{}, f.err
+}
 
 func (f *fakeWorkspace) Info() workspace.ContainerInfo {
 	return workspace.ContainerInfo{Name: "wink-test", Image: "img", Mounts: f.mounts}

@@ -16,7 +16,7 @@ import (
 // toolsOn builds every tool on one fake workspace, by name.
 func toolsOn(t *testing.T, ws *fakeWorkspace) map[string]server.ServerTool {
 	t.Helper()
-	all, err := All(func(context.Context) (workspace.Workspace, error) { return ws, nil }, slog.New(slog.DiscardHandler))
+	all, err := All(func(context.Context) (workspace.Workspace, error) { return ws, nil }, slog.New(slog.DiscardHandler), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

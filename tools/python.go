@@ -143,8 +143,9 @@ func Python(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"by the variable's value. An exception or a syntax error is a normal result with the traceback in stderr. The " +
 			"image must have python3; use podman_shell for anything longer.",
 		annotations: annotate(false, true, false),
+		tasks:       true,
 		handle: func(ctx context.Context, ws workspace.Workspace, p PythonParams) (PythonResult, error) {
-			req := workspace.PythonRequest{Code: p.Code, Globals: p.Globals, Timeout: pythonTimeout, OutputChars: pythonOutputChars, Progress: progressFrom(ctx)}
+			req := workspace.PythonRequest{Code: p.Code, Globals: p.Globals, Timeout: pythonTimeout, Grace: DefaultGraceSeconds * time.Second, OutputChars: pythonOutputChars, Progress: progressFrom(ctx)}
 			for _, r := range p.Reads {
 				req.Reads = append(req.Reads, r.Path)
 			}

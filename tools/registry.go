@@ -2,12 +2,24 @@ package tools
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 )
 
+// Options are the limits the tools take from the server's configuration.
+type Options struct {
+	// MaxCommandTimeout bounds podman_shell's timeout_seconds; zero means
+	// DefaultMaxCommandTimeout.
+	MaxCommandTimeout time.Duration
+}
+
 // All returns every tool, in the order clients list them.
-func All(workspaceFor WorkspaceFor, log *slog.Logger) ([]server.ServerTool, error) {
+func All(workspaceFor WorkspaceFor, log *slog.Logger, opts Options) ([]server.ServerTool, error) {
+	maxTimeout := opts.MaxCommandTimeout
+	if maxTimeout <= 0 {
+		maxTimeout = DefaultMaxCommandTimeout
+	}
 	constructors := []func() (server.ServerTool, error){
 		func() (server.ServerTool, error) { return Ls(workspaceFor) },
 		func() (server.ServerTool, error) { return ReadFile(workspaceFor) },
@@ -16,7 +28,8 @@ func All(workspaceFor WorkspaceFor, log *slog.Logger) ([]server.ServerTool, erro
 		func() (server.ServerTool, error) { return Glob(workspaceFor) },
 		func() (server.ServerTool, error) { return Grep(workspaceFor) },
 		func() (server.ServerTool, error) { return Rm(workspaceFor) },
-		func() (server.ServerTool, error) { return Shell(workspaceFor, log) },
+		func() (server.ServerTool, error) { return Shell(workspaceFor, log, maxTimeout) },
+		func() (server.ServerTool, error) { return Job(workspaceFor) },
 		func() (server.ServerTool, error) { return Python(workspaceFor) },
 		func() (server.ServerTool, error) { return WorkspaceChanges(workspaceFor) },
 		func() (server.ServerTool, error) { return WorkspaceDiff(workspaceFor) },

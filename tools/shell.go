@@ -2,8 +2,10 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +30,13 @@ const (
 	// logPreviewChars is how much of each stream the log records.
 	logPreviewChars = 200
 	defaultTimeout  = 30
+	// DefaultMaxCommandTimeout is the default ceiling of timeout_seconds.
+	DefaultMaxCommandTimeout = 30 * time.Minute
+	// DefaultGraceSeconds is the default time between SIGTERM and SIGKILL.
+	DefaultGraceSeconds = 2
+	// jobFirstOutputWait is how long a background start waits for the
+	// job's first output.
+	jobFirstOutputWait = 2 * time.Second
 )
 
 // Shell actions.
@@ -43,7 +52,9 @@ type ShellParams struct {
 	Cwd            string            `json:"cwd,omitempty" jsonschema:"maxLength=1295" jsonschema_description:"Working directory relative to /workspace (default: /workspace itself). Must be an existing directory inside it."`
 	Env            map[string]string `json:"env,omitempty" jsonschema_description:"Environment variables set for the command, over the container's own. Keys are uppercased; at most 64 entries; ASCII values of at most 512 characters."`
 	Stdin          string            `json:"stdin,omitempty" jsonschema:"maxLength=48000" jsonschema_description:"Text piped to the command's standard input, at most 48000 characters. Never logged."`
-	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"minimum=1,maximum=120,default=30" jsonschema_description:"Seconds before the command and every process it started are killed (exit_code 124, timed_out true)."`
+	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"minimum=1,default=30" jsonschema_description:"Seconds before the command and every process it started are stopped (exit_code 124, timed_out true): SIGTERM, then SIGKILL after grace_seconds. With background, bounds the job's life (default: none)."`
+	GraceSeconds   *int              `json:"grace_seconds,omitempty" jsonschema:"minimum=0,maximum=30,default=2" jsonschema_description:"Seconds between SIGTERM and SIGKILL when the timeout passes or the call is cancelled; 0 kills at once. ended_by says which signal ended the command."`
+	Background     bool              `json:"background,omitempty" jsonschema_description:"Start the command as a background job and return at once with its id and the output of its first 2 seconds; see the job tool for its status, output, signals and input. Its stdin stays open for job input. Jobs end when they exit, are signalled or the session ends."`
 	CaptureOutput  *bool             `json:"capture_output,omitempty" jsonschema:"default=true" jsonschema_description:"Return stdout and stderr (default true). When false they only say that capture was off; the byte counts are still reported."`
 	Action         string            `json:"action,omitempty" jsonschema:"enum=exec,enum=start,enum=stop,default=exec" jsonschema_description:"exec runs the command; start makes sure the container runs and returns its name; stop removes the container and deletes the files in /workspace, including the changes made to mounted host folders (the host copies are untouched), so the next call starts fresh."`
 }
@@ -75,6 +86,12 @@ func (p *ShellParams) Validate() error {
 		if total > MaxCommandBytes {
 			return fmt.Errorf("command: is %d bytes in all; the limit is %d (put long scripts in a file with write_file, or pass data on stdin)", total, MaxCommandBytes)
 		}
+	}
+	if p.action() != ActionExec && (p.Background || p.GraceSeconds != nil) {
+		return fmt.Errorf("background and grace_seconds: only for action exec")
+	}
+	if p.Background && p.CaptureOutput != nil && !*p.CaptureOutput {
+		return fmt.Errorf("capture_output: a background job always keeps its output (drop capture_output, or run it in the foreground)")
 	}
 	cwd, err := workspace.CleanPath(p.Cwd)
 	if err != nil {
@@ -113,21 +130,34 @@ type ShellResult struct {
 	StderrBytes int64    `json:"stderr_bytes" jsonschema_description:"Bytes the command wrote to stderr in all."`
 	DurationMS  int64    `json:"duration_ms" jsonschema_description:"Run time in milliseconds."`
 	TimedOut    bool     `json:"timed_out" jsonschema_description:"True when the timeout killed the command."`
+	EndedBy     string   `json:"ended_by,omitempty" jsonschema_description:"The signal that ended a timed-out or cancelled command: SIGTERM when it exited within grace_seconds, else SIGKILL."`
+	OutputJob   string   `json:"output_job,omitempty" jsonschema_description:"When stdout or stderr was truncated: the job id whose whole output the job tool pages (action output)."`
+	Job         string   `json:"job,omitempty" jsonschema_description:"With background: the job's id."`
+	JobState    string   `json:"job_state,omitempty" jsonschema_description:"With background: running, or exited when it ended within the first wait."`
+	Attach      string   `json:"attach,omitempty" jsonschema_description:"For start: the command a person can paste in a terminal to open a shell in this container. Nothing is opened."`
 }
 
 // Text renders the result for text-only clients.
 func (r ShellResult) Text() string {
 	switch r.Action {
 	case ActionStart:
-		return fmt.Sprintf("container %s is running; %s is ready", r.Container, workspace.Root)
+		return fmt.Sprintf("container %s is running; %s is ready. A person can open a shell in it with:\n%s", r.Container, workspace.Root, r.Attach)
 	case ActionStop:
 		return fmt.Sprintf("container %s removed and %s emptied; the next call starts a fresh container", r.Container, workspace.Root)
 	}
 	var b strings.Builder
-	if r.TimedOut {
-		fmt.Fprintf(&b, "timed out after %d ms: the command and every process it started were killed (exit 124)\n", r.DurationMS)
-	} else {
+	switch {
+	case r.Job != "" && r.JobState == "running":
+		fmt.Fprintf(&b, "job %s started and is running (cwd %s); follow it with the job tool: action=status, action=output (stream, offset), action=signal, action=input\n", r.Job, r.Cwd)
+	case r.Job != "":
+		fmt.Fprintf(&b, "job %s already exited with %d in %d ms (cwd %s); the job tool pages its whole output\n", r.Job, r.ExitCode, r.DurationMS, r.Cwd)
+	case r.TimedOut:
+		fmt.Fprintf(&b, "timed out after %d ms: the command and every process it started were stopped by %s (exit 124)\n", r.DurationMS, r.EndedBy)
+	default:
 		fmt.Fprintf(&b, "exit %d in %d ms (cwd %s)\n", r.ExitCode, r.DurationMS, r.Cwd)
+	}
+	if r.OutputJob != "" {
+		fmt.Fprintf(&b, "output truncated: the whole of it is kept; page it with the job tool: action=output id=%s stream=stdout|stderr offset=<byte>\n", r.OutputJob)
 	}
 	for _, s := range []struct {
 		name  string
@@ -145,8 +175,9 @@ func (r ShellResult) Text() string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// Shell returns the podman_shell tool.
-func Shell(workspaceFor WorkspaceFor, log *slog.Logger) (server.ServerTool, error) {
+// Shell returns the podman_shell tool; maxTimeout bounds timeout_seconds.
+func Shell(workspaceFor WorkspaceFor, log *slog.Logger, maxTimeout time.Duration) (server.ServerTool, error) {
+	maxSeconds := int(maxTimeout / time.Second)
 	return build(workspaceFor, definition[ShellParams, ShellResult]{
 		name:  "podman_shell",
 		title: "Run a command in the workspace container",
@@ -154,13 +185,22 @@ func Shell(workspaceFor WorkspaceFor, log *slog.Logger) (server.ServerTool, erro
 			"The container is the same one the file tools work on: /workspace holds the session's files. It has no network, " +
 			"no capabilities and runs as an unprivileged user. `command` is an argv array, not a shell string: use " +
 			"[\"sh\", \"-c\", \"...\"] for pipes, globs and redirection. Limits: command at most 4096 bytes; stdin at most " +
-			"48000 characters; env at most 64 entries; timeout_seconds 1-120 (default 30). On timeout the command and every " +
-			"process it started are killed, exit_code is 124 and timed_out is true; processes a command leaves running in " +
-			"the background are also killed when it exits. stdout and stderr keep 32 KiB each and end with [truncated] " +
-			"when cut; stdout_bytes and stderr_bytes give the full sizes. A non-zero exit is a normal result; a command " +
-			"that cannot start (not found, not executable) is an error. action=start makes sure the container runs; " +
-			"action=stop removes it and empties /workspace, discarding the changes to mounted host folders (their host copies never change).",
+			fmt.Sprintf("48000 characters; env at most 64 entries; timeout_seconds 1-%d (default 30). On timeout the command and every ", maxSeconds) +
+			"process it started get SIGTERM, then SIGKILL after grace_seconds (default 2); exit_code is 124, timed_out is true " +
+			"and ended_by names the signal. Processes a command leaves running in the background are killed when it exits: " +
+			"for servers, watchers and long work use background=true, which returns a job id at once (the job tool follows it). " +
+			"stdout and stderr keep 32 KiB each and end with [truncated] when cut; stdout_bytes and stderr_bytes give the full " +
+			"sizes and output_job names where the job tool pages the whole output. A non-zero exit is a normal result; a command " +
+			"that cannot start (not found, not executable) is an error. action=start makes sure the container runs and gives " +
+			"the command a person can paste to open a shell in it; action=stop removes it and empties /workspace, discarding " +
+			"the changes to mounted host folders (their host copies never change).",
 		annotations: annotate(false, true, false),
+		adjust: func(s *jsonschema.Schema) {
+			if t, ok := s.Properties.Get("timeout_seconds"); ok {
+				t.Maximum = json.Number(strconv.Itoa(maxSeconds))
+			}
+		},
+		tasks: true,
 		handle: func(ctx context.Context, ws workspace.Workspace, p ShellParams) (ShellResult, error) {
 			return runShell(ctx, ws, p, log)
 		},
@@ -172,21 +212,28 @@ func runShell(ctx context.Context, ws workspace.Workspace, p ShellParams, log *s
 	switch p.action() {
 	case ActionStart:
 		info, err := ws.Start(ctx)
-		res.Container = info.Name
+		res.Container, res.Attach = info.Name, info.Attach
 		return res, err
 	case ActionStop:
 		info, err := ws.Reset(ctx)
 		res.Container = info.Name
 		return res, err
 	}
+	env := make(map[string]string, len(p.Env))
+	for k, v := range p.Env {
+		env[strings.ToUpper(k)] = v
+	}
+	grace := DefaultGraceSeconds
+	if p.GraceSeconds != nil {
+		grace = *p.GraceSeconds
+	}
+	if p.Background {
+		return startJob(ctx, ws, p, env, time.Duration(grace)*time.Second, res)
+	}
 	capture := p.CaptureOutput == nil || *p.CaptureOutput
 	timeout := p.TimeoutSeconds
 	if timeout == 0 {
 		timeout = defaultTimeout
-	}
-	env := make(map[string]string, len(p.Env))
-	for k, v := range p.Env {
-		env[strings.ToUpper(k)] = v
 	}
 	out, err := ws.Exec(ctx, workspace.ExecRequest{
 		Argv:        p.Command,
@@ -194,6 +241,7 @@ func runShell(ctx context.Context, ws workspace.Workspace, p ShellParams, log *s
 		Env:         env,
 		Stdin:       p.Stdin,
 		Timeout:     time.Duration(timeout) * time.Second,
+		Grace:       time.Duration(grace) * time.Second,
 		Capture:     capture,
 		OutputLimit: MaxOutputBytes,
 		Progress:    progressFrom(ctx),
@@ -207,13 +255,34 @@ func runShell(ctx context.Context, ws workspace.Workspace, p ShellParams, log *s
 	res.ExitCode = out.ExitCode
 	res.StdoutBytes, res.StderrBytes = out.StdoutBytes, out.StderrBytes
 	res.DurationMS = out.DurationMillis
-	res.TimedOut = out.TimedOut
+	res.TimedOut, res.EndedBy, res.OutputJob = out.TimedOut, out.EndedBy, out.OutputJob
 	res.Stdout = stream(out.Stdout, out.StdoutTruncated, capture)
 	res.Stderr = stream(out.Stderr, out.StderrTruncated, capture)
 	log.Info("podman_shell finished", "container", res.Container, "argv0", p.Command[0], "args", len(p.Command)-1,
 		"exit_code", res.ExitCode, "timed_out", res.TimedOut, "duration_ms", res.DurationMS,
 		"stdout_bytes", res.StdoutBytes, "stderr_bytes", res.StderrBytes,
 		"stdout_preview", preview(out.Stdout), "stderr_preview", preview(out.Stderr))
+	return res, nil
+}
+
+// startJob runs p's command as a background job.
+func startJob(ctx context.Context, ws workspace.Workspace, p ShellParams, env map[string]string, grace time.Duration, res ShellResult) (ShellResult, error) {
+	started, err := ws.StartJob(ctx, workspace.JobRequest{
+		Argv: p.Command, Dir: p.Cwd, Env: env, Stdin: p.Stdin,
+		Timeout: time.Duration(p.TimeoutSeconds) * time.Second, Grace: grace, Wait: jobFirstOutputWait,
+	})
+	if err != nil {
+		return res, err
+	}
+	j := started.Job
+	res.Container, res.Command, res.Cwd = ws.Info().Name, p.Command, j.Dir
+	res.Job, res.JobState = j.ID, j.State
+	res.StdoutBytes, res.StderrBytes, res.DurationMS = j.StdoutBytes, j.StderrBytes, j.DurationMillis
+	if j.ExitCode != nil {
+		res.ExitCode = *j.ExitCode
+	}
+	res.Stdout = stream(started.Stdout.Data, started.Stdout.Next < j.StdoutBytes, true)
+	res.Stderr = stream(started.Stderr.Data, started.Stderr.Next < j.StderrBytes, true)
 	return res, nil
 }
 

@@ -18,7 +18,7 @@ import (
 
 func newShell(t *testing.T, ws *fakeWorkspace) server.ServerTool {
 	t.Helper()
-	tool, err := Shell(func(context.Context) (workspace.Workspace, error) { return ws, nil }, slog.New(slog.DiscardHandler))
+	tool, err := Shell(func(context.Context) (workspace.Workspace, error) { return ws, nil }, slog.New(slog.DiscardHandler), DefaultMaxCommandTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,12 +81,17 @@ func TestShellArgumentLimits(t *testing.T) {
 		{name: "timeout 1", args: args(cmd("true"), `"timeout_seconds":1`)},
 		{name: "timeout 120", args: args(cmd("true"), `"timeout_seconds":120`)},
 		{name: "timeout 0", args: args(cmd("true"), `"timeout_seconds":0`), wantErr: "timeout_seconds: must be at least 1 (got 0)"},
-		{name: "timeout 121", args: args(cmd("true"), `"timeout_seconds":121`), wantErr: "timeout_seconds: must be at most 120 (got 121)"},
+		{name: "timeout past the maximum", args: args(cmd("true"), `"timeout_seconds":1801`), wantErr: "timeout_seconds: must be at most 1800 (got 1801)"},
+		{name: "grace 31", args: args(cmd("true"), `"grace_seconds":31`), wantErr: "grace_seconds: must be at most 30"},
+		{name: "grace negative", args: args(cmd("true"), `"grace_seconds":-1`), wantErr: "grace_seconds: must be at least 0"},
+		{name: "background for start", args: `{"action":"start","background":true}`, wantErr: "background and grace_seconds: only for action exec"},
+		{name: "background without capture", args: args(cmd("true"), `"background":true,"capture_output":false`), wantErr: "capture_output: a background job always keeps its output"},
+		{name: "background not a bool", args: args(cmd("true"), `"background":"yes"`), wantErr: "background"},
 		{name: "timeout -1", args: args(cmd("true"), `"timeout_seconds":-1`), wantErr: "timeout_seconds: must be at least 1 (got -1)"},
 		{name: "timeout 1.5", args: args(cmd("true"), `"timeout_seconds":1.5`), wantErr: "timeout_seconds: must be integer (got number)"},
 		{name: "timeout as string", args: args(cmd("true"), `"timeout_seconds":"10"`), wantErr: "timeout_seconds: must be integer (got string)"},
 		{name: "timeout null", args: args(cmd("true"), `"timeout_seconds":null`), wantErr: "timeout_seconds: must be integer (got null)"},
-		{name: "timeout 1e309", args: args(cmd("true"), `"timeout_seconds":1e309`), wantErr: "timeout_seconds: must be at most 120"},
+		{name: "timeout 1e309", args: args(cmd("true"), `"timeout_seconds":1e309`), wantErr: "timeout_seconds: must be at most 1800"},
 		{name: "stdin of 48000 characters", args: args(cmd("cat"), str("stdin", strings.Repeat("a", 48000)))},
 		{name: "stdin of 48000 euro signs", args: args(cmd("cat"), str("stdin", strings.Repeat("€", 48000)))},
 		{name: "stdin of 48001 characters", args: args(cmd("cat"), str("stdin", strings.Repeat("a", 48001))), wantErr: "stdin: must be at most 48000 characters long (got 48001)"},

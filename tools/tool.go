@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/invopop/jsonschema"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -34,6 +35,11 @@ type definition[P any, R Result] struct {
 	title       string
 	description string
 	annotations mcp.ToolAnnotation
+	// adjust, if set, changes the input schema for limits the
+	// configuration sets.
+	adjust func(*jsonschema.Schema)
+	// tasks lets a client call the tool as an MCP task.
+	tasks bool
 	// handle runs the call in the session's workspace.
 	handle func(ctx context.Context, ws workspace.Workspace, p P) (R, error)
 }
@@ -43,7 +49,11 @@ type definition[P any, R Result] struct {
 // failures become tool errors (isError) with a message the model can act on,
 // and results carry both structured content and text.
 func build[P any, R Result](workspaceFor WorkspaceFor, d definition[P, R]) (server.ServerTool, error) {
-	dec, err := schema.NewDecoder[P]()
+	var adjust []func(*jsonschema.Schema)
+	if d.adjust != nil {
+		adjust = append(adjust, d.adjust)
+	}
+	dec, err := schema.NewDecoder[P](adjust...)
 	if err != nil {
 		return server.ServerTool{}, fmt.Errorf("input schema of %s: %w", d.name, err)
 	}
@@ -58,6 +68,9 @@ func build[P any, R Result](workspaceFor WorkspaceFor, d definition[P, R]) (serv
 	tool.RawOutputSchema = out
 	tool.Annotations = d.annotations
 	tool.Annotations.Title = d.title
+	if d.tasks {
+		tool.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
+	}
 	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		raw, err := rawArguments(req)
 		if err != nil {

@@ -42,6 +42,10 @@ const (
 	DefaultNprocLimit  = 4096
 	DefaultNamePrefix  = "wink"
 	DefaultIdleTimeout = 15 * time.Minute
+	// DefaultMaxJobAge is how long running jobs keep an idle container.
+	DefaultMaxJobAge = 2 * time.Hour
+	// DefaultStopGrace is the grace of a session's jobs when it ends.
+	DefaultStopGrace   = 2 * time.Second
 	DefaultAPITimeout  = 30 * time.Second
 	DefaultPullTimeout = 10 * time.Minute
 )
@@ -71,6 +75,12 @@ type Config struct {
 	KeepSessionDirs bool
 	// IdleTimeout removes a session's container after this long without calls.
 	IdleTimeout time.Duration
+	// MaxJobAge is how long running background jobs keep an idle session's
+	// container from the idle clean-up; zero keeps it as long as they run.
+	MaxJobAge time.Duration
+	// StopGrace is how long the jobs of a session that ends have between
+	// SIGTERM and the container's removal.
+	StopGrace time.Duration
 	// Mounts are host folders shown in every session's workspace; each
 	// must lie under one of AllowedRoots.
 	Mounts       []Mount
@@ -143,6 +153,8 @@ func DefaultConfig() Config {
 		NamePrefix:  DefaultNamePrefix,
 		CacheDir:    filepath.Join(cache, "wink-mcp"),
 		IdleTimeout: DefaultIdleTimeout,
+		MaxJobAge:   DefaultMaxJobAge,
+		StopGrace:   DefaultStopGrace,
 		APITimeout:  DefaultAPITimeout,
 		PullTimeout: DefaultPullTimeout,
 
@@ -173,6 +185,8 @@ func (c Config) Validate() error {
 	check(namePrefixPattern.MatchString(c.NamePrefix), "name prefix %q must be 1-40 letters, digits, '_', '.' or '-', starting with a letter or digit", c.NamePrefix)
 	check(filepath.IsAbs(c.CacheDir), "cache directory %q must be an absolute path", c.CacheDir)
 	check(c.IdleTimeout > 0, "idle timeout must be positive")
+	check(c.MaxJobAge >= 0, "the maximum job age must not be negative")
+	check(c.StopGrace >= 0 && c.StopGrace <= MaxGrace, "the stop grace %s must be between 0 and %s", c.StopGrace, MaxGrace)
 	check(c.APITimeout > 0, "podman API timeout must be positive")
 	check(c.PullTimeout > 0, "pull timeout must be positive")
 	check(c.ExportDir == "" || filepath.IsAbs(c.ExportDir), "export directory %q must be an absolute path", c.ExportDir)

@@ -114,6 +114,8 @@ func (f *fakeEngine) Create(ctx context.Context, spec engine.Spec) error {
 	return nil
 }
 
+func (f *fakeEngine) AttachCommand(name string) string { return "fake exec -it " + name + " sh" }
+
 func (f *fakeEngine) Start(_ context.Context, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -80,11 +80,13 @@ type GrepRequest struct {
 
 // PythonRequest runs code with python3 in the container.
 type PythonRequest struct {
-	Code        string
-	Globals     map[string]string
-	Reads       []string
-	Writes      []PythonWrite
-	Timeout     time.Duration
+	Code    string
+	Globals map[string]string
+	Reads   []string
+	Writes  []PythonWrite
+	Timeout time.Duration
+	// Grace is as in ExecRequest.
+	Grace       time.Duration
 	OutputChars int
 	// Progress is as in ExecRequest.
 	Progress func(Progress)
@@ -149,7 +151,7 @@ func (s *Session) Python(ctx context.Context, req PythonRequest) (PythonResult, 
 	var r PythonResult
 	err := s.call(ctx, wire.OpPython, wire.PythonArgs{
 		Code: req.Code, Globals: req.Globals, Reads: req.Reads, Writes: req.Writes,
-		TimeoutMillis: req.Timeout.Milliseconds(), OutputChars: req.OutputChars, Progress: req.Progress != nil,
+		TimeoutMillis: req.Timeout.Milliseconds(), GraceMillis: req.Grace.Milliseconds(), OutputChars: req.OutputChars, Progress: req.Progress != nil,
 	}, &r, req.Progress)
 	var werr *wire.Error
 	if errors.As(err, &werr) && werr.Code == wire.CodeUnavailable {

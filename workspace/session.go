@@ -84,6 +84,9 @@ type Session struct {
 
 	active   atomic.Int32 // calls in progress
 	lastUsed atomic.Int64 // unix nanoseconds of the last call's start or end
+	// jobsStarted says a job was started in the current container, so its
+	// end and its idle clean-up ask the agent about running jobs.
+	jobsStarted atomic.Bool
 
 	touched snapshot // files the tools wrote, edited or removed
 }
@@ -144,6 +147,7 @@ func (s *Session) Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
 		Env:           req.Env,
 		Stdin:         req.Stdin,
 		TimeoutMillis: req.Timeout.Milliseconds(),
+		GraceMillis:   req.Grace.Milliseconds(),
 		Capture:       req.Capture,
 		OutputLimit:   req.OutputLimit,
 		Progress:      req.Progress != nil,
@@ -227,7 +231,7 @@ func (s *Session) Info() ContainerInfo {
 }
 
 func (s *Session) infoLocked() ContainerInfo {
-	info := ContainerInfo{Name: s.name, Image: s.image, User: s.user, Unenforced: s.unenforced}
+	info := ContainerInfo{Name: s.name, Image: s.image, User: s.user, Unenforced: s.unenforced, Attach: s.m.eng.AttachCommand(s.name)}
 	for _, mt := range s.mounts {
 		info.Mounts = append(info.Mounts, mt.info(s.dir))
 	}
@@ -483,12 +487,14 @@ func (s *Session) removeLocked(ctx context.Context) error {
 		s.dropChannelLocked()
 		return nil
 	}
+	s.stopJobsLocked(ctx)
 	err := s.m.eng.Remove(ctx, s.name)
 	s.dropChannelLocked()
 	if err != nil {
 		return err
 	}
 	s.created = false
+	s.jobsStarted.Store(false) // they went with the container
 	return nil
 }
 
@@ -505,6 +511,9 @@ func (s *Session) cleanupIfIdle(ctx context.Context, idle time.Duration) {
 	}
 	defer s.mu.Unlock()
 	if !s.created || s.ended || s.active.Load() > 0 {
+		return
+	}
+	if s.jobsKeepLocked(ctx) {
 		return
 	}
 	start := time.Now()

@@ -43,6 +43,9 @@ type ExecRequest struct {
 	Stdin string
 	// Timeout bounds the run; the whole process tree is killed when it passes.
 	Timeout time.Duration
+	// Grace is how long the tree has between SIGTERM and SIGKILL when the
+	// timeout passes or the call is cancelled.
+	Grace time.Duration
 	// Capture keeps the output; otherwise it is only counted.
 	Capture bool
 	// OutputLimit is the number of bytes kept of each stream.
@@ -61,6 +64,8 @@ type ContainerInfo struct {
 	Name string
 	// Image is the image it runs.
 	Image string
+	// Attach is the command a person runs to open a shell in the container.
+	Attach string
 	// User is the "uid:gid" it runs as, known once it has been created.
 	User string
 	// Mounts are the host folders in its workspace, known once it has been created.
@@ -115,4 +120,19 @@ type Workspace interface {
 	ClosePort(port int) ([]PortInfo, error)
 	// Ports lists the open ports.
 	Ports() []PortInfo
+
+	// StartJob runs a command in the background and returns at once with
+	// its ID and first output.
+	StartJob(ctx context.Context, req JobRequest) (JobStart, error)
+	// JobStatus describes a job.
+	JobStatus(ctx context.Context, id string) (JobInfo, error)
+	// JobOutput returns a page of a job's output.
+	JobOutput(ctx context.Context, req JobOutputRequest) (JobOutput, error)
+	// SignalJob signals a job's whole process tree; TERM with a grace is
+	// followed by SIGKILL when the job has not ended within it.
+	SignalJob(ctx context.Context, id, signal string, grace time.Duration) (JobInfo, error)
+	// WriteJobInput writes to a job's stdin and, with closeStdin, closes it.
+	WriteJobInput(ctx context.Context, id, data string, closeStdin bool) (JobInput, error)
+	// Jobs lists the container's jobs and kept outputs.
+	Jobs(ctx context.Context) (JobList, error)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/server"
+	"github.com/wink-mcp/wink-mcp/tools"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -37,7 +38,8 @@ type serveOptions struct {
 // parseServeFlags builds the server's configuration from, in increasing
 // precedence, the defaults, the environment (read through lookup) and args.
 func parseServeFlags(args []string, lookup func(string) (string, bool), out io.Writer) (server.Config, serveOptions, error) {
-	cfg := server.Config{Workspace: workspace.DefaultConfig(), ShutdownTimeout: server.DefaultShutdownTimeout, HTTP: server.DefaultHTTPConfig()}
+	cfg := server.Config{Workspace: workspace.DefaultConfig(), ShutdownTimeout: server.DefaultShutdownTimeout, HTTP: server.DefaultHTTPConfig(),
+		MaxCommandTimeout: tools.DefaultMaxCommandTimeout}
 	w, h := &cfg.Workspace, &cfg.HTTP
 	opts := serveOptions{transport: server.TransportStdio, warm: "auto", filesOnHost: "auto", logs: logOptions{level: "info", format: "text"}}
 	logs := &opts.logs
@@ -71,7 +73,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.boolean(&w.KeepSessionDirs, "keep-session-dirs", "keep session directories after sessions end", "WINK_KEEP_SESSION_DIRS")
 	b.boolean(&cfg.Lazy, "lazy", "make a session's container on its first call that needs one, not as soon as the session starts", "WINK_LAZY")
 	b.str(&opts.warm, "warm", fmt.Sprintf("containers kept made and started for new sessions, 0-%d (auto: 0 for stdio, %d for sse and http)", workspace.MaxWarm, defaultHTTPWarm), "WINK_WARM")
-	b.duration(&w.IdleTimeout, "idle-timeout", "remove a session's container after this long without calls", "WINK_IDLE_TIMEOUT")
+	b.duration(&w.IdleTimeout, "idle-timeout", "remove a session's container after this long without calls (not while background jobs run, up to --max-job-age)", "WINK_IDLE_TIMEOUT")
+	b.duration(&cfg.MaxCommandTimeout, "max-command-timeout", "the longest timeout_seconds podman_shell accepts (at least 1s, at most 24h)", "WINK_MAX_COMMAND_TIMEOUT")
+	b.duration(&w.MaxJobAge, "max-job-age", "how long running background jobs keep an idle session's container from the idle clean-up (0: as long as they run)", "WINK_MAX_JOB_AGE")
 	b.str(&w.PodmanURL, "podman-url", "Podman service URL (default: the root socket, then the rootless one)", "CONTAINER_HOST", "PODMAN_BASE_URL")
 	b.str(&w.PodmanIdentity, "podman-identity", "SSH key for ssh:// Podman URLs", "PODMAN_IDENTITY")
 	b.str(&opts.filesOnHost, "files-on-podman-host", "auto, yes or no: each session's /workspace is a volume on the Podman host and the agent is copied there, for a service that does not share this machine's files; no folder mounts (auto: yes for ssh:// URLs)", "WINK_FILES_ON_PODMAN_HOST")
@@ -115,6 +119,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	}
 	if err := w.Validate(); err != nil {
 		return cfg, opts, err
+	}
+	if cfg.MaxCommandTimeout < time.Second || cfg.MaxCommandTimeout > 24*time.Hour {
+		return cfg, opts, fmt.Errorf("--max-command-timeout %s: must be between 1s and 24h", cfg.MaxCommandTimeout)
 	}
 	switch opts.transport {
 	case server.TransportStdio:

@@ -94,6 +94,9 @@ func TestBadSettingsAreNamed(t *testing.T) {
 		{name: "invalid value", args: []string{"--user", "root"}, wantErr: "numeric uid:gid"},
 		{name: "stray argument", args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
 		{name: "unknown flag", args: []string{"--nope"}, wantErr: "nope"},
+		{name: "command timeout too long", args: []string{"--max-command-timeout", "25h"}, wantErr: "--max-command-timeout 25h0m0s: must be between 1s and 24h"},
+		{name: "command timeout too short", args: []string{"--max-command-timeout", "500ms"}, wantErr: "must be between 1s and 24h"},
+		{name: "negative job age", args: []string{"--max-job-age", "-1m"}, wantErr: "maximum job age must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

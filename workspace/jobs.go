@@ -1,0 +1,119 @@
+package workspace
+
+import (
+	"context"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/wire"
+)
+
+// MaxGrace bounds the time between SIGTERM and SIGKILL a call may ask for.
+const MaxGrace = 30 * time.Second
+
+// Job types, as the agent reports them.
+type (
+	// JobInfo describes a background job or a kept foreground output.
+	JobInfo = wire.JobInfo
+	// JobStart is a started job and its first output.
+	JobStart = wire.JobStartResult
+	// JobOutput is a page of a job's output.
+	JobOutput = wire.JobOutputResult
+	// JobInput is what a write to a job's stdin did.
+	JobInput = wire.JobInputResult
+	// JobList lists a container's jobs.
+	JobList = wire.JobListResult
+	// JobOutputRequest asks for a page of a job's output.
+	JobOutputRequest = wire.JobOutputArgs
+)
+
+// JobRequest starts a command in the background. Timeout, when positive,
+// bounds its life; Stdin is written first and stdin stays open for
+// JobInput.
+type JobRequest struct {
+	Argv    []string
+	Dir     string
+	Env     map[string]string
+	Stdin   string
+	Timeout time.Duration
+	Grace   time.Duration
+	// Wait is how long to wait for the job's first output.
+	Wait time.Duration
+}
+
+// StartJob implements Workspace.
+func (s *Session) StartJob(ctx context.Context, req JobRequest) (JobStart, error) {
+	var res JobStart
+	s.jobsStarted.Store(true)
+	err := s.call(ctx, wire.OpJobStart, wire.JobStartArgs{
+		Exec: wire.ExecArgs{Argv: req.Argv, Dir: req.Dir, Env: req.Env, Stdin: req.Stdin,
+			TimeoutMillis: req.Timeout.Milliseconds(), GraceMillis: req.Grace.Milliseconds()},
+		WaitMillis: req.Wait.Milliseconds(),
+	}, &res, nil)
+	return res, err
+}
+
+// JobStatus implements Workspace.
+func (s *Session) JobStatus(ctx context.Context, id string) (JobInfo, error) {
+	var res JobInfo
+	err := s.call(ctx, wire.OpJobStatus, wire.JobArgs{ID: id}, &res, nil)
+	return res, err
+}
+
+// JobOutput implements Workspace.
+func (s *Session) JobOutput(ctx context.Context, req JobOutputRequest) (JobOutput, error) {
+	var res JobOutput
+	err := s.call(ctx, wire.OpJobOutput, req, &res, nil)
+	return res, err
+}
+
+// SignalJob implements Workspace.
+func (s *Session) SignalJob(ctx context.Context, id, signal string, grace time.Duration) (JobInfo, error) {
+	var res JobInfo
+	err := s.call(ctx, wire.OpJobSignal, wire.JobSignalArgs{ID: id, Signal: signal, GraceMillis: grace.Milliseconds()}, &res, nil)
+	return res, err
+}
+
+// WriteJobInput implements Workspace.
+func (s *Session) WriteJobInput(ctx context.Context, id, data string, closeStdin bool) (JobInput, error) {
+	var res JobInput
+	err := s.call(ctx, wire.OpJobInput, wire.JobInputArgs{ID: id, Data: data, Close: closeStdin}, &res, nil)
+	return res, err
+}
+
+// Jobs implements Workspace.
+func (s *Session) Jobs(ctx context.Context) (JobList, error) {
+	var res JobList
+	err := s.call(ctx, wire.OpJobList, struct{}{}, &res, nil)
+	return res, err
+}
+
+// jobsKeepLocked reports whether running jobs keep an idle container: they
+// do until the oldest has run MaxJobAge. An agent that does not answer
+// keeps nothing. The caller holds s.mu.
+func (s *Session) jobsKeepLocked(ctx context.Context) bool {
+	if !s.jobsStarted.Load() || s.client == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var list JobList
+	if err := s.client.Call(ctx, wire.OpJobList, struct{}{}, &list); err != nil || list.Running == 0 {
+		return false
+	}
+	age := time.Since(time.UnixMilli(list.OldestRunningUnixMillis))
+	return s.m.cfg.MaxJobAge == 0 || age < s.m.cfg.MaxJobAge
+}
+
+// stopJobsLocked gives a container's running jobs SIGTERM and the stop
+// grace before the container goes. The caller holds s.mu.
+func (s *Session) stopJobsLocked(ctx context.Context) {
+	if !s.jobsStarted.Load() || s.client == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.m.cfg.StopGrace+3*time.Second)
+	defer cancel()
+	var list JobList
+	if err := s.client.Call(ctx, wire.OpJobStopAll, wire.JobStopAllArgs{GraceMillis: s.m.cfg.StopGrace.Milliseconds()}, &list); err != nil {
+		s.m.log.Debug("stopping the session's jobs", "session", s.hash, "err", err)
+	}
+}
