@@ -173,6 +173,8 @@ func (a *Agent) handle(ctx context.Context, req wire.Request, report func(wire.P
 		result, werr = dispatch(req.Args, func(args wire.PathArgs) (*wire.ListResult, *wire.Error) { return a.list(args.Path) })
 	case wire.OpRead:
 		result, werr = dispatch(req.Args, a.read)
+	case wire.OpReadBytes:
+		result, werr = dispatch(req.Args, a.readBytes)
 	case wire.OpWrite:
 		result, werr = dispatch(req.Args, a.write)
 	case wire.OpEdit:

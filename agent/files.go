@@ -99,7 +99,7 @@ func (a *Agent) readTextInfo(p string) (string, fs.FileInfo, *wire.Error) {
 		return "", nil, wire.Errorf(wire.CodeInvalid, "%q grew past %d bytes while being read", p, wire.MaxFileBytes)
 	}
 	if !utf8.Valid(data) {
-		return "", nil, wire.Errorf(wire.CodeInvalid, "%q is not UTF-8 text (a binary file of %d bytes); inspect it with podman_shell, e.g. [\"base64\", %q] or [\"od\", \"-c\", %q]", p, len(data), p, p)
+		return "", nil, wire.Errorf(wire.CodeInvalid, "%q is not UTF-8 text (a binary file of %d bytes); read its exact bytes with read_file encoding=base64, or inspect it with podman_shell, e.g. [\"od\", \"-c\", %q]", p, len(data), p)
 	}
 	return string(data), fi, nil
 }
@@ -230,6 +230,28 @@ func (a *Agent) read(args wire.ReadArgs) (*wire.ReadResult, *wire.Error) {
 	}, nil
 }
 
+// readBytes answers OpReadBytes: bytes of any regular file, text or not.
+func (a *Agent) readBytes(args wire.ReadBytesArgs) (*wire.ReadBytesResult, *wire.Error) {
+	if args.Offset < 0 || args.Limit <= 0 || args.Limit > wire.MaxBinaryBytes {
+		return nil, wire.Errorf(wire.CodeBadRequest, "offset must not be negative and limit must be 1 to %d", wire.MaxBinaryBytes)
+	}
+	f, fi, werr := a.openRegular(args.Path)
+	if werr != nil {
+		return nil, werr
+	}
+	defer f.Close()
+	size := fi.Size()
+	if args.Offset > size {
+		return nil, wire.Errorf(wire.CodeInvalid, "byte_offset %d is past the end of %q, which has %d bytes", args.Offset, args.Path, size)
+	}
+	buf := make([]byte, min(int64(args.Limit), size-args.Offset))
+	n, err := f.ReadAt(buf, args.Offset)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, pathError(args.Path, err)
+	}
+	return &wire.ReadBytesResult{Path: args.Path, Data: buf[:n], Offset: args.Offset, SizeBytes: size}, nil
+}
+
 // splitEnding separates a line from its "\n" or "\r\n".
 func splitEnding(line string) (string, string) {
 	if body, ok := strings.CutSuffix(line, "\r\n"); ok {
@@ -246,8 +268,14 @@ func (a *Agent) write(args wire.WriteArgs) (*wire.WriteResult, *wire.Error) {
 	if args.Path == "" {
 		return nil, wire.Errorf(wire.CodeInvalid, "the path names the workspace root, not a file")
 	}
-	if n := utf8.RuneCountInString(args.Content); n > wire.MaxFileChars {
-		return nil, wire.Errorf(wire.CodeInvalid, "content is %d characters; the limit is %d", n, wire.MaxFileChars)
+	content := []byte(args.Content)
+	switch {
+	case args.Binary && len(args.Data) > wire.MaxBinaryBytes:
+		return nil, wire.Errorf(wire.CodeInvalid, "content is %d bytes; the limit of a binary write is %d", len(args.Data), wire.MaxBinaryBytes)
+	case args.Binary:
+		content = args.Data
+	case utf8.RuneCountInString(args.Content) > wire.MaxFileChars:
+		return nil, wire.Errorf(wire.CodeInvalid, "content is %d characters; the limit is %d", utf8.RuneCountInString(args.Content), wire.MaxFileChars)
 	}
 	seq, done := a.mutation()
 	defer done()
@@ -258,10 +286,10 @@ func (a *Agent) write(args wire.WriteArgs) (*wire.WriteResult, *wire.Error) {
 	if werr != nil {
 		return nil, werr
 	}
-	if werr := a.replaceFile(args.Path, []byte(args.Content), perm, nil); werr != nil {
+	if werr := a.replaceFile(args.Path, content, perm, nil); werr != nil {
 		return nil, werr
 	}
-	return &wire.WriteResult{Path: args.Path, SizeBytes: int64(len(args.Content)), Created: !exists, Seq: seq}, nil
+	return &wire.WriteResult{Path: args.Path, SizeBytes: int64(len(content)), Created: !exists, Seq: seq}, nil
 }
 
 // edit answers OpEdit.

@@ -179,7 +179,7 @@ func TestReadFile(t *testing.T) {
 		{name: "empty", args: wire.ReadArgs{Path: "empty.txt", Limit: 10}, want: wire.ReadResult{}},
 		{name: "long line cut", args: wire.ReadArgs{Path: "wide.txt", Limit: 10}, want: wire.ReadResult{Limit: 2, TotalLines: 2, LinesCut: 1, Truncated: true}, wantStart: strings.Repeat("w", 2000) + "… [line cut at 2000 of 2500 characters]\nshort\n"},
 		{name: "symlink inside", args: wire.ReadArgs{Path: "inlink", Limit: 10}, want: wire.ReadResult{Limit: 1, TotalLines: 1}, wantStart: "inside\n"},
-		{name: "binary", args: wire.ReadArgs{Path: "binary.bin", Limit: 10}, wantErr: `not UTF-8 text (a binary file of 8 bytes); inspect it with podman_shell, e.g. ["base64", "binary.bin"]`},
+		{name: "binary", args: wire.ReadArgs{Path: "binary.bin", Limit: 10}, wantErr: `not UTF-8 text (a binary file of 8 bytes); read its exact bytes with read_file encoding=base64`},
 		{name: "symlink out", args: wire.ReadArgs{Path: "outlink", Limit: 10}, wantErr: "leads outside /workspace"},
 		{name: "proc self root", args: wire.ReadArgs{Path: "proclink", Limit: 10}, wantErr: "leads outside /workspace"},
 		{name: "fifo", args: wire.ReadArgs{Path: "fifo", Limit: 10}, wantErr: "not a regular file (a fifo)"},

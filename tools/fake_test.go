@@ -72,6 +72,16 @@ func (f *fakeWorkspace) WriteJobInput(_ context.Context, id, data string, closeS
 	return workspace.JobInput{Written: len(data)}, f.err
 }
 
+func (f *fakeWorkspace) WriteBytes(_ context.Context, path string, data []byte) (workspace.FileWrite, error) {
+	f.calls = append(f.calls, fmt.Sprintf("write bytes %s %d", path, len(data)))
+	return workspace.FileWrite{Path: path, SizeBytes: int64(len(data))}, f.err
+}
+
+func (f *fakeWorkspace) ReadBytes(_ context.Context, path string, offset int64, limit int) (workspace.BytesRead, error) {
+	f.calls = append(f.calls, fmt.Sprintf("read bytes %s %d %d", path, offset, limit))
+	return workspace.BytesRead{Path: path, Offset: offset}, f.err
+}
+
 func (f *fakeWorkspace) Jobs(context.Context) (workspace.JobList, error) {
 	f.calls = append(f.calls, "list")
 	return workspace.JobList{}, f.err

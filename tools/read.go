@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"strings"
 
@@ -73,12 +74,24 @@ type ReadFileParams struct {
 	FilePath string `json:"file_path" jsonschema:"maxLength=1295" jsonschema_description:"File relative to /workspace."`
 	Offset   int    `json:"offset,omitempty" jsonschema:"minimum=0,default=0" jsonschema_description:"First line to return, 0-based."`
 	Limit    int    `json:"limit,omitempty" jsonschema:"minimum=1,maximum=2000,default=2000" jsonschema_description:"How many lines to return, 1 to 2000."`
+	Encoding string `json:"encoding,omitempty" jsonschema:"enum=text,enum=base64,default=text" jsonschema_description:"text reads lines of a UTF-8 file; base64 reads the exact bytes of any file, byte_limit bytes from byte_offset, as base64 in content."`
+	// ByteOffset and ByteLimit page a base64 read.
+	ByteOffset int64 `json:"byte_offset,omitempty" jsonschema:"minimum=0" jsonschema_description:"base64 only: the first byte to read, 0-based."`
+	ByteLimit  int   `json:"byte_limit,omitempty" jsonschema:"minimum=1,maximum=2097152,default=1048576" jsonschema_description:"base64 only: how many bytes to read, at most 2 MiB (default 1 MiB)."`
 }
 
-// Validate normalises the path.
+// Validate normalises the path and keeps line and byte arguments apart.
 func (p *ReadFileParams) Validate() (err error) {
-	p.FilePath, err = cleanPath("file_path", p.FilePath, false)
-	return err
+	if p.FilePath, err = cleanPath("file_path", p.FilePath, false); err != nil {
+		return err
+	}
+	switch {
+	case p.Encoding == "base64" && (p.Offset != 0 || p.Limit != 0):
+		return fmt.Errorf("offset and limit: count lines, for encoding text; a base64 read takes byte_offset and byte_limit")
+	case p.Encoding != "base64" && (p.ByteOffset != 0 || p.ByteLimit != 0):
+		return fmt.Errorf("byte_offset and byte_limit: only with encoding base64 (a text read takes offset and limit, in lines)")
+	}
+	return nil
 }
 
 // ReadFileResult is read_file's result.
@@ -89,11 +102,22 @@ type ReadFileResult struct {
 	Limit      int    `json:"limit" jsonschema_description:"How many lines were returned."`
 	TotalLines int    `json:"total_lines" jsonschema_description:"How many lines the file has."`
 	Truncated  bool   `json:"truncated" jsonschema_description:"True when lines remain after these, or a line was cut."`
+	Encoding   string `json:"encoding" jsonschema_description:"text, or base64 when content holds the file's bytes as base64."`
+	SizeBytes  int64  `json:"size_bytes,omitempty" jsonschema_description:"base64: the file's size in bytes."`
+	ByteOffset int64  `json:"byte_offset,omitempty" jsonschema_description:"base64: the first byte read."`
+	NextByte   int64  `json:"next_byte_offset,omitempty" jsonschema_description:"base64: the byte_offset that reads on; equal to size_bytes at the end."`
 }
 
 // Text renders the lines numbered from 1, under a header saying which part of the file they are.
 func (r ReadFileResult) Text() string {
 	var b strings.Builder
+	if r.Encoding == "base64" {
+		fmt.Fprintf(&b, "bytes %d-%d of %d in %s, as base64", r.ByteOffset, r.NextByte, r.SizeBytes, r.Path)
+		if r.NextByte < r.SizeBytes {
+			fmt.Fprintf(&b, " (read more with byte_offset %d)", r.NextByte)
+		}
+		return b.String() + "\n" + r.Content
+	}
 	switch {
 	case r.TotalLines == 0:
 		fmt.Fprintf(&b, "%s is empty", r.Path)
@@ -121,16 +145,37 @@ func ReadFile(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 		description: "Read lines of a UTF-8 text file under /workspace: `limit` lines (1-2000, default 2000) from the 0-based line " +
 			"`offset`. The text shows the lines numbered from 1 under a header such as \"lines 1-2000 of 5312\"; read on with a " +
 			"larger offset. A line longer than 2000 characters is cut with a marker. Binary files (not valid UTF-8) are " +
-			"refused with their size: inspect them with podman_shell (base64, od). Directories, special files and symlinks " +
+			"refused with their size as text: read their exact bytes with encoding=base64 (byte_offset, byte_limit up to 2 MiB). Directories, special files and symlinks " +
 			"leading out of /workspace are refused. Files over 16 MiB are refused: use podman_shell (head, tail, sed -n).",
 		annotations: annotate(true, false, true),
 		handle: func(ctx context.Context, ws workspace.Workspace, p ReadFileParams) (ReadFileResult, error) {
+			if p.Encoding == "base64" {
+				return readBytes(ctx, ws, p)
+			}
 			limit := p.Limit
 			if limit == 0 {
 				limit = workspace.MaxReadLines
 			}
 			r, err := ws.ReadFile(ctx, p.FilePath, p.Offset, limit)
-			return ReadFileResult{Path: r.Path, Content: r.Content, Offset: r.Offset, Limit: r.Limit, TotalLines: r.TotalLines, Truncated: r.Truncated}, err
+			return ReadFileResult{Path: r.Path, Content: r.Content, Offset: r.Offset, Limit: r.Limit, TotalLines: r.TotalLines, Truncated: r.Truncated, Encoding: "text"}, err
 		},
 	})
 }
+
+// readBytes is read_file with encoding base64.
+func readBytes(ctx context.Context, ws workspace.Workspace, p ReadFileParams) (ReadFileResult, error) {
+	limit := p.ByteLimit
+	if limit == 0 {
+		limit = DefaultByteLimit
+	}
+	r, err := ws.ReadBytes(ctx, p.FilePath, p.ByteOffset, limit)
+	if err != nil {
+		return ReadFileResult{}, err
+	}
+	next := r.Offset + int64(len(r.Data))
+	return ReadFileResult{Path: r.Path, Content: base64.StdEncoding.EncodeToString(r.Data), Encoding: "base64", SizeBytes: r.SizeBytes,
+		ByteOffset: r.Offset, NextByte: next, Truncated: next < r.SizeBytes}, nil
+}
+
+// DefaultByteLimit is how many bytes a base64 read returns by default.
+const DefaultByteLimit = 1 << 20

@@ -2,7 +2,9 @@ package tools
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -12,13 +14,30 @@ import (
 // WriteFileParams are write_file's arguments.
 type WriteFileParams struct {
 	FilePath string `json:"file_path" jsonschema:"maxLength=1295" jsonschema_description:"File relative to /workspace; missing parent directories are created."`
-	Content  string `json:"content" jsonschema:"maxLength=48000" jsonschema_description:"The whole new content, UTF-8 text of at most 48000 characters."`
+	Content  string `json:"content" jsonschema:"maxLength=2796204" jsonschema_description:"The whole new content: UTF-8 text of at most 48000 characters, or with encoding base64 the file's bytes as base64, at most 2 MiB of bytes."`
+	Encoding string `json:"encoding,omitempty" jsonschema:"enum=text,enum=base64,default=text" jsonschema_description:"text, or base64 to write exact bytes (a binary file)."`
+
+	data []byte // the decoded content of a base64 write
 }
 
-// Validate normalises the path.
+// Validate normalises the path, checks the text limit and decodes base64.
 func (p *WriteFileParams) Validate() (err error) {
-	p.FilePath, err = cleanPath("file_path", p.FilePath, false)
-	return err
+	if p.FilePath, err = cleanPath("file_path", p.FilePath, false); err != nil {
+		return err
+	}
+	if p.Encoding != "base64" {
+		if n := utf8.RuneCountInString(p.Content); n > workspace.MaxFileChars {
+			return fmt.Errorf("content: is %d characters; the limit is %d (write larger files in parts with podman_shell, or as base64 up to 2 MiB)", n, workspace.MaxFileChars)
+		}
+		return nil
+	}
+	if p.data, err = base64.StdEncoding.DecodeString(p.Content); err != nil {
+		return fmt.Errorf("content: is not standard base64 (RFC 4648, with padding): %v", err)
+	}
+	if len(p.data) > workspace.MaxBinaryBytes {
+		return fmt.Errorf("content: decodes to %d bytes; the limit of a base64 write is %d", len(p.data), workspace.MaxBinaryBytes)
+	}
+	return nil
 }
 
 // WriteFileResult is write_file's result.
@@ -44,12 +63,16 @@ func WriteFile(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 		name:  "write_file",
 		title: "Write a file in the workspace",
 		description: "Create a file under /workspace, or replace its whole content, creating missing parent directories. The " +
-			"content is UTF-8 text of at most 48000 characters. The write is atomic (a temporary file, then a rename): a " +
+			"content is UTF-8 text of at most 48000 characters, or with encoding=base64 any bytes (at most 2 MiB) as base64. The write is atomic (a temporary file, then a rename): a " +
 			"rejected or failed write leaves the old file as it was. A replaced file keeps its permissions. Directories, " +
 			"symlinks and special files are not overwritten. To change part of a file, use edit_file.",
 		annotations: annotate(false, true, true),
 		handle: func(ctx context.Context, ws workspace.Workspace, p WriteFileParams) (WriteFileResult, error) {
-			r, err := ws.WriteFile(ctx, p.FilePath, p.Content)
+			write := func() (workspace.FileWrite, error) { return ws.WriteFile(ctx, p.FilePath, p.Content) }
+			if p.Encoding == "base64" {
+				write = func() (workspace.FileWrite, error) { return ws.WriteBytes(ctx, p.FilePath, p.data) }
+			}
+			r, err := write()
 			return WriteFileResult{Path: r.Path, SizeBytes: r.SizeBytes, Version: r.Version, Created: r.Created}, err
 		},
 	})

@@ -17,13 +17,17 @@ const (
 	OpGlob   = "glob"
 	OpGrep   = "grep"
 	OpRemove = "rm"
-	OpPython = "python"
+	// OpReadBytes reads bytes of any file, from an offset.
+	OpReadBytes = "read_bytes"
+	OpPython    = "python"
 )
 
 // Limits the agent enforces, shared with the tools that describe them.
 const (
 	// MaxFileChars bounds what write_file, edit_file and evaluate_python write.
 	MaxFileChars = 48_000
+	// MaxBinaryBytes bounds one binary write and one binary read.
+	MaxBinaryBytes = 2 << 20
 	// MaxResults bounds the entries of ls and the matches of glob and grep.
 	MaxResults = 2_000
 	// MaxReadLines bounds the lines one read_file returns.
@@ -91,10 +95,28 @@ type ReadResult struct {
 	Truncated  bool   `json:"truncated"`
 }
 
-// WriteArgs are the arguments of OpWrite.
+// WriteArgs are the arguments of OpWrite. With Binary, Data is the
+// content (at most MaxBinaryBytes) and Content is ignored.
 type WriteArgs struct {
 	Path    string `json:"path"`
 	Content string `json:"content"`
+	Binary  bool   `json:"binary,omitempty"`
+	Data    []byte `json:"data,omitempty"`
+}
+
+// ReadBytesArgs are the arguments of OpReadBytes.
+type ReadBytesArgs struct {
+	Path   string `json:"path"`
+	Offset int64  `json:"offset"`
+	Limit  int    `json:"limit"`
+}
+
+// ReadBytesResult answers OpReadBytes: Data holds the bytes from Offset.
+type ReadBytesResult struct {
+	Path      string `json:"path"`
+	Data      []byte `json:"data"`
+	Offset    int64  `json:"offset"`
+	SizeBytes int64  `json:"size_bytes"`
 }
 
 // WriteResult answers OpWrite.

@@ -33,6 +33,7 @@ const (
 	MaxLineChars     = wire.MaxLineChars
 	MaxGrepLineChars = wire.MaxGrepLineChars
 	MaxFileBytes     = wire.MaxFileBytes
+	MaxBinaryBytes   = wire.MaxBinaryBytes
 )
 
 // Entry kinds.
@@ -116,6 +117,20 @@ func (s *Session) WriteFile(ctx context.Context, path, content string) (FileWrit
 		return FileWrite{}, err
 	}
 	return FileWrite{Path: r.Path, SizeBytes: r.SizeBytes, Created: r.Created, Version: s.wrote(ctx, r.Path, r.SizeBytes, r.Seq)}, nil
+}
+
+// WriteBytes implements Workspace.
+func (s *Session) WriteBytes(ctx context.Context, path string, data []byte) (FileWrite, error) {
+	r, err := call[wire.WriteResult](ctx, s, wire.OpWrite, wire.WriteArgs{Path: path, Binary: true, Data: data})
+	if err != nil {
+		return FileWrite{}, err
+	}
+	return FileWrite{Path: r.Path, SizeBytes: r.SizeBytes, Created: r.Created, Version: s.wrote(ctx, r.Path, r.SizeBytes, r.Seq)}, nil
+}
+
+// ReadBytes implements Workspace.
+func (s *Session) ReadBytes(ctx context.Context, path string, offset int64, limit int) (BytesRead, error) {
+	return call[BytesRead](ctx, s, wire.OpReadBytes, wire.ReadBytesArgs{Path: path, Offset: offset, Limit: limit})
 }
 
 // EditFile implements Workspace.

@@ -55,6 +55,9 @@ type ExecRequest struct {
 	Progress func(Progress)
 }
 
+// BytesRead is a part of a file read as bytes.
+type BytesRead = wire.ReadBytesResult
+
 // ExecResult is what a command did. Its Dir is absolute, inside the container.
 type ExecResult = wire.ExecResult
 
@@ -96,6 +99,10 @@ type Workspace interface {
 	ReadFile(ctx context.Context, path string, offset, limit int) (ReadResult, error)
 	// WriteFile creates or atomically replaces a file, creating its parents.
 	WriteFile(ctx context.Context, path, content string) (FileWrite, error)
+	// WriteBytes is WriteFile for any bytes, at most wire.MaxBinaryBytes.
+	WriteBytes(ctx context.Context, path string, data []byte) (FileWrite, error)
+	// ReadBytes returns up to limit bytes of any file from offset.
+	ReadBytes(ctx context.Context, path string, offset int64, limit int) (BytesRead, error)
 	// EditFile replaces text in a file, atomically.
 	EditFile(ctx context.Context, req EditRequest) (FileEdit, error)
 	// Glob finds files whose paths under path match pattern.
