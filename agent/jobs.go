@@ -57,6 +57,7 @@ type job struct {
 	ended    time.Time
 	exitCode int
 	endedBy  string
+	startErr *wire.Error // why the command could not start, if it could not
 }
 
 // info describes j.
@@ -217,6 +218,12 @@ func (a *Agent) startJob(args wire.JobStartArgs) (*wire.JobStartResult, *wire.Er
 		return nil, werr
 	}
 	j.awaitFirstOutput(time.Duration(args.WaitMillis) * time.Millisecond)
+	j.mu.Lock()
+	startErr := j.startErr
+	j.mu.Unlock()
+	if startErr != nil {
+		return nil, startErr
+	}
 	res := &wire.JobStartResult{Job: j.info()}
 	res.Stdout, _ = j.out.page(0, firstOutputBytes, false)
 	res.Stderr, _ = j.errs.page(0, firstOutputBytes, false)
@@ -250,6 +257,9 @@ func (j *job) awaitFirstOutput(wait time.Duration) {
 		}
 	}
 }
+
+// jobCleanupTimeout bounds the killing of what an ended job left.
+const jobCleanupTimeout = 10 * time.Second
 
 // firstOutputBytes is how much of each stream job start returns.
 const firstOutputBytes = 4 << 10
@@ -324,9 +334,8 @@ func (a *Agent) superviseJob(j *job, st *streams, copied <-chan struct{}, replie
 	case got.err != nil:
 		j.exitCode = 128 + int(unix.SIGKILL)
 	case got.reply.Error != nil:
-		j.exitCode = 127
-		msg := []byte(got.reply.Error.Message + "\n")
-		_, _ = j.errs.Write(msg)
+		j.exitCode, j.startErr = 127, got.reply.Error
+		_, _ = j.errs.Write([]byte(got.reply.Error.Message + "\n"))
 	default:
 		j.exitCode = got.reply.ExitCode
 	}
@@ -341,6 +350,10 @@ func (a *Agent) superviseJob(j *job, st *streams, copied <-chan struct{}, replie
 	j.mu.Unlock()
 	if got.err != nil {
 		killTree(sup.pid, cleanupTimeout)
+	} else {
+		// What the supervisor could not kill in its own clean-up (a fork
+		// bomb outrunning it) must not outlive the job as init's children.
+		killDescendants(sup.pid, jobCleanupTimeout, nil)
 	}
 	sup.ctl.Close() // the supervisor exits; jobs do not share supervisors
 	close(j.done)

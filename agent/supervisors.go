@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -49,11 +50,17 @@ func (a *Agent) spawnSupervisor() (*supervisor, error) {
 		return nil, fmt.Errorf("opening the control socket: %w", err)
 	}
 	cmd := exec.Command(a.self, "supervise")
+	// One P keeps a supervisor to a few threads: the container's pids
+	// limit counts threads, and 16 jobs hold 16 supervisors.
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
 	cmd.ExtraFiles = []*os.File{theirs}
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := a.startChild(cmd); err != nil {
 		conn.Close()
+		if errors.Is(err, syscall.EAGAIN) {
+			return nil, errors.New("the workspace is at its process limit (threads count too): wait for commands or jobs to end, or stop some (job action=signal)")
+		}
 		return nil, fmt.Errorf("starting a supervisor: %w", err)
 	}
 	s := &supervisor{pid: cmd.Process.Pid, ctl: conn.(*net.UnixConn), exited: make(chan struct{})}
