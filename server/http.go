@@ -152,6 +152,7 @@ func (s *Server) transportHandler(ctx context.Context, transport string) (http.H
 			// Resumable streams; also makes mcp-go deliver every notification
 			// of a request exactly once (see eventLog).
 			mcpserver.WithEventStore(newEventLog()),
+			mcpserver.WithHTTPContextFunc(func(ctx context.Context, _ *http.Request) context.Context { return s.requestContext(ctx) }),
 		)
 		mux := http.NewServeMux()
 		mux.Handle(streamablePath, h)
@@ -166,6 +167,7 @@ func (s *Server) transportHandler(ctx context.Context, transport string) (http.H
 				s.sessions.add(id, principalFrom(ctx))
 				return id, nil
 			}),
+			mcpserver.WithSSEContextFunc(func(ctx context.Context, _ *http.Request) context.Context { return s.requestContext(ctx) }),
 			mcpserver.WithKeepAlive(true),
 			mcpserver.WithKeepAliveInterval(30*time.Second),
 		)

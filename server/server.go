@@ -52,6 +52,7 @@ type Server struct {
 	mcp       *mcpserver.MCPServer
 	sessions  *sessionStore
 	clients   clientSessions
+	tasks     taskCounts
 	subs      *subscriptions
 	calls     *callTracker
 	sweepDone chan struct{}
@@ -100,6 +101,8 @@ func New(cfg Config) (*Server, error) {
 		mcpserver.WithInstructions(prompts.Text(info)),
 		mcpserver.WithHooks(hooks),
 		mcpserver.WithToolHandlerMiddleware(s.observe),
+		mcpserver.WithTaskCapabilities(true, true, true),
+		mcpserver.WithTaskHooks(s.taskHooks()),
 	)
 	all, err := tools.All(s.workspaceFor, log, tools.Options{MaxCommandTimeout: cfg.MaxCommandTimeout})
 	if err != nil {
@@ -143,8 +146,11 @@ func (s *Server) checkRequest(ctx context.Context, _ any, message any) error {
 	if err := refuseSessionless(head); err != nil {
 		return err
 	}
-	if head.Method == string(mcp.MethodResourcesSubscribe) {
+	switch {
+	case head.Method == string(mcp.MethodResourcesSubscribe):
 		return s.subscribe(ctx, head.Params.URI)
+	case head.Method == string(mcp.MethodToolsCall):
+		return s.taskCall(ctx, raw)
 	}
 	return nil
 }
@@ -218,6 +224,7 @@ func (s *Server) sweep() {
 // tool error, so one bad call never takes the server down.
 func (s *Server) observe(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		ctx = s.detachTask(ctx)
 		if ctx.Err() != nil {
 			return mcp.NewToolResultError("the call was cancelled before it started; nothing was done"), nil
 		}

@@ -35,7 +35,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	if max <= 0 {
 		max = DefaultMaxBodyBytes
 	}
-	err := serveStdio(ctx, s.mcp, in, out, max, s.log)
+	err := serveStdio(ctx, s.mcp, in, out, max, s.log, s.requestContext)
 	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
 		return nil
 	}
@@ -50,8 +50,10 @@ type stdioConn struct {
 	sess  *stdioSession
 	max   int64
 	alias string // prefix of the aliases of ids mcp-go would change
-	n     atomic.Int64
-	calls sync.WaitGroup
+	// requestContext, if set, makes the context each request is served with.
+	requestContext func(context.Context) context.Context
+	n              atomic.Int64
+	calls          sync.WaitGroup
 
 	mu       sync.Mutex
 	inflight map[string]*stdioCall      // by idKey of the id as the client wrote it
@@ -64,9 +66,9 @@ type stdioCall struct {
 	cancelled atomic.Bool
 }
 
-func serveStdio(ctx context.Context, srv *mcpserver.MCPServer, in io.Reader, out io.Writer, max int64, log *slog.Logger) error {
+func serveStdio(ctx context.Context, srv *mcpserver.MCPServer, in io.Reader, out io.Writer, max int64, log *slog.Logger, requestContext func(context.Context) context.Context) error {
 	w := &lineWriter{w: out}
-	c := &stdioConn{mcp: srv, log: log, out: w, sess: newStdioSession(w), max: max,
+	c := &stdioConn{mcp: srv, log: log, out: w, sess: newStdioSession(w), max: max, requestContext: requestContext,
 		alias: newAliasPrefix(), inflight: map[string]*stdioCall{}, tokens: map[string]json.RawMessage{}}
 	if err := srv.RegisterSession(ctx, c.sess); err != nil {
 		return fmt.Errorf("register session: %w", err)
@@ -202,7 +204,11 @@ func (c *stdioConn) start(ctx context.Context, id json.RawMessage, msg json.RawM
 		if err != nil {
 			resp = errorMessage(id, mcp.INVALID_REQUEST, "the request is not a JSON object with the members JSON-RPC asks for")
 		} else {
-			resp = c.serve(ctx, msg)
+			served := ctx
+			if c.requestContext != nil {
+				served = c.requestContext(ctx)
+			}
+			resp = c.serve(served, msg)
 		}
 		c.finish(key, call, tokenAlias)
 		if resp == nil || call.cancelled.Load() {

@@ -65,7 +65,9 @@ func startStdio(t *testing.T, max int64) *stdioPeer {
 	outR, outW := io.Pipe()
 	p.in = inW
 	done := make(chan error, 1)
-	go func() { done <- serveStdio(context.Background(), srv, inR, outW, max, slog.New(slog.DiscardHandler)) }()
+	go func() {
+		done <- serveStdio(context.Background(), srv, inR, outW, max, slog.New(slog.DiscardHandler), nil)
+	}()
 	go func() {
 		sc := bufio.NewScanner(outR)
 		sc.Buffer(nil, 16<<20)
