@@ -273,3 +273,36 @@ func TestBinaryFileRoundTrip(t *testing.T) {
 		}
 	})
 }
+
+// TestJobBadInputs: each new argument's bad values, through the real
+// server, get a tool error naming the field or the job, and change nothing.
+func TestJobBadInputs(t *testing.T) {
+	p := start(t, startOptions{})
+	for _, tt := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"podman_shell", map[string]any{"command": []string{"true"}, "timeout_seconds": 1801}, "timeout_seconds: must be at most 1800"},
+		{"podman_shell", map[string]any{"command": []string{"true"}, "grace_seconds": 31}, "grace_seconds: must be at most 30"},
+		{"podman_shell", map[string]any{"command": []string{"true"}, "background": true, "capture_output": false}, "capture_output: a background job always keeps its output"},
+		{"podman_shell", map[string]any{"command": []string{"no-such-program"}, "background": true}, "no-such-program"},
+		{"job", map[string]any{"action": "status", "id": "0a0a0a-1"}, "no job \"0a0a0a-1\""},
+		{"job", map[string]any{"action": "signal", "id": "0a0a0a-1", "signal": "STOP"}, "signal"},
+		{"job", map[string]any{"action": "output", "id": "0a0a0a-1", "limit": 2 << 20}, "limit: must be at most 1048576"},
+		{"read_file", map[string]any{"file_path": "missing.bin", "encoding": "base64"}, "missing.bin"},
+		{"write_file", map[string]any{"file_path": "x.bin", "content": "%%%", "encoding": "base64"}, "content: is not standard base64"},
+	} {
+		if msg := p.toolErr(tt.tool, tt.args); !strings.Contains(msg, tt.want) {
+			t.Errorf("%s %v: %q, want it to name %q", tt.tool, tt.args, msg, tt.want)
+		}
+	}
+	done := p.shell(map[string]any{"command": []string{"true"}, "background": true})
+	p.waitJob(done.Job, 10*time.Second)
+	if msg := p.toolErr("job", map[string]any{"action": "input", "id": done.Job, "input": "x"}); !strings.Contains(msg, "has no open stdin") {
+		t.Errorf("input to an ended job: %q", msg)
+	}
+	if ls := p.run("ls", "-A", "/workspace").Stdout; ls != "" {
+		t.Errorf("rejected calls left files: %q", ls)
+	}
+}
