@@ -256,31 +256,7 @@ func TestEgressExplicitLocalPattern(t *testing.T) {
 func TestReliabilityEgressFlood(t *testing.T) {
 	r := machineRegistries(t)
 	p := start(t, startOptions{transport: "http", image: pythonImage, args: []string{"--warm", "0", "--egress", r.npm.Hostname()}})
-	// A neighbour: another session of the same server, calling while the flood runs.
-	neighbour := *p
-	neighbour.client = nil
-	neighbour.connect(nil)
-	neighbour.run("true")
-	flooding := make(chan struct{})
-	var neighbourCalls []time.Duration
-	neighbourFailed := 0
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-flooding:
-				return
-			default:
-			}
-			begin := time.Now()
-			res := neighbour.call("podman_shell", map[string]any{"command": []string{"echo", "ok"}})
-			if res.IsError {
-				neighbourFailed++
-				continue
-			}
-			neighbourCalls = append(neighbourCalls, time.Since(begin))
-		}
-	})
+	done := neighbourCalls(t, p) // another session of the same server, calling while the flood runs
 	out := py(t, p, fmt.Sprintf(`import socket, collections
 socks, seen = [], collections.Counter()
 for i in range(500):
@@ -298,8 +274,7 @@ for s in socks:
         seen[type(e).__name__] += 1
 print(dict(seen))
 `, r.npm.Hostname()))
-	close(flooding)
-	wg.Wait()
+	calls, failed := done()
 	established, refused := countAfter(out, "'HTTP/1.1 200 Connection established': "), countAfter(out, "'HTTP/1.1 429 Too Many Requests': ")
 	broken := 0
 	if established == 0 || established > 64 || established+refused != 500 {
@@ -312,13 +287,13 @@ print(dict(seen))
 		broken++
 	}
 	after := time.Since(begin)
-	if neighbourFailed > 0 || len(neighbourCalls) == 0 {
-		t.Errorf("the neighbour session: %d calls failed, %d answered during the flood", neighbourFailed, len(neighbourCalls))
+	if failed > 0 || len(calls) == 0 {
+		t.Errorf("the neighbour session: %d calls failed, %d answered during the flood", failed, len(calls))
 		broken++
 	}
 	recordPromise(promiseFigure{Class: "egress flood: 500 CONNECTs at once from one session's container, another session calling meanwhile", Tried: 500, Broken: broken,
 		Measured: fmt.Sprintf("%d established (the cap is 64), %d answered 429 at once; the next podman_shell answered in %d ms; the other session's %d calls during the flood: p99 %.1f ms, 0 failed",
-			established, refused, after.Milliseconds(), len(neighbourCalls), percentile(neighbourCalls, 99))})
+			established, refused, after.Milliseconds(), len(calls), percentile(calls, 99))})
 }
 
 // countAfter reads the number after label in a printed Python dict (0 when absent).

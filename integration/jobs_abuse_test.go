@@ -10,41 +10,6 @@ import (
 	"github.com/wink-mcp/wink-mcp/tools"
 )
 
-// neighbourCalls has a second session of p's server call echo in a loop
-// until the returned function is called, which reports its calls' times
-// and failures.
-func neighbourCalls(t *testing.T, p *proc) func() ([]time.Duration, int) {
-	t.Helper()
-	neighbour := *p
-	neighbour.client = nil
-	neighbour.connect(nil)
-	neighbour.run("true")
-	stop := make(chan struct{})
-	var times []time.Duration
-	failed := 0
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			begin := time.Now()
-			if res := neighbour.call("podman_shell", map[string]any{"command": []string{"echo", "ok"}}); res.IsError {
-				failed++
-				continue
-			}
-			times = append(times, time.Since(begin))
-		}
-	})
-	return func() ([]time.Duration, int) {
-		close(stop)
-		wg.Wait()
-		return times, failed
-	}
-}
-
 // TestReliabilityJobAbuse attacks jobs while another session calls: a fork
 // bomb started as a job, 1,000 job starts at once, and a job that fills
 // its output file past the session's disk limit. Each is contained, says

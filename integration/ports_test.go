@@ -127,10 +127,6 @@ func TestWorkspacePortLimits(t *testing.T) {
 // calls go on. Part of the reliability suite.
 func TestReliabilityPortFlood(t *testing.T) {
 	p := start(t, startOptions{transport: "http", image: pythonImage, args: []string{"--warm", "0"}})
-	neighbour := *p
-	neighbour.client = nil
-	neighbour.connect(nil)
-	neighbour.run("true")
 	url := openPort(t, p, 8000)
 	var server sync.WaitGroup
 	server.Go(func() {
@@ -140,25 +136,7 @@ func TestReliabilityPortFlood(t *testing.T) {
 		status, _ := fetch(url)
 		return status == http.StatusOK
 	})
-	flooding := make(chan struct{})
-	var neighbourCalls []time.Duration
-	neighbourFailed := 0
-	var calls sync.WaitGroup
-	calls.Go(func() {
-		for {
-			select {
-			case <-flooding:
-				return
-			default:
-			}
-			begin := time.Now()
-			if res := neighbour.call("podman_shell", map[string]any{"command": []string{"echo", "ok"}}); res.IsError {
-				neighbourFailed++
-				continue
-			}
-			neighbourCalls = append(neighbourCalls, time.Since(begin))
-		}
-	})
+	done := neighbourCalls(t, p)
 	const n = 300
 	var mu sync.Mutex
 	statuses := map[int]int{}
@@ -176,19 +154,18 @@ func TestReliabilityPortFlood(t *testing.T) {
 		})
 	}
 	crowd.Wait()
-	close(flooding)
-	calls.Wait()
+	calls, failed := done()
 	broken := 0
 	if statuses[http.StatusOK] == 0 || statuses[http.StatusOK]+statuses[http.StatusServiceUnavailable] != n {
 		t.Errorf("%d connections at once: statuses %v (%q); want answers only, 200 or 503", n, statuses, failures)
 		broken++
 	}
-	if neighbourFailed > 0 || len(neighbourCalls) == 0 {
-		t.Errorf("the neighbour session: %d calls failed, %d answered", neighbourFailed, len(neighbourCalls))
+	if failed > 0 || len(calls) == 0 {
+		t.Errorf("the neighbour session: %d calls failed, %d answered", failed, len(calls))
 		broken++
 	}
 	recordPromise(promiseFigure{Class: "port flood: 300 connections at once to a session's open port, another session calling meanwhile", Tried: n, Broken: broken,
 		Measured: fmt.Sprintf("%d answered 200, %d got the 503 page (64 at once per port); the other session's %d calls: p99 %.1f ms, 0 failed",
-			statuses[http.StatusOK], statuses[http.StatusServiceUnavailable], len(neighbourCalls), percentile(neighbourCalls, 99))})
+			statuses[http.StatusOK], statuses[http.StatusServiceUnavailable], len(calls), percentile(calls, 99))})
 	server.Wait()
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/machine"
@@ -141,4 +142,39 @@ func soak() time.Duration {
 		return d
 	}
 	return 30 * time.Second
+}
+
+// neighbourCalls has a second session of p's server call echo in a loop
+// until the returned function is called, which reports its calls' times
+// and failures.
+func neighbourCalls(t *testing.T, p *proc) func() ([]time.Duration, int) {
+	t.Helper()
+	neighbour := *p
+	neighbour.client = nil
+	neighbour.connect(nil)
+	neighbour.run("true")
+	stop := make(chan struct{})
+	var times []time.Duration
+	failed := 0
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			begin := time.Now()
+			if res := neighbour.call("podman_shell", map[string]any{"command": []string{"echo", "ok"}}); res.IsError {
+				failed++
+				continue
+			}
+			times = append(times, time.Since(begin))
+		}
+	})
+	return func() ([]time.Duration, int) {
+		close(stop)
+		wg.Wait()
+		return times, failed
+	}
 }
