@@ -68,7 +68,7 @@ func badInputs() []badInput {
 		badInput{"podman_shell", `{"command":"echo hi"}`, []string{"command"}},
 		badInput{"podman_shell", `{"command":["sh","-c","` + strings.Repeat("x", 4093) + `"]}`, []string{"command", "4096"}},
 		badInput{"podman_shell", `{"command":["true"],"timeout_seconds":0}`, []string{"timeout_seconds"}},
-		badInput{"podman_shell", `{"command":["true"],"timeout_seconds":121}`, []string{"timeout_seconds", "120"}},
+		badInput{"podman_shell", `{"command":["true"],"timeout_seconds":1801}`, []string{"timeout_seconds", "1800"}},
 		badInput{"podman_shell", `{"command":["true"],"timeout_seconds":1.5}`, []string{"timeout_seconds"}},
 		badInput{"podman_shell", `{"command":["true"],"timeout_seconds":"10"}`, []string{"timeout_seconds"}},
 		badInput{"podman_shell", `{"command":["true"],"env":{"A":"caf\u00e9"}}`, []string{"env"}},

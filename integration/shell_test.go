@@ -98,7 +98,7 @@ func TestCommandsThatCannotStartAreToolErrors(t *testing.T) {
 			{name: "not executable", args: map[string]any{"command": []string{"./script.sh"}}, want: "permission denied"},
 			{name: "missing cwd", args: map[string]any{"command": []string{"true"}, "cwd": "nope"}, want: `cwd "nope" does not exist`},
 			{name: "cwd is a file", args: map[string]any{"command": []string{"true"}, "cwd": "script.sh"}, want: "not a directory"},
-			{name: "timeout out of range", args: map[string]any{"command": []string{"true"}, "timeout_seconds": 121}, want: "timeout_seconds: must be at most 120 (got 121)"},
+			{name: "timeout out of range", args: map[string]any{"command": []string{"true"}, "timeout_seconds": 1801}, want: "timeout_seconds: must be at most 1800 (got 1801)"},
 			{name: "cwd outside", args: map[string]any{"command": []string{"true"}, "cwd": "../etc"}, want: "leaves the workspace"},
 		}
 		for _, tt := range tests {
