@@ -83,9 +83,8 @@ func (s *spool) close() {
 // lineOffset returns the offset of line n (0-based): the byte after the
 // n-th newline, or the size when there are fewer lines.
 func (s *spool) lineOffset(n int64) (int64, error) {
-	size, _, _ := s.state()
 	s.mu.Lock()
-	f := s.f
+	size, f := s.size, s.f
 	s.mu.Unlock()
 	if f == nil || n <= 0 {
 		return 0, nil

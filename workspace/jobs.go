@@ -91,13 +91,8 @@ func (s *Session) Jobs(ctx context.Context) (JobList, error) {
 // do until the oldest has run MaxJobAge. An agent that does not answer
 // keeps nothing. The caller holds s.mu.
 func (s *Session) jobsKeepLocked(ctx context.Context) bool {
-	if !s.jobsStarted.Load() || s.client == nil {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	var list JobList
-	if err := s.client.Call(ctx, wire.OpJobList, struct{}{}, &list); err != nil || list.Running == 0 {
+	list, ok := s.askJobsLocked(ctx, 5*time.Second, wire.OpJobList, struct{}{})
+	if !ok || list.Running == 0 {
 		return false
 	}
 	age := time.Since(time.UnixMilli(list.OldestRunningUnixMillis))
@@ -107,13 +102,22 @@ func (s *Session) jobsKeepLocked(ctx context.Context) bool {
 // stopJobsLocked gives a container's running jobs SIGTERM and the stop
 // grace before the container goes. The caller holds s.mu.
 func (s *Session) stopJobsLocked(ctx context.Context) {
+	s.askJobsLocked(ctx, s.m.cfg.StopGrace+3*time.Second, wire.OpJobStopAll, wire.JobStopAllArgs{GraceMillis: s.m.cfg.StopGrace.Milliseconds()})
+}
+
+// askJobsLocked sends a job operation that answers with the job list on
+// the open channel, within timeout, when a job was started in this
+// container; ok is false when none was, or the agent did not answer. The
+// caller holds s.mu (s.call would take it again).
+func (s *Session) askJobsLocked(ctx context.Context, timeout time.Duration, op string, args any) (list JobList, ok bool) {
 	if !s.jobsStarted.Load() || s.client == nil {
-		return
+		return list, false
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.m.cfg.StopGrace+3*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var list JobList
-	if err := s.client.Call(ctx, wire.OpJobStopAll, wire.JobStopAllArgs{GraceMillis: s.m.cfg.StopGrace.Milliseconds()}, &list); err != nil {
-		s.m.log.Debug("stopping the session's jobs", "session", s.hash, "err", err)
+	if err := s.client.Call(ctx, op, args, &list); err != nil {
+		s.m.log.Debug("asking the agent about the session's jobs", "session", s.hash, "op", op, "err", err)
+		return list, false
 	}
+	return list, true
 }
