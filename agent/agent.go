@@ -197,6 +197,12 @@ func (a *Agent) handle(ctx context.Context, req wire.Request, report func(wire.P
 		result, werr = dispatch(req.Args, a.jobInput)
 	case wire.OpJobList:
 		result, werr = a.listJobs()
+	case wire.OpScan:
+		result, werr = dispatch(req.Args, a.scan)
+	case wire.OpReadFiles:
+		result, werr = dispatch(req.Args, a.readFiles)
+	case wire.OpApply:
+		result, werr = dispatch(req.Args, a.apply)
 	case wire.OpJobStopAll:
 		result, werr = dispatch(req.Args, a.stopAllJobs)
 	default:

@@ -22,12 +22,15 @@ const (
 	ASCII = `^[\x01-\x7F]*$`
 	// EnvName matches an environment variable name.
 	EnvName = `^[A-Za-z_][A-Za-z0-9_]*$`
+	// CheckpointID matches a checkpoint's ID: c1, c2, ...
+	CheckpointID = `^c[1-9][0-9]*$`
 )
 
 // patternPhrases says in words what a pattern demands, for error messages.
 var patternPhrases = map[string]string{
-	ASCII:   "must be ASCII without NUL bytes",
-	EnvName: "must be a variable name: letters, digits and '_', not starting with a digit",
+	ASCII:        "must be ASCII without NUL bytes",
+	EnvName:      "must be a variable name: letters, digits and '_', not starting with a digit",
+	CheckpointID: "must be a checkpoint id such as c1 (workspace_checkpoints lists them)",
 }
 
 // For returns the JSON Schema of T as one inline object schema: no $ref, no

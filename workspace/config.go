@@ -45,9 +45,11 @@ const (
 	// DefaultMaxJobAge is how long running jobs keep an idle container.
 	DefaultMaxJobAge = 2 * time.Hour
 	// DefaultStopGrace is the grace of a session's jobs when it ends.
-	DefaultStopGrace   = 2 * time.Second
-	DefaultAPITimeout  = 30 * time.Second
-	DefaultPullTimeout = 10 * time.Minute
+	DefaultStopGrace = 2 * time.Second
+	// DefaultCheckpointBytes bounds what one workspace's checkpoints hold.
+	DefaultCheckpointBytes = 4 << 30
+	DefaultAPITimeout      = 30 * time.Second
+	DefaultPullTimeout     = 10 * time.Minute
 )
 
 // Config says how sessions' containers are made and where their files live.
@@ -71,6 +73,10 @@ type Config struct {
 	NamePrefix string
 	// CacheDir holds the per-session directories mounted at /workspace.
 	CacheDir string
+	// CheckpointBytes bounds the store of one workspace's checkpoints: the
+	// bytes of its objects, each file's content and each directory's tree
+	// stored once however many checkpoints hold it; 0 for no bound.
+	CheckpointBytes int64
 	// KeepSessionDirs keeps session directories after their sessions end.
 	KeepSessionDirs bool
 	// IdleTimeout removes a session's container after this long without calls.
@@ -150,13 +156,14 @@ func DefaultConfig() Config {
 			NofileLimit: DefaultNofileLimit,
 			NprocLimit:  DefaultNprocLimit,
 		},
-		NamePrefix:  DefaultNamePrefix,
-		CacheDir:    filepath.Join(cache, "wink-mcp"),
-		IdleTimeout: DefaultIdleTimeout,
-		MaxJobAge:   DefaultMaxJobAge,
-		StopGrace:   DefaultStopGrace,
-		APITimeout:  DefaultAPITimeout,
-		PullTimeout: DefaultPullTimeout,
+		NamePrefix:      DefaultNamePrefix,
+		CacheDir:        filepath.Join(cache, "wink-mcp"),
+		IdleTimeout:     DefaultIdleTimeout,
+		CheckpointBytes: DefaultCheckpointBytes,
+		MaxJobAge:       DefaultMaxJobAge,
+		StopGrace:       DefaultStopGrace,
+		APITimeout:      DefaultAPITimeout,
+		PullTimeout:     DefaultPullTimeout,
 
 		EgressMaxBytes: egress.DefaultMaxBytes,
 	}
@@ -185,6 +192,7 @@ func (c Config) Validate() error {
 	check(namePrefixPattern.MatchString(c.NamePrefix), "name prefix %q must be 1-40 letters, digits, '_', '.' or '-', starting with a letter or digit", c.NamePrefix)
 	check(filepath.IsAbs(c.CacheDir), "cache directory %q must be an absolute path", c.CacheDir)
 	check(c.IdleTimeout > 0, "idle timeout must be positive")
+	check(c.CheckpointBytes == 0 || c.CheckpointBytes >= 16<<20, "checkpoint limit %d bytes is below the minimum of 16 MiB (0 removes the limit)", c.CheckpointBytes)
 	check(c.MaxJobAge >= 0, "the maximum job age must not be negative")
 	check(c.StopGrace >= 0 && c.StopGrace <= MaxGrace, "the stop grace %s must be between 0 and %s", c.StopGrace, MaxGrace)
 	check(c.APITimeout > 0, "podman API timeout must be positive")

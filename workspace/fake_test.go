@@ -353,3 +353,10 @@ func (l *logBuffer) count(s string) int {
 	defer l.mu.Unlock()
 	return strings.Count(l.buf.String(), s)
 }
+
+// String returns everything logged so far.
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}

@@ -14,11 +14,13 @@ import (
 //	<cache>/instances/<id>/lock                    held locked while instance <id> runs
 //	<cache>/instances/<id>/keep                    present when its session directories are kept
 //	<cache>/instances/<id>/sessions/<hash>/workspace   mounted at /workspace
+//	<cache>/instances/<id>/stores/<hash>           the session's checkpoints
 const (
 	instancesDir = "instances"
 	lockFile     = "lock"
 	keepMarker   = "keep"
 	sessionsDir  = "sessions"
+	storesDir    = "stores"
 )
 
 // instance is this server process's identity on the host: a random ID, the
@@ -70,6 +72,11 @@ func newInstance(cacheDir string, keep bool) (*instance, error) {
 // sessionDir is where the files of the session with this hash live.
 func (i *instance) sessionDir(hash string) string {
 	return filepath.Join(i.dir, sessionsDir, hash)
+}
+
+// storeDir is where the checkpoints of the session with this hash live.
+func (i *instance) storeDir(hash string) string {
+	return filepath.Join(i.dir, storesDir, hash)
 }
 
 // release drops the lock; with removeDir it first deletes the instance directory.

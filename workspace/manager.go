@@ -158,7 +158,8 @@ func (m *Manager) Session(id string) (*Session, error) {
 // newSession returns a session without a container whose container and
 // directory are named after key.
 func (m *Manager) newSession(id, key string) *Session {
-	s := &Session{m: m, id: id, hash: key, key: key, name: containerName(m.cfg.NamePrefix, key), dir: m.inst.sessionDir(key)}
+	s := &Session{m: m, id: id, hash: key, key: key, name: containerName(m.cfg.NamePrefix, key), dir: m.inst.sessionDir(key),
+		gate: newGate(), storeDir: m.inst.storeDir(key)}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.lastUsed.Store(time.Now().UnixNano())
 	s.owner.Store(&id)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 
+	"github.com/wink-mcp/wink-mcp/checkpoints"
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/wire"
@@ -89,6 +90,23 @@ type Session struct {
 	jobsStarted atomic.Bool
 
 	touched snapshot // files the tools wrote, edited or removed
+
+	// gate orders the calls around checkpoints and restores.
+	gate *gate
+	// storeDir holds the workspace's checkpoints; store and index (the
+	// files' last known state) are opened from it on first use, under storeMu.
+	storeDir string
+	storeMu  sync.Mutex
+	store    *checkpoints.Store
+	index    checkpoints.Index
+	// restorePending says a restore's journal waits to be finished.
+	restorePending atomic.Bool
+	// ranCommands says a command ran, so the files may hold more than the
+	// tools wrote.
+	ranCommands atomic.Bool
+	// readOnlyPaths are the workspace paths of the read-only mounts, set
+	// when the mounts are fixed.
+	readOnlyPaths atomic.Pointer[[]string]
 }
 
 var _ Workspace = (*Session)(nil)
@@ -242,6 +260,27 @@ func (s *Session) infoLocked() ContainerInfo {
 // needed; progress, if not nil, receives the request's progress reports.
 func (s *Session) call(ctx context.Context, op string, args, result any, progress func(Progress)) error {
 	defer s.enter()()
+	if err := s.settlePendingRestore(ctx); err != nil {
+		return err
+	}
+	ctx, leave, err := s.gate.enter(ctx, op)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	if gateOf(op)&takesProcs != 0 {
+		s.ranCommands.Store(true)
+	}
+	err = s.callAgent(ctx, op, args, result, progress)
+	if err != nil && errors.Is(context.Cause(ctx), ErrStoppedForRestore) {
+		return ErrStoppedForRestore
+	}
+	return err
+}
+
+// callAgent sends one request to the agent, starting the container first
+// if needed.
+func (s *Session) callAgent(ctx context.Context, op string, args, result any, progress func(Progress)) error {
 	var deliver func(Progress)
 	if progress != nil {
 		var stop func()
@@ -516,6 +555,7 @@ func (s *Session) cleanupIfIdle(ctx context.Context, idle time.Duration) {
 	if s.jobsKeepLocked(ctx) {
 		return
 	}
+	s.autoCheckpointLocked(ctx, "idle")
 	start := time.Now()
 	if err := s.removeLocked(ctx); err != nil {
 		s.m.log.Warn("idle cleanup failed", "session", s.hash, "container", s.name, "err", err)
@@ -562,6 +602,9 @@ func (s *Session) end(ctx context.Context) {
 		s.unmountDiskLocked()
 	} else {
 		s.deleteFilesLocked()
+		if err := removeAll(s.storeDir); err != nil {
+			s.m.log.Warn("deleting the session's checkpoints", "session", s.hash, "err", err)
+		}
 	}
 	if had {
 		logEvent(s.m.log, EventRemoved, s, start, "reason", "session ended")

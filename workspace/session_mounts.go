@@ -246,6 +246,13 @@ func (s *Session) resolveMountsLocked(ctx context.Context, markers changes.Marke
 		}
 	}
 	s.mounts, s.mountsResolved = list, true
+	var readOnly []string
+	for _, mt := range list {
+		if mt.Mode == MountReadOnly {
+			readOnly = append(readOnly, mt.Path)
+		}
+	}
+	s.readOnlyPaths.Store(&readOnly)
 	return nil
 }
 

@@ -104,3 +104,13 @@ func (s *snapshot) reset() {
 	s.files = nil
 	s.mu.Unlock()
 }
+
+// paths returns the touched paths, sorted.
+func (s *snapshot) paths() []string {
+	list := s.list()
+	out := make([]string, len(list))
+	for i, f := range list {
+		out[i] = f.Path
+	}
+	return out
+}

@@ -142,4 +142,16 @@ type Workspace interface {
 	WriteJobInput(ctx context.Context, id, data string, closeStdin bool) (JobInput, error)
 	// Jobs lists the container's jobs and kept outputs.
 	Jobs(ctx context.Context) (JobList, error)
+
+	// Checkpoint saves the whole /workspace as a new checkpoint.
+	Checkpoint(ctx context.Context, message string) (Checkpoint, error)
+	// Checkpoints lists the checkpoints, oldest first.
+	Checkpoints(ctx context.Context) (CheckpointList, error)
+	// Restore makes /workspace match a checkpoint, stopping what runs first.
+	Restore(ctx context.Context, id string) (RestoreResult, error)
+	// CheckpointDiff is the diff from one checkpoint to another, or to
+	// CheckpointNow, under prefix.
+	CheckpointDiff(ctx context.Context, from, to, prefix string) (DiffResult, error)
+	// DeleteCheckpoints deletes checkpoints; it returns the bytes freed.
+	DeleteCheckpoints(ctx context.Context, ids []string) (int64, error)
 }

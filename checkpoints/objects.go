@@ -1,0 +1,378 @@
+package checkpoints
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Entry kinds in a tree.
+const (
+	KindFile    = "file"
+	KindDir     = "dir"
+	KindSymlink = "symlink"
+	KindFifo    = "fifo"
+)
+
+// Entry is one name in a directory's tree.
+type Entry struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	// Mode holds the permission bits with setuid, setgid and sticky (07777).
+	Mode uint32 `json:"mode"`
+	// Size is a file's size.
+	Size int64 `json:"size,omitempty"`
+	// Hash names a file's content, or a directory's tree.
+	Hash string `json:"hash,omitempty"`
+	// Target is a symlink's target.
+	Target string `json:"target,omitempty"`
+}
+
+// entryJSON is Entry as stored: a name or target that is not UTF-8 (a
+// command may make any name) is kept as its bytes, which JSON's strings
+// cannot carry.
+type entryJSON struct {
+	Name        string `json:"name,omitempty"`
+	NameBytes   []byte `json:"name_bytes,omitempty"`
+	Kind        string `json:"kind"`
+	Mode        uint32 `json:"mode"`
+	Size        int64  `json:"size,omitempty"`
+	Hash        string `json:"hash,omitempty"`
+	Target      string `json:"target,omitempty"`
+	TargetBytes []byte `json:"target_bytes,omitempty"`
+}
+
+// MarshalJSON keeps the name and target exactly.
+func (e Entry) MarshalJSON() ([]byte, error) {
+	j := entryJSON{Kind: e.Kind, Mode: e.Mode, Size: e.Size, Hash: e.Hash}
+	j.Name, j.NameBytes = exact(e.Name)
+	j.Target, j.TargetBytes = exact(e.Target)
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (e *Entry) UnmarshalJSON(data []byte) error {
+	var j entryJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*e = Entry{Name: j.Name, Kind: j.Kind, Mode: j.Mode, Size: j.Size, Hash: j.Hash, Target: j.Target}
+	if j.NameBytes != nil {
+		e.Name = string(j.NameBytes)
+	}
+	if j.TargetBytes != nil {
+		e.Target = string(j.TargetBytes)
+	}
+	return nil
+}
+
+// exact splits s into the text JSON carries as is, or its bytes.
+func exact(s string) (string, []byte) {
+	if utf8.ValidString(s) {
+		return s, nil
+	}
+	return "", []byte(s)
+}
+
+// Build writes the objects of one checkpoint. While any Build is open the
+// store collects nothing, so objects written for a checkpoint not yet
+// committed are never taken. Done must be called.
+type Build struct {
+	s     *Store
+	added int64
+}
+
+// Build starts writing objects.
+func (s *Store) Build() *Build {
+	s.mu.Lock()
+	s.builds++
+	s.mu.Unlock()
+	return &Build{s: s}
+}
+
+// Done ends the build.
+func (b *Build) Done() {
+	b.s.mu.Lock()
+	b.s.builds--
+	b.s.mu.Unlock()
+}
+
+// Added is the size of the objects this build added to the store.
+func (b *Build) Added() int64 { return b.added }
+
+// Has reports whether the object named hash is stored.
+func (s *Store) Has(hash string) bool {
+	if !validHash(hash) {
+		return false
+	}
+	_, err := os.Lstat(s.objectPath(hash))
+	return err == nil
+}
+
+func (s *Store) objectPath(hash string) string {
+	return filepath.Join(s.dir, objectsDir, hash[:2], hash[2:])
+}
+
+// BlobWriter receives one file's content and stores it under its hash.
+type BlobWriter struct {
+	b *Build
+	f *os.File
+	h hash.Hash
+	n int64
+}
+
+// NewBlob starts writing a blob; Commit or Abort must be called.
+func (b *Build) NewBlob() (*BlobWriter, error) {
+	f, err := os.CreateTemp(filepath.Join(b.s.dir, tmpDir), "blob-*")
+	if err != nil {
+		return nil, fmt.Errorf("writing to the checkpoint store: %w", err)
+	}
+	return &BlobWriter{b: b, f: f, h: sha256.New()}, nil
+}
+
+// Write adds content.
+func (w *BlobWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.h.Write(p[:n])
+	w.n += int64(n)
+	return n, err
+}
+
+// Abort discards the blob.
+func (w *BlobWriter) Abort() {
+	w.f.Close()
+	os.Remove(w.f.Name())
+}
+
+// Commit stores the blob and returns its hash. A blob already stored is
+// not stored twice.
+func (w *BlobWriter) Commit() (string, error) {
+	sum := hex.EncodeToString(w.h.Sum(nil))
+	if err := w.f.Close(); err != nil {
+		os.Remove(w.f.Name())
+		return "", fmt.Errorf("writing to the checkpoint store: %w", err)
+	}
+	return sum, w.b.place(w.f.Name(), sum, w.n)
+}
+
+// place renames the temporary file tmp into the store as the object sum.
+func (b *Build) place(tmp, sum string, size int64) error {
+	s := b.s
+	dst := s.objectPath(sum)
+	if _, err := os.Lstat(dst); err == nil {
+		os.Remove(tmp)
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing to the checkpoint store: %w", err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing to the checkpoint store: %w", err)
+	}
+	s.mu.Lock()
+	s.bytes += size
+	s.mu.Unlock()
+	b.added += size
+	return nil
+}
+
+// PutBlob stores data and returns its hash.
+func (b *Build) PutBlob(data []byte) (string, error) {
+	w, err := b.NewBlob()
+	if err != nil {
+		return "", err
+	}
+	if _, err := w.Write(data); err != nil {
+		w.Abort()
+		return "", fmt.Errorf("writing to the checkpoint store: %w", err)
+	}
+	return w.Commit()
+}
+
+// PutTree stores a directory's entries, sorted by name, and returns the
+// tree's hash.
+func (b *Build) PutTree(entries []Entry) (string, error) {
+	entries = slices.Clone(entries)
+	slices.SortFunc(entries, func(x, y Entry) int { return strings.Compare(x.Name, y.Name) })
+	if entries == nil {
+		entries = []Entry{}
+	}
+	data, err := json.Marshal(entries)
+	if err != nil {
+		return "", err
+	}
+	return b.PutBlob(data)
+}
+
+// OpenBlob opens a stored file's content. The reader fails with ErrCorrupt
+// at its end when the content does not match its name.
+func (s *Store) OpenBlob(sum string) (io.ReadCloser, error) {
+	if !validHash(sum) {
+		return nil, fmt.Errorf("%w: %q names no object", ErrCorrupt, sum)
+	}
+	f, err := os.Open(s.objectPath(sum))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: object %s is missing", ErrCorrupt, sum)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &verifier{f: f, h: sha256.New(), want: sum}, nil
+}
+
+// verifier checks what it read against the name it was opened by.
+type verifier struct {
+	f    *os.File
+	h    hash.Hash
+	want string
+}
+
+func (v *verifier) Read(p []byte) (int, error) {
+	n, err := v.f.Read(p)
+	v.h.Write(p[:n])
+	if errors.Is(err, io.EOF) && hex.EncodeToString(v.h.Sum(nil)) != v.want {
+		return n, fmt.Errorf("%w: object %s does not match its content", ErrCorrupt, v.want)
+	}
+	return n, err
+}
+
+func (v *verifier) Close() error { return v.f.Close() }
+
+// ReadTree returns a stored directory's entries, sorted by name.
+func (s *Store) ReadTree(sum string) ([]Entry, error) {
+	r, err := s.OpenBlob(sum)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	var entries []Entry
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&entries); err != nil {
+		return nil, fmt.Errorf("%w: tree %s cannot be read: %v", ErrCorrupt, sum, err)
+	}
+	for _, e := range entries {
+		if err := e.check(); err != nil {
+			return nil, fmt.Errorf("%w: tree %s: %v", ErrCorrupt, sum, err)
+		}
+	}
+	return entries, nil
+}
+
+// check refuses an entry that no scan of a workspace makes.
+func (e Entry) check() error {
+	switch {
+	case e.Name == "" || e.Name == "." || e.Name == ".." || strings.ContainsAny(e.Name, "/\x00"):
+		return fmt.Errorf("bad name %q", e.Name)
+	case e.Mode&^0o7777 != 0:
+		return fmt.Errorf("%q: bad mode %o", e.Name, e.Mode)
+	}
+	switch e.Kind {
+	case KindFile, KindDir:
+		if !validHash(e.Hash) {
+			return fmt.Errorf("%q: bad hash", e.Name)
+		}
+	case KindSymlink, KindFifo:
+	default:
+		return fmt.Errorf("%q: unknown kind %q", e.Name, e.Kind)
+	}
+	return nil
+}
+
+func validHash(h string) bool {
+	if len(h) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil && strings.ToLower(h) == h
+}
+
+// collect deletes the objects that no checkpoint, pinned root or pending
+// restore reaches. It does nothing while a Build is open. s.mu is held.
+func (s *Store) collect() (int64, error) {
+	if s.builds > 0 {
+		return 0, nil
+	}
+	roots := make([]string, 0, len(s.pinned))
+	for r := range s.pinned {
+		roots = append(roots, r)
+	}
+	list, err := s.list()
+	if err != nil {
+		return 0, err
+	}
+	for _, cp := range list {
+		roots = append(roots, cp.Root)
+	}
+	if j, err := s.pendingRestore(); err == nil && j != nil {
+		roots = append(roots, j.Roots()...)
+	}
+	live := map[string]bool{}
+	for _, r := range roots {
+		if err := s.mark(r, live); err != nil {
+			return 0, err // a damaged store loses nothing to collection
+		}
+	}
+	var freed int64
+	err = filepath.WalkDir(filepath.Join(s.dir, objectsDir), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		sum := filepath.Base(filepath.Dir(p)) + d.Name()
+		if live[sum] {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if err := os.Remove(p); err != nil {
+			return err
+		}
+		freed += info.Size()
+		return nil
+	})
+	s.bytes -= freed
+	if err != nil {
+		return freed, fmt.Errorf("collecting unused checkpoint objects: %w", err)
+	}
+	return freed, nil
+}
+
+// mark adds the objects reachable from the tree root to live.
+func (s *Store) mark(root string, live map[string]bool) error {
+	if live[root] {
+		return nil
+	}
+	live[root] = true
+	entries, err := s.ReadTree(root)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		switch e.Kind {
+		case KindDir:
+			if err := s.mark(e.Hash, live); err != nil {
+				return err
+			}
+		case KindFile:
+			live[e.Hash] = true
+		}
+	}
+	return nil
+}

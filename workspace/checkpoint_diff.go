@@ -1,0 +1,132 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/wink-mcp/wink-mcp/changes"
+	"github.com/wink-mcp/wink-mcp/checkpoints"
+)
+
+// CheckpointNow names the workspace as it is now in CheckpointDiff.
+const CheckpointNow = "now"
+
+// CheckpointDiff implements Workspace: the changes from checkpoint from to
+// checkpoint to (or to the workspace now, CheckpointNow), under prefix
+// ("" for all), as a unified diff. Directories whose trees are equal are
+// not walked, so its cost follows what changed.
+func (s *Session) CheckpointDiff(ctx context.Context, from, to, prefix string) (DiffResult, error) {
+	defer s.enter()()
+	st, err := s.checkpointStore()
+	if err != nil {
+		return DiffResult{}, err
+	}
+	base, err := st.Get(from)
+	if err != nil {
+		return DiffResult{}, err
+	}
+	root := ""
+	if to == CheckpointNow {
+		now, unpin, err := s.snapshotNow(ctx, st)
+		if err != nil {
+			return DiffResult{}, err
+		}
+		defer unpin()
+		root = now
+	} else {
+		cp, err := st.Get(to)
+		if err != nil {
+			return DiffResult{}, err
+		}
+		root = cp.Root
+	}
+	a, b := st.FS(base.Root), st.FS(root)
+	folder := changes.CompareTrees(a, b, func(rel string) ([]string, error) { return differingNames(a, b, rel) })
+	list, err := folder.Changes(ctx)
+	if err != nil {
+		return DiffResult{}, err
+	}
+	list = changesAt(list, prefix)
+	w := &cappedBuffer{limit: MaxDiffBytes}
+	_, err = folder.WritePatch(ctx, w, list, changes.PatchOptions{TextLimit: DiffTextLimit})
+	if errors.Is(err, errDiffFull) {
+		return DiffResult{Text: w.String(), Truncated: true}, nil
+	}
+	return DiffResult{Text: w.String()}, err
+}
+
+// snapshotNow stores the workspace as it is now, not as a checkpoint, and
+// keeps it from collection until unpin is called.
+func (s *Session) snapshotNow(ctx context.Context, st *checkpoints.Store) (root string, unpin func(), err error) {
+	if err := s.settlePendingRestore(ctx); err != nil {
+		return "", nil, err
+	}
+	unlock, err := s.gate.lockFiles(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	defer unlock()
+	client, err := s.ensure(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	snap, err := s.snapshot(ctx, client, st)
+	if err != nil {
+		return "", nil, err
+	}
+	defer snap.done()
+	s.saveIndex(snap.index)
+	return snap.root, st.Pin(snap.root), nil
+}
+
+// differingNames lists the names in the directory at rel of two trees
+// whose entries differ: an entry that is the same object, kind and mode
+// on both sides is left out, and so is everything under it.
+func differingNames(a, b *checkpoints.TreeFS, rel string) ([]string, error) {
+	dir := rel
+	if dir == "" {
+		dir = "."
+	}
+	x, err := a.Entries(dir)
+	if err != nil {
+		return nil, err
+	}
+	y, err := b.Entries(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	i, j := 0, 0
+	for i < len(x) || j < len(y) {
+		switch {
+		case j >= len(y) || (i < len(x) && x[i].Name < y[j].Name):
+			out = append(out, x[i].Name)
+			i++
+		case i >= len(x) || y[j].Name < x[i].Name:
+			out = append(out, y[j].Name)
+			j++
+		default:
+			if x[i] != y[j] {
+				out = append(out, x[i].Name)
+			}
+			i++
+			j++
+		}
+	}
+	return out, nil
+}
+
+// changesAt keeps the changes whose path is prefix or under it.
+func changesAt(list []changes.Change, prefix string) []changes.Change {
+	if prefix == "" {
+		return list
+	}
+	var out []changes.Change
+	for _, c := range list {
+		if c.Path == prefix || strings.HasPrefix(c.Path, prefix+"/") {
+			out = append(out, c)
+		}
+	}
+	return out
+}

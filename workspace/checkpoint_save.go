@@ -1,0 +1,305 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/checkpoints"
+	"github.com/wink-mcp/wink-mcp/wire"
+)
+
+// racyWindow is how close to its read a file's change time must be for
+// its state not to be trusted later: the kernel's timestamps move in clock
+// ticks, so a file changed again within one could keep the same state.
+const racyWindow = time.Second
+
+// fetchTries is how often a file that changes while it is read is read
+// again before the last read is kept as it is.
+const fetchTries = 3
+
+// snapshotState is a state of the workspace written to the store: its root
+// tree, what it holds, and the files' state for the index. done must be
+// called once the root is committed or pinned.
+type snapshotState struct {
+	build                        *checkpoints.Build
+	root                         string
+	files, dirs, symlinks, fifos int
+	bytes                        int64
+	skipped                      []string
+	fetched                      int
+	index                        checkpoints.Index
+}
+
+func (r *snapshotState) done() { r.build.Done() }
+
+// scanAll lists the workspace's entries, page by page, and when the walk began.
+func (s *Session) scanAll(ctx context.Context, client *wire.Client) ([]wire.ScanEntry, int64, error) {
+	args := wire.ScanArgs{Skip: s.skipPaths(), Limit: wire.ScanPageEntries}
+	var all []wire.ScanEntry
+	var started int64
+	for {
+		var page wire.ScanResult
+		if err := client.Call(ctx, wire.OpScan, args, &page); err != nil {
+			return nil, 0, fmt.Errorf("scanning /workspace: %w", err)
+		}
+		if started == 0 {
+			started = page.StartedUnixNanos
+		}
+		all = append(all, page.Entries...)
+		if len(all) > wire.MaxScanEntries {
+			return nil, 0, fmt.Errorf("/workspace holds more than %d entries, more than a checkpoint keeps; remove what can be made again (build outputs, caches, node_modules)", wire.MaxScanEntries)
+		}
+		if !page.More || len(page.Entries) == 0 {
+			return all, started, nil
+		}
+		args.After = page.Entries[len(page.Entries)-1].Path
+	}
+}
+
+// statOf is what the index compares of a scanned file.
+func statOf(e wire.ScanEntry) checkpoints.Stat {
+	return checkpoints.Stat{Size: e.Size, Mtime: e.Mtime, Ctime: e.Ctime, Ino: e.Ino}
+}
+
+// snapshot writes the workspace's current state to st: files whose state
+// the index knows are not read again; the others are read through the
+// agent and stored once, under their content's hash.
+func (s *Session) snapshot(ctx context.Context, client *wire.Client, st *checkpoints.Store) (*snapshotState, error) {
+	entries, _, err := s.scanAll(ctx, client)
+	if err != nil {
+		return nil, err
+	}
+	prev := s.lastIndex()
+	res := &snapshotState{build: st.Build(), index: checkpoints.Index{}}
+	hashes := make([]string, len(entries))
+	var fetch []int
+	var need int64
+	for i, e := range entries {
+		p := e.Path.String()
+		switch e.Kind {
+		case wire.KindFile:
+			if k, ok := prev[p]; ok && k.Hash != "" && k.Stat == statOf(e) && st.Has(k.Hash) {
+				hashes[i], res.index[p] = k.Hash, k
+				continue
+			}
+			fetch = append(fetch, i)
+			need += e.Size
+		case wire.KindSocket, wire.KindDevice:
+			res.skipped = append(res.skipped, p+" ("+e.Kind+")")
+		}
+	}
+	if err := st.Room(need); err != nil {
+		res.done()
+		return nil, checkpointError(fmt.Errorf("%w (largest files to save: %s)", err, largest(entries, fetch, 3)))
+	}
+	if err := s.fetchFiles(ctx, client, res, entries, fetch, hashes); err != nil {
+		res.done()
+		return nil, err
+	}
+	res.fetched = len(fetch)
+	if err := res.buildTrees(entries, hashes); err != nil {
+		res.done()
+		return nil, err
+	}
+	return res, nil
+}
+
+// largest names the n largest files among entries[fetch].
+func largest(entries []wire.ScanEntry, fetch []int, n int) string {
+	idx := slices.Clone(fetch)
+	slices.SortFunc(idx, func(a, b int) int { return int(entries[b].Size - entries[a].Size) })
+	var parts []string
+	for _, i := range idx[:min(n, len(idx))] {
+		parts = append(parts, fmt.Sprintf("%s %s", entries[i].Path.String(), checkpoints.FormatBytes(entries[i].Size)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fetchFiles reads the files entries[fetch] through the agent, small ones
+// many to a request, large ones a chunk at a time, and stores each.
+func (s *Session) fetchFiles(ctx context.Context, client *wire.Client, res *snapshotState, entries []wire.ScanEntry, fetch []int, hashes []string) error {
+	var batch []int
+	var batchBytes int64
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		ranges := make([]wire.FileRange, len(batch))
+		for j, i := range batch {
+			ranges[j] = wire.FileRange{Path: entries[i].Path, Limit: int(entries[i].Size)}
+		}
+		var out wire.ReadFilesResult
+		if err := client.Call(ctx, wire.OpReadFiles, wire.ReadFilesArgs{Files: ranges}, &out); err != nil {
+			return fmt.Errorf("reading files to save: %w", err)
+		}
+		for j, i := range batch {
+			d := out.Files[j]
+			if d.Error != "" || d.Changed || int64(len(d.Data)) != d.Size {
+				// Changed since the scan, or while it was read: read it again, alone.
+				if err := s.fetchLarge(ctx, client, res, &entries[i], &hashes[i]); err != nil {
+					return err
+				}
+				continue
+			}
+			sum, err := res.build.PutBlob(d.Data)
+			if err != nil {
+				return err
+			}
+			hashes[i] = sum
+			entries[i].Size = d.Size
+			res.remember(entries[i].Path.String(), d, sum)
+		}
+		batch, batchBytes = batch[:0], 0
+		return nil
+	}
+	for _, i := range fetch {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		size := entries[i].Size
+		if size > wire.MaxChunkBytes/4 {
+			if err := s.fetchLarge(ctx, client, res, &entries[i], &hashes[i]); err != nil {
+				return err
+			}
+			continue
+		}
+		if batchBytes+size > wire.MaxChunkBytes || len(batch) == 4096 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		batch = append(batch, i)
+		batchBytes += size
+	}
+	return flush()
+}
+
+// fetchLarge reads one file a chunk at a time, from the start again when
+// it changes in between, and stores it.
+func (s *Session) fetchLarge(ctx context.Context, client *wire.Client, res *snapshotState, e *wire.ScanEntry, hash *string) error {
+	p := e.Path.String()
+	for try := 1; ; try++ {
+		w, err := res.build.NewBlob()
+		if err != nil {
+			return err
+		}
+		var first wire.FileData
+		var offset int64
+		changed := false
+		for {
+			var out wire.ReadFilesResult
+			args := wire.ReadFilesArgs{Files: []wire.FileRange{{Path: e.Path, Offset: offset, Limit: wire.MaxChunkBytes}}}
+			if err := client.Call(ctx, wire.OpReadFiles, args, &out); err != nil {
+				w.Abort()
+				return fmt.Errorf("reading %s to save it: %w", p, err)
+			}
+			d := out.Files[0]
+			if d.Error != "" {
+				w.Abort()
+				return fmt.Errorf("reading %s to save it: %s; a checkpoint needs every file readable by the workspace user (chmod u+r)", p, d.Error)
+			}
+			if offset == 0 {
+				first = d
+			}
+			changed = changed || d.Changed || d.Size != first.Size || d.Ctime != first.Ctime || d.Ino != first.Ino
+			if _, err := w.Write(d.Data); err != nil {
+				w.Abort()
+				return fmt.Errorf("writing to the checkpoint store: %w", err)
+			}
+			offset += int64(len(d.Data))
+			if len(d.Data) == 0 || offset >= d.Size {
+				break
+			}
+		}
+		if changed && try < fetchTries {
+			w.Abort()
+			continue
+		}
+		sum, err := w.Commit()
+		if err != nil {
+			return err
+		}
+		*hash, e.Size = sum, offset
+		if !changed {
+			res.remember(p, first, sum)
+		}
+		return nil
+	}
+}
+
+// remember records a file read whole in the index, unless it changed too
+// close to its read to be told apart from a later change.
+func (r *snapshotState) remember(p string, d wire.FileData, sum string) {
+	window := racyWindow.Nanoseconds()
+	if d.Ctime >= d.ReadUnixNanos-window || d.Mtime >= d.ReadUnixNanos-window {
+		return
+	}
+	r.index[p] = checkpoints.Known{Stat: checkpoints.Stat{Size: d.Size, Mtime: d.Mtime, Ctime: d.Ctime, Ino: d.Ino}, Hash: sum}
+}
+
+// buildTrees stores the tree of every directory, deepest first, and sets
+// the root. entries are in walk order, so a directory's entries all come
+// after it.
+func (r *snapshotState) buildTrees(entries []wire.ScanEntry, hashes []string) error {
+	children := map[string][]checkpoints.Entry{"": nil}
+	var dirs []string
+	for i, e := range entries {
+		p := e.Path.String()
+		parent, name := path.Dir(p), path.Base(p)
+		if !strings.Contains(p, "/") {
+			parent = ""
+		}
+		ce := checkpoints.Entry{Name: name, Mode: e.Mode}
+		switch e.Kind {
+		case wire.KindFile:
+			ce.Kind, ce.Size, ce.Hash = checkpoints.KindFile, e.Size, hashes[i]
+			r.files++
+			r.bytes += e.Size
+		case wire.KindDirectory:
+			ce.Kind = checkpoints.KindDir
+			dirs = append(dirs, p)
+			children[p] = children[p][:0:0]
+			r.dirs++
+		case wire.KindSymlink:
+			ce.Kind = checkpoints.KindSymlink
+			if e.Target != nil {
+				ce.Target = e.Target.String()
+			}
+			r.symlinks++
+		case wire.KindFifo:
+			ce.Kind = checkpoints.KindFifo
+			r.fifos++
+		default:
+			continue
+		}
+		children[parent] = append(children[parent], ce)
+	}
+	treeOf := map[string]string{}
+	for i := len(dirs) - 1; i >= -1; i-- {
+		dir := ""
+		if i >= 0 {
+			dir = dirs[i]
+		}
+		list := children[dir]
+		for j := range list {
+			if list[j].Kind == checkpoints.KindDir {
+				child := list[j].Name
+				if dir != "" {
+					child = dir + "/" + child
+				}
+				list[j].Hash = treeOf[child]
+			}
+		}
+		sum, err := r.build.PutTree(list)
+		if err != nil {
+			return err
+		}
+		treeOf[dir] = sum
+	}
+	r.root = treeOf[""]
+	return nil
+}
