@@ -107,6 +107,12 @@ func Open(dir string, capBytes int64) (*Store, error) {
 	return s, nil
 }
 
+// Look opens the store in dir to read its checkpoints, changing nothing:
+// another process may own it.
+func Look(dir string) *Store {
+	return &Store{dir: dir, pinned: map[string]int{}}
+}
+
 // Dir is the store's directory.
 func (s *Store) Dir() string { return s.dir }
 

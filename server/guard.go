@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
 // loopbackNames are the hosts a local client uses.
@@ -95,6 +97,9 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Only initialize may come without a session; a GET stream or a
 		// DELETE without one would otherwise make a session nobody ends.
 		refuse(http.StatusBadRequest, "no session", "bad request: "+r.Method+" needs the Mcp-Session-Id header of a session; start one with an initialize POST")
+		return
+	case opensSession(r) && r.URL.Query().Has(workspaceParam) && workspace.CheckWorkspaceName(r.URL.Query().Get(workspaceParam)) != nil:
+		refuse(http.StatusBadRequest, "workspace name", "bad request: the "+workspaceParam+" parameter: "+workspace.CheckWorkspaceName(r.URL.Query().Get(workspaceParam)).Error())
 		return
 	case opensSession(r) && g.store.count() >= g.maxSessions:
 		refuse(http.StatusServiceUnavailable, "session cap", "too many sessions: this server serves at most "+strconv.Itoa(g.maxSessions)+" at once; end one (DELETE) or raise --max-sessions")

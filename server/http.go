@@ -13,6 +13,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
 // Transports.
@@ -143,7 +145,7 @@ func (s *Server) transportHandler(ctx context.Context, transport string) (http.H
 	case TransportHTTP:
 		h := mcpserver.NewStreamableHTTPServer(s.mcp,
 			mcpserver.WithEndpointPath(streamablePath),
-			mcpserver.WithSessionIdManagerResolver(sessionIDResolver{s.sessions}),
+			mcpserver.WithSessionIdManagerResolver(sessionIDResolver{store: s.sessions, register: s.mgr.Register}),
 			// Not mcp-go's idle TTL, which counts from a request's start and so
 			// ends a session in the middle of a long call: see expireIdle.
 			// The 2026-07-28 revision has no sessions, so no session to give a container to.
@@ -162,10 +164,8 @@ func (s *Server) transportHandler(ctx context.Context, transport string) (http.H
 		h := mcpserver.NewSSEServer(s.mcp,
 			mcpserver.WithSSEEndpoint(ssePath),
 			mcpserver.WithMessageEndpoint(messagePath),
-			mcpserver.WithSessionIDGenerator(func(ctx context.Context, _ *http.Request) (string, error) {
-				id := newID()
-				s.sessions.add(id, principalFrom(ctx))
-				return id, nil
+			mcpserver.WithSessionIDGenerator(func(ctx context.Context, r *http.Request) (string, error) {
+				return sessionIDs{store: s.sessions, principal: principalFrom(ctx), workspace: r.URL.Query().Get(workspaceParam), register: s.mgr.Register}.Generate(), nil
 			}),
 			mcpserver.WithSSEContextFunc(func(ctx context.Context, _ *http.Request) context.Context { return s.requestContext(ctx) }),
 			mcpserver.WithKeepAlive(true),
@@ -179,15 +179,23 @@ func (s *Server) transportHandler(ctx context.Context, transport string) (http.H
 	return nil, nil, fmt.Errorf("unknown transport %q: want stdio, sse or http", transport)
 }
 
+// workspaceParam is the query parameter of the URL a client connects to
+// that names the kept workspace its session opens: /mcp?workspace=NAME,
+// /sse?workspace=NAME.
+const workspaceParam = "workspace"
+
 // sessionIDResolver gives each streamable HTTP request a session id manager
-// bound to the request's principal.
-type sessionIDResolver struct{ store *sessionStore }
+// bound to the request's principal and the workspace it names.
+type sessionIDResolver struct {
+	store    *sessionStore
+	register func(id string, opts workspace.SessionOptions)
+}
 
 func (r sessionIDResolver) ResolveSessionIdManager(req *http.Request) mcpserver.SessionIdManager {
 	if req == nil {
 		return sessionIDs{store: r.store} // the transport's own sweeper
 	}
-	return sessionIDs{store: r.store, principal: principalFrom(req.Context())}
+	return sessionIDs{store: r.store, principal: principalFrom(req.Context()), workspace: req.URL.Query().Get(workspaceParam), register: r.register}
 }
 
 // expireIdle ends the streamable HTTP sessions that have had no request in

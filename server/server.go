@@ -42,6 +42,10 @@ type Config struct {
 	Lazy bool
 	// MaxCommandTimeout bounds podman_shell's timeout_seconds.
 	MaxCommandTimeout time.Duration
+	// KeptWorkspace names the kept workspace the stdio session opens, ""
+	// for one that ends with the session. (HTTP clients name theirs in
+	// the URL they connect to.)
+	KeptWorkspace string
 }
 
 // Server is wink-mcp's MCP server. Close must be called to remove its containers.
@@ -78,7 +82,12 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), calls: newCallTracker(), sweepDone: make(chan struct{})}
 
 	hooks := &mcpserver.Hooks{}
-	hooks.AddOnRegisterSession(func(_ context.Context, session mcpserver.ClientSession) { s.clients.add(session) })
+	hooks.AddOnRegisterSession(func(_ context.Context, session mcpserver.ClientSession) {
+		s.clients.add(session)
+		if _, stdio := session.(*stdioSession); stdio {
+			mgr.Register(session.SessionID(), workspace.SessionOptions{Workspace: cfg.KeptWorkspace})
+		}
+	})
 	hooks.AddOnUnregisterSession(func(ctx context.Context, session mcpserver.ClientSession) {
 		s.clients.remove(session)
 		// mcp-go may call this with a cancelled context (stdio at EOF).

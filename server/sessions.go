@@ -8,6 +8,8 @@ import (
 	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
 // errUnknownSession is what a session check fails with for an id that was
@@ -125,6 +127,10 @@ func (st *sessionStore) idle(idle time.Duration) []string {
 type sessionIDs struct {
 	store     *sessionStore
 	principal string
+	// workspace is the kept workspace the initialize asked for, "" for none.
+	workspace string
+	// register tells the workspaces what the new session asks for.
+	register func(id string, opts workspace.SessionOptions)
 }
 
 var _ mcpserver.SessionIdManager = sessionIDs{}
@@ -133,6 +139,9 @@ var _ mcpserver.SessionIdManager = sessionIDs{}
 func (m sessionIDs) Generate() string {
 	id := newID()
 	m.store.add(id, m.principal)
+	if m.register != nil {
+		m.register(id, workspace.SessionOptions{Workspace: m.workspace, Principal: m.principal})
+	}
 	return id
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -39,6 +40,38 @@ func findDiskTools() (diskTools, error) {
 // in the sparse file image. It refuses when the disk holding image has less
 // than size free, so one session alone can never fill it.
 func (t diskTools) mountDisk(ctx context.Context, image, dir string, size int64) error {
+	return t.makeDisk(ctx, image, dir, size, false)
+}
+
+// mountKeptDisk mounts a kept workspace's filesystem at dir: the mount its
+// last owner left when that process was killed, else its image, made when
+// missing, with a journal, since it outlives sessions and processes.
+func (t diskTools) mountKeptDisk(ctx context.Context, image, dir string, size int64) error {
+	points, err := mountPoints()
+	if err != nil {
+		return err
+	}
+	if slices.Contains(points, dir) {
+		return nil
+	}
+	if _, err := os.Stat(image); errors.Is(err, os.ErrNotExist) {
+		return t.makeDisk(ctx, image, dir, size, true)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating the session directory: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, diskToolTimeout)
+	defer cancel()
+	if err := t.mountImage(ctx, image, dir, "nosuid,nodev,noatime"); err != nil {
+		return errors.Join(fmt.Errorf("mounting the kept workspace's filesystem %s: %w", image, err), unmountDisk(dir))
+	}
+	directIO(dir)
+	return nil
+}
+
+// makeDisk makes and mounts a new filesystem image; with journal it
+// survives a crash of the machine, as a kept workspace's must.
+func (t diskTools) makeDisk(ctx context.Context, image, dir string, size int64, journal bool) error {
 	if err := os.MkdirAll(filepath.Dir(image), 0o700); err != nil {
 		return fmt.Errorf("creating the disk image directory: %w", err)
 	}
@@ -69,7 +102,13 @@ func (t diskTools) mountDisk(ctx context.Context, image, dir string, size int64)
 	defer cancel()
 	// No journal and no reserved blocks: the filesystem lives as long as a
 	// session, and all of it is the session's.
-	if err := run(ctx, t.mkfs, "-q", "-F", "-m", "0", "-O", "^has_journal", "-E", "lazy_itable_init=1,nodiscard", image); err != nil {
+	args := []string{"-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,nodiscard"}
+	if journal {
+		args = append(args, "-J", "size=4") // the smallest, not 64 MiB of a 2 GiB disk
+	} else {
+		args = append(args, "-O", "^has_journal")
+	}
+	if err := run(ctx, t.mkfs, append(args, image)...); err != nil {
 		os.Remove(image)
 		return fmt.Errorf("making the session filesystem: %w", err)
 	}

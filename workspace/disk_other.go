@@ -21,6 +21,10 @@ func (diskTools) mountDisk(context.Context, string, string, int64) error {
 	return err
 }
 
+func (t diskTools) mountKeptDisk(ctx context.Context, image, dir string, size int64) error {
+	return t.mountDisk(ctx, image, dir, size)
+}
+
 // unmountDisk and unmountUnder have nothing to do: nothing was mounted.
 func unmountDisk(string) error  { return nil }
 func unmountUnder(string) error { return nil }

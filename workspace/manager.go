@@ -37,6 +37,7 @@ type Manager struct {
 
 	mu       sync.Mutex
 	sessions map[string]*Session
+	options  map[string]SessionOptions // what Register said of sessions not yet made
 	ended    endedSessions
 	closed   bool
 	ending   sync.WaitGroup // EndSession calls still removing a container; Close waits for them
@@ -94,7 +95,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 	ctx, stop := context.WithCancel(context.Background())
 	m := &Manager{
 		cfg: cfg, log: log, eng: eng, inst: inst, agentBinary: agentBinary, mounts: plan,
-		sessions: map[string]*Session{}, stopReaper: stop, reaperDone: make(chan struct{}),
+		sessions: map[string]*Session{}, options: map[string]SessionOptions{}, stopReaper: stop, reaperDone: make(chan struct{}),
 	}
 	m.leftoverCtx, m.stopLeftovers = context.WithCancel(context.Background())
 	m.closing = make(chan struct{})
@@ -136,12 +137,23 @@ func (m *Manager) Session(id string) (*Session, error) {
 		return s, nil
 	}
 	hash := m.SessionHash(id)
+	opts := m.options[id]
+	if opts.Workspace != "" {
+		s, err := m.newKeptSession(id, hash, opts)
+		if err != nil {
+			return nil, err
+		}
+		delete(m.options, id)
+		m.sessions[id] = s
+		return s, nil
+	}
+	delete(m.options, id)
 	var s *Session
 	if m.pool != nil {
 		s = m.pool.take()
 	}
 	if s != nil {
-		s.id, s.hash = id, hash
+		s.id, s.hash, s.principal = id, hash, opts.Principal
 		s.owner.Store(&id)
 		if s.proxy != nil {
 			s.proxy.SetID(hash)
@@ -150,8 +162,52 @@ func (m *Manager) Session(id string) (*Session, error) {
 		logEvent(m.log, EventTakenFromPool, s, time.Now())
 	} else {
 		s = m.newSession(id, hash)
+		s.principal = opts.Principal
 	}
 	m.sessions[id] = s
+	return s, nil
+}
+
+// SessionOptions are what a session asks for as it starts.
+type SessionOptions struct {
+	// Workspace names a kept workspace the session opens (or makes), ""
+	// for a workspace of its own that ends with it.
+	Workspace string
+	// Principal is the digest of the bearer token of the session's client
+	// ("" for local clients): kept workspaces and handed-over ones are
+	// only ever given to the same principal.
+	Principal string
+}
+
+// Register records what the session with this ID asks for; call it before
+// the session's first use.
+func (m *Manager) Register(id string, opts SessionOptions) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, made := m.sessions[id]; !made && !m.ended.has(id) {
+		m.options[id] = opts
+	}
+}
+
+// newKeptSession returns a session that owns the kept workspace opts
+// names, or why it cannot.
+func (m *Manager) newKeptSession(id, hash string, opts SessionOptions) (*Session, error) {
+	if m.cfg.FilesOnPodmanHost {
+		return nil, errors.New("kept workspaces need the session's files on this machine, and this server keeps them on the Podman host " +
+			"(--files-on-podman-host); connect without a workspace name")
+	}
+	k, err := claimWorkspace(m.cfg.CacheDir, opts.Workspace, opts.Principal, m.inst, hash)
+	if err != nil {
+		return nil, err
+	}
+	s := m.newSession(id, hash)
+	s.principal, s.kept = opts.Principal, k
+	s.dir, s.diskFile, s.storeDir = k.sessionDir(), k.diskImage(), k.storeDir()
+	if _, err := s.checkpointStore(); err != nil { // finds a restore its last owner did not finish
+		k.release()
+		return nil, err
+	}
+	m.log.Info("kept workspace opened", "event", "workspace_opened", "session", hash, "workspace", k.name)
 	return s, nil
 }
 
@@ -159,7 +215,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 // directory are named after key.
 func (m *Manager) newSession(id, key string) *Session {
 	s := &Session{m: m, id: id, hash: key, key: key, name: containerName(m.cfg.NamePrefix, key), dir: m.inst.sessionDir(key),
-		gate: newGate(), storeDir: m.inst.storeDir(key)}
+		diskFile: filepath.Join(m.inst.dir, disksDir, key+".img"), gate: newGate(), storeDir: m.inst.storeDir(key)}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.lastUsed.Store(time.Now().UnixNano())
 	s.owner.Store(&id)
@@ -221,6 +277,7 @@ func (m *Manager) EndSession(ctx context.Context, id string) {
 	m.mu.Lock()
 	s, ok := m.sessions[id]
 	delete(m.sessions, id)
+	delete(m.options, id)
 	m.ended.add(id)
 	if ok {
 		m.ending.Add(1)
@@ -378,7 +435,7 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 		SELinux:     host.SELinux,
 		Name:        s.name,
 		Image:       s.image,
-		Labels:      ownerLabels(m.inst, s.key),
+		Labels:      s.labels(),
 		User:        user,
 		KeepID:      keepID,
 		Root:        Root,

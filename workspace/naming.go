@@ -25,6 +25,8 @@ const (
 	// LabelHost is the hostname of the owning instance; the lock file only
 	// means something on that host.
 	LabelHost = "io.wink-mcp.host"
+	// LabelWorkspace names the kept workspace a container works on.
+	LabelWorkspace = "io.wink-mcp.workspace"
 )
 
 // sessionHashLen is the number of hex digits of the session hash (64 bits).
@@ -58,6 +60,15 @@ func ownerLabels(inst *instance, hash string) map[string]string {
 		LabelLock:     inst.lockPath,
 		LabelHost:     inst.host,
 	}
+}
+
+// labels are the labels of the session's container.
+func (s *Session) labels() map[string]string {
+	l := ownerLabels(s.m.inst, s.key)
+	if s.kept != nil {
+		l[LabelWorkspace] = s.kept.name
+	}
+	return l
 }
 
 // lockProbe reports whether the instance holding the lock file at path is

@@ -47,6 +47,14 @@ type Session struct {
 	key  string
 	name string
 	dir  string
+	// diskFile holds dir's filesystem when disks are limited.
+	diskFile string
+	// principal is the digest of the client's bearer token ("" for local
+	// clients); kept and handed-over workspaces go only to the same one.
+	principal string
+	// kept, when set, is the kept workspace the session owns: its files
+	// and checkpoints outlive the session.
+	kept *keptWorkspace
 
 	// mu serialises the container's lifecycle: concurrent first calls wait
 	// for one creation instead of racing to make two containers.
@@ -112,7 +120,7 @@ type Session struct {
 var _ Workspace = (*Session)(nil)
 
 // diskImage is the file holding the session directory's filesystem.
-func (s *Session) diskImage() string { return filepath.Join(s.m.inst.dir, disksDir, s.key+".img") }
+func (s *Session) diskImage() string { return s.diskFile }
 
 // mountDiskLocked gives the session directory a filesystem of its own,
 // the size of the disk limit, before anything is written to it.
@@ -120,7 +128,11 @@ func (s *Session) mountDiskLocked(ctx context.Context) error {
 	if s.disk || s.m.disk == nil {
 		return nil
 	}
-	if err := s.m.disk.mountDisk(ctx, s.diskImage(), s.dir, s.m.cfg.DiskBytes); err != nil {
+	mount := s.m.disk.mountDisk
+	if s.kept != nil {
+		mount = s.m.disk.mountKeptDisk
+	}
+	if err := mount(ctx, s.diskImage(), s.dir, s.m.cfg.DiskBytes); err != nil {
 		return err
 	}
 	s.disk = true
@@ -430,6 +442,11 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 		}
 		return nil, err
 	}
+	if s.kept != nil {
+		if err := m.removeStaleOf(ctx, s.kept.name); err != nil {
+			return nil, err
+		}
+	}
 	// From here a failure removes whatever Podman made: a create request
 	// cancelled in flight may still have made the container.
 	s.created = true
@@ -598,9 +615,14 @@ func (s *Session) end(ctx context.Context) {
 	if exportNow {
 		s.exportOnEnd(ctx, time.Now())
 	}
-	if s.m.cfg.KeepSessionDirs {
+	switch {
+	case s.kept != nil:
 		s.unmountDiskLocked()
-	} else {
+		s.kept.release()
+		s.m.log.Info("kept workspace released", "event", "workspace_released", "session", s.hash, "workspace", s.kept.name)
+	case s.m.cfg.KeepSessionDirs:
+		s.unmountDiskLocked()
+	default:
 		s.deleteFilesLocked()
 		if err := removeAll(s.storeDir); err != nil {
 			s.m.log.Warn("deleting the session's checkpoints", "session", s.hash, "err", err)

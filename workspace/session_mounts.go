@@ -226,7 +226,15 @@ func (s *Session) resolveMountsLocked(ctx context.Context, markers changes.Marke
 	for _, mt := range m.mounts.mounts {
 		list = append(list, sessionMount{resolvedMount: mt, dir: filepath.Join(s.dir, mountsDir, strconv.Itoa(len(list)))})
 	}
-	if m.cfg.MountRoots {
+	recorded, err := ReadManifest(s.dir)
+	switch {
+	case s.kept != nil && err == nil:
+		// A kept workspace keeps its mounts: their changes are in its
+		// numbered directories.
+		if list, err = s.keptMounts(list, recorded); err != nil {
+			return err
+		}
+	case m.cfg.MountRoots:
 		for _, mt := range s.clientRoots(ctx, list) {
 			list = append(list, sessionMount{resolvedMount: mt, dir: filepath.Join(s.dir, mountsDir, strconv.Itoa(len(list))), fromRoot: true})
 		}
@@ -316,4 +324,45 @@ func mountInfos(mounts []resolvedMount) []MountInfo {
 		out = append(out, MountInfo{HostPath: mt.HostPath, Path: mt.Path, Mode: mt.Mode})
 	}
 	return out
+}
+
+// keptMounts are the mounts of a kept workspace made by an earlier
+// session, as it recorded them: the configured ones must be the same, and
+// the client roots it mounted are mounted again, if still allowed.
+func (s *Session) keptMounts(configured []sessionMount, recorded []MountInfo) ([]sessionMount, error) {
+	var fromConfig []MountInfo
+	for _, mi := range recorded {
+		if !mi.FromRoot {
+			fromConfig = append(fromConfig, mi)
+		}
+	}
+	same := len(fromConfig) == len(configured)
+	for i := 0; same && i < len(configured); i++ {
+		c, r := configured[i], fromConfig[i]
+		same = c.HostPath == r.HostPath && c.Path == r.Path && c.Mode == r.Mode
+	}
+	if !same {
+		var was, now []string
+		for _, mi := range fromConfig {
+			was = append(was, Mount{HostPath: mi.HostPath, Path: mi.Path, Mode: mi.Mode}.String())
+		}
+		for _, c := range configured {
+			now = append(now, c.Mount.String())
+		}
+		return nil, fmt.Errorf("workspace %q was made with the mounts [%s], and this server mounts [%s]; "+
+			"start it with the same --mount flags (its folders' changes belong to those), or choose another workspace name",
+			s.kept.name, strings.Join(was, " "), strings.Join(now, " "))
+	}
+	list := configured
+	for _, mi := range recorded {
+		if !mi.FromRoot {
+			continue
+		}
+		r, err := resolveMount(Mount{HostPath: mi.HostPath, Path: mi.Path, Mode: mi.Mode}, s.m.mounts.roots, s.m.cfg.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("workspace %q mounts the client root %s, which cannot be mounted now: %w", s.kept.name, mi.HostPath, err)
+		}
+		list = append(list, sessionMount{resolvedMount: r, dir: filepath.Join(s.dir, mi.Dir), fromRoot: true})
+	}
+	return list, nil
 }

@@ -27,3 +27,11 @@ func fileOwner(info fs.FileInfo) (uid, gid int) {
 	st := info.Sys().(*syscall.Stat_t)
 	return int(st.Uid), int(st.Gid)
 }
+
+// allocatedBytes is what the file info describes takes on its disk.
+func allocatedBytes(info fs.FileInfo) int64 {
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return st.Blocks * 512
+	}
+	return info.Size()
+}

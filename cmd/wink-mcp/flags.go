@@ -46,7 +46,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	fs := flag.NewFlagSet("wink-mcp", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() {
-		fmt.Fprintf(out, "usage: wink-mcp [serve] [flags]\n       wink-mcp doctor [flags]\n       wink-mcp export [--session HASH] [--out DIR]\n\nServes MCP over stdio, SSE or streamable HTTP; each session gets its own Podman container.\nEvery flag can also be set by the environment variable named in brackets.\n\n")
+		fmt.Fprintf(out, "usage: wink-mcp [serve] [flags]\n       wink-mcp doctor [flags]\n       wink-mcp export [--session HASH] [--out DIR]\n       wink-mcp workspaces [list | show NAME | rm NAME | prune --older-than DURATION]\n\nServes MCP over stdio, SSE or streamable HTTP; each session gets its own Podman container.\nEvery flag can also be set by the environment variable named in brackets.\n\n")
 		fs.PrintDefaults()
 	}
 	b := &binder{fs: fs, lookup: lookup}
@@ -71,6 +71,8 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.str(&w.NamePrefix, "name-prefix", "prefix of container names", "WINK_NAME_PREFIX")
 	b.str(&w.CacheDir, "cache-dir", "directory holding session workspaces", "WINK_CACHE")
 	b.boolean(&w.KeepSessionDirs, "keep-session-dirs", "keep session directories after sessions end", "WINK_KEEP_SESSION_DIRS")
+	b.str(&cfg.KeptWorkspace, "workspace", "name of a kept workspace the stdio session opens, or makes: its files, checkpoints and mounted folders' changes outlive the process (HTTP clients connect to /mcp?workspace=NAME instead)", "WINK_WORKSPACE")
+	b.bytes(&w.CheckpointBytes, "checkpoint-limit", "what one workspace's checkpoints may hold in all, content shared between checkpoints counted once (e.g. 4g; 0 = no limit)", "WINK_CHECKPOINT_LIMIT")
 	b.boolean(&cfg.Lazy, "lazy", "make a session's container on its first call that needs one, not as soon as the session starts", "WINK_LAZY")
 	b.str(&opts.warm, "warm", fmt.Sprintf("containers kept made and started for new sessions, 0-%d (auto: 0 for stdio, %d for sse and http)", workspace.MaxWarm, defaultHTTPWarm), "WINK_WARM")
 	b.duration(&w.IdleTimeout, "idle-timeout", "remove a session's container after this long without calls (not while background jobs run, up to --max-job-age)", "WINK_IDLE_TIMEOUT")
@@ -123,6 +125,11 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	if cfg.MaxCommandTimeout < time.Second || cfg.MaxCommandTimeout > 24*time.Hour {
 		return cfg, opts, fmt.Errorf("--max-command-timeout %s: must be between 1s and 24h", cfg.MaxCommandTimeout)
 	}
+	if cfg.KeptWorkspace != "" {
+		if err := checkKeptWorkspace(cfg, opts); err != nil {
+			return cfg, opts, err
+		}
+	}
 	switch opts.transport {
 	case server.TransportStdio:
 		if h.MaxBodyBytes < 64<<10 {
@@ -143,6 +150,23 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 		return cfg, opts, fmt.Errorf("transport %q: want stdio, sse or http", opts.transport)
 	}
 	return cfg, opts, nil
+}
+
+// checkKeptWorkspace checks --workspace against the other settings.
+func checkKeptWorkspace(cfg server.Config, opts serveOptions) error {
+	if err := workspace.CheckWorkspaceName(cfg.KeptWorkspace); err != nil {
+		return fmt.Errorf("--workspace: %w", err)
+	}
+	switch {
+	case opts.transport != server.TransportStdio:
+		return fmt.Errorf("--workspace names the workspace of the one stdio session; over %s each client names its own in the URL (%s?workspace=%s)",
+			opts.transport, map[string]string{server.TransportHTTP: "/mcp", server.TransportSSE: "/sse"}[opts.transport], cfg.KeptWorkspace)
+	case cfg.Workspace.Warm > 0:
+		return fmt.Errorf("--workspace with --warm %d: a kept workspace's container is made on its own files, never taken from the pool; drop --warm", cfg.Workspace.Warm)
+	case cfg.Workspace.FilesOnPodmanHost:
+		return errors.New("--workspace keeps the session's files on this machine, and --files-on-podman-host keeps them on the Podman host; drop one of them")
+	}
+	return nil
 }
 
 // defaultHTTPWarm is --warm auto over SSE and HTTP: two containers ready

@@ -1,0 +1,189 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+)
+
+// A kept workspace outlives its sessions and its server process; one
+// session of one process owns it at a time. Layout:
+//
+//	<cache>/workspaces/<name>/lock            held locked (flock) by the owning process
+//	<cache>/workspaces/<name>/owner.json      who owns it, for the message a second asker gets
+//	<cache>/workspaces/<name>/workspace.json  its record: when made and last used, by whom
+//	<cache>/workspaces/<name>/session/        its session directory (/workspace, mounts' changes)
+//	<cache>/workspaces/<name>/disk.img        that directory's filesystem, when disks are limited
+//	<cache>/workspaces/<name>/store/          its checkpoints
+const (
+	workspacesDir  = "workspaces"
+	ownerFile      = "owner.json"
+	recordFile     = "workspace.json"
+	keptSessionDir = "session"
+	keptDiskImage  = "disk.img"
+	keptStoreDir   = "store"
+)
+
+// namePattern is what a kept workspace may be called: it names a directory.
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// ErrWorkspaceInUse means another session owns the kept workspace asked for.
+var ErrWorkspaceInUse = errors.New("the workspace is in use")
+
+// CheckWorkspaceName says what is wrong with a kept workspace's name.
+func CheckWorkspaceName(name string) error {
+	if !namePattern.MatchString(name) {
+		return fmt.Errorf("workspace name %q must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+	}
+	return nil
+}
+
+// WorkspaceOwner is who owns a kept workspace.
+type WorkspaceOwner struct {
+	PID      int       `json:"pid"`
+	Host     string    `json:"host"`
+	Instance string    `json:"instance"`
+	Session  string    `json:"session"`
+	Since    time.Time `json:"since"`
+}
+
+// WorkspaceRecord describes a kept workspace.
+type WorkspaceRecord struct {
+	Name     string    `json:"name"`
+	Created  time.Time `json:"created"`
+	LastUsed time.Time `json:"last_used"`
+	// Principal is the digest of the bearer token of the client that made
+	// it ("" for local clients); only that principal may open it.
+	Principal string `json:"principal,omitempty"`
+}
+
+// keptWorkspace is a kept workspace some session of this process owns.
+type keptWorkspace struct {
+	name, root string
+	lock       *os.File
+}
+
+func (k *keptWorkspace) sessionDir() string { return filepath.Join(k.root, keptSessionDir) }
+func (k *keptWorkspace) diskImage() string  { return filepath.Join(k.root, keptDiskImage) }
+func (k *keptWorkspace) storeDir() string   { return filepath.Join(k.root, keptStoreDir) }
+
+// keptRoot is where the kept workspace name lives under cacheDir.
+func keptRoot(cacheDir, name string) string { return filepath.Join(cacheDir, workspacesDir, name) }
+
+// claimWorkspace takes the kept workspace name for a session of inst,
+// making it when it does not exist. It fails, naming the owner, when
+// another session (of this process or another) owns it, and when it
+// belongs to another principal.
+func claimWorkspace(cacheDir, name, principal string, inst *instance, sessionHash string) (*keptWorkspace, error) {
+	if err := CheckWorkspaceName(name); err != nil {
+		return nil, err
+	}
+	root := keptRoot(cacheDir, name)
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, fmt.Errorf("creating workspace %s: %w", name, err)
+	}
+	lock, err := os.OpenFile(filepath.Join(root, lockFile), os.O_CREATE|os.O_RDWR|noFollow, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the lock of workspace %s: %w", name, err)
+	}
+	if err := tryLock(lock); err != nil {
+		lock.Close()
+		if errors.Is(err, errLocked) {
+			return nil, fmt.Errorf("%w: workspace %q is owned by %s; end that session (close its client), or choose another workspace name", ErrWorkspaceInUse, name, describeOwner(root))
+		}
+		return nil, fmt.Errorf("locking workspace %s: %w", name, err)
+	}
+	k := &keptWorkspace{name: name, root: root, lock: lock}
+	rec, err := readRecord(root)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		now := time.Now().UTC()
+		rec = WorkspaceRecord{Name: name, Created: now, LastUsed: now, Principal: principal}
+	case err != nil:
+		k.release()
+		return nil, err
+	case rec.Principal != principal:
+		k.release()
+		return nil, fmt.Errorf("workspace %q belongs to another client (another bearer token); choose another name", name)
+	}
+	rec.LastUsed = time.Now().UTC()
+	if err := writeJSON(filepath.Join(root, recordFile), rec); err != nil {
+		k.release()
+		return nil, err
+	}
+	owner := WorkspaceOwner{PID: os.Getpid(), Host: inst.host, Instance: inst.id, Session: sessionHash, Since: time.Now().UTC()}
+	if err := writeJSON(filepath.Join(root, ownerFile), owner); err != nil {
+		k.release()
+		return nil, err
+	}
+	return k, nil
+}
+
+// release records the last use and gives the workspace up.
+func (k *keptWorkspace) release() {
+	if rec, err := readRecord(k.root); err == nil {
+		rec.LastUsed = time.Now().UTC()
+		_ = writeJSON(filepath.Join(k.root, recordFile), rec)
+	}
+	os.Remove(filepath.Join(k.root, ownerFile))
+	k.lock.Close()
+}
+
+// describeOwner names the owner of the workspace at root for a message.
+func describeOwner(root string) string {
+	var o WorkspaceOwner
+	data, err := os.ReadFile(filepath.Join(root, ownerFile))
+	if err != nil || json.Unmarshal(data, &o) != nil {
+		return "another wink-mcp process"
+	}
+	return fmt.Sprintf("wink-mcp process %d on %s (session %s, since %s)", o.PID, o.Host, o.Session, o.Since.Format(time.RFC3339))
+}
+
+func readRecord(root string) (WorkspaceRecord, error) {
+	var rec WorkspaceRecord
+	data, err := os.ReadFile(filepath.Join(root, recordFile))
+	if err != nil {
+		return rec, err
+	}
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return rec, fmt.Errorf("reading %s: %w", filepath.Join(root, recordFile), err)
+	}
+	return rec, nil
+}
+
+// writeJSON writes v to path atomically.
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	_, err = writeAtomically(path, func(w io.Writer) (int, error) { return w.Write(data) })
+	return err
+}
+
+// removeStaleOf removes the containers of dead wink-mcp processes that
+// worked on the kept workspace name: its last owner was killed, and its
+// container still has the workspace's files mounted.
+func (m *Manager) removeStaleOf(ctx context.Context, name string) error {
+	found, err := m.eng.List(ctx, LabelManaged)
+	if err != nil {
+		return err
+	}
+	for _, c := range found {
+		if c.Labels[LabelWorkspace] != name || !isOrphan(c.Labels, m.inst, probeLock) {
+			continue
+		}
+		if err := m.discard(ctx, c.Name); err != nil {
+			return fmt.Errorf("removing the container %s a dead process left on workspace %s: %w", c.Name, name, err)
+		}
+		m.log.Info("workspace "+EventOrphanRemoved, "event", EventOrphanRemoved, "container", c.Name, "workspace", name)
+	}
+	return nil
+}
