@@ -85,7 +85,7 @@ func New(cfg Config) (*Server, error) {
 	hooks.AddOnRegisterSession(func(_ context.Context, session mcpserver.ClientSession) {
 		s.clients.add(session)
 		if _, stdio := session.(*stdioSession); stdio {
-			mgr.Register(session.SessionID(), workspace.SessionOptions{Workspace: cfg.KeptWorkspace})
+			mgr.Register(session.SessionID(), workspace.SessionOptions{Workspace: cfg.KeptWorkspace, Stdio: true})
 		}
 	})
 	hooks.AddOnUnregisterSession(func(ctx context.Context, session mcpserver.ClientSession) {

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/workspace"
@@ -33,6 +34,41 @@ type fakeWorkspace struct {
 }
 
 var _ workspace.Workspace = (*fakeWorkspace)(nil)
+
+func (f *fakeWorkspace) Checkpoint(_ context.Context, message string) (workspace.Checkpoint, error) {
+	f.calls = append(f.calls, "checkpoint "+message)
+	return workspace.Checkpoint{ID: "c1", Message: message}, f.err
+}
+
+func (f *fakeWorkspace) Checkpoints(context.Context) (workspace.CheckpointList, error) {
+	f.calls = append(f.calls, "checkpoints")
+	return workspace.CheckpointList{}, f.err
+}
+
+func (f *fakeWorkspace) Restore(_ context.Context, id string) (workspace.RestoreResult, error) {
+	f.calls = append(f.calls, "restore "+id)
+	return workspace.RestoreResult{Checkpoint: workspace.Checkpoint{ID: id}}, f.err
+}
+
+func (f *fakeWorkspace) CheckpointDiff(_ context.Context, from, to, prefix string) (workspace.DiffResult, error) {
+	f.calls = append(f.calls, fmt.Sprintf("checkpoint diff %s %s %s", from, to, prefix))
+	return f.diff, f.err
+}
+
+func (f *fakeWorkspace) Handoff(_ context.Context, ttl time.Duration) (workspace.Handoff, error) {
+	f.calls = append(f.calls, fmt.Sprintf("handoff %s", ttl))
+	return workspace.Handoff{Handle: strings.Repeat("a", 64)}, f.err
+}
+
+func (f *fakeWorkspace) Attach(_ context.Context, handle string) (workspace.Attached, error) {
+	f.calls = append(f.calls, "attach "+handle)
+	return workspace.Attached{}, f.err
+}
+
+func (f *fakeWorkspace) DeleteCheckpoints(_ context.Context, ids []string) (int64, error) {
+	f.calls = append(f.calls, fmt.Sprintf("delete checkpoints %v", ids))
+	return 0, f.err
+}
 
 func (f *fakeWorkspace) OpenPort(_ context.Context, port int) (workspace.PortInfo, []workspace.PortInfo, error) {
 	f.calls = append(f.calls, fmt.Sprintf("open port %d", port))

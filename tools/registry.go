@@ -34,6 +34,13 @@ func All(workspaceFor WorkspaceFor, log *slog.Logger, opts Options) ([]server.Se
 		func() (server.ServerTool, error) { return WorkspaceChanges(workspaceFor) },
 		func() (server.ServerTool, error) { return WorkspaceDiff(workspaceFor) },
 		func() (server.ServerTool, error) { return WorkspacePort(workspaceFor) },
+		func() (server.ServerTool, error) { return WorkspaceCheckpoint(workspaceFor) },
+		func() (server.ServerTool, error) { return WorkspaceCheckpoints(workspaceFor) },
+		func() (server.ServerTool, error) { return WorkspaceRestore(workspaceFor) },
+		func() (server.ServerTool, error) { return WorkspaceCheckpointDiff(workspaceFor) },
+		func() (server.ServerTool, error) { return WorkspaceCheckpointDelete(workspaceFor) },
+		func() (server.ServerTool, error) { return WorkspaceHandoff(workspaceFor) },
+		func() (server.ServerTool, error) { return WorkspaceAttach(workspaceFor) },
 	}
 	out := make([]server.ServerTool, 0, len(constructors))
 	for _, c := range constructors {

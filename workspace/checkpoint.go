@@ -223,9 +223,11 @@ func (s *Session) autoCheckpointLocked(ctx context.Context, why string) {
 // anything: the session wrote through a tool or ran a command, or already
 // has checkpoints.
 func (s *Session) hasCheckpointsOrFiles() bool {
-	if len(s.touched.list()) > 0 || s.ranCommands.Load() {
-		return true
-	}
+	return len(s.touched.list()) > 0 || s.ranCommands.Load() || s.hasCheckpoints()
+}
+
+// hasCheckpoints says whether the workspace has checkpoints.
+func (s *Session) hasCheckpoints() bool {
 	entries, err := os.ReadDir(filepath.Join(s.storeDir, "checkpoints"))
 	return err == nil && len(entries) > 0
 }

@@ -38,6 +38,7 @@ type Manager struct {
 	mu       sync.Mutex
 	sessions map[string]*Session
 	options  map[string]SessionOptions // what Register said of sessions not yet made
+	parked   map[string]*parked        // workspaces handed over in this process, by the digest of their handle
 	ended    endedSessions
 	closed   bool
 	ending   sync.WaitGroup // EndSession calls still removing a container; Close waits for them
@@ -95,7 +96,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 	ctx, stop := context.WithCancel(context.Background())
 	m := &Manager{
 		cfg: cfg, log: log, eng: eng, inst: inst, agentBinary: agentBinary, mounts: plan,
-		sessions: map[string]*Session{}, options: map[string]SessionOptions{}, stopReaper: stop, reaperDone: make(chan struct{}),
+		sessions: map[string]*Session{}, options: map[string]SessionOptions{}, parked: map[string]*parked{}, stopReaper: stop, reaperDone: make(chan struct{}),
 	}
 	m.leftoverCtx, m.stopLeftovers = context.WithCancel(context.Background())
 	m.closing = make(chan struct{})
@@ -153,7 +154,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 		s = m.pool.take()
 	}
 	if s != nil {
-		s.id, s.hash, s.principal = id, hash, opts.Principal
+		s.id, s.hash, s.principal, s.stdio = id, hash, opts.Principal, opts.Stdio
 		s.owner.Store(&id)
 		if s.proxy != nil {
 			s.proxy.SetID(hash)
@@ -162,7 +163,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 		logEvent(m.log, EventTakenFromPool, s, time.Now())
 	} else {
 		s = m.newSession(id, hash)
-		s.principal = opts.Principal
+		s.principal, s.stdio = opts.Principal, opts.Stdio
 	}
 	m.sessions[id] = s
 	return s, nil
@@ -177,6 +178,12 @@ type SessionOptions struct {
 	// ("" for local clients): kept workspaces and handed-over ones are
 	// only ever given to the same principal.
 	Principal string
+	// Stdio says the client is a local process over stdio, alone in this
+	// server: a workspace it hands over goes to disk, for another process.
+	Stdio bool
+	// handedOver opens a kept workspace reserved for a handoff, whose
+	// handle was just claimed.
+	handedOver bool
 }
 
 // Register records what the session with this ID asks for; call it before
@@ -196,12 +203,12 @@ func (m *Manager) newKeptSession(id, hash string, opts SessionOptions) (*Session
 		return nil, errors.New("kept workspaces need the session's files on this machine, and this server keeps them on the Podman host " +
 			"(--files-on-podman-host); connect without a workspace name")
 	}
-	k, err := claimWorkspace(m.cfg.CacheDir, opts.Workspace, opts.Principal, m.inst, hash)
+	k, err := claimWorkspace(m.cfg.CacheDir, opts, m.inst, hash)
 	if err != nil {
 		return nil, err
 	}
 	s := m.newSession(id, hash)
-	s.principal, s.kept = opts.Principal, k
+	s.principal, s.stdio, s.kept = opts.Principal, opts.Stdio, k
 	s.dir, s.diskFile, s.storeDir = k.sessionDir(), k.diskImage(), k.storeDir()
 	if _, err := s.checkpointStore(); err != nil { // finds a restore its last owner did not finish
 		k.release()
@@ -302,6 +309,11 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.closed = true
 	sessions := m.sessions
 	m.sessions = nil
+	for key, p := range m.parked {
+		p.timer.Stop()
+		sessions[key] = p.s
+	}
+	m.parked = nil
 	m.mu.Unlock()
 
 	m.stopReaper()

@@ -61,6 +61,9 @@ type WorkspaceRecord struct {
 	// Principal is the digest of the bearer token of the client that made
 	// it ("" for local clients); only that principal may open it.
 	Principal string `json:"principal,omitempty"`
+	// HandoffUntil, while in the future, reserves it for the holder of
+	// the handle it was handed over with: no name opens it.
+	HandoffUntil time.Time `json:"handoff_until,omitzero"`
 }
 
 // keptWorkspace is a kept workspace some session of this process owns.
@@ -80,7 +83,8 @@ func keptRoot(cacheDir, name string) string { return filepath.Join(cacheDir, wor
 // making it when it does not exist. It fails, naming the owner, when
 // another session (of this process or another) owns it, and when it
 // belongs to another principal.
-func claimWorkspace(cacheDir, name, principal string, inst *instance, sessionHash string) (*keptWorkspace, error) {
+func claimWorkspace(cacheDir string, opts SessionOptions, inst *instance, sessionHash string) (*keptWorkspace, error) {
+	name, principal := opts.Workspace, opts.Principal
 	if err := CheckWorkspaceName(name); err != nil {
 		return nil, err
 	}
@@ -111,8 +115,11 @@ func claimWorkspace(cacheDir, name, principal string, inst *instance, sessionHas
 	case rec.Principal != principal:
 		k.release()
 		return nil, fmt.Errorf("workspace %q belongs to another client (another bearer token); choose another name", name)
+	case !opts.handedOver && time.Now().Before(rec.HandoffUntil):
+		k.release()
+		return nil, fmt.Errorf("workspace %q is reserved until %s for the session given its handle (workspace_attach)", name, rec.HandoffUntil.Format(time.RFC3339))
 	}
-	rec.LastUsed = time.Now().UTC()
+	rec.LastUsed, rec.HandoffUntil = time.Now().UTC(), time.Time{}
 	if err := writeJSON(filepath.Join(root, recordFile), rec); err != nil {
 		k.release()
 		return nil, err

@@ -55,6 +55,8 @@ type Session struct {
 	// kept, when set, is the kept workspace the session owns: its files
 	// and checkpoints outlive the session.
 	kept *keptWorkspace
+	// stdio says the client is a local process over stdio (SessionOptions.Stdio).
+	stdio bool
 
 	// mu serialises the container's lifecycle: concurrent first calls wait
 	// for one creation instead of racing to make two containers.

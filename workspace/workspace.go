@@ -154,4 +154,10 @@ type Workspace interface {
 	CheckpointDiff(ctx context.Context, from, to, prefix string) (DiffResult, error)
 	// DeleteCheckpoints deletes checkpoints; it returns the bytes freed.
 	DeleteCheckpoints(ctx context.Context, ids []string) (int64, error)
+
+	// Handoff gives the workspace a one-time handle that works for ttl,
+	// and goes on with a fresh, empty workspace.
+	Handoff(ctx context.Context, ttl time.Duration) (Handoff, error)
+	// Attach takes over the workspace a handle names.
+	Attach(ctx context.Context, handle string) (Attached, error)
 }

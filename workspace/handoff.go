@@ -1,0 +1,314 @@
+package workspace
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Limits of a handoff.
+const (
+	// DefaultHandoffTTL is how long a handle works unless the giver says.
+	DefaultHandoffTTL = 15 * time.Minute
+	// MaxHandoffTTL bounds how long a handle may work.
+	MaxHandoffTTL = 24 * time.Hour
+)
+
+// ErrBadHandle is the one answer to a handle that is unknown, used,
+// expired or another principal's: nothing can be learnt by probing.
+var ErrBadHandle = errors.New("the handle is not accepted: it is unknown, already used, or expired (a handle works once, before its expiry, for clients with the same credentials)")
+
+// handoffsDir holds, under the cache directory, the handles of workspaces
+// handed over by stdio sessions, for another process to attach: each a
+// file named by the SHA-256 of its handle, never by the handle.
+const handoffsDir = "handoffs"
+
+// Handoff is a workspace given a handle.
+type Handoff struct {
+	// Handle is what workspace_attach takes: 256 random bits, in hex.
+	Handle  string
+	Expires time.Time
+	// KeptContainer says the container, and its jobs, go with the
+	// workspace; otherwise a new container is made on its files.
+	KeptContainer bool
+	// Workspace names the kept workspace the files went to, when they
+	// went to disk for another process.
+	Workspace string
+}
+
+// Attached is a workspace a session took over.
+type Attached struct {
+	// KeptContainer says the container the giver used, and its jobs, came along.
+	KeptContainer bool
+	// Workspace is the kept workspace's name, when one was opened.
+	Workspace string
+	Info      ContainerInfo
+}
+
+// parked is a workspace handed over in this process and not yet attached.
+type parked struct {
+	s         *Session
+	principal string
+	expires   time.Time
+	timer     *time.Timer
+}
+
+// handoffRecord is a handle's file, for a workspace handed over to another process.
+type handoffRecord struct {
+	Workspace string    `json:"workspace"`
+	Principal string    `json:"principal,omitempty"`
+	Expires   time.Time `json:"expires"`
+}
+
+// handleKey is what a handle is looked up by.
+func handleKey(handle string) string {
+	sum := sha256.Sum256([]byte(handle))
+	return hex.EncodeToString(sum[:])
+}
+
+func newHandle() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Handoff implements Workspace: the session's workspace is given a handle
+// and set aside, and the session goes on with a fresh, empty one. Over
+// stdio the workspace goes to disk, as a kept workspace another process
+// can attach (its container and jobs are stopped); otherwise it stays in
+// this process with its container and jobs.
+func (s *Session) Handoff(ctx context.Context, ttl time.Duration) (Handoff, error) {
+	if ttl <= 0 || ttl > MaxHandoffTTL {
+		return Handoff{}, fmt.Errorf("a handle works for 1 s to %s, not %s", MaxHandoffTTL, ttl)
+	}
+	if n := s.active.Load(); n > 0 {
+		return Handoff{}, fmt.Errorf("%d other calls of this session are still running in the workspace; hand it over when they have returned", n)
+	}
+	return s.m.handoff(ctx, s, ttl)
+}
+
+func (m *Manager) handoff(ctx context.Context, s *Session, ttl time.Duration) (Handoff, error) {
+	m.mu.Lock()
+	if m.closed || m.sessions[s.id] != s {
+		m.mu.Unlock()
+		return Handoff{}, ErrSessionEnded
+	}
+	fresh := m.newSession(s.id, newWarmKey())
+	fresh.hash, fresh.principal, fresh.stdio = s.hash, s.principal, s.stdio
+	m.sessions[s.id] = fresh
+	m.mu.Unlock()
+
+	h := Handoff{Handle: newHandle(), Expires: time.Now().Add(ttl).UTC()}
+	if s.stdio {
+		name, err := m.persist(ctx, s, h.Expires)
+		if err != nil {
+			return Handoff{}, err
+		}
+		h.Workspace = name
+		rec := handoffRecord{Workspace: name, Principal: s.principal, Expires: h.Expires}
+		if err := writeJSON(filepath.Join(m.cfg.CacheDir, handoffsDir, handleKey(h.Handle)+".json"), rec); err != nil {
+			return Handoff{}, fmt.Errorf("recording the handle: %w", err)
+		}
+		m.log.Info("workspace handed over", "event", "handoff", "session", s.hash, "workspace", name, "expires", h.Expires)
+		return h, nil
+	}
+	key := handleKey(h.Handle)
+	p := &parked{s: s, principal: s.principal, expires: h.Expires}
+	m.mu.Lock()
+	p.timer = time.AfterFunc(ttl, func() { m.expireParked(key) })
+	m.parked[key] = p
+	m.mu.Unlock()
+	h.KeptContainer = true
+	m.log.Info("workspace handed over", "event", "handoff", "session", s.hash, "container", s.name, "expires", h.Expires)
+	return h, nil
+}
+
+// expireParked ends a workspace handed over in this process that nobody
+// attached in time.
+func (m *Manager) expireParked(key string) {
+	m.mu.Lock()
+	p, ok := m.parked[key]
+	delete(m.parked, key)
+	if ok {
+		m.ending.Add(1) // Close waits for it
+	}
+	m.mu.Unlock()
+	if !ok {
+		return
+	}
+	defer m.ending.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.APITimeout)
+	defer cancel()
+	m.log.Info("a handed-over workspace was not attached in time and is removed", "event", "handoff_expired", "container", p.s.name)
+	p.s.end(ctx)
+}
+
+// persist moves a workspace to disk as a kept workspace, reserved for its
+// handle until expires, stopping its container. It returns its name.
+func (m *Manager) persist(ctx context.Context, s *Session, expires time.Time) (string, error) {
+	if m.cfg.FilesOnPodmanHost {
+		return "", errors.New("a workspace whose files are on the Podman host (--files-on-podman-host) can only be handed to a session of the same server, over HTTP or SSE")
+	}
+	s.retire(ctx)
+	var name string
+	if s.kept != nil {
+		name = s.kept.name
+		s.kept.release()
+	} else {
+		name = "handoff-" + newWarmKey()
+		if err := s.moveTo(keptRoot(m.cfg.CacheDir, name)); err != nil {
+			return "", fmt.Errorf("keeping the workspace for its handle: %w", err)
+		}
+	}
+	root := keptRoot(m.cfg.CacheDir, name)
+	rec, err := readRecord(root)
+	if err != nil {
+		now := time.Now().UTC()
+		rec = WorkspaceRecord{Name: name, Created: now, LastUsed: now}
+	}
+	rec.Principal, rec.HandoffUntil = s.principal, expires
+	if err := writeJSON(filepath.Join(root, recordFile), rec); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// moveTo moves an ephemeral session's files to a kept workspace's place.
+// The container is gone and the disk unmounted.
+func (s *Session) moveTo(root string) error {
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return err
+	}
+	k := &keptWorkspace{root: root}
+	moves := [][2]string{{s.dir, k.sessionDir()}, {s.storeDir, k.storeDir()}}
+	if s.disk || s.m.disk != nil {
+		moves = append(moves, [2]string{s.diskImage(), k.diskImage()})
+	}
+	for _, mv := range moves {
+		if err := os.Rename(mv[0], mv[1]); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// Attach implements Workspace: the session takes over the workspace the
+// handle names and its own, which must hold no work, is removed.
+func (s *Session) Attach(ctx context.Context, handle string) (Attached, error) {
+	return s.m.attach(ctx, s, handle)
+}
+
+func (m *Manager) attach(ctx context.Context, s *Session, handle string) (Attached, error) {
+	if len(handle) != 64 {
+		return Attached{}, ErrBadHandle
+	}
+	if !s.discardable() {
+		return Attached{}, errors.New("this session's workspace holds work (files written, commands run or checkpoints), which attaching would replace; " +
+			"hand it over first (workspace_handoff), or attach from a new session")
+	}
+	key := handleKey(handle)
+	m.mu.Lock()
+	if m.closed || m.sessions[s.id] != s {
+		m.mu.Unlock()
+		return Attached{}, ErrSessionEnded
+	}
+	if p, ok := m.parked[key]; ok && p.principal == s.principal && time.Now().Before(p.expires) {
+		delete(m.parked, key)
+		p.timer.Stop()
+		taken := p.s
+		taken.id, taken.hash, taken.principal, taken.stdio = s.id, s.hash, s.principal, s.stdio
+		taken.owner.Store(&s.id)
+		if taken.proxy != nil {
+			taken.proxy.SetID(taken.hash)
+		}
+		taken.lastUsed.Store(time.Now().UnixNano())
+		m.sessions[s.id] = taken
+		m.mu.Unlock()
+		s.end(ctx)
+		m.log.Info("workspace attached", "event", "attach", "session", taken.hash, "container", taken.name)
+		return Attached{KeptContainer: true, Info: taken.Info()}, nil
+	}
+	m.mu.Unlock()
+	name, err := m.claimHandle(key, s.principal)
+	if err != nil {
+		return Attached{}, err
+	}
+	taken, err := m.newKeptSessionFor(s, name)
+	if err != nil {
+		return Attached{}, err
+	}
+	s.end(ctx)
+	m.log.Info("workspace attached", "event", "attach", "session", taken.hash, "workspace", name)
+	return Attached{Workspace: name, Info: taken.Info()}, nil
+}
+
+// claimHandle takes the handle file of key for principal, once: the file
+// is renamed away before it is trusted, so two attachers never both win.
+func (m *Manager) claimHandle(key, principal string) (string, error) {
+	path := filepath.Join(m.cfg.CacheDir, handoffsDir, key+".json")
+	var rec handoffRecord
+	if readJSON(path, &rec) != nil || rec.Principal != principal {
+		return "", ErrBadHandle
+	}
+	taken := path + ".taken-" + newWarmKey()
+	if err := os.Rename(path, taken); err != nil {
+		return "", ErrBadHandle
+	}
+	defer os.Remove(taken)
+	if readJSON(taken, &rec) != nil || rec.Principal != principal || !time.Now().Before(rec.Expires) {
+		return "", ErrBadHandle
+	}
+	return rec.Workspace, nil
+}
+
+// newKeptSessionFor replaces the session s with one that owns the kept
+// workspace name, reserved for the handle just claimed.
+func (m *Manager) newKeptSessionFor(s *Session, name string) (*Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || m.sessions[s.id] != s {
+		return nil, ErrSessionEnded
+	}
+	taken, err := m.newKeptSession(s.id, s.hash, SessionOptions{Workspace: name, Principal: s.principal, Stdio: s.stdio, handedOver: true})
+	if err != nil {
+		return nil, err
+	}
+	m.sessions[s.id] = taken
+	return taken, nil
+}
+
+// discardable says whether the session's workspace holds nothing an
+// attach would lose: no tool wrote, no command ran, no checkpoint was
+// taken; a kept workspace is only let go, never lost.
+func (s *Session) discardable() bool {
+	if s.kept != nil {
+		return true
+	}
+	return len(s.touched.list()) == 0 && !s.ranCommands.Load() && !s.hasCheckpoints()
+}
+
+// retire stops the session's container and jobs and unmounts its disk,
+// keeping its files, as the session ends.
+func (s *Session) retire(ctx context.Context) {
+	s.endLife()
+	s.pullMu.Lock()
+	defer s.pullMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return
+	}
+	s.ended = true
+	s.closePorts()
+	if err := s.removeLocked(ctx); err != nil {
+		s.m.log.Warn("removing the container of a handed-over workspace failed; retrying in the background", "container", s.name, "err", err)
+		s.m.removeLater(s.name)
+	}
+	s.unmountDiskLocked()
+}
