@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/wire"
@@ -58,6 +59,10 @@ type Agent struct {
 	lastSeq  int64
 
 	jobs *jobs
+
+	// commands counts the exec and python requests running, whose
+	// process trees a restore waits for (see OpWaitCommands).
+	commands atomic.Int64
 }
 
 // mutation takes the lock every tool change holds and returns the change's
@@ -166,9 +171,17 @@ func (a *Agent) handle(ctx context.Context, req wire.Request, report func(wire.P
 	case wire.OpPing:
 		result = wire.PingResult{PID: os.Getpid()}
 	case wire.OpExec:
+		a.commands.Add(1)
+		defer a.commands.Add(-1)
 		result, werr = dispatch(req.Args, func(args wire.ExecArgs) (*wire.ExecResult, *wire.Error) { return a.exec(ctx, args, report) })
 	case wire.OpPython:
+		a.commands.Add(1)
+		defer a.commands.Add(-1)
 		result, werr = dispatch(req.Args, func(args wire.PythonArgs) (*wire.PythonResult, *wire.Error) { return a.python(ctx, args, report) })
+	case wire.OpWaitCommands:
+		result, werr = dispatch(req.Args, func(args wire.WaitCommandsArgs) (*wire.WaitCommandsResult, *wire.Error) {
+			return a.waitCommands(ctx, time.Duration(args.TimeoutMillis)*time.Millisecond), nil
+		})
 	case wire.OpList:
 		result, werr = dispatch(req.Args, func(args wire.PathArgs) (*wire.ListResult, *wire.Error) { return a.list(args.Path) })
 	case wire.OpRead:
@@ -244,4 +257,14 @@ func (a *Agent) forgetChild(pid int) {
 	a.mu.Lock()
 	delete(a.children, pid)
 	a.mu.Unlock()
+}
+
+// waitCommands answers OpWaitCommands: it waits until no command runs, for
+// at most timeout, and says how many still do.
+func (a *Agent) waitCommands(ctx context.Context, timeout time.Duration) *wire.WaitCommandsResult {
+	deadline := time.Now().Add(timeout)
+	for a.commands.Load() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return &wire.WaitCommandsResult{Running: a.commands.Load()}
 }

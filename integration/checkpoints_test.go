@@ -39,6 +39,17 @@ const listScript = `find . -path ./proj/.git -prune -o -print | LC_ALL=C sort | 
   if [ -L "$f" ]; then readlink "$f"; elif [ -f "$f" ]; then md5sum < "$f"; fi
 done`
 
+// listingDigest is a digest of listing, for trees whose listing passes
+// what one command's output keeps, with its line count.
+func (p *proc) listingDigest() string {
+	p.t.Helper()
+	res := p.run("sh", "-c", "("+listScript+") > /tmp/listing && wc -l < /tmp/listing && md5sum < /tmp/listing")
+	if res.ExitCode != 0 {
+		p.t.Fatalf("listing the workspace: %s", res.Stderr)
+	}
+	return strings.Join(strings.Fields(res.Stdout), " ")
+}
+
 // listing is the container's view of /workspace, through listScript.
 func (p *proc) listing() string {
 	p.t.Helper()

@@ -14,6 +14,10 @@ const (
 	OpReadFiles = "read_files"
 	// OpApply changes the workspace, one step after another.
 	OpApply = "apply"
+	// OpWaitCommands waits until no command (exec or python) runs in the
+	// container, as a restore must once it has cancelled them: a
+	// cancelled call returns at once, its process tree dies in the grace.
+	OpWaitCommands = "wait_commands"
 )
 
 // Limits of the checkpoint operations.
@@ -168,4 +172,15 @@ type ApplyArgs struct {
 type ApplyResult struct {
 	// Done counts the steps made.
 	Done int `json:"done"`
+}
+
+// WaitCommandsArgs are the arguments of OpWaitCommands.
+type WaitCommandsArgs struct {
+	TimeoutMillis int64 `json:"timeout_ms"`
+}
+
+// WaitCommandsResult answers OpWaitCommands.
+type WaitCommandsResult struct {
+	// Running counts the commands still running when the wait ended.
+	Running int64 `json:"running"`
 }

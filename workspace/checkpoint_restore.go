@@ -42,7 +42,9 @@ func (s *Session) Restore(ctx context.Context, id string) (RestoreResult, error)
 	if err != nil {
 		return res, err
 	}
-	res.StoppedJobs = s.stopAllJobs(ctx, client)
+	if res.StoppedJobs, err = s.quiesce(ctx, client); err != nil {
+		return res, err
+	}
 	if err := s.finishPendingRestore(ctx); err != nil {
 		return res, err
 	}
@@ -122,7 +124,9 @@ func (s *Session) finishPendingRestore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.stopAllJobs(ctx, client)
+	if _, err := s.quiesce(ctx, client); err != nil {
+		return err
+	}
 	_, err = s.restoreTo(ctx, client, st, j.TargetRoot)
 	if err != nil && j.FallbackRoot != "" {
 		_, err = s.restoreTo(ctx, client, st, j.FallbackRoot)
@@ -136,6 +140,23 @@ func (s *Session) finishPendingRestore(ctx context.Context) error {
 	s.restorePending.Store(false)
 	s.m.log.Info("workspace restore finished", "event", "restore_finished", "session", s.hash, "checkpoint", j.Target)
 	return nil
+}
+
+// quiesce stops what runs in the container before a restore changes its
+// files: the jobs (SIGTERM, then SIGKILL after the stop grace), and the
+// commands whose calls the gate cancelled, whose trees die within their
+// grace. It says how many jobs it stopped.
+func (s *Session) quiesce(ctx context.Context, client *wire.Client) (int, error) {
+	jobs := s.stopAllJobs(ctx, client)
+	var left wire.WaitCommandsResult
+	wait := MaxGrace + 5*time.Second
+	if err := client.Call(ctx, wire.OpWaitCommands, wire.WaitCommandsArgs{TimeoutMillis: wait.Milliseconds()}, &left); err != nil {
+		return jobs, err
+	}
+	if left.Running > 0 {
+		return jobs, fmt.Errorf("%d stopped commands were still running after %s; nothing was restored", left.Running, wait)
+	}
+	return jobs, nil
 }
 
 // stopAllJobs stops the running jobs (SIGTERM, then SIGKILL after the stop
