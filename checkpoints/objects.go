@@ -2,6 +2,7 @@ package checkpoints
 
 import (
 	"bytes"
+	"compress/flate"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +15,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -85,12 +88,17 @@ func exact(s string) (string, []byte) {
 	return "", []byte(s)
 }
 
-// Build writes the objects of one checkpoint. While any Build is open the
-// store collects nothing, so objects written for a checkpoint not yet
-// committed are never taken. Done must be called.
+// Build writes the objects of one checkpoint; it is safe for concurrent
+// use. While any Build is open the store collects nothing, so objects
+// written for a checkpoint not yet committed are never taken. Done must be
+// called.
 type Build struct {
 	s     *Store
-	added int64
+	added atomic.Int64
+
+	mu           sync.Mutex
+	pending      map[string][]byte // small objects for the next pack
+	pendingBytes int
 }
 
 // Build starts writing objects.
@@ -101,7 +109,31 @@ func (s *Store) Build() *Build {
 	return &Build{s: s}
 }
 
-// Done ends the build.
+// Flush writes the small objects held in memory as a pack; Commit of a
+// checkpoint whose objects the build wrote must come after it.
+func (b *Build) Flush() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.flushLocked()
+}
+
+func (b *Build) flushLocked() error {
+	if len(b.pending) == 0 {
+		return nil
+	}
+	size, err := b.s.writePack(b.pending)
+	if err != nil {
+		return err
+	}
+	b.s.mu.Lock()
+	b.s.bytes += size
+	b.s.mu.Unlock()
+	b.added.Add(size)
+	b.pending, b.pendingBytes = nil, 0
+	return nil
+}
+
+// Done ends the build; objects not flushed are dropped.
 func (b *Build) Done() {
 	b.s.mu.Lock()
 	b.s.builds--
@@ -109,12 +141,18 @@ func (b *Build) Done() {
 }
 
 // Added is the size of the objects this build added to the store.
-func (b *Build) Added() int64 { return b.added }
+func (b *Build) Added() int64 { return b.added.Load() }
 
 // Has reports whether the object named hash is stored.
 func (s *Store) Has(hash string) bool {
 	if !validHash(hash) {
 		return false
+	}
+	s.packMu.RLock()
+	_, packed := s.packs[hash]
+	s.packMu.RUnlock()
+	if packed {
+		return true
 	}
 	_, err := os.Lstat(s.objectPath(hash))
 	return err == nil
@@ -185,12 +223,34 @@ func (b *Build) place(tmp, sum string, size int64) error {
 	s.mu.Lock()
 	s.bytes += size
 	s.mu.Unlock()
-	b.added += size
+	b.added.Add(size)
 	return nil
 }
 
-// PutBlob stores data and returns its hash.
+// PutBlob stores data and returns its hash; content already stored is
+// not written again. Small content waits in memory for the build's next
+// pack (Flush).
 func (b *Build) PutBlob(data []byte) (string, error) {
+	raw := sha256.Sum256(data)
+	sum := hex.EncodeToString(raw[:])
+	if b.s.Has(sum) {
+		return sum, nil
+	}
+	if len(data) <= packMaxObject {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if _, ok := b.pending[sum]; !ok {
+			if b.pending == nil {
+				b.pending = map[string][]byte{}
+			}
+			b.pending[sum] = slices.Clone(data)
+			b.pendingBytes += len(data)
+		}
+		if b.pendingBytes >= packFlushBytes {
+			return sum, b.flushLocked()
+		}
+		return sum, nil
+	}
 	w, err := b.NewBlob()
 	if err != nil {
 		return "", err
@@ -214,14 +274,30 @@ func (b *Build) PutTree(entries []Entry) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return b.PutBlob(data)
+	var packed bytes.Buffer
+	zw, _ := flate.NewWriter(&packed, flate.BestSpeed)
+	zw.Write(data)
+	if err := zw.Close(); err != nil {
+		return "", err
+	}
+	return b.PutBlob(packed.Bytes())
 }
+
+// maxTreeBytes bounds a tree's JSON once inflated: a damaged or hostile
+// store cannot make a reader inflate without end.
+const maxTreeBytes = 256 << 20
 
 // OpenBlob opens a stored file's content. The reader fails with ErrCorrupt
 // at its end when the content does not match its name.
 func (s *Store) OpenBlob(sum string) (io.ReadCloser, error) {
 	if !validHash(sum) {
 		return nil, fmt.Errorf("%w: %q names no object", ErrCorrupt, sum)
+	}
+	if r, packed, err := s.openPacked(sum); packed {
+		if err != nil {
+			return nil, err
+		}
+		return &verifier{r: r, h: sha256.New(), want: sum}, nil
 	}
 	f, err := os.Open(s.objectPath(sum))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -230,18 +306,18 @@ func (s *Store) OpenBlob(sum string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &verifier{f: f, h: sha256.New(), want: sum}, nil
+	return &verifier{r: f, h: sha256.New(), want: sum}, nil
 }
 
 // verifier checks what it read against the name it was opened by.
 type verifier struct {
-	f    *os.File
+	r    io.ReadCloser
 	h    hash.Hash
 	want string
 }
 
 func (v *verifier) Read(p []byte) (int, error) {
-	n, err := v.f.Read(p)
+	n, err := v.r.Read(p)
 	v.h.Write(p[:n])
 	if errors.Is(err, io.EOF) && hex.EncodeToString(v.h.Sum(nil)) != v.want {
 		return n, fmt.Errorf("%w: object %s does not match its content", ErrCorrupt, v.want)
@@ -249,7 +325,7 @@ func (v *verifier) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (v *verifier) Close() error { return v.f.Close() }
+func (v *verifier) Close() error { return v.r.Close() }
 
 // ReadTree returns a stored directory's entries, sorted by name.
 func (s *Store) ReadTree(sum string) ([]Entry, error) {
@@ -258,8 +334,16 @@ func (s *Store) ReadTree(sum string) ([]Entry, error) {
 		return nil, err
 	}
 	defer r.Close()
-	data, err := io.ReadAll(r)
+	// Trees are stored deflated: most of a tree is names and hashes, and a
+	// checkpoint that changes files in many directories adds their trees.
+	data, err := io.ReadAll(io.LimitReader(flate.NewReader(r), maxTreeBytes+1))
+	if err == nil && len(data) > maxTreeBytes {
+		err = fmt.Errorf("%w: tree %s inflates past %d bytes", ErrCorrupt, sum, maxTreeBytes)
+	}
 	if err != nil {
+		if !errors.Is(err, ErrCorrupt) {
+			err = fmt.Errorf("%w: tree %s cannot be read: %v", ErrCorrupt, sum, err)
+		}
 		return nil, err
 	}
 	var entries []Entry
@@ -328,7 +412,11 @@ func (s *Store) collect() (int64, error) {
 			return 0, err // a damaged store loses nothing to collection
 		}
 	}
-	var freed int64
+	freed, err := s.collectPacks(live)
+	if err != nil {
+		s.bytes -= freed
+		return freed, fmt.Errorf("collecting unused checkpoint objects: %w", err)
+	}
 	err = filepath.WalkDir(filepath.Join(s.dir, objectsDir), func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err

@@ -81,22 +81,29 @@ type Store struct {
 	cap int64
 
 	mu     sync.Mutex
-	bytes  int64          // total size of the objects
+	bytes  int64          // total size of the objects, loose and packed
 	pinned map[string]int // roots that collection keeps, with their pin counts
 	builds int            // open Builds; collection waits for none
+
+	packMu    sync.RWMutex
+	packs     map[string]packLoc // packed objects by hash
+	packSizes map[string]int64   // packs by name
 }
 
 // Open opens the store in dir, creating it when missing, and removes the
 // temporary files a killed process left. capBytes bounds the objects'
 // total size (0 for no bound).
 func Open(dir string, capBytes int64) (*Store, error) {
-	for _, d := range []string{objectsDir, recordsDir, tmpDir} {
+	for _, d := range []string{objectsDir, packsDir, recordsDir, tmpDir} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			return nil, fmt.Errorf("creating the checkpoint store: %w", err)
 		}
 	}
-	s := &Store{dir: dir, cap: capBytes, pinned: map[string]int{}}
+	s := &Store{dir: dir, cap: capBytes, pinned: map[string]int{}, packs: map[string]packLoc{}, packSizes: map[string]int64{}}
 	if err := s.clearTemporary(); err != nil {
+		return nil, err
+	}
+	if err := s.loadPacks(); err != nil {
 		return nil, err
 	}
 	n, err := s.measure()
@@ -110,7 +117,15 @@ func Open(dir string, capBytes int64) (*Store, error) {
 // Look opens the store in dir to read its checkpoints, changing nothing:
 // another process may own it.
 func Look(dir string) *Store {
-	return &Store{dir: dir, pinned: map[string]int{}}
+	s := &Store{dir: dir, pinned: map[string]int{}, packs: map[string]packLoc{}, packSizes: map[string]int64{}}
+	if entries, err := os.ReadDir(filepath.Join(dir, packsDir)); err == nil {
+		for _, e := range entries {
+			if name, ok := strings.CutSuffix(e.Name(), ".idx"); ok {
+				_ = s.loadPack(name)
+			}
+		}
+	}
+	return s
 }
 
 // Dir is the store's directory.
@@ -159,9 +174,12 @@ func (s *Store) clearTemporary() error {
 	return nil
 }
 
-// measure sums the sizes of the objects.
+// measure sums the sizes of the loose objects and the packs.
 func (s *Store) measure() (int64, error) {
-	var n int64
+	n := int64(0)
+	for _, size := range s.packSizes {
+		n += size
+	}
 	err := filepath.WalkDir(filepath.Join(s.dir, objectsDir), func(_ string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err

@@ -30,6 +30,9 @@ func put(t *testing.T, s *Store, files ...string) string {
 	entries = append(entries, Entry{Name: "empty", Kind: KindDir, Mode: 0o755, Hash: sub},
 		Entry{Name: "link\xffbad", Kind: KindSymlink, Mode: 0o777, Target: "../\x00\xfe"})
 	root, err := b.PutTree(entries)
+	if err == nil {
+		err = b.Flush()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,14 +122,28 @@ func TestDamageIsDetected(t *testing.T) {
 	s, _ := Open(t.TempDir(), 0)
 	b := s.Build()
 	sum, _ := b.PutBlob([]byte("content"))
+	large, _ := b.PutBlob(make([]byte, packMaxObject+1))
+	must(t, b.Flush())
 	b.Done()
-	os.WriteFile(s.objectPath(sum), []byte("changed"), 0o600)
-	r, err := s.OpenBlob(sum)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.ReadAll(r); !errors.Is(err, ErrCorrupt) {
-		t.Errorf("reading a damaged object = %v, want ErrCorrupt", err)
+	// Damage the packed object in its pack, and the loose one in its file.
+	s.packMu.RLock()
+	loc := s.packs[sum]
+	s.packMu.RUnlock()
+	f, err := os.OpenFile(s.packPath(loc.pack, ".pack"), os.O_RDWR, 0)
+	must(t, err)
+	_, err = f.WriteAt([]byte("C"), loc.off)
+	must(t, err)
+	f.Close()
+	os.WriteFile(s.objectPath(large), []byte("changed"), 0o600)
+	for _, damaged := range []string{sum, large} {
+		r, err := s.OpenBlob(damaged)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadAll(r); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("reading a damaged object = %v, want ErrCorrupt", err)
+		}
+		r.Close()
 	}
 	for _, bad := range []string{"", "../x", strings.Repeat("Z", 64)} {
 		if _, err := s.OpenBlob(bad); !errors.Is(err, ErrCorrupt) {
@@ -135,8 +152,13 @@ func TestDamageIsDetected(t *testing.T) {
 	}
 	// A tree whose entries no scan makes is refused.
 	b = s.Build()
-	hostile, _ := b.PutBlob([]byte(`[{"name":"../escape","kind":"file","mode":420,"hash":"` + sum + `"}]`))
+	hostile, _ := b.PutTree([]Entry{{Name: "../escape", Kind: KindFile, Mode: 0o644, Hash: sum}})
+	notATree, _ := b.PutBlob([]byte(`[{"name":"x","kind":"file"}]`))
+	must(t, b.Flush())
 	b.Done()
+	if _, err := s.ReadTree(notATree); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("a blob read as a tree = %v", err)
+	}
 	if _, err := s.ReadTree(hostile); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("a tree naming ../escape = %v", err)
 	}
@@ -173,5 +195,81 @@ func TestJournal(t *testing.T) {
 	}
 	if j, _ := s.PendingRestore(); j != nil {
 		t.Errorf("journal left: %+v", j)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPacksSurviveAKilledWriterAndCollection leaves a pack without its
+// index, as a writer killed between the two would, and collects a store
+// whose packs hold live and dead objects: the live ones stay readable.
+func TestPacksSurviveAKilledWriterAndCollection(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := Open(dir, 0)
+	keep := put(t, s, "kept-1", "kept-2")
+	c1, _ := s.Commit(Checkpoint{Root: keep})
+	gone := put(t, s, "gone-1", "gone-2", "gone-3")
+	c2, _ := s.Commit(Checkpoint{Root: gone})
+	os.WriteFile(filepath.Join(dir, packsDir, "deadbeefdeadbeef.pack"), []byte("half a pack"), 0o600)
+	s2, err := Open(dir, 0)
+	must(t, err)
+	if fileExists(filepath.Join(dir, packsDir, "deadbeefdeadbeef.pack")) {
+		t.Error("a pack without an index was kept")
+	}
+	if _, err := s2.Delete(c2.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"kept-1", "kept-2"} {
+		if data, err := fs.ReadFile(s2.FS(c1.Root), f); err != nil || string(data) != f {
+			t.Errorf("%s after collection = %q, %v", f, data, err)
+		}
+	}
+	if s2.Has(gone) {
+		t.Error("the deleted checkpoint's tree is still stored")
+	}
+	s3, err := Open(dir, 0)
+	must(t, err)
+	if got, want := s3.Bytes(), s2.Bytes(); got != want {
+		t.Errorf("measured %d bytes on reopening, %d counted", got, want)
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+// TestAPackMostlyDeadIsRewritten stores two checkpoints in one pack and
+// deletes the larger: the pack is rewritten with the live objects alone.
+func TestAPackMostlyDeadIsRewritten(t *testing.T) {
+	s, _ := Open(t.TempDir(), 0)
+	b := s.Build()
+	small, _ := b.PutBlob([]byte("small"))
+	big, _ := b.PutBlob([]byte(strings.Repeat("big", 10_000)))
+	rootA, _ := b.PutTree([]Entry{{Name: "s", Kind: KindFile, Mode: 0o644, Size: 5, Hash: small}})
+	rootB, _ := b.PutTree([]Entry{{Name: "b", Kind: KindFile, Mode: 0o644, Size: 30_000, Hash: big}})
+	must(t, b.Flush())
+	b.Done()
+	a, _ := s.Commit(Checkpoint{Root: rootA})
+	bb, _ := s.Commit(Checkpoint{Root: rootB})
+	before := s.Bytes()
+	freed, err := s.Delete(bb.ID)
+	must(t, err)
+	if freed < 30_000 || s.Bytes() != before-freed {
+		t.Errorf("freed %d of %d bytes; %d left", freed, before, s.Bytes())
+	}
+	if data, err := fs.ReadFile(s.FS(a.Root), "s"); err != nil || string(data) != "small" {
+		t.Errorf("the live object after the rewrite = %q, %v", data, err)
+	}
+	if s.Has(big) {
+		t.Error("the dead object survived the rewrite")
+	}
+	if packs, _ := os.ReadDir(filepath.Join(s.Dir(), packsDir)); len(packs) != 2 {
+		t.Errorf("%d pack files, want one pack and its index", len(packs))
 	}
 }

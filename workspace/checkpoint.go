@@ -134,9 +134,12 @@ func (s *Session) save(ctx context.Context, meta Checkpoint) (Checkpoint, error)
 	if err != nil {
 		return Checkpoint{}, err
 	}
+	snap.steps.done("commit")
 	s.saveIndex(snap.index)
+	snap.steps.done("index")
 	s.m.log.Info("workspace checkpoint", "event", "checkpoint", "session", s.hash, "checkpoint", cp.ID, "auto", cp.Auto,
-		"files", cp.Files, "bytes", cp.Bytes, "added_bytes", cp.Added, "fetched_files", snap.fetched, "duration_ms", time.Since(start).Milliseconds())
+		"files", cp.Files, "bytes", cp.Bytes, "added_bytes", cp.Added, "fetched_files", snap.fetched, "duration_ms", time.Since(start).Milliseconds(),
+		"steps", snap.steps.String())
 	if cp.Auto != "" {
 		s.pruneAuto(st)
 	}

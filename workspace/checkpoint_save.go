@@ -6,7 +6,10 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
 	"github.com/wink-mcp/wink-mcp/wire"
@@ -31,7 +34,10 @@ type snapshotState struct {
 	bytes                        int64
 	skipped                      []string
 	fetched                      int
-	index                        checkpoints.Index
+	steps                        *stepTimes // scan, fetch, trees
+
+	mu    sync.Mutex // guards index while files are fetched at once
+	index checkpoints.Index
 }
 
 func (r *snapshotState) done() { r.build.Done() }
@@ -69,12 +75,14 @@ func statOf(e wire.ScanEntry) checkpoints.Stat {
 // the index knows are not read again; the others are read through the
 // agent and stored once, under their content's hash.
 func (s *Session) snapshot(ctx context.Context, client *wire.Client, st *checkpoints.Store) (*snapshotState, error) {
+	steps := newStepTimes()
 	entries, _, err := s.scanAll(ctx, client)
 	if err != nil {
 		return nil, err
 	}
+	steps.done("scan")
 	prev := s.lastIndex()
-	res := &snapshotState{build: st.Build(), index: checkpoints.Index{}}
+	res := &snapshotState{build: st.Build(), index: checkpoints.Index{}, steps: steps}
 	hashes := make([]string, len(entries))
 	var fetch []int
 	var need int64
@@ -101,10 +109,15 @@ func (s *Session) snapshot(ctx context.Context, client *wire.Client, st *checkpo
 		return nil, err
 	}
 	res.fetched = len(fetch)
-	if err := res.buildTrees(entries, hashes); err != nil {
+	steps.done("fetch")
+	if err := res.buildTrees(entries, hashes); err == nil {
+		err = res.build.Flush()
+	}
+	if err != nil {
 		res.done()
 		return nil, err
 	}
+	steps.done("trees")
 	return res, nil
 }
 
@@ -119,63 +132,73 @@ func largest(entries []wire.ScanEntry, fetch []int, n int) string {
 	return strings.Join(parts, ", ")
 }
 
+// fetchInFlight is how many read requests a checkpoint keeps in flight,
+// so that the agent reads, the channel carries and the store writes at
+// once.
+const fetchInFlight = 3
+
 // fetchFiles reads the files entries[fetch] through the agent, small ones
 // many to a request, large ones a chunk at a time, and stores each.
 func (s *Session) fetchFiles(ctx context.Context, client *wire.Client, res *snapshotState, entries []wire.ScanEntry, fetch []int, hashes []string) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(fetchInFlight)
 	var batch []int
 	var batchBytes int64
-	flush := func() error {
+	flush := func() {
 		if len(batch) == 0 {
-			return nil
+			return
 		}
-		ranges := make([]wire.FileRange, len(batch))
-		for j, i := range batch {
-			ranges[j] = wire.FileRange{Path: entries[i].Path, Limit: int(entries[i].Size)}
-		}
-		var out wire.ReadFilesResult
-		if err := client.Call(ctx, wire.OpReadFiles, wire.ReadFilesArgs{Files: ranges}, &out); err != nil {
-			return fmt.Errorf("reading files to save: %w", err)
-		}
-		for j, i := range batch {
-			d := out.Files[j]
-			if d.Error != "" || d.Changed || int64(len(d.Data)) != d.Size {
-				// Changed since the scan, or while it was read: read it again, alone.
-				if err := s.fetchLarge(ctx, client, res, &entries[i], &hashes[i]); err != nil {
-					return err
-				}
-				continue
-			}
-			sum, err := res.build.PutBlob(d.Data)
-			if err != nil {
-				return err
-			}
-			hashes[i] = sum
-			entries[i].Size = d.Size
-			res.remember(entries[i].Path.String(), d, sum)
-		}
-		batch, batchBytes = batch[:0], 0
-		return nil
+		mine := batch
+		batch, batchBytes = nil, 0
+		g.Go(func() error { return s.fetchBatch(ctx, client, res, entries, mine, hashes) })
 	}
 	for _, i := range fetch {
-		if err := ctx.Err(); err != nil {
-			return err
+		if ctx.Err() != nil {
+			break
 		}
 		size := entries[i].Size
 		if size > wire.MaxChunkBytes/4 {
+			g.Go(func() error { return s.fetchLarge(ctx, client, res, &entries[i], &hashes[i]) })
+			continue
+		}
+		if batchBytes+size > wire.MaxChunkBytes || len(batch) == 4096 {
+			flush()
+		}
+		batch = append(batch, i)
+		batchBytes += size
+	}
+	flush()
+	return g.Wait()
+}
+
+// fetchBatch reads the small files entries[batch] in one request and
+// stores each; one that changed since the scan is read again, alone.
+func (s *Session) fetchBatch(ctx context.Context, client *wire.Client, res *snapshotState, entries []wire.ScanEntry, batch []int, hashes []string) error {
+	ranges := make([]wire.FileRange, len(batch))
+	for j, i := range batch {
+		ranges[j] = wire.FileRange{Path: entries[i].Path, Limit: int(entries[i].Size)}
+	}
+	var out wire.ReadFilesResult
+	if err := client.Call(ctx, wire.OpReadFiles, wire.ReadFilesArgs{Files: ranges}, &out); err != nil {
+		return fmt.Errorf("reading files to save: %w", err)
+	}
+	for j, i := range batch {
+		d := out.Files[j]
+		if d.Error != "" || d.Changed || int64(len(d.Data)) != d.Size {
 			if err := s.fetchLarge(ctx, client, res, &entries[i], &hashes[i]); err != nil {
 				return err
 			}
 			continue
 		}
-		if batchBytes+size > wire.MaxChunkBytes || len(batch) == 4096 {
-			if err := flush(); err != nil {
-				return err
-			}
+		sum, err := res.build.PutBlob(d.Data)
+		if err != nil {
+			return err
 		}
-		batch = append(batch, i)
-		batchBytes += size
+		hashes[i] = sum
+		entries[i].Size = d.Size
+		res.remember(entries[i].Path.String(), d, sum)
 	}
-	return flush()
+	return nil
 }
 
 // fetchLarge reads one file a chunk at a time, from the start again when
@@ -238,6 +261,8 @@ func (r *snapshotState) remember(p string, d wire.FileData, sum string) {
 	if d.Ctime >= d.ReadUnixNanos-window || d.Mtime >= d.ReadUnixNanos-window {
 		return
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.index[p] = checkpoints.Known{Stat: checkpoints.Stat{Size: d.Size, Mtime: d.Mtime, Ctime: d.Ctime, Ino: d.Ino}, Hash: sum}
 }
 

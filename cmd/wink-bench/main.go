@@ -24,6 +24,7 @@ type config struct {
 	sessions, sessionOps    int
 	httpSamples, burst      int
 	egressSamples           int
+	only                    string
 }
 
 func main() {
@@ -39,6 +40,7 @@ func main() {
 	flag.IntVar(&cfg.sessions, "sessions", 20, "concurrent sessions in the load measurement")
 	flag.IntVar(&cfg.sessionOps, "session-ops", 100, "calls per concurrent session")
 	flag.IntVar(&cfg.egressSamples, "egress-samples", 5, "downloads through the egress proxy, and directly")
+	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints), print it and write it to -out")
 	flag.Parse()
 	if err := run(cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "wink-bench: %v\n", err)
@@ -49,6 +51,12 @@ func main() {
 func run(cfg config) error {
 	ctx := context.Background()
 	rep := report{Machine: describeMachine(cfg), Command: strings.Join(append([]string{"wink-bench"}, os.Args[1:]...), " ")}
+	if cfg.only == "checkpoints" {
+		fmt.Fprintf(os.Stderr, "measuring checkpoints and restores...\n")
+		first, later, restore, figs := measureCheckpoints(ctx, cfg)
+		rep.Measurements, rep.Checkpoints = []measurement{first, later, restore}, &figs
+		return rep.write(cfg.out)
+	}
 
 	s, err := startSession(ctx, cfg)
 	if err != nil {
@@ -111,6 +119,9 @@ func run(cfg config) error {
 	fixed := measureFixedRate(ctx, cfg, "HTTP: read_file, 50 sessions, 100 calls/s in all", 50, 100, 20*time.Second)
 	fmt.Fprintf(os.Stderr, "measuring egress throughput...\n")
 	egress, egressDirect, egressCeiling := measureEgress(ctx, cfg, cfg.egressSamples)
+	fmt.Fprintf(os.Stderr, "measuring checkpoints and restores...\n")
+	ckFirst, ckLater, ckRestore, ckFigs := measureCheckpoints(ctx, cfg)
+	rep.Checkpoints = &ckFigs
 	fmt.Fprintf(os.Stderr, "measuring bursts of %d sessions over HTTP...\n", cfg.burst)
 	burstWarm := measureHTTPBurst(ctx, cfg, fmt.Sprintf("HTTP: %d sessions at once, initialize + first call, --warm %d", cfg.burst, cfg.burst),
 		cfg.burst, cfg.burst, "--max-sessions", fmt.Sprint(cfg.burst+14))
@@ -130,8 +141,11 @@ func run(cfg config) error {
 	burstCold.Target, burstCold.Met = "0 errors", burstCold.Errors == 0
 	burst2.Target, burst2.Met = "0 errors", burst2.Errors == 0
 	fixed.Target, fixed.Met = "p99 <= 20 ms", fixed.P99 <= 20 && fixed.Errors == 0
+	ckLater.Target, ckLater.Met = "p99 <= 1 s", ckLater.P99 <= 1000 && ckLater.Errors == 0
+	ckRestore.Target, ckRestore.Met = "p99 <= 1 s", ckRestore.P99 <= 1000 && ckRestore.Errors == 0
 	rep.Measurements = []measurement{protocol, reads, viaMCPGo, writes, edits, greps, shells, baseline,
-		first, firstLazy, firstLater, load, httpWarm, httpCold, burstWarm, burstCold, burst2, fixed, egress, egressDirect, egressCeiling}
+		first, firstLazy, firstLater, load, httpWarm, httpCold, burstWarm, burstCold, burst2, fixed, egress, egressDirect, egressCeiling,
+		ckFirst, ckLater, ckRestore}
 	rep.ClosedLoopCallsPerSecond = load.CallsPerSecond
 	rep.ReadSpeedup = baseline.P50 / reads.P50
 	rep.SpeedupMet = rep.ReadSpeedup >= 50
@@ -139,12 +153,17 @@ func run(cfg config) error {
 		rep.EgressShare = egressDirect.P50 / egress.P50
 		rep.EgressShareMet = rep.EgressShare >= 0.5
 	}
-	fmt.Print(rep.markdown())
-	b, err := json.MarshalIndent(rep, "", "  ")
+	return rep.write(cfg.out)
+}
+
+// write prints the report as markdown and saves it as JSON to out.
+func (r report) write(out string) error {
+	fmt.Print(r.markdown())
+	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(cfg.out, append(b, '\n'), 0o644)
+	return os.WriteFile(out, append(b, '\n'), 0o644)
 }
 
 // measureFirstCalls times the first tool call of new stdio processes, as a
