@@ -59,6 +59,8 @@ func (d *doctor) checks() []check {
 		{"image", d.image},
 		{"mounts", d.mounts},
 		{"egress", d.egress},
+		{"checkpoints", d.checkpoints},
+		{"processes", d.processes},
 		{"container", d.container},
 	}
 }

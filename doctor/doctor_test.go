@@ -36,6 +36,7 @@ func (h fakeHost) cgroupLayout() string                { return h.layout }
 func (h fakeHost) hardLimits() (uint64, uint64, error) { return h.hard, h.hard, nil }
 func (h fakeHost) freeBytes(string) (uint64, error)    { return h.free, nil }
 func (h fakeHost) diskLimitSupport() error             { return h.noDisk }
+func (h fakeHost) criu(context.Context) string         { return "CRIU is not installed" }
 
 func TestRunWithoutAServiceFailsAndSkipsWhatNeedsIt(t *testing.T) {
 	cfg := workspace.DefaultConfig()

@@ -29,6 +29,8 @@ type host interface {
 	freeBytes(dir string) (uint64, error)
 	// diskLimitSupport says why per-session disk limits cannot be enforced, or nil.
 	diskLimitSupport() error
+	// criu says, in a line, whether CRIU could checkpoint processes here.
+	criu(ctx context.Context) string
 }
 
 // localHost is the machine wink-mcp runs on.
@@ -46,3 +48,5 @@ func (localHost) podmanVersion(ctx context.Context) (string, string, error) {
 }
 
 func (localHost) diskLimitSupport() error { return workspace.DiskLimitSupport() }
+
+func (localHost) criu(ctx context.Context) string { return criuCheck(ctx) }

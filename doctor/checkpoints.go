@@ -1,0 +1,79 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/checkpoints"
+	"github.com/wink-mcp/wink-mcp/workspace"
+)
+
+// checkpoints says where checkpoints and kept workspaces live and what
+// they take, and whether processes can be checkpointed too (they are not:
+// see processes).
+func (d *doctor) checkpoints(context.Context) Result {
+	limit := "no limit"
+	if d.cfg.CheckpointBytes > 0 {
+		limit = checkpoints.FormatBytes(d.cfg.CheckpointBytes) + " each"
+	}
+	kept, err := workspace.ListKept(d.cfg.CacheDir)
+	if err != nil {
+		return Result{Status: Warn, Detail: fmt.Sprintf("kept workspaces under %s cannot be listed: %v", d.cfg.CacheDir, err), Fix: "check the cache directory's permissions"}
+	}
+	var files, store int64
+	for _, k := range kept {
+		files, store = files+k.FilesBytes, store+k.StoreBytes
+	}
+	detail := fmt.Sprintf("files only, saved through the agent into %s (%s); %d kept workspaces (%s of files, %s of checkpoints; `wink-mcp workspaces`)",
+		d.cfg.CacheDir, limit, len(kept), checkpoints.FormatBytes(files), checkpoints.FormatBytes(store))
+	if d.cfg.FilesOnPodmanHost {
+		return Result{Status: OK, Detail: detail + "; with the files on the Podman host, sessions cannot keep a workspace by name or hand one to another process"}
+	}
+	return Result{Status: OK, Detail: detail}
+}
+
+// processes says why running processes are not checkpointed: what CRIU,
+// which Podman's `container checkpoint` needs, says on this machine.
+func (d *doctor) processes(ctx context.Context) Result {
+	why := d.host.criu(ctx)
+	if isRemote(d.cfg.PodmanURL) {
+		why = "the Podman host's CRIU is not checked from here"
+	}
+	return Result{Status: OK, Detail: "running processes are not kept by checkpoints, restarts or handoffs to another process (start them again): " + why}
+}
+
+// criuCheck runs `criu check` and says what it found, in a line.
+func criuCheck(ctx context.Context) string {
+	path, err := exec.LookPath("criu")
+	if err != nil {
+		for _, p := range []string{"/usr/sbin/criu", "/sbin/criu"} {
+			if _, err := os.Stat(p); err == nil {
+				path = p
+			}
+		}
+	}
+	if path == "" {
+		return "CRIU is not installed"
+	}
+	if os.Geteuid() != 0 {
+		return "`criu check` needs root"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "check").CombinedOutput()
+	if err == nil {
+		return "`criu check` passes, but wink-mcp does not use it (see the README's Processes across hibernation)"
+	}
+	first := strings.TrimSpace(string(out))
+	for _, line := range strings.Split(first, "\n") {
+		if strings.HasPrefix(line, "Error") {
+			first = line
+			break
+		}
+	}
+	return "`criu check` fails here: " + first
+}
