@@ -45,12 +45,19 @@ type Info struct {
 	Egress []string
 	// EgressAsk says the user is asked about hosts no pattern allows.
 	EgressAsk bool
+	// Kept names the kept workspace the session works in, "" when its
+	// workspace ends with it.
+	Kept string
 }
 
 // Text renders the guidance: what the sandbox is, then a table of the live settings.
 func Text(info Info) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "You have an isolated Linux container powered by Podman, created for this session and removed when it ends.\n\n")
+	if info.Kept == "" {
+		fmt.Fprintf(&b, "You have an isolated Linux container powered by Podman, created for this session and removed when it ends.\n\n")
+	} else {
+		fmt.Fprintf(&b, "You have an isolated Linux container powered by Podman, working in the kept workspace %q: its files, checkpoints and changes to mounted folders stay when the session ends, and the next session that opens it finds them (in a new container: processes do not stay).\n\n", info.Kept)
+	}
 	fmt.Fprintf(&b, "- The file tools (ls, read_file, write_file, edit_file, glob, grep, rm) mirror a virtual filesystem interface but operate on `%s` inside the container. Their paths are relative to `%s`.\n", info.Workspace, info.Workspace)
 	fmt.Fprintf(&b, "- `podman_shell` runs commands (at most %d seconds each; 30 by default) in the same environment, starting in `%s`; files written by either are immediately visible to the other. Start servers, watchers and long builds with `background: true` and follow them with the `job` tool (status, paged output, signals, input); a server a job runs answers other commands on 127.0.0.1. A truncated output names the job id that keeps all of it. `action: start` gives a command the user can paste to open a shell in the container.\n", info.ShellTimeoutSeconds, info.Workspace)
 	network := "There is no network access"
@@ -66,6 +73,7 @@ func Text(info Info) string {
 		fmt.Fprintf(&b, "- %s. There is no privileged operation: you run as an unprivileged user with no capabilities. This host cannot enforce the %s limits: the container shares the user's machine without them, so do not run anything that could exhaust it.\n", network, info.Unenforced)
 	}
 	fmt.Fprintf(&b, "- Do not assume files outside `%s` exist, and keep your work inside it; `/tmp` is a small scratch area.\n", info.Workspace)
+	fmt.Fprintf(&b, "- `workspace_checkpoint` saves all of `%s` (mounted folders' changes included) cheaply; take one before a risky change. `workspace_restore` puts it back exactly, stopping running commands and jobs first, and can itself be undone; `workspace_checkpoint_diff` shows what changed since. `workspace_handoff` gives the workspace to another session, which takes it with `workspace_attach`.\n", info.Workspace)
 	if len(info.Mounts) > 0 || info.ClientRoots {
 		fmt.Fprintf(&b, "- The user's host folders are mounted in `%s` (see the table). Edit `overlay` folders freely: the copy on the host never changes, and your changes are kept for the user to review and apply as a patch; `workspace_changes` lists them and `workspace_diff` shows them. `ro` folders are read-only. `copy` folders are a filtered copy of the host folder, tracked the same way.\n", info.Workspace)
 	}
@@ -76,6 +84,9 @@ func Text(info Info) string {
 	fmt.Fprintf(&b, "| setting | value |\n| --- | --- |\n")
 	fmt.Fprintf(&b, "| image | `%s` |\n", info.Image)
 	fmt.Fprintf(&b, "| workspace | `%s` |\n", info.Workspace)
+	if info.Kept != "" {
+		fmt.Fprintf(&b, "| kept workspace | `%s` |\n", info.Kept)
+	}
 	switch {
 	case len(info.Egress) > 0 && info.EgressAsk:
 		fmt.Fprintf(&b, "| network | HTTP proxy to `%s`, and to hosts the user allows when asked |\n", strings.Join(info.Egress, "`, `"))

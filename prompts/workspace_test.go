@@ -71,3 +71,15 @@ func TestPromptServesTheText(t *testing.T) {
 		t.Errorf("prompt text differs from Text")
 	}
 }
+
+func TestTextSaysWhatOutlivesTheSession(t *testing.T) {
+	kept := Text(Info{Image: "i", Workspace: "/workspace", Kept: "proj-1"})
+	for _, want := range []string{`kept workspace "proj-1"`, "stay when the session ends", "| kept workspace | `proj-1` |", "`workspace_checkpoint` saves", "`workspace_restore`"} {
+		if !strings.Contains(kept, want) {
+			t.Errorf("a kept workspace's text lacks %q:\n%s", want, kept)
+		}
+	}
+	if bare := Text(Info{Image: "i", Workspace: "/workspace"}); !strings.Contains(bare, "removed when it ends") || strings.Contains(bare, "kept workspace") {
+		t.Errorf("a session's own workspace is described as kept:\n%s", bare)
+	}
+}

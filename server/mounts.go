@@ -25,7 +25,7 @@ func (s *Server) promptInfo(ctx context.Context, base prompts.Info) prompts.Info
 			if info.Image != "" {
 				base.Image = info.Image
 			}
-			base.Unenforced = info.Unenforced
+			base.Unenforced, base.Kept = info.Unenforced, info.Kept
 		}
 	}
 	return base

@@ -102,7 +102,7 @@ func New(cfg Config) (*Server, error) {
 	mgr.OnChange(s.notifyChanged)
 	mgr.OnEgressAsk(s.askEgress)
 	info := prompts.Info{Image: strings.Join(cfg.Workspace.ImageChoices(), " or "), Workspace: workspace.Root, ShellTimeoutSeconds: int(cfg.MaxCommandTimeout / time.Second),
-		Mounts: promptMounts(mgr.Mounts()), ClientRoots: cfg.Workspace.MountRoots, Egress: cfg.Workspace.Egress, EgressAsk: cfg.Workspace.EgressAsk}
+		Mounts: promptMounts(mgr.Mounts()), ClientRoots: cfg.Workspace.MountRoots, Egress: cfg.Workspace.Egress, EgressAsk: cfg.Workspace.EgressAsk, Kept: cfg.KeptWorkspace}
 	s.mcp = mcpserver.NewMCPServer("wink-mcp", Version(),
 		mcpserver.WithToolCapabilities(false),
 		mcpserver.WithPromptCapabilities(false),

@@ -264,6 +264,9 @@ func (s *Session) Info() ContainerInfo {
 
 func (s *Session) infoLocked() ContainerInfo {
 	info := ContainerInfo{Name: s.name, Image: s.image, User: s.user, Unenforced: s.unenforced, Attach: s.m.eng.AttachCommand(s.name)}
+	if s.kept != nil {
+		info.Kept = s.kept.name
+	}
 	for _, mt := range s.mounts {
 		info.Mounts = append(info.Mounts, mt.info(s.dir))
 	}

@@ -76,6 +76,9 @@ type ContainerInfo struct {
 	// Unenforced names the limits its host cannot enforce and it runs
 	// without (Config.AllowUnenforcedLimits), e.g. "memory, CPU".
 	Unenforced string
+	// Kept names the kept workspace the session owns, "" for one that
+	// ends with it.
+	Kept string
 }
 
 // Workspace is one session's sandbox, as the tools see it. Implementations
