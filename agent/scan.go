@@ -46,6 +46,7 @@ type walker struct {
 	skip  []string
 	limit int
 	out   *[]wire.ScanEntry
+	bytes int // the names the page carries
 	full  bool
 }
 
@@ -72,7 +73,7 @@ func (w *walker) dir(f *os.File, rel string) *wire.Error {
 		}
 		emit := w.after == "" || walkOrder(p, w.after) > 0
 		if emit {
-			if len(*w.out) == w.limit {
+			if len(*w.out) == w.limit || w.bytes > wire.ScanPageBytes {
 				w.full = true
 				return nil
 			}
@@ -81,6 +82,10 @@ func (w *walker) dir(f *os.File, rel string) *wire.Error {
 				return werr
 			}
 			*w.out = append(*w.out, e)
+			w.bytes += len(p) + 64
+			if e.Target != nil {
+				w.bytes += len(e.Target.String())
+			}
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			continue

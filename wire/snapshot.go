@@ -22,10 +22,14 @@ const (
 
 // Limits of the checkpoint operations.
 const (
-	// MaxScanEntries bounds the entries one checkpoint holds.
-	MaxScanEntries = 1_000_000
+	// MaxScanEntries bounds the entries one checkpoint holds (the server
+	// keeps them all in memory while it saves or restores).
+	MaxScanEntries = 250_000
 	// ScanPageEntries bounds the entries of one OpScan answer.
 	ScanPageEntries = 20_000
+	// ScanPageBytes bounds the names one OpScan answer carries, so that a
+	// page of long paths still fits in a frame.
+	ScanPageBytes = 4 << 20
 	// MaxChunkBytes bounds the file bytes one OpReadFiles answer or one
 	// OpApply request carries.
 	MaxChunkBytes = 4 << 20

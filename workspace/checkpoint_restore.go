@@ -221,13 +221,17 @@ func (s *Session) applyPlan(ctx context.Context, client *wire.Client, st *checkp
 		return err
 	}
 	add := func(step wire.ApplyStep) error {
-		if len(batch) == maxApplySteps || batchBytes+len(step.Data) > wire.MaxChunkBytes {
+		cost := len(step.Data) + len(step.Path.String()) + 64
+		if step.Target != nil {
+			cost += len(step.Target.String())
+		}
+		if len(batch) == maxApplySteps || batchBytes+cost > wire.MaxChunkBytes {
 			if err := flush(); err != nil {
 				return err
 			}
 		}
 		batch = append(batch, step)
-		batchBytes += len(step.Data)
+		batchBytes += cost
 		return nil
 	}
 	for _, ps := range steps {

@@ -161,11 +161,13 @@ func (s *Session) fetchFiles(ctx context.Context, client *wire.Client, res *snap
 			g.Go(func() error { return s.fetchLarge(ctx, client, res, &entries[i], &hashes[i]) })
 			continue
 		}
-		if batchBytes+size > wire.MaxChunkBytes || len(batch) == 4096 {
+		// A request carries the paths too: count them, a long one at most 4 KiB.
+		cost := size + int64(len(entries[i].Path.String())) + 64
+		if batchBytes+cost > wire.MaxChunkBytes || len(batch) == 4096 {
 			flush()
 		}
 		batch = append(batch, i)
-		batchBytes += size
+		batchBytes += cost
 	}
 	flush()
 	return g.Wait()
