@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wink-mcp/wink-mcp/checkpoints"
 )
 
 // findDiskTools locates mkfs.ext4 and mount, or says why disk limits
@@ -57,6 +59,14 @@ func (t diskTools) mountKeptDisk(ctx context.Context, image, dir string, size in
 	if _, err := os.Stat(image); errors.Is(err, os.ErrNotExist) {
 		return t.makeDisk(ctx, image, dir, size, true)
 	}
+	// A filesystem detached lazily (its last user held a file open) is
+	// still mounted somewhere no path names; mounting the image again
+	// would make two filesystems of one disk.
+	for deadline := time.Now().Add(5 * time.Second); loopAttached(image); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the kept workspace's disk %s is still in use by a filesystem an earlier owner detached; try again in a moment", image)
+		}
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating the session directory: %w", err)
 	}
@@ -84,7 +94,7 @@ func (t diskTools) makeDisk(ctx context.Context, image, dir string, size int64, 
 	}
 	if free := int64(st.Bavail) * st.Bsize; free < size {
 		return fmt.Errorf("the cache disk holding %s has %s free, less than one session's disk limit of %s: "+
-			"free space there, point --cache-dir at a larger disk, or lower --disk-limit", filepath.Dir(image), formatBytes(free), formatBytes(size))
+			"free space there, point --cache-dir at a larger disk, or lower --disk-limit", filepath.Dir(image), checkpoints.FormatBytes(free), checkpoints.FormatBytes(size))
 	}
 	f, err := os.OpenFile(image, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -242,4 +252,20 @@ func (t diskTools) mountKept(image, dir string) error {
 		}
 	}
 	return err
+}
+
+// loopAttached reports whether a loop device still has image as its
+// backing file.
+func loopAttached(image string) bool {
+	real, err := filepath.EvalSymlinks(image)
+	if err != nil {
+		return false
+	}
+	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, f := range files {
+		if data, err := os.ReadFile(f); err == nil && strings.TrimSpace(string(data)) == real {
+			return true
+		}
+	}
+	return false
 }
