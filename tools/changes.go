@@ -159,17 +159,17 @@ func WorkspaceDiff(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			if err != nil {
 				return WorkspaceDiffResult{}, err
 			}
-			limit := p.Limit
-			if limit == 0 {
-				limit = workspace.MaxReadLines
-			}
-			return pageOfDiff(d, p.Offset, limit), nil
+			return pageOfDiff(d, p.Offset, p.Limit), nil
 		},
 	})
 }
 
-// pageOfDiff cuts limit lines from offset out of a diff.
+// pageOfDiff cuts limit lines (0: workspace.MaxReadLines) from offset out
+// of a diff.
 func pageOfDiff(d workspace.DiffResult, offset, limit int) WorkspaceDiffResult {
+	if limit == 0 {
+		limit = workspace.MaxReadLines
+	}
 	lines := strings.SplitAfter(d.Text, "\n")
 	if n := len(lines); n > 0 && lines[n-1] == "" {
 		lines = lines[:n-1]

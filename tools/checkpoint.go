@@ -206,11 +206,7 @@ func WorkspaceCheckpointDiff(workspaceFor WorkspaceFor) (server.ServerTool, erro
 			if err != nil {
 				return WorkspaceDiffResult{}, err
 			}
-			limit := p.Limit
-			if limit == 0 {
-				limit = workspace.MaxReadLines
-			}
-			return pageOfDiff(d, p.Offset, limit), nil
+			return pageOfDiff(d, p.Offset, p.Limit), nil
 		},
 	})
 }

@@ -115,17 +115,3 @@ func unescapeMountinfo(s string) string {
 }
 
 func isOctal(c byte) bool { return c >= '0' && c <= '7' }
-
-// formatBytes renders n in the largest binary unit that keeps it at least 1.
-func formatBytes(n int64) string {
-	const units = "KMGTPE"
-	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, i := float64(n)/1024, 0
-	for v >= 1024 && i < len(units)-1 {
-		v /= 1024
-		i++
-	}
-	return fmt.Sprintf("%.1f %ciB", v, units[i])
-}

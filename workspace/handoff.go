@@ -87,6 +87,8 @@ func (s *Session) Handoff(ctx context.Context, ttl time.Duration) (Handoff, erro
 	if ttl <= 0 || ttl > MaxHandoffTTL {
 		return Handoff{}, fmt.Errorf("a handle works for 1 s to %s, not %s", MaxHandoffTTL, ttl)
 	}
+	s.mu.Lock() // a container being made (a prestart) is made first
+	s.mu.Unlock()
 	if n := s.active.Load(); n > 0 {
 		return Handoff{}, fmt.Errorf("%d other calls of this session are still running in the workspace; hand it over when they have returned", n)
 	}
@@ -296,19 +298,10 @@ func (s *Session) discardable() bool {
 // retire stops the session's container and jobs and unmounts its disk,
 // keeping its files, as the session ends.
 func (s *Session) retire(ctx context.Context) {
-	s.endLife()
-	s.pullMu.Lock()
-	defer s.pullMu.Unlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ended {
-		return
+	unlock, ok := s.beginEnd()
+	defer unlock()
+	if ok {
+		_ = s.removeOrRetryLocked(ctx)
+		s.unmountDiskLocked()
 	}
-	s.ended = true
-	s.closePorts()
-	if err := s.removeLocked(ctx); err != nil {
-		s.m.log.Warn("removing the container of a handed-over workspace failed; retrying in the background", "container", s.name, "err", err)
-		s.m.removeLater(s.name)
-	}
-	s.unmountDiskLocked()
 }

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/wink-mcp/wink-mcp/checkpoints"
 )
 
 // With the files on the Podman host (Config.FilesOnPodmanHost), a copy
@@ -262,7 +264,7 @@ func extractTar(r io.Reader, root *os.Root, limit int64) error {
 			}
 		case tar.TypeReg:
 			if total += h.Size; total > limit {
-				return fmt.Errorf("it holds more than %s, more than this server brings back to compare (the disk limit, --disk-limit); remove files from it", formatBytes(limit))
+				return fmt.Errorf("it holds more than %s, more than this server brings back to compare (the disk limit, --disk-limit); remove files from it", checkpoints.FormatBytes(limit))
 			}
 			f, err := root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fs.FileMode(h.Mode).Perm()|0o600)
 			if err != nil {

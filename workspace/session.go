@@ -586,18 +586,43 @@ func (s *Session) cleanupIfIdle(ctx context.Context, idle time.Duration) {
 	logEvent(s.m.log, EventIdleCleanup, s, start, "idle_ms", time.Since(last).Milliseconds())
 }
 
-// end removes the container and, unless they are kept, the session's files.
-func (s *Session) end(ctx context.Context) {
+// beginEnd marks the session ended, its prestart stopped and its ports
+// closed, holding its locks until unlock is called; ok is false when it
+// had ended already.
+func (s *Session) beginEnd() (unlock func(), ok bool) {
 	s.endLife()     // stops a Prestart, which holds mu while it creates
 	s.pullMu.Lock() // a read of the changes finishes before the files go
-	defer s.pullMu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	unlock = func() {
+		s.mu.Unlock()
+		s.pullMu.Unlock()
+	}
 	if s.ended {
-		return
+		return unlock, false
 	}
 	s.ended = true
 	s.closePorts()
+	return unlock, true
+}
+
+// removeOrRetryLocked removes the container, leaving a removal that fails
+// to be retried in the background.
+func (s *Session) removeOrRetryLocked(ctx context.Context) error {
+	err := s.removeLocked(ctx)
+	if err != nil {
+		s.m.log.Warn("removing the container failed; retrying in the background", "session", s.hash, "container", s.name, "err", err)
+		s.m.removeLater(s.name)
+	}
+	return err
+}
+
+// end removes the container and, unless they are kept, the session's files.
+func (s *Session) end(ctx context.Context) {
+	unlock, ok := s.beginEnd()
+	defer unlock()
+	if !ok {
+		return
+	}
 	start := time.Now()
 	had := s.created
 	exportNow := s.m.cfg.ExportDir != "" && len(s.mounts) > 0
@@ -608,10 +633,7 @@ func (s *Session) end(ctx context.Context) {
 			exportNow = false
 		}
 	}
-	if err := s.removeLocked(ctx); err != nil {
-		s.m.log.Warn("removing container at session end failed; retrying in the background", "session", s.hash, "container", s.name, "err", err)
-		s.m.removeLater(s.name)
-	} else if s.m.cfg.FilesOnPodmanHost {
+	if err := s.removeOrRetryLocked(ctx); err == nil && s.m.cfg.FilesOnPodmanHost {
 		if err := s.m.eng.RemoveWorkspace(ctx, s.name); err != nil {
 			s.m.log.Warn("removing the workspace volume at session end failed; retrying in the background", "session", s.hash, "volume", s.name, "err", err)
 			s.m.removeLater(s.name)
