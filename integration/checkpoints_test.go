@@ -11,7 +11,10 @@ import (
 
 // plantScript makes, as the sandbox user, every kind of entry a checkpoint
 // must keep exactly, in /workspace and in a mounted folder (proj).
-const plantScript = `set -e
+const plantScript = plantWorkspace + "printf 'edited\\n' >> proj/README.md && rm proj/src/old.go && mkdir proj/newdir && printf n > proj/newdir/n.txt\n"
+
+// plantWorkspace is plantScript without the mounted folder.
+const plantWorkspace = `set -e
 mkdir -p src/pkg empty/nested ro-dir "sp ace"
 printf 'package main\n' > src/main.go
 printf 'x' > src/pkg/a.txt
@@ -29,7 +32,6 @@ printf 'bad name' > "$(printf 'bad\377name')"
 printf 'nl' > "$(printf 'new\nline')"
 printf 'wh' > .wh.README && printf 'opq' > .wh..wh..opq
 head -c 300000 /dev/urandom > "sp ace/big.bin"
-printf 'edited\n' >> proj/README.md && rm proj/src/old.go && mkdir proj/newdir && printf n > proj/newdir/n.txt
 `
 
 // listScript describes every entry under /workspace, as the container sees

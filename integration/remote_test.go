@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/tools"
 )
 
 // remoteHost is the second Podman host `make setup` makes: a Podman
@@ -272,4 +274,31 @@ print(urllib.request.urlopen(%q).status)
 		t.Errorf("through the URL: %q", got)
 	}
 	wg.Wait()
+}
+
+// TestRemotePodmanCheckpoints saves and restores a workspace whose files
+// are a volume on a Podman host reached over ssh: the agent reads and
+// writes them there, the store stays on this machine. Kept workspaces are
+// refused with the reason.
+func TestRemotePodmanCheckpoints(t *testing.T) {
+	r := needRemote(t)
+	p := start(t, startOptions{transport: "http", remote: r, args: []string{"--disk-limit", "0", "--warm", "0"}})
+	if res := p.run("sh", "-c", plantWorkspace); res.ExitCode != 0 {
+		t.Fatalf("planting: %s", res.Stderr)
+	}
+	want := p.listing()
+	decodeStructured(t, p.call("workspace_checkpoint", map[string]any{"message": "remote"}), &tools.WorkspaceCheckpointResult{})
+	p.run("sh", "-c", "chmod -R u+w .; rm -rf ./* ./.wh*; echo gone > only-after")
+	var res tools.WorkspaceRestoreResult
+	decodeStructured(t, p.call("workspace_restore", map[string]any{"checkpoint": "c1"}), &res)
+	if got := p.listing(); got != want {
+		t.Errorf("after the restore on the remote host:\n%s", lineDiff(want, got))
+	}
+	if stores, _ := filepath.Glob(filepath.Join(p.cache, "instances", "*", "stores", "*", "checkpoints", "c1.json")); len(stores) != 1 {
+		t.Errorf("the checkpoint is not in this machine's cache: %v", stores)
+	}
+	kept := p.sibling(nil, "?workspace=remote-kept")
+	if res := kept.call("ls", nil); !res.IsError || !strings.Contains(textOf(res), "files-on-podman-host") {
+		t.Errorf("a kept workspace on a remote host = %s", textOf(res))
+	}
 }

@@ -82,11 +82,39 @@ func TestKeptWorkspaceOutlivesTheServer(t *testing.T) {
 		t.Errorf("another server's mounts = %s", textOf(res))
 	}
 	other.endSession()
+	if out, err := workspacesCLI(t, cache, "show", "proj-1"); err != nil || !strings.Contains(out, "day one") || !strings.Contains(out, "state      free") {
+		t.Errorf("show = %v: %s", err, out)
+	}
+	if out, err := workspacesCLI(t, cache, "prune", "--older-than", "1h"); err != nil || strings.Contains(out, "proj-1") {
+		t.Errorf("prune of a workspace used just now = %v: %s", err, out)
+	}
+	if out, err := workspacesCLI(t, cache, "--dry-run", "prune", "--older-than", "1ns"); err != nil || !strings.Contains(out, "would remove proj-1") || !fileExists(filepath.Join(cache, "workspaces", "proj-1")) {
+		t.Errorf("a dry-run prune = %v: %s", err, out)
+	}
 	if out, err := workspacesCLI(t, cache, "rm", "proj-1"); err != nil {
 		t.Errorf("rm = %v: %s", err, out)
 	}
 	if fileExists(filepath.Join(cache, "workspaces", "proj-1")) {
 		t.Error("rm left the workspace")
+	}
+	if out, err := workspacesCLI(t, cache, "rm", "../etc"); err == nil {
+		t.Errorf("rm of a bad name succeeded: %s", out)
+	}
+}
+
+// TestIdleCleanupCheckpointsFirst lets a session sit idle until its
+// container goes: an automatic checkpoint holds what it had.
+func TestIdleCleanupCheckpointsFirst(t *testing.T) {
+	p := start(t, startOptions{args: []string{"--idle-timeout", "2s"}})
+	p.run("sh", "-c", "echo before-hibernation > notes")
+	p.waitLog(30*time.Second, "workspace idle_cleanup", nil)
+	var list tools.WorkspaceCheckpointsResult
+	decodeStructured(t, p.call("workspace_checkpoints", nil), &list)
+	if len(list.Checkpoints) != 1 || list.Checkpoints[0].Auto != "idle" || list.Checkpoints[0].Files != 1 {
+		t.Fatalf("checkpoints after the idle clean-up: %+v", list)
+	}
+	if got := p.run("cat", "notes").Stdout; got != "before-hibernation\n" {
+		t.Errorf("notes after the idle clean-up = %q", got)
 	}
 }
 
