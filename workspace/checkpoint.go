@@ -7,10 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // Checkpoint is a saved state of a session's /workspace.
@@ -18,9 +18,6 @@ type Checkpoint = checkpoints.Checkpoint
 
 // ErrCheckpointNotFound means no checkpoint of the workspace has the ID.
 var ErrCheckpointNotFound = checkpoints.ErrNotFound
-
-// MaxCheckpointMessage bounds a checkpoint's message, in characters.
-const MaxCheckpointMessage = 500
 
 // keptAutoCheckpoints is how many automatic checkpoints a workspace keeps;
 // older ones are deleted when a new one is taken.
@@ -51,14 +48,14 @@ type RestoreResult struct {
 // included, as a new checkpoint.
 func (s *Session) Checkpoint(ctx context.Context, message string) (Checkpoint, error) {
 	defer s.enter()()
+	if err := s.settlePendingRestore(ctx); err != nil {
+		return Checkpoint{}, err
+	}
 	unlock, err := s.gate.lockFiles(ctx)
 	if err != nil {
 		return Checkpoint{}, err
 	}
 	defer unlock()
-	if err := s.finishPendingRestore(ctx); err != nil {
-		return Checkpoint{}, err
-	}
 	return s.save(ctx, checkpoints.Checkpoint{Message: message})
 }
 
@@ -122,6 +119,12 @@ func (s *Session) save(ctx context.Context, meta Checkpoint) (Checkpoint, error)
 	if err != nil {
 		return Checkpoint{}, err
 	}
+	return s.saveWith(ctx, client, st, meta)
+}
+
+// saveWith takes a checkpoint through client into st and records the
+// files' state. The caller holds the files gate whole.
+func (s *Session) saveWith(ctx context.Context, client *wire.Client, st *checkpoints.Store, meta Checkpoint) (Checkpoint, error) {
 	start := time.Now()
 	snap, err := s.snapshot(ctx, client, st)
 	if err != nil {
@@ -140,9 +143,6 @@ func (s *Session) save(ctx context.Context, meta Checkpoint) (Checkpoint, error)
 	s.m.log.Info("workspace checkpoint", "event", "checkpoint", "session", s.hash, "checkpoint", cp.ID, "auto", cp.Auto,
 		"files", cp.Files, "bytes", cp.Bytes, "added_bytes", cp.Added, "fetched_files", snap.fetched, "duration_ms", time.Since(start).Milliseconds(),
 		"steps", snap.steps.String())
-	if cp.Auto != "" {
-		s.pruneAuto(st)
-	}
 	return cp, nil
 }
 
@@ -164,15 +164,16 @@ func (s *Session) lastIndex() checkpoints.Index {
 	return s.index
 }
 
-// pruneAuto deletes the oldest automatic checkpoints past keptAutoCheckpoints.
-func (s *Session) pruneAuto(st *checkpoints.Store) {
+// pruneAuto deletes the oldest automatic checkpoints past
+// keptAutoCheckpoints, never one named in keep (the one just restored).
+func (s *Session) pruneAuto(st *checkpoints.Store, keep ...string) {
 	list, err := st.List()
 	if err != nil {
 		return
 	}
 	var auto []string
 	for _, cp := range list {
-		if cp.Auto != "" {
+		if cp.Auto != "" && !slices.Contains(keep, cp.ID) {
 			auto = append(auto, cp.ID)
 		}
 	}
@@ -201,25 +202,14 @@ func (s *Session) autoCheckpointLocked(ctx context.Context, why string) {
 	}
 	defer unlock()
 	st, err := s.checkpointStore()
-	if err != nil {
-		s.m.log.Warn("automatic checkpoint skipped", "session", s.hash, "why", why, "err", err)
-		return
-	}
-	snap, err := s.snapshot(ctx, s.client, st)
 	if err == nil {
-		defer snap.done()
-		var cp Checkpoint
-		cp, err = st.Commit(Checkpoint{Auto: why, Root: snap.root, Files: snap.files, Dirs: snap.dirs, Symlinks: snap.symlinks,
-			Fifos: snap.fifos, Bytes: snap.bytes, Added: snap.build.Added(), Skipped: snap.skipped})
-		if err == nil {
-			s.saveIndex(snap.index)
-			s.pruneAuto(st)
-			s.m.log.Info("workspace checkpoint", "event", "checkpoint", "session", s.hash, "checkpoint", cp.ID, "auto", why, "files", cp.Files, "added_bytes", cp.Added)
-		}
+		_, err = s.saveWith(ctx, s.client, st, Checkpoint{Auto: why})
 	}
 	if err != nil {
 		s.m.log.Warn("automatic checkpoint failed", "session", s.hash, "why", why, "err", err)
+		return
 	}
+	s.pruneAuto(st)
 }
 
 // hasCheckpointsOrFiles says whether an automatic checkpoint could hold
@@ -251,11 +241,4 @@ func checkpointError(err error) error {
 		return fmt.Errorf("%w; delete checkpoints you no longer need (workspace_checkpoint_delete), or start the server with a larger --checkpoint-limit", err)
 	}
 	return err
-}
-
-// describeCounts renders a restore's counts for a log record.
-func (r RestoreResult) describeCounts() string {
-	return strings.Join([]string{
-		fmt.Sprintf("removed=%d", r.Removed), fmt.Sprintf("written=%d", r.Written), fmt.Sprintf("unchanged=%d", r.Unchanged),
-	}, " ")
 }

@@ -355,3 +355,40 @@ func TestCheckpointBadIDsAndTheCap(t *testing.T) {
 		t.Errorf("a refused checkpoint left %d bytes in the store", list.StoreBytes)
 	}
 }
+
+// TestRestoreToAnOldAutomaticCheckpointKeepsIt restores the oldest of the
+// automatic checkpoints kept: the one the restore takes of the state it
+// replaces must not push its own target out.
+func TestRestoreToAnOldAutomaticCheckpointKeepsIt(t *testing.T) {
+	m, _, _ := newTestManager(t, nil)
+	s, _ := m.Session("autos")
+	if _, err := s.WriteFile(ctx, "f", "v0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Checkpoint(ctx, "base"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= keptAutoCheckpoints+1; i++ {
+		if _, err := s.WriteFile(ctx, "f", fmt.Sprint("v", i)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Restore(ctx, "c1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, _ := s.Checkpoints(ctx)
+	oldest := list.Checkpoints[1] // after the base, the oldest automatic one kept
+	if len(list.Checkpoints) != keptAutoCheckpoints+1 || oldest.Auto == "" {
+		t.Fatalf("checkpoints = %+v", list.Checkpoints)
+	}
+	if _, err := s.Restore(ctx, oldest.ID); err != nil {
+		t.Fatalf("restoring the oldest automatic checkpoint %s: %v", oldest.ID, err)
+	}
+	if text, _ := s.ReadWhole(ctx, "f"); text != "v2" {
+		t.Errorf("f = %q, want v2", text)
+	}
+	list, _ = s.Checkpoints(ctx)
+	if !slices.ContainsFunc(list.Checkpoints, func(c Checkpoint) bool { return c.ID == oldest.ID }) {
+		t.Errorf("the checkpoint just restored was deleted: %+v", list.Checkpoints)
+	}
+}
