@@ -96,6 +96,9 @@ func (s *Session) Handoff(ctx context.Context, ttl time.Duration) (Handoff, erro
 }
 
 func (m *Manager) handoff(ctx context.Context, s *Session, ttl time.Duration) (Handoff, error) {
+	if s.stdio && m.cfg.FilesOnPodmanHost {
+		return Handoff{}, errors.New("a workspace whose files are on the Podman host (--files-on-podman-host) can only be handed to a session of the same server, over HTTP or SSE")
+	}
 	m.mu.Lock()
 	if m.closed || m.sessions[s.id] != s {
 		m.mu.Unlock()
@@ -154,31 +157,31 @@ func (m *Manager) expireParked(key string) {
 // persist moves a workspace to disk as a kept workspace, reserved for its
 // handle until expires, stopping its container. It returns its name.
 func (m *Manager) persist(ctx context.Context, s *Session, expires time.Time) (string, error) {
-	if m.cfg.FilesOnPodmanHost {
-		return "", errors.New("a workspace whose files are on the Podman host (--files-on-podman-host) can only be handed to a session of the same server, over HTTP or SSE")
-	}
 	s.retire(ctx)
-	var name string
 	if s.kept != nil {
-		name = s.kept.name
+		// Reserved before the lock goes, so that no name opens it between.
+		err := reserve(s.kept.root, s.kept.name, s.principal, expires)
 		s.kept.release()
-	} else {
-		name = "handoff-" + newWarmKey()
-		if err := s.moveTo(keptRoot(m.cfg.CacheDir, name)); err != nil {
-			return "", fmt.Errorf("keeping the workspace for its handle: %w", err)
-		}
+		return s.kept.name, err
 	}
+	name := "handoff-" + newWarmKey() // nobody can name it: reserved once written
 	root := keptRoot(m.cfg.CacheDir, name)
+	if err := s.moveTo(root); err != nil {
+		return "", fmt.Errorf("keeping the workspace for its handle: %w", err)
+	}
+	return name, reserve(root, name, s.principal, expires)
+}
+
+// reserve records that the kept workspace at root waits for a handle
+// until expires.
+func reserve(root, name, principal string, expires time.Time) error {
 	rec, err := readRecord(root)
 	if err != nil {
 		now := time.Now().UTC()
 		rec = WorkspaceRecord{Name: name, Created: now, LastUsed: now}
 	}
-	rec.Principal, rec.HandoffUntil = s.principal, expires
-	if err := writeJSON(filepath.Join(root, recordFile), rec); err != nil {
-		return "", err
-	}
-	return name, nil
+	rec.Principal, rec.HandoffUntil = principal, expires
+	return writeJSON(filepath.Join(root, recordFile), rec)
 }
 
 // moveTo moves an ephemeral session's files to a kept workspace's place.

@@ -122,7 +122,8 @@ func RemoveKept(cacheDir, name string) error {
 
 // PruneKept deletes the kept workspaces no session has open that were
 // last used before cutoff, returning their names; with dryRun it only
-// names them.
+// names them. One whose record cannot be read, or reserved for a handoff,
+// is left.
 func PruneKept(cacheDir string, cutoff time.Time, dryRun bool) ([]string, error) {
 	list, err := ListKept(cacheDir)
 	if err != nil {
@@ -131,7 +132,9 @@ func PruneKept(cacheDir string, cutoff time.Time, dryRun bool) ([]string, error)
 	var pruned []string
 	var errs []error
 	for _, k := range list {
-		if k.Owner != nil || k.LastUsed.After(cutoff) || k.Err != nil && !k.LastUsed.IsZero() {
+		// In use, unreadable (nothing says when it was used) or waiting
+		// for its handle: not pruned.
+		if k.Owner != nil || k.Err != nil || k.LastUsed.After(cutoff) || time.Now().Before(k.HandoffUntil) {
 			continue
 		}
 		if !dryRun {
