@@ -97,7 +97,9 @@ func TestReliabilityBadInput(t *testing.T) {
 	for i, c := range cases {
 		reqs = append(reqs, call(100+i, c.tool, c.args))
 	}
-	reqs = append(reqs, call(99, "podman_shell", `{"command":["sh","-c","find . | sort; cat canary.txt"]}`))
+	// Requests are served at once, in no set order: the check waits for
+	// the canary's write (it once ran between the listing and the cat).
+	reqs = append(reqs, call(99, "podman_shell", `{"command":["sh","-c","i=0; while [ ! -f canary.txt ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; find . | sort; cat canary.txt"]}`))
 	lines, _ := rawSession(t, reqs, 2+len(cases)+1)
 
 	answers := map[int]map[string]any{}
