@@ -58,7 +58,7 @@ func TestReliabilityCheckpoints(t *testing.T) {
 				t.Fatal(res.Stderr)
 			}
 			go p.client.CallTool(context.Background(), toolRequest("workspace_restore", map[string]any{"checkpoint": "c1"}))
-			time.Sleep(time.Duration(rand.Int64N(int64(whole))))
+			time.Sleep(killAt(round, rounds, whole))
 			must(t, p.cmd.Process.Signal(syscall.SIGKILL))
 			p.waitExit(10 * time.Second)
 			p = start(t, startOptions{cache: cache, args: args})
@@ -102,7 +102,7 @@ func TestReliabilityCheckpoints(t *testing.T) {
 			p.run("sh", "-c", fmt.Sprintf("for f in d%d/*; do echo round-%d >> $f; done", round%10, round))
 			before := p.listingDigest()
 			go p.client.CallTool(context.Background(), toolRequest("workspace_checkpoint", map[string]any{"message": fmt.Sprint("round ", round)}))
-			time.Sleep(time.Duration(rand.Int64N(int64(whole))))
+			time.Sleep(killAt(round, rounds, whole))
 			must(t, p.cmd.Process.Signal(syscall.SIGKILL))
 			p.waitExit(10 * time.Second)
 			p = start(t, startOptions{cache: cache, args: args})
@@ -212,6 +212,14 @@ func TestReliabilityCheckpoints(t *testing.T) {
 		recordPromise(promiseFigure{Class: "checkpoints: 60 write_file calls and 4 writing commands racing 5 restores, over HTTP", Tried: writes + 9, Broken: torn + failed,
 			Measured: fmt.Sprintf("every write answered success; %d running commands stopped by restores, said so; the file whole and nothing left beside it", stopped)})
 	})
+}
+
+// killAt is when round of rounds kills an operation that takes whole: the
+// rounds spread evenly over it, each moved at random within its share, so
+// that every part of the operation is tried.
+func killAt(round, rounds int, whole time.Duration) time.Duration {
+	share := whole / time.Duration(rounds)
+	return time.Duration(round)*share + time.Duration(rand.Int64N(int64(share)+1))
 }
 
 // toolRequest builds a tools/call request.
