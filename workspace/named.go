@@ -104,19 +104,20 @@ func claimWorkspace(cacheDir string, opts SessionOptions, inst *instance, sessio
 		return nil, fmt.Errorf("locking workspace %s: %w", name, err)
 	}
 	k := &keptWorkspace{name: name, root: root, lock: lock}
+	// A refused claim changes nothing: the lock goes, the record stays.
 	rec, err := readRecord(root)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		now := time.Now().UTC()
 		rec = WorkspaceRecord{Name: name, Created: now, LastUsed: now, Principal: principal}
 	case err != nil:
-		k.release()
+		lock.Close()
 		return nil, err
 	case rec.Principal != principal:
-		k.release()
+		lock.Close()
 		return nil, fmt.Errorf("workspace %q belongs to another client (another bearer token); choose another name", name)
 	case !opts.handedOver && time.Now().Before(rec.HandoffUntil):
-		k.release()
+		lock.Close()
 		return nil, fmt.Errorf("workspace %q is reserved until %s for the session given its handle (workspace_attach)", name, rec.HandoffUntil.Format(time.RFC3339))
 	}
 	rec.LastUsed, rec.HandoffUntil = time.Now().UTC(), time.Time{}
