@@ -392,3 +392,68 @@ func TestRestoreToAnOldAutomaticCheckpointKeepsIt(t *testing.T) {
 		t.Errorf("the checkpoint just restored was deleted: %+v", list.Checkpoints)
 	}
 }
+
+// TestCheckpointOperationsRacingEachOther runs checkpoints, restores,
+// diffs, deletions and writes at once: each succeeds or says why, and the
+// store is whole afterwards (every checkpoint listed can be restored).
+func TestCheckpointOperationsRacingEachOther(t *testing.T) {
+	m, _, _ := newTestManager(t, nil)
+	s, _ := m.Session("crowd")
+	echo(t, s, "sh", "-c", "mkdir -p a b && for i in 1 2 3 4 5; do echo $i > a/$i; echo $i > b/$i; done")
+	if _, err := s.Checkpoint(ctx, "base"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			if _, err := s.WriteFile(ctx, fmt.Sprintf("a/w%d", i), "w"); err != nil {
+				t.Errorf("write: %v", err)
+			}
+		})
+		wg.Go(func() {
+			if _, err := s.Checkpoint(ctx, fmt.Sprint("round ", i)); err != nil {
+				t.Errorf("checkpoint: %v", err)
+			}
+		})
+		wg.Go(func() {
+			if _, err := s.CheckpointDiff(ctx, "c1", CheckpointNow, ""); err != nil {
+				t.Errorf("diff: %v", err)
+			}
+		})
+		if i%3 == 0 {
+			wg.Go(func() {
+				if _, err := s.Restore(ctx, "c1"); err != nil {
+					t.Errorf("restore: %v", err)
+				}
+			})
+		}
+		if i == 5 {
+			wg.Go(func() {
+				list, _ := s.Checkpoints(ctx)
+				if len(list.Checkpoints) > 2 {
+					if _, err := s.DeleteCheckpoints(ctx, []string{list.Checkpoints[1].ID}); err != nil && !errors.Is(err, ErrCheckpointNotFound) {
+						t.Errorf("delete: %v", err)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	list, err := s.Checkpoints(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every checkpoint listed is read whole by a diff (a restore of each
+	// would prune the oldest automatic ones as it goes).
+	for _, cp := range list.Checkpoints {
+		if _, err := s.CheckpointDiff(ctx, cp.ID, CheckpointNow, ""); err != nil {
+			t.Errorf("reading %s after the crowd: %v", cp.ID, err)
+		}
+	}
+	if _, err := s.Restore(ctx, "c1"); err != nil {
+		t.Errorf("restoring c1 after the crowd: %v", err)
+	}
+	if got := treeState(t, s.workspaceDir()); len(got) != 12 {
+		t.Errorf("after restoring c1: %s", render(got))
+	}
+}
