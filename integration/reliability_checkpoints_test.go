@@ -57,11 +57,7 @@ func TestReliabilityCheckpoints(t *testing.T) {
 			if res := p.run("sh", "-c", changeScript); res.ExitCode != 0 {
 				t.Fatal(res.Stderr)
 			}
-			go p.client.CallTool(context.Background(), toolRequest("workspace_restore", map[string]any{"checkpoint": "c1"}))
-			time.Sleep(killAt(round, rounds, whole))
-			must(t, p.cmd.Process.Signal(syscall.SIGKILL))
-			p.waitExit(10 * time.Second)
-			p = start(t, startOptions{cache: cache, args: args})
+			p = p.killDuring(toolRequest("workspace_restore", map[string]any{"checkpoint": "c1"}), killAt(round, rounds, whole), startOptions{cache: cache, args: args})
 			switch got := p.listingDigest(); got {
 			case old:
 				restored++
@@ -101,11 +97,7 @@ func TestReliabilityCheckpoints(t *testing.T) {
 		for round := range rounds {
 			p.run("sh", "-c", fmt.Sprintf("for f in d%d/*; do echo round-%d >> $f; done", round%10, round))
 			before := p.listingDigest()
-			go p.client.CallTool(context.Background(), toolRequest("workspace_checkpoint", map[string]any{"message": fmt.Sprint("round ", round)}))
-			time.Sleep(killAt(round, rounds, whole))
-			must(t, p.cmd.Process.Signal(syscall.SIGKILL))
-			p.waitExit(10 * time.Second)
-			p = start(t, startOptions{cache: cache, args: args})
+			p = p.killDuring(toolRequest("workspace_checkpoint", map[string]any{"message": fmt.Sprint("round ", round)}), killAt(round, rounds, whole), startOptions{cache: cache, args: args})
 			ok := p.listingDigest() == before
 			var list tools.WorkspaceCheckpointsResult
 			res := p.call("workspace_checkpoints", nil)
@@ -212,6 +204,17 @@ func TestReliabilityCheckpoints(t *testing.T) {
 		recordPromise(promiseFigure{Class: "checkpoints: 60 write_file calls and 4 writing commands racing 5 restores, over HTTP", Tried: writes + 9, Broken: torn + failed,
 			Measured: fmt.Sprintf("every write answered success; %d running commands stopped by restores, said so; the file whole and nothing left beside it", stopped)})
 	})
+}
+
+// killDuring sends req, kills the server with SIGKILL after the delay at,
+// and starts a new one with opts, which it returns.
+func (p *proc) killDuring(req mcp.CallToolRequest, at time.Duration, opts startOptions) *proc {
+	p.t.Helper()
+	go p.client.CallTool(context.Background(), req)
+	time.Sleep(at)
+	must(p.t, p.cmd.Process.Signal(syscall.SIGKILL))
+	p.waitExit(10 * time.Second)
+	return start(p.t, opts)
 }
 
 // killAt is when round of rounds kills an operation that takes whole: the
