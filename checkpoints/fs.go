@@ -50,10 +50,10 @@ func (t *TreeFS) tree(sum string) ([]Entry, error) {
 	return entries, nil
 }
 
-// Lookup returns the entry at name ("." is the root, a directory). Names
+// lookup returns the entry at name ("." is the root, a directory). Names
 // are as fs.ValidPath wants them, except that any bytes are allowed: a
 // workspace's names need not be UTF-8.
-func (t *TreeFS) Lookup(name string) (Entry, error) {
+func (t *TreeFS) lookup(name string) (Entry, error) {
 	if !validPath(name) {
 		return Entry{}, fs.ErrInvalid
 	}
@@ -98,7 +98,7 @@ func validPath(name string) bool {
 
 // Entries returns the entries of the directory at name, sorted.
 func (t *TreeFS) Entries(name string) ([]Entry, error) {
-	e, err := t.Lookup(name)
+	e, err := t.lookup(name)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func (t *TreeFS) Entries(name string) ([]Entry, error) {
 
 // Open opens a regular file or a directory.
 func (t *TreeFS) Open(name string) (fs.File, error) {
-	e, err := t.Lookup(name)
+	e, err := t.lookup(name)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
@@ -142,7 +142,7 @@ func (t *TreeFS) ReadDir(name string) ([]fs.DirEntry, error) {
 
 // ReadLink returns a symlink's target.
 func (t *TreeFS) ReadLink(name string) (string, error) {
-	e, err := t.Lookup(name)
+	e, err := t.lookup(name)
 	if err == nil && e.Kind != KindSymlink {
 		err = errors.New("not a symlink")
 	}
@@ -154,7 +154,7 @@ func (t *TreeFS) ReadLink(name string) (string, error) {
 
 // Lstat describes an entry without following it.
 func (t *TreeFS) Lstat(name string) (fs.FileInfo, error) {
-	e, err := t.Lookup(name)
+	e, err := t.lookup(name)
 	if err != nil {
 		return nil, &fs.PathError{Op: "lstat", Path: name, Err: err}
 	}

@@ -23,8 +23,8 @@ type Journal struct {
 	Started      time.Time `json:"started"`
 }
 
-// Roots are the trees a pending restore may still need.
-func (j *Journal) Roots() []string {
+// roots are the trees a pending restore may still need.
+func (j *Journal) roots() []string {
 	roots := []string{j.TargetRoot}
 	if j.FallbackRoot != "" {
 		roots = append(roots, j.FallbackRoot)

@@ -404,7 +404,7 @@ func (s *Store) collect() (int64, error) {
 		roots = append(roots, cp.Root)
 	}
 	if j, err := s.pendingRestore(); err == nil && j != nil {
-		roots = append(roots, j.Roots()...)
+		roots = append(roots, j.roots()...)
 	}
 	live := map[string]bool{}
 	for _, r := range roots {

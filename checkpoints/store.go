@@ -128,9 +128,6 @@ func Look(dir string) *Store {
 	return s
 }
 
-// Dir is the store's directory.
-func (s *Store) Dir() string { return s.dir }
-
 // Cap is the bound on the objects' total size, 0 for none.
 func (s *Store) Cap() int64 { return s.cap }
 
@@ -331,14 +328,6 @@ func (s *Store) Delete(ids ...string) (int64, error) {
 			return 0, fmt.Errorf("deleting checkpoint %s: %w", id, err)
 		}
 	}
-	return s.collect()
-}
-
-// Collect removes the objects no checkpoint, pinned root or pending
-// restore needs, returning the bytes freed.
-func (s *Store) Collect() (int64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	return s.collect()
 }
 

@@ -76,7 +76,7 @@ func TestCommitListDeleteAndCollect(t *testing.T) {
 		t.Errorf("shared content after collection = %q, %v", data, err)
 	}
 	// IDs are never reused, even after the counter is lost.
-	os.Remove(filepath.Join(s.Dir(), counterFile))
+	os.Remove(filepath.Join(s.dir, counterFile))
 	c3, _ := s.Commit(Checkpoint{Root: r2})
 	if c3.ID != "c3" {
 		t.Errorf("next id = %s, want c3", c3.ID)
@@ -110,7 +110,10 @@ func TestAKilledWriterLeavesAReadableStore(t *testing.T) {
 	if err != nil || len(list) != 1 {
 		t.Fatalf("list = %+v, %v", list, err)
 	}
-	if _, err := s2.Collect(); err != nil {
+	s2.mu.Lock()
+	_, err = s2.collect()
+	s2.mu.Unlock()
+	if err != nil {
 		t.Fatal(err)
 	}
 	if s2.Has(orphan) || !s2.Has(root) {
@@ -184,7 +187,10 @@ func TestJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The target of a pending restore is kept by collection even unrecorded.
-	if _, err := s.Collect(); err != nil || !s.Has(root) {
+	s.mu.Lock()
+	_, err := s.collect()
+	s.mu.Unlock()
+	if err != nil || !s.Has(root) {
 		t.Errorf("collection took a pending restore's tree: %v", err)
 	}
 	if j, _ := s.PendingRestore(); j == nil || j.Target != "c1" {
@@ -269,7 +275,7 @@ func TestAPackMostlyDeadIsRewritten(t *testing.T) {
 	if s.Has(big) {
 		t.Error("the dead object survived the rewrite")
 	}
-	if packs, _ := os.ReadDir(filepath.Join(s.Dir(), packsDir)); len(packs) != 2 {
+	if packs, _ := os.ReadDir(filepath.Join(s.dir, packsDir)); len(packs) != 2 {
 		t.Errorf("%d pack files, want one pack and its index", len(packs))
 	}
 }
