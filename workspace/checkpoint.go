@@ -119,23 +119,25 @@ func (s *Session) save(ctx context.Context, meta Checkpoint) (Checkpoint, error)
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	return s.saveWith(ctx, client, st, meta)
+	cp, _, err := s.saveWith(ctx, client, st, meta)
+	return cp, err
 }
 
 // saveWith takes a checkpoint through client into st and records the
-// files' state. The caller holds the files gate whole.
-func (s *Session) saveWith(ctx context.Context, client *wire.Client, st *checkpoints.Store, meta Checkpoint) (Checkpoint, error) {
+// files' state; it returns the scan the checkpoint was made from. The
+// caller holds the files gate whole.
+func (s *Session) saveWith(ctx context.Context, client *wire.Client, st *checkpoints.Store, meta Checkpoint) (Checkpoint, []wire.ScanEntry, error) {
 	start := time.Now()
 	snap, err := s.snapshot(ctx, client, st)
 	if err != nil {
-		return Checkpoint{}, fmt.Errorf("saving a checkpoint: %w", err)
+		return Checkpoint{}, nil, fmt.Errorf("saving a checkpoint: %w", err)
 	}
 	defer snap.done()
 	meta.Root, meta.Files, meta.Dirs, meta.Symlinks, meta.Fifos = snap.root, snap.files, snap.dirs, snap.symlinks, snap.fifos
 	meta.Bytes, meta.Added, meta.Skipped = snap.bytes, snap.build.Added(), snap.skipped
 	cp, err := st.Commit(meta)
 	if err != nil {
-		return Checkpoint{}, err
+		return Checkpoint{}, nil, err
 	}
 	snap.steps.done("commit")
 	s.saveIndex(snap.index)
@@ -143,7 +145,7 @@ func (s *Session) saveWith(ctx context.Context, client *wire.Client, st *checkpo
 	s.m.log.Info("workspace checkpoint", "event", "checkpoint", "session", s.hash, "checkpoint", cp.ID, "auto", cp.Auto,
 		"files", cp.Files, "bytes", cp.Bytes, "added_bytes", cp.Added, "fetched_files", snap.fetched, "duration_ms", time.Since(start).Milliseconds(),
 		"steps", snap.steps.String())
-	return cp, nil
+	return cp, snap.entries, nil
 }
 
 // saveIndex keeps idx as the files' last known state.
@@ -203,7 +205,7 @@ func (s *Session) autoCheckpointLocked(ctx context.Context, why string) {
 	defer unlock()
 	st, err := s.checkpointStore()
 	if err == nil {
-		_, err = s.saveWith(ctx, s.client, st, Checkpoint{Auto: why})
+		_, _, err = s.saveWith(ctx, s.client, st, Checkpoint{Auto: why})
 	}
 	if err != nil {
 		s.m.log.Warn("automatic checkpoint failed", "session", s.hash, "why", why, "err", err)

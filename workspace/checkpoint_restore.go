@@ -49,7 +49,10 @@ func (s *Session) Restore(ctx context.Context, id string) (RestoreResult, error)
 		return res, err
 	}
 	journal := checkpoints.Journal{Target: target.ID, TargetRoot: target.Root, Started: time.Now().UTC()}
-	if before, err := s.save(ctx, Checkpoint{Auto: "before restore to " + id}); err == nil {
+	// The scan of the state being replaced also plans the restore: nothing
+	// changes in between, the gate held and the processes stopped.
+	before, current, err := s.saveWith(ctx, client, st, Checkpoint{Auto: "before restore to " + id})
+	if err == nil {
 		res.Before, journal.Fallback, journal.FallbackRoot = before, before.ID, before.Root
 	} else {
 		s.m.log.Warn("restoring without a checkpoint of the state it leaves", "session", s.hash, "checkpoint", id, "err", err)
@@ -57,7 +60,7 @@ func (s *Session) Restore(ctx context.Context, id string) (RestoreResult, error)
 	if err := st.BeginRestore(journal); err != nil {
 		return res, err
 	}
-	counts, err := s.restoreTo(ctx, client, st, target.Root)
+	counts, err := s.restoreTo(ctx, client, st, target.Root, current)
 	if err != nil {
 		return res, s.restoreFailed(ctx, client, st, journal, err)
 	}
@@ -79,7 +82,7 @@ func (s *Session) Restore(ctx context.Context, id string) (RestoreResult, error)
 func (s *Session) restoreFailed(ctx context.Context, client *wire.Client, st *checkpoints.Store, j checkpoints.Journal, cause error) error {
 	back := context.WithoutCancel(ctx)
 	if j.FallbackRoot != "" {
-		if _, err := s.restoreTo(back, client, st, j.FallbackRoot); err == nil {
+		if _, err := s.restoreTo(back, client, st, j.FallbackRoot, nil); err == nil {
 			if err := st.EndRestore(); err == nil {
 				return fmt.Errorf("restoring checkpoint %s failed, so the workspace was put back as it was (saved as checkpoint %s): %w", j.Target, j.Fallback, cause)
 			}
@@ -129,9 +132,9 @@ func (s *Session) finishPendingRestore(ctx context.Context) error {
 	if _, err := s.quiesce(ctx, client); err != nil {
 		return err
 	}
-	_, err = s.restoreTo(ctx, client, st, j.TargetRoot)
+	_, err = s.restoreTo(ctx, client, st, j.TargetRoot, nil)
 	if err != nil && j.FallbackRoot != "" {
-		_, err = s.restoreTo(ctx, client, st, j.FallbackRoot)
+		_, err = s.restoreTo(ctx, client, st, j.FallbackRoot, nil)
 	}
 	if err != nil {
 		return fmt.Errorf("finishing the restore of checkpoint %s, which did not finish: %w", j.Target, err)
@@ -183,11 +186,14 @@ type restoreCounts struct{ Removed, Written, Unchanged int }
 
 // restoreTo makes the workspace match the tree root: it removes what the
 // tree lacks, writes what differs, leaves the rest, and then checks the
-// result against the tree.
-func (s *Session) restoreTo(ctx context.Context, client *wire.Client, st *checkpoints.Store, root string) (restoreCounts, error) {
-	current, _, err := s.scanAll(ctx, client)
-	if err != nil {
-		return restoreCounts{}, err
+// result against the tree. current is a scan of the workspace as it is,
+// or nil to scan it.
+func (s *Session) restoreTo(ctx context.Context, client *wire.Client, st *checkpoints.Store, root string, current []wire.ScanEntry) (restoreCounts, error) {
+	if current == nil {
+		var err error
+		if current, _, err = s.scanAll(ctx, client); err != nil {
+			return restoreCounts{}, err
+		}
 	}
 	target, err := walkTree(st.FS(root))
 	if err != nil {

@@ -34,7 +34,8 @@ type snapshotState struct {
 	bytes                        int64
 	skipped                      []string
 	fetched                      int
-	steps                        *stepTimes // scan, fetch, trees
+	steps                        *stepTimes       // scan, fetch, trees
+	entries                      []wire.ScanEntry // the scan saved
 
 	mu    sync.Mutex // guards index while files are fetched at once
 	index checkpoints.Index
@@ -82,7 +83,7 @@ func (s *Session) snapshot(ctx context.Context, client *wire.Client, st *checkpo
 	}
 	steps.done("scan")
 	prev := s.lastIndex()
-	res := &snapshotState{build: st.Build(), index: checkpoints.Index{}, steps: steps}
+	res := &snapshotState{build: st.Build(), index: checkpoints.Index{}, steps: steps, entries: entries}
 	hashes := make([]string, len(entries))
 	var fetch []int
 	var need int64
