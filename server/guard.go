@@ -98,8 +98,8 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// DELETE without one would otherwise make a session nobody ends.
 		refuse(http.StatusBadRequest, "no session", "bad request: "+r.Method+" needs the Mcp-Session-Id header of a session; start one with an initialize POST")
 		return
-	case opensSession(r) && r.URL.Query().Has(workspaceParam) && workspace.CheckWorkspaceName(r.URL.Query().Get(workspaceParam)) != nil:
-		refuse(http.StatusBadRequest, "workspace name", "bad request: the "+workspaceParam+" parameter: "+workspace.CheckWorkspaceName(r.URL.Query().Get(workspaceParam)).Error())
+	case opensSession(r) && badWorkspaceParam(r) != nil:
+		refuse(http.StatusBadRequest, "workspace name", "bad request: the "+workspaceParam+" parameter: "+badWorkspaceParam(r).Error())
 		return
 	case opensSession(r) && g.store.count() >= g.maxSessions:
 		refuse(http.StatusServiceUnavailable, "session cap", "too many sessions: this server serves at most "+strconv.Itoa(g.maxSessions)+" at once; end one (DELETE) or raise --max-sessions")
@@ -109,6 +109,15 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, g.maxBody)
 	}
 	g.next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)))
+}
+
+// badWorkspaceParam says what is wrong with the kept workspace a request
+// names in its URL, nil when it names none or a good one.
+func badWorkspaceParam(r *http.Request) error {
+	if !r.URL.Query().Has(workspaceParam) {
+		return nil
+	}
+	return workspace.CheckWorkspaceName(r.URL.Query().Get(workspaceParam))
 }
 
 // opensSession reports whether a request without a session id starts one:

@@ -41,7 +41,7 @@ func TestDiskLimitIsEnforcedByTheKernel(t *testing.T) {
 	if total := int64(st.Blocks) * st.Bsize; total > limit {
 		t.Errorf("the session's filesystem holds %d bytes, more than the limit %d", total, limit)
 	}
-	fi, err := os.Stat(s.diskImage())
+	fi, err := os.Stat(s.diskFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestDiskLimitIsEnforcedByTheKernel(t *testing.T) {
 	}
 
 	m.EndSession(ctx, "fill")
-	for _, p := range []string{s.dir, s.diskImage()} {
+	for _, p := range []string{s.dir, s.diskFile} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s left after the session ended: %v", p, err)
 		}
@@ -76,7 +76,7 @@ func TestDiskLimitLargerThanTheFreeSpaceIsRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "less than one session's disk limit of 1.0 EiB") || !strings.Contains(err.Error(), "--disk-limit") {
 		t.Fatalf("err = %v, want a refusal naming the limit and the flag", err)
 	}
-	if _, err := os.Stat(s.diskImage()); !os.IsNotExist(err) {
+	if _, err := os.Stat(s.diskFile); !os.IsNotExist(err) {
 		t.Errorf("an image was left after the refusal: %v", err)
 	}
 }

@@ -191,11 +191,9 @@ func (s *Session) moveTo(root string) error {
 		return err
 	}
 	k := &keptWorkspace{root: root}
-	moves := [][2]string{{s.dir, k.sessionDir()}, {s.storeDir, k.storeDir()}}
-	if s.disk || s.m.disk != nil {
-		moves = append(moves, [2]string{s.diskImage(), k.diskImage()})
-	}
-	for _, mv := range moves {
+	// What was never made (a disk where disks are not limited, a store
+	// before any checkpoint) is not there to move.
+	for _, mv := range [][2]string{{s.dir, k.sessionDir()}, {s.storeDir, k.storeDir()}, {s.diskFile, k.diskImage()}} {
 		if err := os.Rename(mv[0], mv[1]); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}

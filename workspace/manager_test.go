@@ -112,7 +112,7 @@ func TestKeptDiskThatCannotBeMountedIsReported(t *testing.T) {
 	s, _ := m.Session("kept")
 	echo(t, s, "sh", "-c", "echo x > f")
 	m.EndSession(ctx, "kept")
-	if err := os.WriteFile(s.diskImage(), make([]byte, 1<<20), 0o600); err != nil {
+	if err := os.WriteFile(s.diskFile, make([]byte, 1<<20), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	records, release, err := FindSessions(m.cfg.CacheDir)
@@ -123,7 +123,7 @@ func TestKeptDiskThatCannotBeMountedIsReported(t *testing.T) {
 	if len(records) != 1 || records[0].Hash != s.key || records[0].Err == nil {
 		t.Fatalf("records = %+v, want one for %s saying why it cannot be read", records, s.key)
 	}
-	if msg := records[0].Err.Error(); !strings.Contains(msg, "could not be mounted") || !strings.Contains(msg, s.diskImage()) {
+	if msg := records[0].Err.Error(); !strings.Contains(msg, "could not be mounted") || !strings.Contains(msg, s.diskFile) {
 		t.Errorf("error %q does not say which image could not be mounted", msg)
 	}
 }

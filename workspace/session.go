@@ -121,9 +121,6 @@ type Session struct {
 
 var _ Workspace = (*Session)(nil)
 
-// diskImage is the file holding the session directory's filesystem.
-func (s *Session) diskImage() string { return s.diskFile }
-
 // mountDiskLocked gives the session directory a filesystem of its own,
 // the size of the disk limit, before anything is written to it.
 func (s *Session) mountDiskLocked(ctx context.Context) error {
@@ -134,7 +131,7 @@ func (s *Session) mountDiskLocked(ctx context.Context) error {
 	if s.kept != nil {
 		mount = s.m.disk.mountKeptDisk
 	}
-	if err := mount(ctx, s.diskImage(), s.dir, s.m.cfg.DiskBytes); err != nil {
+	if err := mount(ctx, s.diskFile, s.dir, s.m.cfg.DiskBytes); err != nil {
 		return err
 	}
 	s.disk = true
@@ -160,7 +157,7 @@ func (s *Session) deleteFilesLocked() {
 	if !s.unmountDiskLocked() {
 		return
 	}
-	if err := os.Remove(s.diskImage()); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(s.diskFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		s.m.log.Warn("deleting session disk image", "session", s.hash, "err", err)
 	}
 	if err := removeAll(s.dir); err != nil {
