@@ -31,7 +31,11 @@ ROOTLESS_SUBIDS=300000-365535
 # Bumped when the way the images are built changes, so that `make setup`
 # rebuilds images an older setup made. 2: / is mode 0755 (mktemp made it
 # 0700, which vfs storage keeps, and then uid 65534 cannot reach the agent).
-IMAGE_FORMAT=2
+# 3: the workspace image carries the tools agents reach for first (git,
+# make, curl, a C toolchain, python3 with venv and pip).
+IMAGE_FORMAT=3
+# What the workspace image holds beyond Debian's minbase.
+WORKSPACE_PACKAGES=python3,python3-venv,python3-pip,ripgrep,git,make,curl,ca-certificates,build-essential,unzip,xz-utils,procps,less
 # The remote Podman host: a network namespace with sshd and a Podman
 # service whose socket only it sees.
 REMOTE_NS=wink-remote
@@ -190,8 +194,10 @@ import_rootfs() {
 	$SUDO tar -C "$1" -c . | $SUDO podman import -q --change "CMD [\"$3\"]" --change "LABEL io.wink-mcp.image-format=$IMAGE_FORMAT" "${@:4}" - "$2" >/dev/null
 }
 
-# build_workspace_image builds Debian bookworm minbase with python3 and ripgrep, offline
-# from any registry: only the Debian archive is needed.
+# build_workspace_image builds Debian bookworm minbase with WORKSPACE_PACKAGES,
+# offline from any registry: only the Debian archive is needed. Its apt
+# sources name the mirror it was built from, so profiles' setup commands can
+# apt-get install more (see the README's Profiles).
 build_workspace_image() {
 	if image_current "$IMAGE"; then
 		log "image $IMAGE present"
@@ -200,12 +206,13 @@ build_workspace_image() {
 	command -v debootstrap >/dev/null || apt_install debootstrap
 	local root
 	root=$(mktemp -d /var/tmp/wink-rootfs.XXXXXX)
-	log "building $IMAGE with debootstrap (about a minute)"
-	$SUDO debootstrap --variant=minbase --include=python3,ripgrep bookworm "$root" "$(debian_mirror)" >/dev/null
+	log "building $IMAGE with debootstrap (about two minutes)"
+	local start=$SECONDS
+	$SUDO debootstrap --variant=minbase --include="$WORKSPACE_PACKAGES" bookworm "$root" "$(debian_mirror)" >/dev/null
 	$SUDO rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
 	import_rootfs "$root" "$IMAGE" /bin/bash
 	$SUDO rm -rf "$root"
-	log "image $IMAGE built"
+	log "image $IMAGE built in $((SECONDS - start)) s, $($SUDO podman image inspect --format '{{.Size}}' "$IMAGE") bytes"
 }
 
 # build_test_image builds a 2 MB busybox image for fast tests.
