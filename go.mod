@@ -12,6 +12,7 @@ require (
 	github.com/opencontainers/runtime-spec v1.2.1
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/sirupsen/logrus v1.9.3
+	go.yaml.in/yaml/v3 v3.0.4
 	golang.org/x/sync v0.17.0
 	golang.org/x/sys v0.49.0
 )

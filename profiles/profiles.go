@@ -1,0 +1,160 @@
+// Package profiles reads a profiles file: named toolchains a session may
+// choose, each a base image, setup commands run once and cached as an image
+// (see workspace's image builds), an environment, a working directory,
+// limits and egress patterns. A profile may extend another.
+//
+// The file is YAML. Every value is checked when it is read, and an error
+// names the file, the line, the profile and the field.
+package profiles
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Profile is one resolved profile: what it extends already merged in.
+type Profile struct {
+	// Name is the profile's key in the file.
+	Name string
+	// Description says what the profile is for; the workspace prompt
+	// lists it.
+	Description string
+	// Image is the base image; "" is the server's image.
+	Image string
+	// Setup are shell commands (sh -c) run once, in order, as root in a
+	// hardened container from Image; the result is the profile's image.
+	Setup []string
+	// Env is set in the container, for the setup commands and every
+	// session command.
+	Env map[string]string
+	// Workdir is the default working directory of commands, relative to
+	// /workspace ("" for /workspace itself).
+	Workdir string
+	// Limits override the server's; a zero field keeps the server's.
+	Limits Limits
+	// Egress are the hosts the setup commands, and the sessions, may reach.
+	Egress Egress
+	// File and Line are where the profile is defined.
+	File string
+	Line int
+}
+
+// Limits are what a profile may change of the server's limits; zero
+// values (nil for Disk) keep the server's.
+type Limits struct {
+	MemoryBytes int64
+	CPUs        float64
+	Pids        int64
+	// DiskBytes bounds /workspace; a pointer, since 0 turns the limit off.
+	DiskBytes *int64
+	TmpBytes  int64
+	// CommandTimeout is podman_shell's timeout when a call gives none.
+	CommandTimeout time.Duration
+	// SetupTimeout bounds each setup command (DefaultSetupTimeout when 0).
+	SetupTimeout time.Duration
+	// SetupDiskBytes bounds what the setup writes to the image
+	// (DefaultSetupDiskBytes when 0).
+	SetupDiskBytes int64
+}
+
+// Egress are a profile's egress allowlist patterns (package egress), for
+// the setup commands and for sessions: each list stands alone, so a host
+// the setup needs is not open to the model unless Session names it too.
+type Egress struct {
+	Setup   []string
+	Session []string
+}
+
+// Defaults and bounds of profile values.
+const (
+	// DefaultSetupTimeout bounds each setup command of a profile without
+	// limits.setup_timeout.
+	DefaultSetupTimeout = 10 * time.Minute
+	// DefaultSetupDiskBytes bounds what the setup of a profile without
+	// limits.setup_disk writes.
+	DefaultSetupDiskBytes = 8 << 30
+	// MaxSetupCommands, MaxCommandBytes and MaxEnv bound a profile.
+	MaxSetupCommands = 64
+	MaxCommandBytes  = 16 << 10
+	MaxEnv           = 128
+	// MaxTimeout bounds every timeout a profile sets.
+	MaxTimeout = 24 * time.Hour
+)
+
+// File is a profiles file, read and checked.
+type File struct {
+	// Path is the file's path as given.
+	Path string
+	// Default is the profile of sessions that choose none ("" for none:
+	// the server's settings alone).
+	Default string
+	// Profiles are the profiles by name.
+	Profiles map[string]*Profile
+}
+
+// Names returns the profiles' names, sorted.
+func (f *File) Names() []string {
+	if f == nil {
+		return nil
+	}
+	names := make([]string, 0, len(f.Profiles))
+	for name := range f.Profiles {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// All returns the profiles, sorted by name (none for a nil File).
+func (f *File) All() []*Profile {
+	var all []*Profile
+	for _, name := range f.Names() {
+		all = append(all, f.Profiles[name])
+	}
+	return all
+}
+
+// Get returns the profile called name, or an error listing the ones there are.
+func (f *File) Get(name string) (*Profile, error) {
+	if f != nil {
+		if p, ok := f.Profiles[name]; ok {
+			return p, nil
+		}
+	}
+	if len(f.Names()) == 0 {
+		return nil, fmt.Errorf("profile %q: no profiles are configured (start wink-mcp with --profiles FILE)", name)
+	}
+	return nil, fmt.Errorf("profile %q does not exist; the profiles are: %v", name, f.Names())
+}
+
+// imageKeyFormat is part of every image key: bumped when what a build does
+// with the same inputs changes, so that older images are not reused.
+const imageKeyFormat = 1
+
+// ImageKey is the SHA-256, in hex, of everything a profile's image is
+// built from: the profile's name, the base image's ID (so that a base
+// retagged to other content builds anew), the setup commands, the
+// environment and the setup's egress patterns, encoded without ambiguity.
+func (p *Profile) ImageKey(baseID string) string {
+	env := make([][2]string, 0, len(p.Env))
+	for k, v := range p.Env {
+		env = append(env, [2]string{k, v})
+	}
+	slices.SortFunc(env, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	inputs, _ := json.Marshal(struct {
+		Format int         `json:"format"`
+		Name   string      `json:"name"`
+		Base   string      `json:"base"`
+		Setup  []string    `json:"setup"`
+		Env    [][2]string `json:"env"`
+		Egress []string    `json:"egress"`
+	}{imageKeyFormat, p.Name, baseID, p.Setup, env, p.Egress.Setup})
+	sum := sha256.Sum256(inputs)
+	return hex.EncodeToString(sum[:])
+}

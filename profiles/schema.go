@@ -1,0 +1,56 @@
+package profiles
+
+import (
+	"encoding/json"
+
+	"github.com/invopop/jsonschema"
+)
+
+// SchemaID is the $id of the profiles file's JSON Schema.
+const SchemaID = "https://github.com/wink-mcp/wink-mcp/profiles/profiles.schema.json"
+
+// The types below describe the file for its JSON Schema, which editors use
+// to complete and check it (Parse is what wink-mcp reads it with).
+
+type fileSchema struct {
+	Default  string                   `json:"default,omitempty" jsonschema_description:"The profile of sessions that choose none (--profile overrides it)."`
+	Profiles map[string]profileSchema `json:"profiles" jsonschema_description:"Profiles by name: 1-40 lowercase letters, digits, '_', '.' or '-'."`
+}
+
+type profileSchema struct {
+	Description string            `json:"description,omitempty" jsonschema:"maxLength=500" jsonschema_description:"What the profile is for; the workspace prompt lists it."`
+	Extends     string            `json:"extends,omitempty" jsonschema_description:"A profile whose values this one starts from: its setup commands and egress patterns run first, its env is merged, the rest is replaced."`
+	Image       string            `json:"image,omitempty" jsonschema_description:"The base image (default: the server's). ${NAME} is the server's environment variable NAME."`
+	Setup       []string          `json:"setup,omitempty" jsonschema:"maxItems=64" jsonschema_description:"Shell commands run once, in order, as root in a hardened container from the image; the result is cached as the profile's image."`
+	Env         map[string]string `json:"env,omitempty" jsonschema_description:"Environment of the setup commands and of every command; stored in the image, so no secrets (see --env-pass)."`
+	Workdir     string            `json:"workdir,omitempty" jsonschema_description:"The default working directory of commands, under /workspace."`
+	Limits      limitsSchema      `json:"limits,omitempty"`
+	Egress      egressSchema      `json:"egress,omitempty"`
+}
+
+type limitsSchema struct {
+	Memory         string  `json:"memory,omitempty" jsonschema_description:"Memory limit, such as 2g."`
+	CPUs           float64 `json:"cpus,omitempty" jsonschema:"exclusiveMinimum=0" jsonschema_description:"CPU limit in cores."`
+	Pids           int     `json:"pids,omitempty" jsonschema:"minimum=16" jsonschema_description:"Most processes at once."`
+	Disk           string  `json:"disk,omitempty" jsonschema_description:"Size of /workspace, such as 4g; 0 for no limit."`
+	Tmp            string  `json:"tmp,omitempty" jsonschema_description:"Size of the /tmp tmpfs."`
+	CommandTimeout string  `json:"command_timeout,omitempty" jsonschema_description:"podman_shell's timeout when a call gives none, such as 5m."`
+	SetupTimeout   string  `json:"setup_timeout,omitempty" jsonschema_description:"Bound of each setup command (default 10m)."`
+	SetupDisk      string  `json:"setup_disk,omitempty" jsonschema_description:"Bound of what the setup writes to the image (default 8g)."`
+}
+
+type egressSchema struct {
+	Setup   []string `json:"setup,omitempty" jsonschema_description:"Hosts the setup commands may reach (as --egress)."`
+	Session []string `json:"session,omitempty" jsonschema_description:"Hosts the sessions' commands may reach, besides the server's --egress."`
+}
+
+// Schema returns the JSON Schema of a profiles file, indented.
+func Schema() []byte {
+	r := jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true}
+	s := r.Reflect(&fileSchema{})
+	s.ID = SchemaID
+	s.Title = "wink-mcp profiles"
+	s.Description = "Toolchains a wink-mcp session may choose (see the README's Profiles)."
+	b, _ := json.MarshalIndent(s, "", "  ")
+	return append(b, '\n')
+}
