@@ -91,10 +91,31 @@ type Spec struct {
 	// inherits.
 	Env map[string]string
 	Limits
+	// Caps are capabilities the container keeps (every other is dropped):
+	// only a profile's setup container has any (SetupCaps), and it runs as
+	// root; a session's container has none.
+	Caps []string
 	// Unlimited lists, comma-separated, the cgroup controllers whose
 	// limits the host cannot enforce (HostFacts.Unlimitable) and the
 	// container goes without, because the user accepted that.
 	Unlimited string
+}
+
+// SetupCaps are the capabilities of a profile's setup container, which runs
+// as root so that package managers can install: ownership and permission
+// bits of the files they unpack, and dropping to the users they download
+// as. Nothing lets it reach devices, the network beyond its egress proxy,
+// the kernel's settings or other processes.
+var SetupCaps = []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_SETGID", "CAP_SETUID", "CAP_KILL"}
+
+// Image is one image found by Engine.Images.
+type Image struct {
+	ID     string
+	Names  []string
+	Labels map[string]string
+	Size   int64
+	// Created is when it was made, in Unix seconds.
+	Created int64
 }
 
 // Limited says whether the container gets the limit of a cgroup controller
@@ -141,6 +162,19 @@ type Engine interface {
 	// EnsureImage returns the first of choices the engine has, or pulls
 	// the last when it has none.
 	EnsureImage(ctx context.Context, choices []string) (image string, err error)
+	// ImageID returns the ID of image, which must be present.
+	ImageID(ctx context.Context, image string) (string, error)
+	// Commit makes image (repository:tag) from the files of the container
+	// name, with these labels besides the container's own.
+	Commit(ctx context.Context, name, image string, labels map[string]string) error
+	// WrittenBytes is what the container has written to its own
+	// filesystem, mounts aside.
+	WrittenBytes(ctx context.Context, name string) (int64, error)
+	// Images returns the images with the label (key=value).
+	Images(ctx context.Context, label string) ([]Image, error)
+	// RemoveImage removes an image no container uses; a missing one is not
+	// an error.
+	RemoveImage(ctx context.Context, image string) error
 	// Create creates a container and checks its effective settings; it
 	// returns ErrNameInUse if the name is taken.
 	Create(ctx context.Context, spec Spec) error

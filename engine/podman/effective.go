@@ -25,16 +25,18 @@ func checkEffective(spec engine.Spec, data *define.InspectContainerData) error {
 		}
 	}
 	hc := data.HostConfig
-	want(len(data.EffectiveCaps) == 0, "effective capabilities %v, want none", data.EffectiveCaps)
-	want(len(data.BoundingCaps) == 0, "bounding capabilities %v, want none", data.BoundingCaps)
-	want(len(hc.CapAdd) == 0, "added capabilities %v, want none", hc.CapAdd)
+	want(sameCaps(data.EffectiveCaps, spec.Caps), "effective capabilities %v, want %s", data.EffectiveCaps, capsWanted(spec.Caps))
+	want(sameCaps(data.BoundingCaps, spec.Caps), "bounding capabilities %v, want %s", data.BoundingCaps, capsWanted(spec.Caps))
+	want(!slices.ContainsFunc(hc.CapAdd, func(c string) bool { return !slices.Contains(spec.Caps, c) }),
+		"added capabilities %v, want at most %s", hc.CapAdd, capsWanted(spec.Caps))
 	want(!hc.Privileged, "privileged, want unprivileged")
 	want(slices.ContainsFunc(hc.SecurityOpt, func(o string) bool { return strings.HasPrefix(o, "no-new-privileges") }),
 		"security options %v lack no-new-privileges", hc.SecurityOpt)
 	want(data.Config.User == spec.User, "user %q, want %q", data.Config.User, spec.User)
 	want(hc.NetworkMode == "none", "network mode %q, want none", hc.NetworkMode)
 	for k, v := range spec.Env {
-		want(slices.Contains(data.Config.Env, k+"="+v), "environment lacks %s=%s", k, v)
+		// Named, not shown: values may be secrets (--env-pass).
+		want(slices.Contains(data.Config.Env, k+"="+v), "environment lacks %s as asked", k)
 	}
 	if spec.Limited("memory") {
 		want(hc.Memory == spec.MemoryBytes, "memory limit %d, want %d", hc.Memory, spec.MemoryBytes)
@@ -73,4 +75,18 @@ func checkEffective(spec engine.Spec, data *define.InspectContainerData) error {
 		return fmt.Errorf("%w: %s", engine.ErrSettingsDrift, strings.Join(drift, "; "))
 	}
 	return nil
+}
+
+// sameCaps says whether two capability lists hold the same capabilities.
+func sameCaps(got, want []string) bool {
+	g, w := slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))
+	return slices.Equal(slices.Compact(g), slices.Compact(w))
+}
+
+// capsWanted names a wanted capability list in a message.
+func capsWanted(caps []string) string {
+	if len(caps) == 0 {
+		return "none"
+	}
+	return strings.Join(caps, ",")
 }

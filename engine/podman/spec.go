@@ -45,6 +45,7 @@ func podmanSpec(c engine.Spec) *specgen.SpecGenerator {
 	maps.Copy(s.Env, c.Env)
 	s.NetNS = specgen.Namespace{NSMode: specgen.NoNetwork}
 	s.CapDrop = []string{"ALL"}
+	s.CapAdd = c.Caps
 	s.NoNewPrivileges = ptr(true)
 	// Volumes an image declares become tmpfs, so no anonymous volume outlives the container.
 	s.ImageVolumeMode = "tmpfs"
