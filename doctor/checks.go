@@ -57,6 +57,7 @@ func (d *doctor) checks() []check {
 		{"storage", d.storage},
 		{"ulimits", d.ulimits},
 		{"image", d.image},
+		{"profiles", d.profiles},
 		{"mounts", d.mounts},
 		{"egress", d.egress},
 		{"checkpoints", d.checkpoints},

@@ -48,6 +48,15 @@ type Info struct {
 	// Kept names the kept workspace the session works in, "" when its
 	// workspace ends with it.
 	Kept string
+	// Profiles are the toolchains the session may switch to with
+	// workspace_profile; Profile is the one it uses ("" for none).
+	Profiles []Profile
+	Profile  string
+}
+
+// Profile is a profile the prompt lists.
+type Profile struct {
+	Name, Description string
 }
 
 // Text renders the guidance: what the sandbox is, then a table of the live settings.
@@ -74,6 +83,16 @@ func Text(info Info) string {
 	}
 	fmt.Fprintf(&b, "- Do not assume files outside `%s` exist, and keep your work inside it; `/tmp` is a small scratch area.\n", info.Workspace)
 	fmt.Fprintf(&b, "- `workspace_checkpoint` saves all of `%s` (mounted folders' changes included) cheaply; take one before a risky change. `workspace_restore` puts it back exactly, stopping running commands and jobs first, and can itself be undone; `workspace_checkpoint_diff` shows what changed since. `workspace_handoff` gives the workspace to another session, which takes it with `workspace_attach`.\n", info.Workspace)
+	if len(info.Profiles) > 0 {
+		current := "none yet: the image in the table"
+		if info.Profile != "" {
+			current = "`" + info.Profile + "`"
+		}
+		fmt.Fprintf(&b, "- Toolchains come as profiles; the workspace uses %s. Before working, switch with `workspace_profile` to the one the task needs (switching later restarts the container; files stay):\n", current)
+		for _, p := range info.Profiles {
+			fmt.Fprintf(&b, "  - `%s`: %s\n", p.Name, p.Description)
+		}
+	}
 	if len(info.Mounts) > 0 || info.ClientRoots {
 		fmt.Fprintf(&b, "- The user's host folders are mounted in `%s` (see the table). Edit `overlay` folders freely: the copy on the host never changes, and your changes are kept for the user to review and apply as a patch; `workspace_changes` lists them and `workspace_diff` shows them. `ro` folders are read-only. `copy` folders are a filtered copy of the host folder, tracked the same way.\n", info.Workspace)
 	}

@@ -15,6 +15,7 @@ import (
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -41,12 +42,14 @@ type guard struct {
 	store       *sessionStore
 	maxSessions int
 	maxBody     int64
+	profiles    *profiles.File // the profiles ?profile=NAME may name
 	log         *slog.Logger
 	next        http.Handler
 }
 
-func newGuard(cfg HTTPConfig, store *sessionStore, log *slog.Logger, next http.Handler) *guard {
-	g := &guard{hosts: map[string]bool{}, origins: map[string]bool{}, store: store, maxSessions: cfg.MaxSessions, maxBody: cfg.MaxBodyBytes, log: log, next: next}
+func newGuard(cfg HTTPConfig, store *sessionStore, profiles *profiles.File, log *slog.Logger, next http.Handler) *guard {
+	g := &guard{hosts: map[string]bool{}, origins: map[string]bool{}, store: store, maxSessions: cfg.MaxSessions, maxBody: cfg.MaxBodyBytes,
+		profiles: profiles, log: log, next: next}
 	for _, t := range cfg.AuthTokens {
 		g.tokens = append(g.tokens, sha256.Sum256([]byte(t)))
 	}
@@ -101,6 +104,9 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case opensSession(r) && badWorkspaceParam(r) != nil:
 		refuse(http.StatusBadRequest, "workspace name", "bad request: the "+workspaceParam+" parameter: "+badWorkspaceParam(r).Error())
 		return
+	case opensSession(r) && g.badProfileParam(r) != nil:
+		refuse(http.StatusBadRequest, "profile name", "bad request: the "+profileParam+" parameter: "+g.badProfileParam(r).Error())
+		return
 	case opensSession(r) && g.store.count() >= g.maxSessions:
 		refuse(http.StatusServiceUnavailable, "session cap", "too many sessions: this server serves at most "+strconv.Itoa(g.maxSessions)+" at once; end one (DELETE) or raise --max-sessions")
 		return
@@ -118,6 +124,16 @@ func badWorkspaceParam(r *http.Request) error {
 		return nil
 	}
 	return workspace.CheckWorkspaceName(r.URL.Query().Get(workspaceParam))
+}
+
+// badProfileParam says what is wrong with the profile a request names in
+// its URL, nil when it names none or one of the server's.
+func (g *guard) badProfileParam(r *http.Request) error {
+	if !r.URL.Query().Has(profileParam) {
+		return nil
+	}
+	_, err := g.profiles.Get(r.URL.Query().Get(profileParam))
+	return err
 }
 
 // opensSession reports whether a request without a session id starts one:

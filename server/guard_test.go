@@ -30,7 +30,7 @@ func guarded(t *testing.T, cfg HTTPConfig, store *sessionStore) http.Handler {
 		}
 		_, _ = io.WriteString(w, "ok principal="+principalFrom(r.Context())+" body="+strconv.FormatInt(n, 10))
 	})
-	return newGuard(cfg, store, slog.New(slog.DiscardHandler), next)
+	return newGuard(cfg, store, nil, slog.New(slog.DiscardHandler), next)
 }
 
 func send(h http.Handler, method, target string, headers map[string]string, body string) *httptest.ResponseRecorder {

@@ -107,7 +107,7 @@ func (s *Server) ServeHTTP(ctx context.Context, transport string) error {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
 	srv := &http.Server{
-		Handler:           bodyDeadline(cfg.BodyTimeout, newGuard(cfg, s.sessions, s.log, newExactIDs(s.log, handler))),
+		Handler:           bodyDeadline(cfg.BodyTimeout, newGuard(cfg, s.sessions, s.cfg.Workspace.Profiles, s.log, newExactIDs(s.log, handler))),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
@@ -165,7 +165,8 @@ func (s *Server) transportHandler(ctx context.Context, transport string) (http.H
 			mcpserver.WithSSEEndpoint(ssePath),
 			mcpserver.WithMessageEndpoint(messagePath),
 			mcpserver.WithSessionIDGenerator(func(ctx context.Context, r *http.Request) (string, error) {
-				return sessionIDs{store: s.sessions, principal: principalFrom(ctx), workspace: r.URL.Query().Get(workspaceParam), register: s.mgr.Register}.Generate(), nil
+				return sessionIDs{store: s.sessions, principal: principalFrom(ctx), workspace: r.URL.Query().Get(workspaceParam),
+					profile: r.URL.Query().Get(profileParam), register: s.mgr.Register}.Generate(), nil
 			}),
 			mcpserver.WithSSEContextFunc(func(ctx context.Context, _ *http.Request) context.Context { return s.requestContext(ctx) }),
 			mcpserver.WithKeepAlive(true),
@@ -184,6 +185,11 @@ func (s *Server) transportHandler(ctx context.Context, transport string) (http.H
 // /sse?workspace=NAME.
 const workspaceParam = "workspace"
 
+// profileParam is the query parameter that names the profile a session
+// starts with, for a client that knows it before the session starts:
+// /mcp?profile=NAME, /sse?profile=NAME (the model uses workspace_profile).
+const profileParam = "profile"
+
 // sessionIDResolver gives each streamable HTTP request a session id manager
 // bound to the request's principal and the workspace it names.
 type sessionIDResolver struct {
@@ -195,7 +201,8 @@ func (r sessionIDResolver) ResolveSessionIdManager(req *http.Request) mcpserver.
 	if req == nil {
 		return sessionIDs{store: r.store} // the transport's own sweeper
 	}
-	return sessionIDs{store: r.store, principal: principalFrom(req.Context()), workspace: req.URL.Query().Get(workspaceParam), register: r.register}
+	return sessionIDs{store: r.store, principal: principalFrom(req.Context()), workspace: req.URL.Query().Get(workspaceParam),
+		profile: req.URL.Query().Get(profileParam), register: r.register}
 }
 
 // expireIdle ends the streamable HTTP sessions that have had no request in

@@ -25,7 +25,7 @@ func (s *Server) promptInfo(ctx context.Context, base prompts.Info) prompts.Info
 			if info.Image != "" {
 				base.Image = info.Image
 			}
-			base.Unenforced, base.Kept = info.Unenforced, info.Kept
+			base.Unenforced, base.Kept, base.Profile = info.Unenforced, info.Kept, info.Profile
 		}
 	}
 	return base

@@ -75,6 +75,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxCommandTimeout <= 0 {
 		cfg.MaxCommandTimeout = tools.DefaultMaxCommandTimeout
 	}
+	for _, p := range cfg.Workspace.Profiles.All() {
+		if p.Limits.CommandTimeout > cfg.MaxCommandTimeout {
+			return nil, fmt.Errorf("%s:%d: profile %q: limits.command_timeout %s is above --max-command-timeout %s; lower it or raise the flag",
+				p.File, p.Line, p.Name, p.Limits.CommandTimeout, cfg.MaxCommandTimeout)
+		}
+	}
 	mgr, err := workspace.NewManager(cfg.Workspace, log)
 	if err != nil {
 		return nil, err
@@ -103,6 +109,11 @@ func New(cfg Config) (*Server, error) {
 	mgr.OnEgressAsk(s.askEgress)
 	info := prompts.Info{Image: strings.Join(cfg.Workspace.ImageChoices(), " or "), Workspace: workspace.Root, ShellTimeoutSeconds: int(cfg.MaxCommandTimeout / time.Second),
 		Mounts: promptMounts(mgr.Mounts()), ClientRoots: cfg.Workspace.MountRoots, Egress: cfg.Workspace.Egress, EgressAsk: cfg.Workspace.EgressAsk, Kept: cfg.KeptWorkspace}
+	var profileList []tools.Profile
+	for _, p := range cfg.Workspace.Profiles.All() {
+		profileList = append(profileList, tools.Profile{Name: p.Name, Description: p.Description})
+		info.Profiles = append(info.Profiles, prompts.Profile{Name: p.Name, Description: p.Description})
+	}
 	s.mcp = mcpserver.NewMCPServer("wink-mcp", Version(),
 		mcpserver.WithToolCapabilities(false),
 		mcpserver.WithPromptCapabilities(false),
@@ -113,7 +124,7 @@ func New(cfg Config) (*Server, error) {
 		mcpserver.WithTaskCapabilities(true, true, true),
 		mcpserver.WithTaskHooks(s.taskHooks()),
 	)
-	all, err := tools.All(s.workspaceFor, log, tools.Options{MaxCommandTimeout: cfg.MaxCommandTimeout})
+	all, err := tools.All(s.workspaceFor, log, tools.Options{MaxCommandTimeout: cfg.MaxCommandTimeout, Profiles: profileList})
 	if err != nil {
 		mgr.Close(context.Background())
 		return nil, err

@@ -129,6 +129,8 @@ type sessionIDs struct {
 	principal string
 	// workspace is the kept workspace the initialize asked for, "" for none.
 	workspace string
+	// profile is the profile the initialize asked for, "" for the default.
+	profile string
 	// register tells the workspaces what the new session asks for.
 	register func(id string, opts workspace.SessionOptions)
 }
@@ -140,7 +142,7 @@ func (m sessionIDs) Generate() string {
 	id := newID()
 	m.store.add(id, m.principal)
 	if m.register != nil {
-		m.register(id, workspace.SessionOptions{Workspace: m.workspace, Principal: m.principal})
+		m.register(id, workspace.SessionOptions{Workspace: m.workspace, Profile: m.profile, Principal: m.principal})
 	}
 	return id
 }

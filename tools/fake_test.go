@@ -137,6 +137,11 @@ func (f *fakeWorkspace) Start(context.Context) (workspace.ContainerInfo, error) 
 	return f.Info(), f.err
 }
 
+func (f *fakeWorkspace) UseProfile(_ context.Context, name string, restart bool, _ func(workspace.Progress)) (workspace.ProfileChange, error) {
+	f.calls = append(f.calls, fmt.Sprintf("profile %s restart=%v", name, restart))
+	return workspace.ProfileChange{Profile: name, Image: "img-" + name, Container: f.Info()}, f.err
+}
+
 func (f *fakeWorkspace) Reset(context.Context) (workspace.ContainerInfo, error) {
 	f.resets++
 	return f.Info(), f.err

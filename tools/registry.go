@@ -12,6 +12,9 @@ type Options struct {
 	// MaxCommandTimeout bounds podman_shell's timeout_seconds; zero means
 	// DefaultMaxCommandTimeout.
 	MaxCommandTimeout time.Duration
+	// Profiles are the profiles sessions may choose; without any there is
+	// no workspace_profile tool.
+	Profiles []Profile
 }
 
 // All returns every tool, in the order clients list them.
@@ -41,6 +44,9 @@ func All(workspaceFor WorkspaceFor, log *slog.Logger, opts Options) ([]server.Se
 		func() (server.ServerTool, error) { return WorkspaceCheckpointDelete(workspaceFor) },
 		func() (server.ServerTool, error) { return WorkspaceHandoff(workspaceFor) },
 		func() (server.ServerTool, error) { return WorkspaceAttach(workspaceFor) },
+	}
+	if len(opts.Profiles) > 0 {
+		constructors = append(constructors, func() (server.ServerTool, error) { return WorkspaceProfile(workspaceFor, opts.Profiles) })
 	}
 	out := make([]server.ServerTool, 0, len(constructors))
 	for _, c := range constructors {

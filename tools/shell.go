@@ -231,16 +231,20 @@ func runShell(ctx context.Context, ws workspace.Workspace, p ShellParams, log *s
 		return startJob(ctx, ws, p, env, time.Duration(grace)*time.Second, res)
 	}
 	capture := p.CaptureOutput == nil || *p.CaptureOutput
-	timeout := p.TimeoutSeconds
+	timeout := time.Duration(p.TimeoutSeconds) * time.Second
 	if timeout == 0 {
-		timeout = defaultTimeout
+		// The profile's command_timeout, which the server checked against
+		// --max-command-timeout; else the tool's default.
+		if timeout = ws.Info().CommandTimeout; timeout == 0 {
+			timeout = defaultTimeout * time.Second
+		}
 	}
 	out, err := ws.Exec(ctx, workspace.ExecRequest{
 		Argv:        p.Command,
 		Dir:         p.Cwd,
 		Env:         env,
 		Stdin:       p.Stdin,
-		Timeout:     time.Duration(timeout) * time.Second,
+		Timeout:     timeout,
 		Grace:       time.Duration(grace) * time.Second,
 		Capture:     capture,
 		OutputLimit: MaxOutputBytes,

@@ -13,6 +13,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/engine/podman"
+	"github.com/wink-mcp/wink-mcp/profiles"
 )
 
 // Defaults of Config.
@@ -131,10 +132,35 @@ type Config struct {
 	Egress []string
 	// EgressMaxBytes caps what one session's proxy may carry.
 	EgressMaxBytes int64
+	// Profiles are the toolchains a session may choose (nil for none).
+	Profiles *profiles.File
+	// Profile names the profile of sessions that choose none; "" is
+	// Profiles.Default, which may be "" too: the settings above alone.
+	Profile string
+	// PassedEnv are variables of the server's environment set in every
+	// session's container (--env-pass); never logged.
+	PassedEnv map[string]string
+	// GitIdentity, when set, is the git user.name and user.email of every
+	// session's container (--git-identity).
+	GitIdentity *GitIdentity
 	// EgressAsk asks the user, through the function Manager.OnEgressAsk
 	// sets, whether a session may reach a host no pattern allows; it turns
 	// the proxy on even without patterns.
 	EgressAsk bool
+}
+
+// limitsDisks says whether some session's /workspace may have a disk limit:
+// the server's, or a profile's.
+func (c Config) limitsDisks() bool {
+	if c.DiskBytes > 0 {
+		return true
+	}
+	for _, p := range c.Profiles.All() {
+		if p.Limits.DiskBytes != nil && *p.Limits.DiskBytes > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // EgressOn says whether the containers get the egress proxy.
@@ -220,6 +246,11 @@ func (c Config) Validate() error {
 			"Drop --mount-roots, or say which folders the Podman host sees at the same path", onPodmanHost)
 	check(!c.FilesOnPodmanHost || !c.KeepSessionDirs, "--keep-session-dirs %s"+
 		"the session's files are a volume there, removed with the session. Drop --keep-session-dirs", onPodmanHost)
+	if c.Profile != "" {
+		if _, err := c.Profiles.Get(c.Profile); err != nil {
+			errs = append(errs, fmt.Errorf("--profile: %w", err))
+		}
+	}
 	check(!c.MountRoots || len(c.AllowedRoots) > 0, "--mount-roots needs at least one --allowed-root: client roots are mounted only under allowed roots")
 	return errors.Join(errs...)
 }

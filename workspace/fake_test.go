@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -58,6 +59,11 @@ type fakeEngine struct {
 	// volumeDir, standing for the Podman host's.
 	volumes   map[string]string
 	volumeDir string
+
+	imageVersion map[string]int // bumped to retag an image to new content
+	imageLabels  map[string]map[string]string
+	commits      int
+	specs        []engine.Spec // every container created, in order
 }
 
 type fakeContainer struct {
@@ -87,6 +93,52 @@ func (f *fakeEngine) EnsureImage(_ context.Context, choices []string) (string, e
 	return "", engine.ErrImageUnavailable
 }
 
+func (f *fakeEngine) ImageID(_ context.Context, image string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.images[image] {
+		return "", fmt.Errorf("inspecting image %s: image not known", image)
+	}
+	return "sha256:" + image + fmt.Sprint(f.imageVersion[image]), nil
+}
+
+func (f *fakeEngine) Commit(_ context.Context, name, image string, labels map[string]string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.containers[name]; !ok {
+		return fmt.Errorf("committing %s: no such container", name)
+	}
+	f.images[image] = true
+	if f.imageLabels == nil {
+		f.imageLabels = map[string]map[string]string{}
+	}
+	f.imageLabels[image] = labels
+	f.commits++
+	return nil
+}
+
+func (f *fakeEngine) WrittenBytes(context.Context, string) (int64, error) { return 0, nil }
+
+func (f *fakeEngine) Images(_ context.Context, label string) ([]engine.Image, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k, v, _ := strings.Cut(label, "=")
+	var out []engine.Image
+	for image, labels := range f.imageLabels {
+		if f.images[image] && labels[k] == v {
+			out = append(out, engine.Image{ID: "sha256:" + image, Names: []string{image}, Labels: labels})
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeEngine) RemoveImage(_ context.Context, image string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.images, image)
+	return nil
+}
+
 func (f *fakeEngine) Create(ctx context.Context, spec engine.Spec) error {
 	f.mu.Lock()
 	if _, ok := f.containers[spec.Name]; ok {
@@ -102,6 +154,7 @@ func (f *fakeEngine) Create(ctx context.Context, spec engine.Spec) error {
 		}
 	}
 	f.containers[spec.Name] = &fakeContainer{spec: spec}
+	f.specs = append(f.specs, spec)
 	delay := f.createDelay
 	f.mu.Unlock()
 	if delay > 0 {

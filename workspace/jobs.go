@@ -45,7 +45,7 @@ func (s *Session) StartJob(ctx context.Context, req JobRequest) (JobStart, error
 	var res JobStart
 	s.jobsStarted.Store(true)
 	err := s.call(ctx, wire.OpJobStart, wire.JobStartArgs{
-		Exec: wire.ExecArgs{Argv: req.Argv, Dir: req.Dir, Env: req.Env, Stdin: req.Stdin,
+		Exec: wire.ExecArgs{Argv: req.Argv, Dir: s.commandDir(req.Dir), Env: req.Env, Stdin: req.Stdin,
 			TimeoutMillis: req.Timeout.Milliseconds(), GraceMillis: req.Grace.Milliseconds()},
 		WaitMillis: req.Wait.Milliseconds(),
 	}, &res, nil)

@@ -32,6 +32,8 @@ type Manager struct {
 
 	pool *warmPool // nil without Config.Warm
 
+	builds builds // the profile images being built
+
 	rootsMu sync.Mutex
 	roots   RootsFunc
 
@@ -107,7 +109,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 	case cfg.DiskBytes > 0 && cfg.FilesOnPodmanHost:
 		log.Warn("sessions can fill the Podman host's disk", "err", ErrDiskLimitUnavailable.Error()+
 			": the sessions' files are volumes on the Podman host (--files-on-podman-host), which wink-mcp cannot bound; pass --disk-limit 0 to silence this")
-	case cfg.DiskBytes > 0:
+	case cfg.limitsDisks():
 		if tools, err := findDiskTools(); err != nil {
 			log.Warn("sessions can fill the cache disk", "err", err)
 		} else {
@@ -139,19 +141,28 @@ func (m *Manager) Session(id string) (*Session, error) {
 	}
 	hash := m.SessionHash(id)
 	opts := m.options[id]
+	profile := m.defaultProfile()
+	if opts.Profile != "" {
+		p, err := m.cfg.Profiles.Get(opts.Profile)
+		if err != nil {
+			return nil, err
+		}
+		profile = p
+	}
 	if opts.Workspace != "" {
 		s, err := m.newKeptSession(id, hash, opts)
 		if err != nil {
 			return nil, err
 		}
+		s.setProfileLocked(profile)
 		delete(m.options, id)
 		m.sessions[id] = s
 		return s, nil
 	}
 	delete(m.options, id)
 	var s *Session
-	if m.pool != nil {
-		s = m.pool.take()
+	if m.pool != nil && profile == m.defaultProfile() {
+		s = m.pool.take() // pooled containers run the default profile
 	}
 	if s != nil {
 		s.id, s.hash, s.principal, s.stdio = id, hash, opts.Principal, opts.Stdio
@@ -164,6 +175,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 	} else {
 		s = m.newSession(id, hash)
 		s.principal, s.stdio = opts.Principal, opts.Stdio
+		s.setProfileLocked(profile)
 	}
 	m.sessions[id] = s
 	return s, nil
@@ -174,6 +186,9 @@ type SessionOptions struct {
 	// Workspace names a kept workspace the session opens (or makes), ""
 	// for a workspace of its own that ends with it.
 	Workspace string
+	// Profile names the profile the session starts with, "" for the
+	// default (Config.Profile).
+	Profile string
 	// Principal is the digest of the bearer token of the session's client
 	// ("" for local clients): kept workspaces and handed-over ones are
 	// only ever given to the same principal.
@@ -226,21 +241,7 @@ func (m *Manager) newSession(id, key string) *Session {
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.lastUsed.Store(time.Now().UnixNano())
 	s.owner.Store(&id)
-	if m.egress != nil {
-		cfg := *m.egress
-		if m.cfg.EgressAsk {
-			cfg.Ask = func(ctx context.Context, host string, port int) (bool, error) {
-				m.mu.Lock()
-				ask := m.askEgress
-				m.mu.Unlock()
-				if ask == nil {
-					return false, errors.New("no client to ask")
-				}
-				return ask(ctx, *s.owner.Load(), host, port)
-			}
-		}
-		s.proxy = egress.NewSession(cfg, key)
-	}
+	s.setProfileLocked(m.defaultProfile())
 	return s
 }
 
@@ -452,11 +453,15 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 		KeepID:      keepID,
 		Root:        Root,
 		AgentBinary: m.agentBinary,
-		Limits:      m.cfg.Limits,
+		Limits:      s.limits(),
 		Unlimited:   host.Unlimitable,
+		Env:         s.containerEnv(),
 	}
-	if m.egress != nil {
-		spec.Env = proxyEnv()
+	if s.setupBase != "" {
+		// A setup container: root, with the capabilities package managers
+		// need, and only the profile's environment, which the image keeps
+		// (the proxy's is given to each command).
+		spec.Caps, spec.Env = engine.SetupCaps, s.profile.Env
 	}
 	if m.cfg.FilesOnPodmanHost {
 		spec.WorkspaceVolume, spec.CopyAgent = s.name, true
@@ -480,6 +485,8 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 func (m *Manager) identity(rootless bool, s *Session) (user string, keepID bool) {
 	keepID = rootless && len(s.mounts) > 0
 	switch {
+	case s.setupBase != "":
+		return "0:0", false
 	case m.cfg.User != "":
 		return m.cfg.User, keepID
 	case keepID:

@@ -21,12 +21,19 @@ type ServiceInfo struct {
 // session: what `wink-mcp doctor` asks about.
 type Service struct {
 	eng    *podman.Engine
+	cfg    Config
 	images []string
 }
 
 // NewService returns the service cfg points at; it connects on first use.
 func NewService(cfg Config, log *slog.Logger) *Service {
-	return &Service{eng: podman.New(cfg.podmanOptions(), log), images: cfg.ImageChoices()}
+	return &Service{eng: podman.New(cfg.podmanOptions(), log), cfg: cfg, images: cfg.ImageChoices()}
+}
+
+// ProfileImages describes the image of every profile, without pulling or
+// building anything.
+func (s *Service) ProfileImages(ctx context.Context) ([]ProfileImage, error) {
+	return profileImages(ctx, s.eng, s.cfg)
 }
 
 // Info connects to the service and describes it.

@@ -16,6 +16,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/checkpoints"
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/wire"
 )
 
@@ -86,7 +87,16 @@ type Session struct {
 	rootsOwner     string // "uid:gid" owning the client's writable roots, if it chose the user
 	user           string // the "uid:gid" of the last container made
 	image          string // the image of the last container made
-	unenforced     string // the limits the last container made goes without
+	// profile is the session's profile (nil: the server's settings alone),
+	// which its next container is made from.
+	profile *profiles.Profile
+	// setupBase, set only for a container that runs a profile's setup, is
+	// the image it starts from.
+	setupBase string
+	// used says a call has run on the container, which a change of
+	// profile then replaces only when asked to.
+	used       atomic.Bool
+	unenforced string // the limits the last container made goes without
 
 	// life ends when the session does: work begun ahead of a call (see
 	// Prestart) stops with it.
@@ -124,14 +134,15 @@ var _ Workspace = (*Session)(nil)
 // mountDiskLocked gives the session directory a filesystem of its own,
 // the size of the disk limit, before anything is written to it.
 func (s *Session) mountDiskLocked(ctx context.Context) error {
-	if s.disk || s.m.disk == nil {
+	size := s.limits().DiskBytes
+	if s.disk || s.m.disk == nil || size == 0 || s.setupBase != "" {
 		return nil
 	}
 	mount := s.m.disk.mountDisk
 	if s.kept != nil {
 		mount = s.m.disk.mountKeptDisk
 	}
-	if err := mount(ctx, s.diskFile, s.dir, s.m.cfg.DiskBytes); err != nil {
+	if err := mount(ctx, s.diskFile, s.dir, size); err != nil {
 		return err
 	}
 	s.disk = true
@@ -172,7 +183,7 @@ func (s *Session) workspaceDir() string { return filepath.Join(s.dir, "workspace
 func (s *Session) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
 	args := wire.ExecArgs{
 		Argv:          req.Argv,
-		Dir:           req.Dir,
+		Dir:           s.commandDir(req.Dir),
 		Env:           req.Env,
 		Stdin:         req.Stdin,
 		TimeoutMillis: req.Timeout.Milliseconds(),
@@ -260,7 +271,11 @@ func (s *Session) Info() ContainerInfo {
 }
 
 func (s *Session) infoLocked() ContainerInfo {
-	info := ContainerInfo{Name: s.name, Image: s.image, User: s.user, Unenforced: s.unenforced, Attach: s.m.eng.AttachCommand(s.name)}
+	info := ContainerInfo{Name: s.name, Image: s.image, User: s.user, Unenforced: s.unenforced, Attach: s.m.eng.AttachCommand(s.name),
+		Profile: profileName(s.profile), CommandTimeout: s.commandTimeout()}
+	if s.profile != nil {
+		info.Workdir = s.profile.Workdir
+	}
 	if s.kept != nil {
 		info.Kept = s.kept.name
 	}
@@ -282,6 +297,7 @@ func (s *Session) call(ctx context.Context, op string, args, result any, progres
 		return err
 	}
 	defer leave()
+	s.used.Store(true)
 	if gateOf(op)&takesProcs != 0 {
 		s.ranCommands.Store(true)
 	}
@@ -394,9 +410,12 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	start := time.Now()
 	steps := newStepTimes()
 	m := s.m
-	image, err := m.ensureImage(ctx)
-	if err != nil {
-		return nil, err
+	image := s.setupBase
+	if image == "" {
+		var err error
+		if image, _, err = m.profileImage(ctx, s.profile, nil); err != nil {
+			return nil, err
+		}
 	}
 	s.image = image
 	steps.done("image")
@@ -478,6 +497,9 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	logEvent(m.log, EventStarted, s, start)
 	if err := s.connectLocked(ctx, steps); err != nil {
 		return fail(fmt.Errorf("the workspace container %s started but its agent did not answer: %w", s.name, err))
+	}
+	if err := s.makeWorkdirLocked(ctx); err != nil {
+		return fail(err)
 	}
 	if !settled {
 		// Made from facts an earlier process recorded: used only once the

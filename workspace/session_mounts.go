@@ -221,6 +221,10 @@ func (s *Session) resolveMountsLocked(ctx context.Context, markers changes.Marke
 	if s.mountsResolved {
 		return nil
 	}
+	if s.setupBase != "" {
+		s.mountsResolved = true // a setup container mounts nothing
+		return nil
+	}
 	m := s.m
 	list := make([]sessionMount, 0, len(m.mounts.mounts))
 	for _, mt := range m.mounts.mounts {

@@ -79,6 +79,14 @@ type ContainerInfo struct {
 	// Kept names the kept workspace the session owns, "" for one that
 	// ends with it.
 	Kept string
+	// Profile names the session's profile, "" for none.
+	Profile string
+	// Workdir is where commands run when a call names no directory: a
+	// path under Root, "" for Root itself.
+	Workdir string
+	// CommandTimeout is the timeout of a command that gives none; 0
+	// leaves it to the tool.
+	CommandTimeout time.Duration
 }
 
 // Workspace is one session's sandbox, as the tools see it. Implementations
@@ -92,6 +100,9 @@ type Workspace interface {
 	Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
 	// Start makes sure the container exists, runs and answers.
 	Start(ctx context.Context) (ContainerInfo, error)
+	// UseProfile switches the workspace to a profile (see Session.UseProfile);
+	// progress receives reports while its image is built.
+	UseProfile(ctx context.Context, name string, restart bool, progress func(Progress)) (ProfileChange, error)
 	// Reset removes the container and deletes the session's files; the next
 	// call starts a fresh container on an empty workspace.
 	Reset(ctx context.Context) (ContainerInfo, error)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/server"
 	"github.com/wink-mcp/wink-mcp/tools"
 	"github.com/wink-mcp/wink-mcp/workspace"
@@ -32,6 +34,9 @@ type serveOptions struct {
 	mounts        []string
 	warm          string
 	filesOnHost   string
+	profilesFile  string
+	envPass       []string
+	gitIdentity   bool
 	logs          logOptions
 }
 
@@ -46,7 +51,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	fs := flag.NewFlagSet("wink-mcp", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() {
-		fmt.Fprintf(out, "usage: wink-mcp [serve] [flags]\n       wink-mcp doctor [flags]\n       wink-mcp export [--session HASH] [--out DIR]\n       wink-mcp workspaces [list | show NAME | rm NAME | prune --older-than DURATION]\n\nServes MCP over stdio, SSE or streamable HTTP; each session gets its own Podman container.\nEvery flag can also be set by the environment variable named in brackets.\n\n")
+		fmt.Fprintf(out, "usage: wink-mcp [serve] [flags]\n       wink-mcp doctor [flags]\n       wink-mcp export [--session HASH] [--out DIR]\n       wink-mcp workspaces [list | show NAME | rm NAME | prune --older-than DURATION]\n       wink-mcp profiles [list | build [NAME...] | schema] [flags]\n\nServes MCP over stdio, SSE or streamable HTTP; each session gets its own Podman container.\nEvery flag can also be set by the environment variable named in brackets.\n\n")
 		fs.PrintDefaults()
 	}
 	b := &binder{fs: fs, lookup: lookup}
@@ -68,6 +73,10 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.pathList(&w.Egress, "egress", "a host the workspace may reach through its egress proxy: name, *.domain or address, optionally :port (default ports 443 and 80); an exact name with a port may be private or loopback (repeatable; none: no network at all)", "WINK_EGRESS")
 	b.boolean(&w.EgressAsk, "egress-ask", "ask the user, by MCP elicitation, whether a session may reach a host no --egress pattern allows (clients without elicitation get the refusal)", "WINK_EGRESS_ASK")
 	b.bytes(&w.EgressMaxBytes, "egress-max-bytes", "bytes one session's egress proxy may carry, both ways, in all (e.g. 4g)", "WINK_EGRESS_MAX_BYTES")
+	b.str(&opts.profilesFile, "profiles", "a YAML file of profiles: toolchains (image, setup commands cached as an image, env, limits, egress) sessions choose with workspace_profile or ?profile=NAME", "WINK_PROFILES")
+	b.str(&w.Profile, "profile", "the profile of sessions that choose none (default: the profiles file's default:, else none)", "WINK_PROFILE")
+	b.list(&opts.envPass, "env-pass", "pass this server's environment variables whose names match (* globs; repeatable) into every command; a command can read and print them", "WINK_ENV_PASS")
+	b.boolean(&opts.gitIdentity, "git-identity", "give the containers git's user.name and user.email from this machine's git configuration (nothing else of it)", "WINK_GIT_IDENTITY")
 	b.str(&w.NamePrefix, "name-prefix", "prefix of container names", "WINK_NAME_PREFIX")
 	b.str(&w.CacheDir, "cache-dir", "directory holding session workspaces", "WINK_CACHE")
 	b.boolean(&w.KeepSessionDirs, "keep-session-dirs", "keep session directories after sessions end", "WINK_KEEP_SESSION_DIRS")
@@ -119,6 +128,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	if err := resolveFilesOnHost(w, opts.filesOnHost); err != nil {
 		return cfg, opts, err
 	}
+	if err := resolveProfiles(w, opts, lookup); err != nil {
+		return cfg, opts, err
+	}
 	if err := w.Validate(); err != nil {
 		return cfg, opts, err
 	}
@@ -150,6 +162,36 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 		return cfg, opts, fmt.Errorf("transport %q: want stdio, sse or http", opts.transport)
 	}
 	return cfg, opts, nil
+}
+
+// resolveProfiles reads the profiles file, the variables --env-pass
+// passes and the git identity.
+func resolveProfiles(w *workspace.Config, opts serveOptions, lookup func(string) (string, bool)) error {
+	if opts.profilesFile != "" {
+		f, err := profiles.Load(expandHome(opts.profilesFile), lookup)
+		if err != nil {
+			return err
+		}
+		w.Profiles = f
+	}
+	if w.Profile != "" && w.Profiles == nil {
+		return fmt.Errorf("--profile %s: no profiles file is given; pass --profiles FILE", w.Profile)
+	}
+	if len(opts.envPass) > 0 {
+		passed, err := workspace.PassEnv(opts.envPass, os.Environ())
+		if err != nil {
+			return err
+		}
+		w.PassedEnv = passed
+	}
+	if opts.gitIdentity {
+		id, err := workspace.ReadGitIdentity(context.Background())
+		if err != nil {
+			return err
+		}
+		w.GitIdentity = id
+	}
+	return nil
 }
 
 // checkKeptWorkspace checks --workspace against the other settings.
@@ -375,33 +417,5 @@ func (b *binder) list(p *[]string, name, usage string, envs ...string) {
 }
 
 func (b *binder) bytes(p *int64, name, usage string, envs ...string) {
-	bind(b, p, name, usage, envs, parseBytes, false)
-}
-
-// parseBytes reads a size such as 1073741824, 1g, 512m, 256MiB or 64k
-// (binary units).
-func parseBytes(s string) (int64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "b"), "i")
-	mult := int64(1)
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'k':
-			mult = 1 << 10
-		case 'm':
-			mult = 1 << 20
-		case 'g':
-			mult = 1 << 30
-		case 't':
-			mult = 1 << 40
-		}
-		if mult > 1 {
-			t = t[:n-1]
-		}
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("%q is not a size (use bytes or a unit: 512m, 1g)", s)
-	}
-	return n * mult, nil
+	bind(b, p, name, usage, envs, profiles.ParseSize, false)
 }

@@ -108,20 +108,6 @@ func TestBadSettingsAreNamed(t *testing.T) {
 	}
 }
 
-func TestParseBytes(t *testing.T) {
-	tests := map[string]int64{"1073741824": 1 << 30, "1g": 1 << 30, "1G": 1 << 30, "512m": 512 << 20, "256MiB": 256 << 20, "64k": 64 << 10, "2gb": 2 << 30}
-	for in, want := range tests {
-		if got, err := parseBytes(in); err != nil || got != want {
-			t.Errorf("parseBytes(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "g", "-1", "1x", "99999999999t"} {
-		if _, err := parseBytes(bad); err == nil {
-			t.Errorf("parseBytes(%q) succeeded", bad)
-		}
-	}
-}
-
 func TestLogger(t *testing.T) {
 	var b strings.Builder
 	log, err := newLogger(&b, logOptions{level: "warn", format: "json"})

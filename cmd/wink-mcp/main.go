@@ -38,6 +38,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runDoctor(args[1:], stdout, stderr)
 	case "export":
 		return runExport(args[1:], os.LookupEnv, stdout, stderr)
+	case "profiles":
+		return runProfiles(args[1:], stdout, stderr)
 	case "workspaces":
 		return runWorkspaces(args[1:], os.LookupEnv, stdout, stderr)
 	case "version", "--version":

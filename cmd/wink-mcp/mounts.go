@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -57,7 +58,7 @@ func parseMount(spec string) (workspace.Mount, error) {
 		case hasValue && key == "exclude":
 			m.Exclude = append(m.Exclude, value)
 		case hasValue && key == "max_bytes":
-			n, err := parseBytes(value)
+			n, err := profiles.ParseSize(value)
 			if err != nil {
 				return fail("max_bytes: %v", err)
 			}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/checkpoints"
+	"github.com/wink-mcp/wink-mcp/profiles"
+	"github.com/wink-mcp/wink-mcp/workspace"
+)
+
+const profilesUsage = "usage: wink-mcp profiles list [flags]\n" +
+	"       wink-mcp profiles build [NAME...] [flags]\n" +
+	"       wink-mcp profiles schema\n\n" +
+	"list shows each profile of --profiles FILE (WINK_PROFILES), its image and whether it is built;\n" +
+	"build runs the setup of the named profiles (default: all) unless their image is built;\n" +
+	"schema prints the file's JSON Schema, for editors. The flags are serve's (see wink-mcp -h).\n"
+
+// runProfiles lists and builds the profiles' images, or prints the
+// profiles file's schema. It exits 2 on bad usage, 1 when a build fails.
+func runProfiles(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stderr, profilesUsage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, rest := args[0], args[1:]
+	var names []string
+	for len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		names, rest = append(names, rest[0]), rest[1:]
+	}
+	switch {
+	case cmd == "schema" && len(rest)+len(names) == 0:
+		_, _ = stdout.Write(profiles.Schema())
+		return 0
+	case cmd != "list" && cmd != "build", cmd == "list" && len(names) > 0:
+		fmt.Fprintf(stderr, "wink-mcp profiles: unknown command %q\n%s", strings.Join(args, " "), profilesUsage)
+		return 2
+	}
+	cfg, _, code, ok := configure("wink-mcp profiles "+cmd, rest, stderr, nil)
+	if !ok {
+		return code
+	}
+	if cfg.Workspace.Profiles == nil {
+		fmt.Fprintf(stderr, "wink-mcp profiles %s: no profiles file: pass --profiles FILE or set WINK_PROFILES\n", cmd)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if cmd == "list" {
+		images, err := workspace.NewService(cfg.Workspace, cfg.Logger).ProfileImages(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "wink-mcp profiles list: %v\n", err)
+			return 1
+		}
+		writeProfiles(stdout, images)
+		return 0
+	}
+	if len(names) == 0 {
+		names = cfg.Workspace.Profiles.Names()
+	}
+	for _, name := range names {
+		if _, err := cfg.Workspace.Profiles.Get(name); err != nil {
+			fmt.Fprintf(stderr, "wink-mcp profiles build: %v\n", err)
+			return 2
+		}
+	}
+	mgr, err := workspace.NewManager(cfg.Workspace, cfg.Logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "wink-mcp profiles build: %v\n", err)
+		return 1
+	}
+	defer mgr.Close(context.WithoutCancel(ctx))
+	failed := 0
+	for _, name := range names {
+		start := time.Now()
+		image, built, err := mgr.BuildProfile(ctx, name, func(p workspace.Progress) {
+			fmt.Fprintf(stderr, "%s: %ds %s\n", name, p.ElapsedMillis/1000, p.Line)
+		})
+		switch {
+		case err != nil:
+			fmt.Fprintf(stderr, "wink-mcp profiles build: %s: %v\n", name, err)
+			failed++
+		case built:
+			fmt.Fprintf(stdout, "%s: built %s in %.1f s\n", name, image, time.Since(start).Seconds())
+		default:
+			fmt.Fprintf(stdout, "%s: %s is up to date\n", name, image)
+		}
+	}
+	if failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+// writeProfiles prints the profiles' images as a table.
+func writeProfiles(w io.Writer, images []workspace.ProfileImage) {
+	t := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(t, "PROFILE\tBASE\tIMAGE\tBUILT\tSIZE\tDESCRIPTION")
+	for _, pi := range images {
+		image, built, size := pi.Image, "no", "-"
+		switch {
+		case pi.Base == "":
+			pi.Base, image, built = "(missing: pulled on first use)", "-", "-"
+		case pi.Image == "":
+			image, built = "(the base: no setup)", "-"
+		case pi.Built:
+			built, size = pi.Created.Format(time.DateTime), checkpoints.FormatBytes(pi.Size)
+		}
+		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\n", pi.Profile, pi.Base, image, built, size, pi.Description)
+	}
+	t.Flush()
+}

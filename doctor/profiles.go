@@ -1,0 +1,43 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/wink-mcp/wink-mcp/checkpoints"
+)
+
+// profiles says which profiles the file holds and whether their images
+// are built; the file itself was read and checked with the flags, whose
+// errors name its line.
+func (d *doctor) profiles(ctx context.Context) Result {
+	f := d.cfg.Profiles
+	if f == nil {
+		return Result{Status: OK, Detail: "none (--profiles FILE offers toolchains sessions choose)"}
+	}
+	images, err := d.svc.ProfileImages(ctx)
+	if err != nil {
+		return Result{Status: Warn, Detail: fmt.Sprintf("%s is valid, but its images cannot be listed: %v", f.Path, err), Fix: "see the service check"}
+	}
+	var parts, unbuilt []string
+	for _, pi := range images {
+		switch {
+		case pi.Base == "":
+			parts = append(parts, pi.Profile+" (base image missing: pulled on first use)")
+		case pi.Image == "":
+			parts = append(parts, pi.Profile+" ("+pi.Base+", no setup)")
+		case pi.Built:
+			parts = append(parts, fmt.Sprintf("%s (built, %s)", pi.Profile, checkpoints.FormatBytes(pi.Size)))
+		default:
+			parts = append(parts, pi.Profile+" (not built)")
+			unbuilt = append(unbuilt, pi.Profile)
+		}
+	}
+	detail := fmt.Sprintf("%s is valid: %s", f.Path, strings.Join(parts, "; "))
+	if len(unbuilt) > 0 {
+		return Result{Status: Warn, Detail: detail, Fix: "the first session of " + strings.Join(unbuilt, ", ") +
+			" waits for its setup; build ahead with `wink-mcp profiles build`"}
+	}
+	return Result{Status: OK, Detail: detail}
+}

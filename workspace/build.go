@@ -1,0 +1,435 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/checkpoints"
+	"github.com/wink-mcp/wink-mcp/egress"
+	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/profiles"
+)
+
+// A profile with setup commands runs them once, in a container from its
+// base image, and commits the result as an image that its sessions start
+// from. The image's tag and labels carry the profile's image key: a hash of
+// every input (profiles.Profile.ImageKey), so a changed input builds anew
+// and an unchanged one never does. Concurrent first sessions of a profile
+// wait for one build: in this process through Manager.builds, across
+// processes through a lock file per key.
+
+// ProfileImageRepo names the images profiles' setups build.
+const ProfileImageRepo = "localhost/wink-profile"
+
+// Labels of a profile's image.
+const (
+	LabelProfile     = "io.wink-mcp.profile"
+	LabelProfileKey  = "io.wink-mcp.profile-key"
+	LabelProfileBase = "io.wink-mcp.profile-base"
+)
+
+// buildOutputLimit is what a setup command's result keeps of each stream;
+// a failure shows the end of it, where a package manager says what went wrong.
+const buildOutputLimit = 1 << 20
+
+// ErrSetupFailed is wrapped by the error of a profile whose setup failed.
+var ErrSetupFailed = errors.New("the profile's setup failed")
+
+// builds are the image builds in progress in this process, by image key.
+type builds struct {
+	mu      sync.Mutex
+	running map[string]*build
+}
+
+// build is one image build; its waiters follow status until done closes.
+type build struct {
+	done   chan struct{}
+	image  string
+	err    error
+	status sync.Mutex
+	line   string
+	start  time.Time
+}
+
+func (b *build) setStatus(line string) {
+	b.status.Lock()
+	b.line = line
+	b.status.Unlock()
+}
+
+func (b *build) report() Progress {
+	b.status.Lock()
+	defer b.status.Unlock()
+	return Progress{ElapsedMillis: time.Since(b.start).Milliseconds(), Line: b.line}
+}
+
+// ProfileImage is a profile's image as ProfileImages finds it.
+type ProfileImage struct {
+	Profile, Description string
+	// Base is the base image ("" when none of its choices is present; it
+	// is pulled on first use); Image the built one ("" for a profile
+	// without setup commands, which runs Base itself, or when Base is
+	// missing).
+	Base, Image string
+	// Built says Image exists; Size and Created describe it then.
+	Built   bool
+	Size    int64
+	Created time.Time
+}
+
+// profileImages describes the image of every profile of cfg, without
+// pulling or building anything.
+func profileImages(ctx context.Context, eng engine.Engine, cfg Config) ([]ProfileImage, error) {
+	var out []ProfileImage
+	for _, p := range cfg.Profiles.All() {
+		pi := ProfileImage{Profile: p.Name, Description: p.Description}
+		choices := cfg.ImageChoices()
+		if p.Image != "" {
+			choices = []string{p.Image}
+		}
+		var baseID string
+		for _, c := range choices {
+			if id, err := eng.ImageID(ctx, c); err == nil {
+				pi.Base, baseID = c, id
+				break
+			}
+		}
+		if baseID != "" && len(p.Setup) > 0 {
+			key := p.ImageKey(baseID)
+			pi.Image = profileImageName(p, key)
+			found, err := eng.Images(ctx, LabelProfileKey+"="+key)
+			if err != nil {
+				return nil, err
+			}
+			if len(found) > 0 {
+				pi.Built, pi.Size, pi.Created = true, found[0].Size, time.Unix(found[0].Created, 0)
+			}
+		}
+		out = append(out, pi)
+	}
+	return out, nil
+}
+
+// ProfileImages describes the image of every profile, without building.
+func (m *Manager) ProfileImages(ctx context.Context) ([]ProfileImage, error) {
+	return profileImages(ctx, m.eng, m.cfg)
+}
+
+// BuildProfile builds the image of the profile called name unless it is
+// built; it returns the image and whether it ran the setup.
+func (m *Manager) BuildProfile(ctx context.Context, name string, progress func(Progress)) (string, bool, error) {
+	p, err := m.cfg.Profiles.Get(name)
+	if err != nil {
+		return "", false, err
+	}
+	return m.profileImage(ctx, p, progress)
+}
+
+// profileImage returns the image sessions under p start from, building it
+// first when its setup has not run; built says this call waited for that.
+func (m *Manager) profileImage(ctx context.Context, p *profiles.Profile, progress func(Progress)) (image string, built bool, err error) {
+	if p == nil {
+		image, err := m.ensureImage(ctx)
+		return image, false, err
+	}
+	base, err := m.profileBase(ctx, p)
+	if err != nil || len(p.Setup) == 0 {
+		return base, false, err
+	}
+	id, err := m.eng.ImageID(ctx, base)
+	if err != nil {
+		return "", false, err
+	}
+	key := p.ImageKey(id)
+	if _, ok, err := m.builtImage(ctx, key); err != nil || ok {
+		return profileImageName(p, key), false, err
+	}
+	b := m.startBuild(p, base, id, key)
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-b.done:
+			return b.image, true, b.err
+		case <-ctx.Done():
+			return "", false, fmt.Errorf("waiting for profile %q's setup (it goes on, for the next session): %w", p.Name, ctx.Err())
+		case <-tick.C:
+			if progress != nil {
+				progress(b.report())
+			}
+		}
+	}
+}
+
+// profileBase returns p's base image, pulled if need be.
+func (m *Manager) profileBase(ctx context.Context, p *profiles.Profile) (string, error) {
+	if p.Image == "" {
+		return m.ensureImage(ctx)
+	}
+	image, err := m.eng.EnsureImage(ctx, []string{p.Image})
+	if err != nil {
+		return "", fmt.Errorf("profile %q: %w", p.Name, err)
+	}
+	return image, nil
+}
+
+// profileImageName is the tag of p's image of key.
+func profileImageName(p *profiles.Profile, key string) string {
+	return ProfileImageRepo + ":" + p.Name + "-" + key[:32]
+}
+
+// builtImage finds the image of key by its label, which holds the whole key.
+func (m *Manager) builtImage(ctx context.Context, key string) (engine.Image, bool, error) {
+	found, err := m.eng.Images(ctx, LabelProfileKey+"="+key)
+	if err != nil || len(found) == 0 {
+		return engine.Image{}, false, err
+	}
+	return found[0], true, nil
+}
+
+// startBuild returns the build of key in progress in this process, or
+// starts it. The build is the manager's, not the caller's: a session that
+// stops waiting leaves it to finish for the next.
+func (m *Manager) startBuild(p *profiles.Profile, base, baseID, key string) *build {
+	m.builds.mu.Lock()
+	defer m.builds.mu.Unlock()
+	if b := m.builds.running[key]; b != nil {
+		return b
+	}
+	if m.builds.running == nil {
+		m.builds.running = map[string]*build{}
+	}
+	b := &build{done: make(chan struct{}), start: time.Now()}
+	m.builds.running[key] = b
+	go func() {
+		b.image, b.err = m.runBuild(m.leftoverCtx, p, base, baseID, key, b)
+		m.builds.mu.Lock()
+		delete(m.builds.running, key)
+		m.builds.mu.Unlock()
+		close(b.done)
+	}()
+	return b
+}
+
+// runBuild builds the image of key, unless another process built it while
+// this one waited for the lock.
+func (m *Manager) runBuild(ctx context.Context, p *profiles.Profile, base, baseID, key string, b *build) (string, error) {
+	image := profileImageName(p, key)
+	b.setStatus("waiting for another wink-mcp building the same image")
+	unlock, err := m.lockBuild(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if _, ok, err := m.builtImage(ctx, key); err != nil || ok {
+		return image, err
+	}
+	start := time.Now()
+	m.log.Info("profile setup started", "profile", p.Name, "base", base, "image", image, "commands", len(p.Setup))
+	if err := m.setup(ctx, p, base, baseID, key, image, b); err != nil {
+		m.log.Warn("profile setup failed", "profile", p.Name, "duration_ms", time.Since(start).Milliseconds(), "err", err)
+		return "", err
+	}
+	img, _, err := m.builtImage(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	m.log.Info("profile image built", "profile", p.Name, "image", image, "size_bytes", img.Size, "duration_ms", time.Since(start).Milliseconds())
+	m.pruneProfileImages(ctx, p.Name, key)
+	return image, nil
+}
+
+// setup runs p's setup commands in a container from base and commits it.
+// The container goes whatever happens, and no image is left of a failure.
+func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, key, image string, b *build) (err error) {
+	s := m.newSession("", "setup-"+key[:20])
+	s.profile, s.setupBase = p, base
+	s.proxy = m.setupProxy(s, p)
+	defer func() {
+		endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.APITimeout)
+		defer cancel()
+		s.end(endCtx)
+	}()
+	b.setStatus("starting the setup container from " + base)
+	if _, err := s.Start(ctx); err != nil {
+		return fmt.Errorf("%w: starting its container from %s: %v", ErrSetupFailed, base, err)
+	}
+	timeout := p.Limits.SetupTimeout
+	if timeout == 0 {
+		timeout = profiles.DefaultSetupTimeout
+	}
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	go m.watchSetupDisk(ctx, s.name, p, stop)
+	for i, command := range p.Setup {
+		what := fmt.Sprintf("setup command %d of %d", i+1, len(p.Setup))
+		b.setStatus(what + ": " + firstLine(command))
+		req := ExecRequest{Argv: []string{"sh", "-c", command}, Timeout: timeout, Grace: 2 * time.Second,
+			Capture: true, OutputLimit: buildOutputLimit, Env: map[string]string{},
+			Progress: func(pr Progress) {
+				if pr.Line != "" {
+					b.setStatus(what + ": " + pr.Line)
+				}
+			}}
+		if s.proxy != nil {
+			req.Env = proxyEnv()
+		}
+		res, err := s.Exec(ctx, req)
+		if cause := context.Cause(ctx); errors.Is(cause, errSetupDisk) {
+			return fmt.Errorf("%w: %s (%s) was stopped: %v", ErrSetupFailed, what, command, cause)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %s (%s) could not run: %v", ErrSetupFailed, what, command, err)
+		}
+		if res.ExitCode != 0 || res.TimedOut {
+			status := fmt.Sprintf("exited with status %d", res.ExitCode)
+			if res.TimedOut {
+				status = fmt.Sprintf("was stopped at limits.setup_timeout (%s)", timeout)
+			}
+			return fmt.Errorf("%w: %s %s after %.1f s: %s\n%s", ErrSetupFailed, what, status,
+				float64(res.DurationMillis)/1000, command, outputTail(res))
+		}
+	}
+	b.setStatus("saving the image " + image)
+	labels := map[string]string{LabelProfile: p.Name, LabelProfileKey: key, LabelProfileBase: baseID}
+	// The container's owner labels would be every session's: neutralised.
+	for k := range s.labels() {
+		labels[k] = ""
+	}
+	return m.eng.Commit(ctx, s.name, image, labels)
+}
+
+// setupDiskInterval is how often a setup's writes are measured.
+const setupDiskInterval = time.Second
+
+// errSetupDisk is the cause of a setup stopped for writing too much.
+var errSetupDisk = errors.New("the setup wrote more than its limit")
+
+// watchSetupDisk stops the setup, through stop, once its container has
+// written more than p's setup_disk limit, until ctx ends.
+func (m *Manager) watchSetupDisk(ctx context.Context, name string, p *profiles.Profile, stop context.CancelCauseFunc) {
+	limit := p.Limits.SetupDiskBytes
+	if limit == 0 {
+		limit = profiles.DefaultSetupDiskBytes
+	}
+	tick := time.NewTicker(setupDiskInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		written, err := m.eng.WrittenBytes(ctx, name)
+		if err != nil {
+			continue // the next tick tries again; the command's own end is not this watch's business
+		}
+		if written > limit {
+			stop(fmt.Errorf("%w: it had written %s to the image, more than limits.setup_disk (%s); raise the limit or install less",
+				errSetupDisk, checkpoints.FormatBytes(written), checkpoints.FormatBytes(limit)))
+			return
+		}
+	}
+}
+
+// setupProxy returns the egress proxy of a setup container: p's setup
+// patterns alone, never the server's, and no one to ask; nil without any.
+func (m *Manager) setupProxy(s *Session, p *profiles.Profile) *egress.Session {
+	if len(p.Egress.Setup) == 0 {
+		return nil
+	}
+	policy, err := egress.ParsePolicy(p.Egress.Setup) // checked when the file was read
+	if err != nil {
+		m.log.Error("a profile's setup egress patterns no longer parse", "profile", p.Name, "err", err)
+		return nil
+	}
+	return egress.NewSession(egress.Config{Policy: policy, MaxBytes: m.cfg.EgressMaxBytes, Log: m.log}, s.key)
+}
+
+// pruneProfileImages removes the images of the profile called name other
+// than key's; one a container still runs stays.
+func (m *Manager) pruneProfileImages(ctx context.Context, name, key string) {
+	found, err := m.eng.Images(ctx, LabelProfile+"="+name)
+	if err != nil {
+		m.log.Warn("listing a profile's older images", "profile", name, "err", err)
+		return
+	}
+	for _, img := range found {
+		if img.Labels[LabelProfileKey] == key {
+			continue
+		}
+		refs := img.Names
+		if len(refs) == 0 {
+			refs = []string{img.ID}
+		}
+		for _, ref := range refs {
+			if err := m.eng.RemoveImage(ctx, ref); err != nil {
+				m.log.Info("an older image of a profile stays", "profile", name, "image", ref, "err", err)
+				continue
+			}
+			m.log.Info("removed an older image of a profile", "profile", name, "image", ref)
+		}
+	}
+}
+
+// lockBuild takes the lock of key's build across processes, waiting for
+// another process that holds it.
+func (m *Manager) lockBuild(ctx context.Context, key string) (unlock func(), err error) {
+	dir := filepath.Join(m.cfg.CacheDir, "builds")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the builds directory: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, key+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening a build's lock: %w", err)
+	}
+	for {
+		err := tryLock(f)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, errLocked) {
+			f.Close()
+			return nil, fmt.Errorf("locking a build: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// outputTail is the end of a failed command's output, for its error.
+func outputTail(res ExecResult) string {
+	var b strings.Builder
+	for _, stream := range []struct{ name, text string }{{"stdout", res.Stdout}, {"stderr", res.Stderr}} {
+		text := strings.TrimRight(stream.text, "\n")
+		if text == "" {
+			continue
+		}
+		if len(text) > 4<<10 {
+			text = "..." + strings.ToValidUTF8(text[len(text)-4<<10:], "")
+		}
+		fmt.Fprintf(&b, "--- %s ---\n%s\n", stream.name, text)
+	}
+	if b.Len() == 0 {
+		return "(no output)"
+	}
+	return b.String()
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 120 {
+		s = s[:120] + "..."
+	}
+	return s
+}

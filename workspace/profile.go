@@ -1,0 +1,240 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/egress"
+	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/profiles"
+	"github.com/wink-mcp/wink-mcp/wire"
+)
+
+// ProfileChange is the result of Session.UseProfile.
+type ProfileChange struct {
+	// Profile is the profile the session now uses; Previous the one before
+	// ("" for the server's settings alone).
+	Profile, Previous string
+	// Image is the image its containers start from.
+	Image string
+	// Built says this call waited for the image's setup to run.
+	Built bool
+	// Restarted says a container that had served calls was replaced: its
+	// processes ended, its files in /workspace stayed.
+	Restarted bool
+	// Container is the container now running.
+	Container ContainerInfo
+}
+
+// ErrProfileInUse is wrapped when a session asks for another profile once
+// its container has served calls, without asking for a restart.
+var ErrProfileInUse = fmt.Errorf("the workspace container already runs another profile")
+
+// Profiles returns the profiles sessions may choose (nil without any).
+func (m *Manager) Profiles() *profiles.File { return m.cfg.Profiles }
+
+// defaultProfile is the profile of a session that chooses none.
+func (m *Manager) defaultProfile() *profiles.Profile {
+	name := m.cfg.Profile
+	if name == "" && m.cfg.Profiles != nil {
+		name = m.cfg.Profiles.Default
+	}
+	if name == "" {
+		return nil
+	}
+	p, _ := m.cfg.Profiles.Get(name) // Config.Validate checked it
+	return p
+}
+
+// UseProfile makes the session use the profile called name: its image
+// (built first if its setup has not run yet), environment, limits, working
+// directory and egress. A container that has served calls under another
+// profile is replaced only with restart; one made ahead of the first call
+// is replaced without it.
+func (s *Session) UseProfile(ctx context.Context, name string, restart bool, progress func(Progress)) (ProfileChange, error) {
+	defer s.enter()()
+	p, err := s.m.cfg.Profiles.Get(name)
+	if err != nil {
+		return ProfileChange{}, err
+	}
+	image, built, err := s.m.profileImage(ctx, p, progress)
+	if err != nil {
+		return ProfileChange{}, err
+	}
+	res := ProfileChange{Profile: name, Image: image, Built: built}
+	s.mu.Lock()
+	res.Previous = profileName(s.profile)
+	if s.ended {
+		s.mu.Unlock()
+		return res, ErrSessionEnded
+	}
+	if s.profile != p {
+		if s.created && s.used.Load() && !restart {
+			s.mu.Unlock()
+			return res, fmt.Errorf("%w (%s): its processes would end. Call again with restart: true to replace the container "+
+				"(the files in /workspace stay), or stay with %s", ErrProfileInUse, displayProfile(s.profile), displayProfile(s.profile))
+		}
+		res.Restarted = s.created && s.used.Load()
+		if err := s.removeLocked(ctx); err != nil {
+			s.mu.Unlock()
+			return res, err
+		}
+		s.setProfileLocked(p)
+		s.m.log.Info("workspace profile chosen", "session", s.hash, "profile", name, "previous", res.Previous, "restarted", res.Restarted)
+	}
+	s.mu.Unlock()
+	if _, err := s.ensure(ctx); err != nil {
+		return res, err
+	}
+	res.Container = s.Info()
+	return res, nil
+}
+
+// setProfileLocked makes p the session's profile, with the egress its
+// sessions get.
+func (s *Session) setProfileLocked(p *profiles.Profile) {
+	s.profile = p
+	s.proxy = s.m.sessionProxy(s, p)
+}
+
+// sessionProxy returns the egress proxy of session s under profile p: the
+// server's patterns and the profile's session patterns; nil for none.
+func (m *Manager) sessionProxy(s *Session, p *profiles.Profile) *egress.Session {
+	var extra []string
+	if p != nil {
+		extra = p.Egress.Session
+	}
+	if m.egress == nil && len(extra) == 0 {
+		return nil
+	}
+	cfg := egress.Config{MaxBytes: m.cfg.EgressMaxBytes, Log: m.log}
+	if m.egress != nil {
+		cfg = *m.egress
+	}
+	if len(extra) > 0 {
+		// Checked when the profiles file was read.
+		policy, err := egress.ParsePolicy(append(append([]string{}, m.cfg.Egress...), extra...))
+		if err != nil {
+			m.log.Error("a profile's egress patterns no longer parse", "err", err)
+			return nil
+		}
+		cfg.Policy = policy
+	}
+	if m.cfg.EgressAsk {
+		cfg.Ask = func(ctx context.Context, host string, port int) (bool, error) {
+			m.mu.Lock()
+			ask := m.askEgress
+			m.mu.Unlock()
+			if ask == nil {
+				return false, fmt.Errorf("no client to ask")
+			}
+			return ask(ctx, *s.owner.Load(), host, port)
+		}
+	}
+	return egress.NewSession(cfg, s.key)
+}
+
+// limits are the limits of the session's containers: the server's, with
+// what its profile changes.
+func (s *Session) limits() engine.Limits {
+	l := s.m.cfg.Limits
+	if s.profile == nil {
+		return l
+	}
+	pl := s.profile.Limits
+	if pl.MemoryBytes > 0 {
+		l.MemoryBytes = pl.MemoryBytes
+	}
+	if pl.CPUs > 0 {
+		l.CPUs = pl.CPUs
+	}
+	if pl.Pids > 0 {
+		l.PidsLimit = pl.Pids
+		l.NprocLimit = max(l.NprocLimit, uint64(pl.Pids))
+	}
+	if pl.DiskBytes != nil {
+		l.DiskBytes = *pl.DiskBytes
+	}
+	if pl.TmpBytes > 0 {
+		l.TmpBytes = pl.TmpBytes
+	}
+	return l
+}
+
+// containerEnv is the environment of a session's container: the egress
+// proxy's, the profile's, the server's variables passed on (--env-pass)
+// and the git identity (--git-identity).
+func (s *Session) containerEnv() map[string]string {
+	env := map[string]string{}
+	if s.proxy != nil {
+		maps.Copy(env, proxyEnv())
+	}
+	if s.profile != nil {
+		maps.Copy(env, s.profile.Env)
+	}
+	maps.Copy(env, s.m.cfg.PassedEnv)
+	maps.Copy(env, s.m.cfg.GitIdentity.env())
+	return env
+}
+
+// commandTimeout is the timeout of a command that gives none: the
+// profile's, else 0 (the tool's own default).
+func (s *Session) commandTimeout() time.Duration {
+	if s.profile == nil {
+		return 0
+	}
+	return s.profile.Limits.CommandTimeout
+}
+
+// commandDir is where a command that names dir runs: dir, or the
+// profile's working directory when dir is "".
+func (s *Session) commandDir(dir string) string {
+	if dir != "" {
+		return dir
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.profile == nil || s.setupBase != "" {
+		return ""
+	}
+	return s.profile.Workdir
+}
+
+// makeWorkdirLocked creates the profile's working directory in a new
+// container, as its user, so that commands can run there at once.
+func (s *Session) makeWorkdirLocked(ctx context.Context) error {
+	if s.profile == nil || s.profile.Workdir == "" || s.setupBase != "" {
+		return nil
+	}
+	var res ExecResult
+	dir := Root + "/" + s.profile.Workdir
+	// Relative to the agent's working directory, the workspace's root.
+	err := s.client.Call(ctx, wire.OpExec, wire.ExecArgs{Argv: []string{"mkdir", "-p", "--", s.profile.Workdir}, TimeoutMillis: 10_000,
+		Capture: true, OutputLimit: 4096}, &res)
+	if err == nil && res.ExitCode != 0 {
+		err = errors.New(strings.TrimSpace(res.Stderr))
+	}
+	if err != nil {
+		return fmt.Errorf("creating profile %q's working directory %s: %w", s.profile.Name, dir, err)
+	}
+	return nil
+}
+
+func profileName(p *profiles.Profile) string {
+	if p == nil {
+		return ""
+	}
+	return p.Name
+}
+
+// displayProfile names a profile in a message.
+func displayProfile(p *profiles.Profile) string {
+	if p == nil {
+		return "the server's default settings (no profile)"
+	}
+	return fmt.Sprintf("profile %q", p.Name)
+}

@@ -1,0 +1,202 @@
+package workspace
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/profiles"
+)
+
+const testProfiles = `profiles:
+  plain:
+    description: the test image as it is
+    image: test-image
+    env: {PLAIN: "1"}
+  built:
+    description: the test image with a setup
+    image: test-image
+    setup: ["true"]
+    env: {BUILT: "1"}
+    workdir: app
+    limits: {memory: 64m, cpus: 0.5, pids: 64, command_timeout: 45s}
+`
+
+// newProfileManager is a test manager with testProfiles, and mutate's changes.
+func newProfileManager(t *testing.T, mutate func(*Config)) (*Manager, *fakeEngine) {
+	t.Helper()
+	f, err := profiles.Parse("p.yaml", []byte(testProfiles), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, eng, _ := newTestManager(t, func(c *Config) {
+		c.Profiles = f
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+	return m, eng
+}
+
+func (f *fakeEngine) lastSpec(t *testing.T, name string) engine.Spec {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := len(f.specs) - 1; i >= 0; i-- {
+		if f.specs[i].Name == name {
+			return f.specs[i]
+		}
+	}
+	t.Fatalf("no container %s was created", name)
+	return engine.Spec{}
+}
+
+func TestProfileGivesTheContainerItsSettings(t *testing.T) {
+	m, eng := newProfileManager(t, func(c *Config) {
+		c.PassedEnv = map[string]string{"TOKEN": "s3cret"}
+		c.GitIdentity = &GitIdentity{Name: "Ada", Email: "ada@example.org"}
+	})
+	s, _ := m.Session("a")
+	res, err := s.UseProfile(ctx, "built", false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Built || res.Restarted || !strings.HasPrefix(res.Image, ProfileImageRepo+":built-") || res.Container.Workdir != "app" {
+		t.Errorf("result %+v", res)
+	}
+	spec := eng.lastSpec(t, s.name)
+	if spec.Image != res.Image || spec.MemoryBytes != 64<<20 || spec.CPUs != 0.5 || spec.PidsLimit != 64 || len(spec.Caps) != 0 || spec.User == "0:0" {
+		t.Errorf("session spec %+v", spec)
+	}
+	for k, v := range map[string]string{"BUILT": "1", "TOKEN": "s3cret", "GIT_CONFIG_KEY_0": "user.name", "GIT_CONFIG_VALUE_0": "Ada", "GIT_CONFIG_VALUE_1": "ada@example.org"} {
+		if spec.Env[k] != v {
+			t.Errorf("session env %s = %q, want %q", k, spec.Env[k], v)
+		}
+	}
+	// The setup container ran as root with the setup capabilities, and
+	// nothing of the server's environment: the image keeps its env.
+	var setup engine.Spec
+	for _, sp := range eng.specs {
+		if strings.Contains(sp.Name, "setup-") {
+			setup = sp
+		}
+	}
+	if setup.User != "0:0" || !slices.Equal(setup.Caps, engine.SetupCaps) || setup.Image != "test-image" {
+		t.Errorf("setup spec %+v", setup)
+	}
+	if _, ok := setup.Env["TOKEN"]; ok || setup.Env["GIT_CONFIG_COUNT"] != "" || setup.Env["BUILT"] != "1" {
+		t.Errorf("setup env %v: want the profile's alone", setup.Env)
+	}
+	if out := echo(t, s, "sh", "-c", "pwd"); !strings.HasSuffix(strings.TrimSpace(out.Stdout), "/app") {
+		t.Errorf("a command without cwd ran in %q, want the profile's workdir", out.Stdout)
+	}
+	if info := s.Info(); info.Profile != "built" || info.CommandTimeout != 45*time.Second {
+		t.Errorf("info %+v", info)
+	}
+}
+
+func TestChangingProfileAfterUseNeedsRestart(t *testing.T) {
+	m, eng := newProfileManager(t, nil)
+	s, _ := m.Session("a")
+	if _, err := s.Start(ctx); err != nil { // made ahead of the first call, as Prestart does
+		t.Fatal(err)
+	}
+	res, err := s.UseProfile(ctx, "plain", false, nil)
+	if err != nil || res.Restarted {
+		t.Fatalf("a container no call had used: %+v, %v; want switched without restart", res, err)
+	}
+	if _, err := s.WriteFile(ctx, "keep.txt", "kept"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.UseProfile(ctx, "built", false, nil)
+	if !errors.Is(err, ErrProfileInUse) || !strings.Contains(err.Error(), "restart: true") {
+		t.Fatalf("err = %v, want ErrProfileInUse naming restart", err)
+	}
+	if eng.lastSpec(t, s.name).Env["PLAIN"] != "1" {
+		t.Error("the refused change replaced the container")
+	}
+	res, err = s.UseProfile(ctx, "built", true, nil)
+	if err != nil || !res.Restarted || res.Previous != "plain" {
+		t.Fatalf("restart: %+v, %v", res, err)
+	}
+	if got, err := s.ReadFile(ctx, "keep.txt", 0, 10); err != nil || !strings.Contains(got.Content, "kept") {
+		t.Errorf("after the restart keep.txt = %+v, %v; the files must stay", got, err)
+	}
+	if _, err := s.UseProfile(ctx, "nope", false, nil); err == nil || !strings.Contains(err.Error(), "built") {
+		t.Errorf("unknown profile: %v, want the list of profiles", err)
+	}
+}
+
+// TestConcurrentFirstSessionsBuildOnce checks that sessions asking at
+// once for a profile that is not built wait for one build, and that a
+// later one starts from its image.
+func TestConcurrentFirstSessionsBuildOnce(t *testing.T) {
+	m, eng := newProfileManager(t, nil)
+	var wg sync.WaitGroup
+	results := make([]ProfileChange, 5)
+	errs := make([]error, 5)
+	for i := range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, _ := m.Session(string(rune('a' + i)))
+			results[i], errs[i] = s.UseProfile(ctx, "built", false, nil)
+		}()
+	}
+	wg.Wait()
+	for i := range 5 {
+		if errs[i] != nil || !results[i].Built || results[i].Image != results[0].Image {
+			t.Errorf("session %d: %+v, %v", i, results[i], errs[i])
+		}
+	}
+	s, _ := m.Session("f")
+	res, err := s.UseProfile(ctx, "built", false, nil)
+	if err != nil || res.Built {
+		t.Errorf("sixth session: %+v, %v; want the cached image", res, err)
+	}
+	if eng.commits != 1 {
+		t.Errorf("%d builds, want 1", eng.commits)
+	}
+	// The base retagged to new content: a new key, a new build, and the
+	// old image pruned.
+	eng.mu.Lock()
+	eng.imageVersion = map[string]int{"test-image": 1}
+	eng.mu.Unlock()
+	s, _ = m.Session("g")
+	res2, err := s.UseProfile(ctx, "built", false, nil)
+	if err != nil || !res2.Built || res2.Image == res.Image {
+		t.Fatalf("after the base changed: %+v, %v; want a new build", res2, err)
+	}
+	eng.mu.Lock()
+	defer eng.mu.Unlock()
+	if eng.images[res.Image] {
+		t.Errorf("the old image %s was not pruned", res.Image)
+	}
+}
+
+func TestPassEnv(t *testing.T) {
+	environ := []string{"NPM_TOKEN=a", "AWS_KEY=b", "AWS_REGION=c", "OTHER=d", "PATH=/x", "HOME=/h", "WINK_AUTH_TOKEN=t",
+		"HTTPS_PROXY=p", "http_proxy=p", "GIT_CONFIG_COUNT=9", "XDG_RUNTIME_DIR=/r"}
+	got, err := PassEnv([]string{"NPM_TOKEN", "AWS_*"}, environ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got["NPM_TOKEN"] != "a" || got["AWS_KEY"] != "b" || got["AWS_REGION"] != "c" {
+		t.Errorf("passed %v", got)
+	}
+	all, _ := PassEnv([]string{"*"}, environ)
+	for _, never := range []string{"PATH", "HOME", "WINK_AUTH_TOKEN", "HTTPS_PROXY", "http_proxy", "GIT_CONFIG_COUNT", "XDG_RUNTIME_DIR"} {
+		if _, ok := all[never]; ok {
+			t.Errorf("* passed %s", never)
+		}
+	}
+	for _, bad := range []string{"", "A=B", "a b", "$(x)", strings.Repeat("A", 200)} {
+		if _, err := PassEnv([]string{bad}, environ); err == nil || !strings.Contains(err.Error(), "--env-pass") {
+			t.Errorf("pattern %q: err = %v", bad, err)
+		}
+	}
+}
