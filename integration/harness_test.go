@@ -61,6 +61,7 @@ type startOptions struct {
 	remote    *remoteHost               // drive this Podman host over ssh instead of this machine's
 	elicit    client.ElicitationHandler // answers the server's questions to the user; nil: the client cannot be asked
 	protocol  string                    // the protocol revision the client asks for; "" for mcp-go's newest
+	env       []string                  // added to the server's environment ("NAME=value")
 }
 
 // rootsList answers the server's roots/list with fixed folders.
@@ -145,7 +146,7 @@ func launch(t *testing.T, opts startOptions) *proc {
 	if opts.transport == "stdio" {
 		commandFunc := func(_ context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 			p.cmd = exec.Command(command, args...)
-			p.cmd.Env = append(os.Environ(), env...)
+			p.cmd.Env = append(append(os.Environ(), env...), opts.env...)
 			if p.as != nil {
 				p.as.apply(p.cmd)
 			}
@@ -174,6 +175,7 @@ func launch(t *testing.T, opts startOptions) *proc {
 		return p
 	}
 	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = append(os.Environ(), opts.env...)
 	p.cmd.Stderr = p.logs
 	if p.as != nil {
 		p.as.apply(p.cmd)

@@ -49,9 +49,12 @@ type builds struct {
 
 // build is one image build; its waiters follow status until done closes.
 type build struct {
-	done   chan struct{}
-	image  string
-	err    error
+	done  chan struct{}
+	image string
+	err   error
+	// ran says the setup ran, rather than another process's image being
+	// found once its lock was free.
+	ran    bool
 	status sync.Mutex
 	line   string
 	start  time.Time
@@ -156,7 +159,7 @@ func (m *Manager) profileImage(ctx context.Context, p *profiles.Profile, progres
 	for {
 		select {
 		case <-b.done:
-			return b.image, true, b.err
+			return b.image, b.ran, b.err
 		case <-ctx.Done():
 			return "", false, fmt.Errorf("waiting for profile %q's setup (it goes on, for the next session): %w", p.Name, ctx.Err())
 		case <-tick.C:
@@ -208,7 +211,7 @@ func (m *Manager) startBuild(p *profiles.Profile, base, baseID, key string) *bui
 	b := &build{done: make(chan struct{}), start: time.Now()}
 	m.builds.running[key] = b
 	go func() {
-		b.image, b.err = m.runBuild(m.leftoverCtx, p, base, baseID, key, b)
+		b.image, b.ran, b.err = m.runBuild(m.leftoverCtx, p, base, baseID, key, b)
 		m.builds.mu.Lock()
 		delete(m.builds.running, key)
 		m.builds.mu.Unlock()
@@ -218,31 +221,31 @@ func (m *Manager) startBuild(p *profiles.Profile, base, baseID, key string) *bui
 }
 
 // runBuild builds the image of key, unless another process built it while
-// this one waited for the lock.
-func (m *Manager) runBuild(ctx context.Context, p *profiles.Profile, base, baseID, key string, b *build) (string, error) {
-	image := profileImageName(p, key)
+// this one waited for the lock; ran says it did.
+func (m *Manager) runBuild(ctx context.Context, p *profiles.Profile, base, baseID, key string, b *build) (image string, ran bool, err error) {
+	image = profileImageName(p, key)
 	b.setStatus("waiting for another wink-mcp building the same image")
 	unlock, err := m.lockBuild(ctx, key)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	defer unlock()
 	if _, ok, err := m.builtImage(ctx, key); err != nil || ok {
-		return image, err
+		return image, false, err
 	}
 	start := time.Now()
 	m.log.Info("profile setup started", "profile", p.Name, "base", base, "image", image, "commands", len(p.Setup))
 	if err := m.setup(ctx, p, base, baseID, key, image, b); err != nil {
 		m.log.Warn("profile setup failed", "profile", p.Name, "duration_ms", time.Since(start).Milliseconds(), "err", err)
-		return "", err
+		return "", false, err
 	}
 	img, _, err := m.builtImage(ctx, key)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	m.log.Info("profile image built", "profile", p.Name, "image", image, "size_bytes", img.Size, "duration_ms", time.Since(start).Milliseconds())
 	m.pruneProfileImages(ctx, p.Name, key)
-	return image, nil
+	return image, true, nil
 }
 
 // setup runs p's setup commands in a container from base and commits it.

@@ -61,6 +61,10 @@ func (s *Session) UseProfile(ctx context.Context, name string, restart bool, pro
 	if err != nil {
 		return ProfileChange{}, err
 	}
+	// Refused at once, before a build that may take minutes.
+	if err := s.checkProfileChange(p, restart); err != nil {
+		return ProfileChange{}, err
+	}
 	image, built, err := s.m.profileImage(ctx, p, progress)
 	if err != nil {
 		return ProfileChange{}, err
@@ -73,10 +77,9 @@ func (s *Session) UseProfile(ctx context.Context, name string, restart bool, pro
 		return res, ErrSessionEnded
 	}
 	if s.profile != p {
-		if s.created && s.used.Load() && !restart {
+		if err := s.profileChangeErrLocked(p, restart); err != nil {
 			s.mu.Unlock()
-			return res, fmt.Errorf("%w (%s): its processes would end. Call again with restart: true to replace the container "+
-				"(the files in /workspace stay), or stay with %s", ErrProfileInUse, displayProfile(s.profile), displayProfile(s.profile))
+			return res, err
 		}
 		res.Restarted = s.created && s.used.Load()
 		if err := s.removeLocked(ctx); err != nil {
@@ -92,6 +95,23 @@ func (s *Session) UseProfile(ctx context.Context, name string, restart bool, pro
 	}
 	res.Container = s.Info()
 	return res, nil
+}
+
+// checkProfileChange says why the session cannot change to p, if it cannot.
+func (s *Session) checkProfileChange(p *profiles.Profile, restart bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.profileChangeErrLocked(p, restart)
+}
+
+// profileChangeErrLocked refuses a change to p, without restart, of a
+// container that has served calls under another profile.
+func (s *Session) profileChangeErrLocked(p *profiles.Profile, restart bool) error {
+	if s.profile == p || restart || !s.created || !s.used.Load() {
+		return nil
+	}
+	return fmt.Errorf("%w (%s): its processes would end. Call again with restart: true to replace the container "+
+		"(the files in /workspace stay), or stay with %s", ErrProfileInUse, displayProfile(s.profile), displayProfile(s.profile))
 }
 
 // setProfileLocked makes p the session's profile, with the egress its

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -126,6 +127,9 @@ func configure(command string, args []string, stderr io.Writer, adjust func(*log
 			adjust(&opts.logs)
 		}
 		cfg.Logger, err = newLogger(stderr, opts.logs)
+	}
+	if err == nil {
+		cfg.Logger = slog.New(redacting(cfg.Logger.Handler(), cfg.Workspace.PassedEnv))
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", command, err)
