@@ -114,8 +114,10 @@ func twoProfilesInOneServer(t *testing.T, transport string) {
 	if text := p.promptText(); !strings.Contains(text, alpha) || !strings.Contains(text, "beta tools on the workspace image") {
 		t.Errorf("the prompt does not list the profiles:\n%s", text)
 	}
-	if code, body := post(t, strings.TrimSuffix(p.url, "/sse")+"/mcp?profile=nope", nil, initializeBody); transport == "http" && (code != 400 || !strings.Contains(body, alpha)) {
-		t.Errorf("?profile=nope: %d %q, want 400 listing the profiles", code, body)
+	if transport == "http" {
+		if code, body := post(t, p.url+"?profile=nope", nil, initializeBody); code != 400 || !strings.Contains(body, alpha) {
+			t.Errorf("?profile=nope: %d %q, want 400 listing the profiles", code, body)
+		}
 	}
 
 	a := p.sibling(nil, "?profile="+alpha)
