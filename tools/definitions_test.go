@@ -28,7 +28,8 @@ const (
 
 func allTools(t *testing.T) []server.ServerTool {
 	t.Helper()
-	all, err := All(func(context.Context) (workspace.Workspace, error) { return nil, nil }, slog.New(slog.DiscardHandler), Options{})
+	all, err := All(func(context.Context) (workspace.Workspace, error) { return nil, nil }, slog.New(slog.DiscardHandler),
+		Options{Profiles: []Profile{{Name: "python", Description: "Python 3 with pytest"}, {Name: "go", Description: "Go from Debian"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

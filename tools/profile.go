@@ -77,7 +77,7 @@ func WorkspaceProfile(workspaceFor WorkspaceFor, profiles []Profile) (server.Ser
 			"directory and network access. Choose before working: a container that has run calls is replaced only with " +
 			"restart: true (files in /workspace stay, processes end). A profile's first use may wait for its setup to run " +
 			"(minutes); later sessions start from its cached image. The profiles:" + list.String(),
-		annotations: annotate(false, false, true),
+		annotations: annotate(false, true, true),
 		tasks:       true,
 		adjust: func(s *jsonschema.Schema) {
 			if t, ok := s.Properties.Get("name"); ok {
