@@ -399,3 +399,52 @@ func TestEnvPassAndGitIdentity(t *testing.T) {
 		t.Error("a passed variable's value is in the server's log")
 	}
 }
+
+// TestProfilesOnRootlessAndRemotePodman builds a profile on rootless Podman
+// and on a remote Podman host (the setup's container runs where the
+// sessions' do, with the agent copied in there) and runs a session from it.
+func TestProfilesOnRootlessAndRemotePodman(t *testing.T) {
+	const text = "profiles:\n  mark:\n    image: " + "IMAGE" + "\n    setup: [\"echo built-NONCE > /etc/mark && id -u > /etc/setup-uid\"]\n"
+	t.Run("rootless", func(t *testing.T) {
+		u := needRootless(t)
+		nonce := randomHex(6)
+		dir := u.dir(t)
+		file := filepath.Join(dir, "profiles.yaml")
+		body := strings.NewReplacer("IMAGE", testImage, "NONCE", nonce).Replace(text)
+		if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			out, _ := u.podman("images", "--filter", "label=io.wink-mcp.profile=mark", "--format", "{{.ID}}")
+			for _, id := range strings.Fields(out) {
+				_, _ = u.podman("rmi", "-f", id)
+			}
+		})
+		p := start(t, startOptions{as: u, args: append([]string{"--profiles", file, "--profile", "mark"}, rootlessArgs...)})
+		if out := p.run("sh", "-c", "cat /etc/mark /etc/setup-uid; id -u"); strings.Fields(out.Stdout)[0] != "built-"+nonce ||
+			strings.Join(strings.Fields(out.Stdout)[1:], " ") != "0 65534" {
+			t.Errorf("rootless session from the profile: %q %q; want the mark, a root setup and an unprivileged session", out.Stdout, out.Stderr)
+		}
+		checkRootlessHardening(t, u, p.container())
+	})
+	t.Run("remote", func(t *testing.T) {
+		r := needRemote(t)
+		file, nonce := profilesFile(t, text)
+		t.Cleanup(func() {
+			out, _ := r.podman("images", "--filter", "label=io.wink-mcp.profile=mark", "--format", "{{.ID}}")
+			for _, id := range strings.Fields(out) {
+				_, _ = r.podman("rmi", "-f", id)
+			}
+		})
+		p := start(t, startOptions{remote: r, args: []string{"--profiles", file, "--profile", "mark", "--disk-limit", "0"}})
+		if out := p.run("sh", "-c", "cat /etc/mark; id -u"); strings.Join(strings.Fields(out.Stdout), " ") != "built-"+nonce+" 65534" {
+			t.Errorf("remote session from the profile: %q %q", out.Stdout, out.Stderr)
+		}
+		if images, _ := r.podman("images", "--filter", "label=io.wink-mcp.profile=mark", "--format", "{{.Repository}}"); !strings.Contains(images, "localhost/wink-profile") {
+			t.Errorf("no profile image on the remote host: %q", images)
+		}
+		if left := r.named(t, "volume", p.prefix+"-setup"); len(left) > 0 {
+			t.Errorf("the setup's workspace volume is left on the remote host: %v", left)
+		}
+	})
+}
