@@ -40,7 +40,7 @@ func main() {
 	flag.IntVar(&cfg.sessions, "sessions", 20, "concurrent sessions in the load measurement")
 	flag.IntVar(&cfg.sessionOps, "session-ops", 100, "calls per concurrent session")
 	flag.IntVar(&cfg.egressSamples, "egress-samples", 5, "downloads through the egress proxy, and directly")
-	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints), print it and write it to -out")
+	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints or profiles), print it and write it to -out")
 	flag.Parse()
 	if err := run(cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "wink-bench: %v\n", err)
@@ -55,6 +55,12 @@ func run(cfg config) error {
 		fmt.Fprintf(os.Stderr, "measuring checkpoints and restores...\n")
 		first, later, restore, figs := measureCheckpoints(ctx, cfg)
 		rep.Measurements, rep.Checkpoints = []measurement{first, later, restore}, &figs
+		return rep.write(cfg.out)
+	}
+	if cfg.only == "profiles" {
+		fmt.Fprintf(os.Stderr, "measuring first calls with a profile...\n")
+		cached, uncached := measureProfiles(ctx, cfg)
+		rep.Measurements = []measurement{cached, uncached}
 		return rep.write(cfg.out)
 	}
 
@@ -110,6 +116,8 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(os.Stderr, "measuring first calls with a profile...\n")
+	profileCached, profileUncached := measureProfiles(ctx, cfg)
 	fmt.Fprintf(os.Stderr, "measuring %d concurrent sessions...\n", cfg.sessions)
 	load := measureConcurrent(ctx, cfg)
 	fmt.Fprintf(os.Stderr, "measuring new sessions over HTTP...\n")
@@ -144,7 +152,7 @@ func run(cfg config) error {
 	ckLater.Target, ckLater.Met = "p99 <= 1 s", ckLater.P99 <= 1000 && ckLater.Errors == 0
 	ckRestore.Target, ckRestore.Met = "p99 <= 1 s", ckRestore.P99 <= 1000 && ckRestore.Errors == 0
 	rep.Measurements = []measurement{protocol, reads, viaMCPGo, writes, edits, greps, shells, baseline,
-		first, firstLazy, firstLater, load, httpWarm, httpCold, burstWarm, burstCold, burst2, fixed, egress, egressDirect, egressCeiling,
+		first, firstLazy, firstLater, profileCached, profileUncached, load, httpWarm, httpCold, burstWarm, burstCold, burst2, fixed, egress, egressDirect, egressCeiling,
 		ckFirst, ckLater, ckRestore}
 	rep.ClosedLoopCallsPerSecond = load.CallsPerSecond
 	rep.ReadSpeedup = baseline.P50 / reads.P50
