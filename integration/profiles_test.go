@@ -448,3 +448,39 @@ func TestProfilesOnRootlessAndRemotePodman(t *testing.T) {
 		}
 	})
 }
+
+// TestProfileMounts gives a profile a host folder: its sessions see it as
+// an overlay, whose changes come back like any mount's; a session that has
+// not run a call may switch to it, one that has is told to start anew.
+func TestProfileMounts(t *testing.T) {
+	root, folder := project(t)
+	file, nonce := profilesFile(t, "profiles:\n  proj-NONCE:\n    image: IMAGE\n    mounts: [\""+folder+":app\"]\n  plain-NONCE:\n    image: IMAGE\n")
+	proj, plain := "proj-"+nonce, "plain-"+nonce
+	p := start(t, startOptions{transport: "http", args: []string{"--profiles", file, "--allowed-root", root, "--warm", "0"}})
+
+	a := p.sibling(nil, "")
+	if r := a.useProfile(proj, false); r.Restarted {
+		t.Errorf("switching before any call: %+v", r)
+	}
+	a.run("sh", "-c", "echo changed >> app/README.md")
+	if statuses, _ := a.changeStatuses(); statuses["app/README.md"] != "modified" {
+		t.Errorf("changes %v, want app/README.md modified", statuses)
+	}
+	if got, _ := os.ReadFile(filepath.Join(folder, "README.md")); strings.Contains(string(got), "changed") {
+		t.Error("the host folder changed")
+	}
+	res := a.call("workspace_profile", map[string]any{"name": plain, "restart": true})
+	if !res.IsError || !strings.Contains(textOf(res), "?profile="+plain) {
+		t.Errorf("leaving a profile's mounts after calls: %q; want a refusal naming a new session", textOf(res))
+	}
+
+	b := p.sibling(nil, "?profile="+plain)
+	if out := b.run("sh", "-c", "ls app 2>&1 || echo absent"); !strings.Contains(out.Stdout, "absent") {
+		t.Errorf("a session of the profile without mounts sees app: %q", out.Stdout)
+	}
+	bad, _ := profilesFile(t, "profiles:\n  x:\n    image: IMAGE\n    mounts:\n      - \"/a:b:c:d\"\n")
+	out, err := exec.Command(winkBin, "--profiles", bad, "--allowed-root", root, "--podman-url", "unix://"+podmanSocket).CombinedOutput()
+	if !strings.Contains(string(out), "profiles.yaml:5: profile \"x\": mounts:") || err == nil {
+		t.Errorf("a bad mount: %v %q; want its line named", err, out)
+	}
+}

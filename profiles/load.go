@@ -187,7 +187,7 @@ func (r *reader) profile(name string, k, v *yaml.Node) {
 		return
 	}
 	if v.Kind != yaml.MappingNode {
-		r.fail(v, name, "profile", "must be a mapping of fields (description, extends, image, setup, env, workdir, limits, egress)")
+		r.fail(v, name, "profile", "must be a mapping of fields (description, extends, image, setup, env, workdir, limits, egress, mounts)")
 		return
 	}
 	rp := &raw{node: k, p: Profile{Name: name, File: r.path, Line: k.Line}}
@@ -229,8 +229,19 @@ func (r *reader) profile(name string, k, v *yaml.Node) {
 			p.Limits = r.limits(v, name)
 		case "egress":
 			p.Egress = r.egress(v, name)
+		case "mounts":
+			if v.Kind != yaml.SequenceNode {
+				r.fail(v, name, field, "must be a list of host folders in --mount's form")
+				return
+			}
+			for i, item := range v.Content {
+				item = deref(item)
+				if s, ok := r.str(item, name, fmt.Sprintf("mounts[%d]", i)); ok {
+					p.Mounts = append(p.Mounts, Mount{Spec: s, Line: item.Line})
+				}
+			}
 		default:
-			r.fail(k, name, field, "unknown field; a profile has description, extends, image, setup, env, workdir, limits and egress")
+			r.fail(k, name, field, "unknown field; a profile has description, extends, image, setup, env, workdir, limits, egress and mounts")
 		}
 	})
 }
@@ -451,6 +462,7 @@ func merge(parent, child *Profile) *Profile {
 	maps.Copy(out.Env, child.Env)
 	out.Egress.Setup = append(append([]string{}, parent.Egress.Setup...), child.Egress.Setup...)
 	out.Egress.Session = append(append([]string{}, parent.Egress.Session...), child.Egress.Session...)
+	out.Mounts = append(append([]Mount{}, parent.Mounts...), child.Mounts...)
 	l, pl := &out.Limits, parent.Limits
 	if l.MemoryBytes == 0 {
 		l.MemoryBytes = pl.MemoryBytes

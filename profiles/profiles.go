@@ -40,6 +40,9 @@ type Profile struct {
 	Limits Limits
 	// Egress are the hosts the setup commands, and the sessions, may reach.
 	Egress Egress
+	// Mounts are host folders shown in the profile's sessions besides the
+	// server's, in --mount's form (which the server parses).
+	Mounts []Mount
 	// File and Line are where the profile is defined.
 	File string
 	Line int
@@ -61,6 +64,12 @@ type Limits struct {
 	// SetupDiskBytes bounds what the setup writes to the image
 	// (DefaultSetupDiskBytes when 0).
 	SetupDiskBytes int64
+}
+
+// Mount is one entry of a profile's mounts, with its line for errors.
+type Mount struct {
+	Spec string
+	Line int
 }
 
 // Egress are a profile's egress allowlist patterns (package egress), for

@@ -26,6 +26,7 @@ type profileSchema struct {
 	Workdir     string            `json:"workdir,omitempty" jsonschema_description:"The default working directory of commands, under /workspace."`
 	Limits      limitsSchema      `json:"limits,omitempty"`
 	Egress      egressSchema      `json:"egress,omitempty"`
+	Mounts      []string          `json:"mounts,omitempty" jsonschema_description:"Host folders shown in the profile's sessions besides the server's --mount ones, in --mount's form (HOST_PATH[:WORKSPACE_PATH][:OPTIONS]), under an --allowed-root."`
 }
 
 type limitsSchema struct {

@@ -3,6 +3,7 @@ package workspace
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -137,6 +138,9 @@ type Config struct {
 	// Profile names the profile of sessions that choose none; "" is
 	// Profiles.Default, which may be "" too: the settings above alone.
 	Profile string
+	// ProfileMounts are the host folders each profile (by name) shows in
+	// its sessions besides Mounts.
+	ProfileMounts map[string][]Mount
 	// PassedEnv are variables of the server's environment set in every
 	// session's container (--env-pass); never logged.
 	PassedEnv map[string]string
@@ -147,6 +151,15 @@ type Config struct {
 	// sets, whether a session may reach a host no pattern allows; it turns
 	// the proxy on even without patterns.
 	EgressAsk bool
+}
+
+// allMounts are Mounts and every profile's mounts.
+func (c Config) allMounts() []Mount {
+	all := slices.Clone(c.Mounts)
+	for _, name := range slices.Sorted(maps.Keys(c.ProfileMounts)) {
+		all = append(all, c.ProfileMounts[name]...)
+	}
+	return all
 }
 
 // limitsDisks says whether some session's /workspace may have a disk limit:
@@ -233,7 +246,7 @@ func (c Config) Validate() error {
 	check(c.Warm == 0 || !c.KeepSessionDirs, "--warm %d cannot serve --keep-session-dirs: a kept directory is named after its session, which a pooled container's is not; drop one of them", c.Warm)
 	const onPodmanHost = "cannot serve a Podman service whose host does not share this machine's files " +
 		"(--files-on-podman-host, the default for ssh:// URLs): "
-	for _, mt := range c.Mounts {
+	for _, mt := range c.allMounts() {
 		check(!c.FilesOnPodmanHost || mt.Mode == MountCopy || c.sharedWithPodmanHost(mt.HostPath), "--mount %s as an overlay or read-only mount %s"+
 			"the folder is not there. Mount it as a copy (add the option copy), which is uploaded; or, if the Podman host sees it "+
 			"at the same path (a podman machine sees your home), say so with --podman-shared-path", mt.HostPath, onPodmanHost)

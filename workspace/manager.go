@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,8 @@ type Manager struct {
 	inst        *instance
 	agentBinary string
 	mounts      mountPlan
+	// profilePlans are the mounts of the profiles that add their own.
+	profilePlans map[string]mountPlan
 	disk        *diskTools     // nil when sessions' disks are not limited
 	egress      *egress.Config // nil without Config.Egress
 
@@ -84,6 +87,16 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 	if err != nil {
 		return nil, err
 	}
+	profilePlans := map[string]mountPlan{}
+	for name, extra := range cfg.ProfileMounts {
+		c := cfg
+		c.Mounts = append(slices.Clone(cfg.Mounts), extra...)
+		pp, err := c.planMounts()
+		if err != nil {
+			return nil, fmt.Errorf("profile %q's mounts: %w", name, err)
+		}
+		profilePlans[name] = pp
+	}
 	policy, err := egress.ParsePolicy(cfg.Egress)
 	if err != nil {
 		return nil, err
@@ -97,7 +110,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	m := &Manager{
-		cfg: cfg, log: log, eng: eng, inst: inst, agentBinary: agentBinary, mounts: plan,
+		cfg: cfg, log: log, eng: eng, inst: inst, agentBinary: agentBinary, mounts: plan, profilePlans: profilePlans,
 		sessions: map[string]*Session{}, options: map[string]SessionOptions{}, parked: map[string]*parked{}, stopReaper: stop, reaperDone: make(chan struct{}),
 	}
 	m.leftoverCtx, m.stopLeftovers = context.WithCancel(context.Background())
@@ -493,8 +506,8 @@ func (m *Manager) identity(rootless bool, s *Session) (user string, keepID bool)
 		return fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid()), true
 	case s.rootsOwner != "":
 		return s.rootsOwner, false
-	case m.mounts.owner != "":
-		return m.mounts.owner, false
+	case s.mountPlan().owner != "":
+		return s.mountPlan().owner, false
 	}
 	return DefaultUser, false
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,6 +87,14 @@ func (s *Session) UseProfile(ctx context.Context, name string, restart bool, pro
 			s.mu.Unlock()
 			return res, err
 		}
+		if s.mountsResolved && !sameMounts(s.m.planOf(p), s.mountPlan()) {
+			// No call has run (profileChangeErrLocked): the folders are
+			// fixed again for the new profile, from nothing.
+			if err := s.forgetMountsLocked(ctx); err != nil {
+				s.mu.Unlock()
+				return res, err
+			}
+		}
 		s.setProfileLocked(p)
 		s.m.log.Info("workspace profile chosen", "session", s.hash, "profile", name, "previous", res.Previous, "restarted", res.Restarted)
 	}
@@ -95,6 +104,29 @@ func (s *Session) UseProfile(ctx context.Context, name string, restart bool, pro
 	}
 	res.Container = s.Info()
 	return res, nil
+}
+
+// mountPlan is the plan of the session's mounts: its profile's, when the
+// profile adds some, else the server's.
+func (s *Session) mountPlan() mountPlan {
+	return s.m.planOf(s.profile)
+}
+
+// planOf is the mount plan of the sessions of profile p.
+func (m *Manager) planOf(p *profiles.Profile) mountPlan {
+	if p != nil {
+		if plan, ok := m.profilePlans[p.Name]; ok {
+			return plan
+		}
+	}
+	return m.mounts
+}
+
+// sameMounts says whether two plans mount the same folders the same way.
+func sameMounts(a, b mountPlan) bool {
+	return slices.EqualFunc(a.mounts, b.mounts, func(x, y resolvedMount) bool {
+		return x.HostPath == y.HostPath && x.Path == y.Path && x.Mode == y.Mode
+	})
 }
 
 // checkProfileChange says why the session cannot change to p, if it cannot.
@@ -107,7 +139,15 @@ func (s *Session) checkProfileChange(p *profiles.Profile, restart bool) error {
 // profileChangeErrLocked refuses a change to p, without restart, of a
 // container that has served calls under another profile.
 func (s *Session) profileChangeErrLocked(p *profiles.Profile, restart bool) error {
-	if s.profile == p || restart || !s.created || !s.used.Load() {
+	if s.profile == p {
+		return nil
+	}
+	if (s.used.Load() || s.kept != nil) && s.mountsResolved && !sameMounts(s.m.planOf(p), s.mountPlan()) {
+		return fmt.Errorf("%w: %s mounts other host folders than this session's, and a session's folders are fixed once it has "+
+			"run calls or keeps a workspace (their changes are its work). Start a new session with that profile (?profile=%s over HTTP, --profile %s over stdio)",
+			ErrProfileInUse, displayProfile(p), p.Name, p.Name)
+	}
+	if restart || !s.created || !s.used.Load() {
 		return nil
 	}
 	return fmt.Errorf("%w (%s): its processes would end. Call again with restart: true to replace the container "+

@@ -297,7 +297,6 @@ func (s *Session) call(ctx context.Context, op string, args, result any, progres
 		return err
 	}
 	defer leave()
-	s.used.Store(true)
 	if gateOf(op)&takesProcs != 0 {
 		s.ranCommands.Store(true)
 	}
@@ -311,6 +310,7 @@ func (s *Session) call(ctx context.Context, op string, args, result any, progres
 // callAgent sends one request to the agent, starting the container first
 // if needed.
 func (s *Session) callAgent(ctx context.Context, op string, args, result any, progress func(Progress)) error {
+	s.used.Store(true)
 	var deliver func(Progress)
 	if progress != nil {
 		var stop func()

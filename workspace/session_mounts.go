@@ -226,8 +226,9 @@ func (s *Session) resolveMountsLocked(ctx context.Context, markers changes.Marke
 		return nil
 	}
 	m := s.m
-	list := make([]sessionMount, 0, len(m.mounts.mounts))
-	for _, mt := range m.mounts.mounts {
+	plan := s.mountPlan()
+	list := make([]sessionMount, 0, len(plan.mounts))
+	for _, mt := range plan.mounts {
 		list = append(list, sessionMount{resolvedMount: mt, dir: filepath.Join(s.dir, mountsDir, strconv.Itoa(len(list)))})
 	}
 	recorded, err := ReadManifest(s.dir)
@@ -268,6 +269,24 @@ func (s *Session) resolveMountsLocked(ctx context.Context, markers changes.Marke
 	return nil
 }
 
+// forgetMountsLocked undoes resolveMountsLocked before any call has run,
+// for a profile with other mounts: the copies and overlay directories of
+// the old ones go, and the next container fixes the mounts anew.
+func (s *Session) forgetMountsLocked(ctx context.Context) error {
+	if s.m.cfg.FilesOnPodmanHost {
+		if err := s.m.eng.RemoveWorkspace(ctx, s.name); err != nil {
+			return fmt.Errorf("deleting the workspace files: %w", err)
+		}
+	}
+	for _, dir := range []string{s.workspaceDir(), filepath.Join(s.dir, mountsDir), filepath.Join(s.dir, mountsManifest)} {
+		if err := removeAll(dir); err != nil {
+			return fmt.Errorf("deleting the files of the old mounts: %w", err)
+		}
+	}
+	s.mounts, s.mountsResolved = nil, false
+	return nil
+}
+
 // clientRoots asks the client for its roots and resolves those it may
 // mount: under an allowed root, not overlapping another mount. A root the
 // session could not edit (owned by root, or by another user than the
@@ -287,14 +306,15 @@ func (s *Session) clientRoots(ctx context.Context, configured []sessionMount) []
 		m.log.Warn("the client's roots are not mounted: listing them failed", "session", s.hash, "err", err)
 		return nil
 	}
-	owner := m.mounts.owner
+	plan := s.mountPlan()
+	owner := plan.owner
 	taken := make([]string, 0, len(configured))
 	for _, c := range configured {
 		taken = append(taken, c.Path)
 	}
 	var out []resolvedMount
 	for _, p := range paths {
-		r, err := resolveMount(Mount{HostPath: p}, m.mounts.roots, m.cfg.CacheDir)
+		r, err := resolveMount(Mount{HostPath: p}, plan.roots, m.cfg.CacheDir)
 		if err == nil && slices.ContainsFunc(taken, func(t string) bool { return overlaps(t, r.Path) }) {
 			err = fmt.Errorf("its workspace path %q is taken", r.Path)
 		}
@@ -362,7 +382,7 @@ func (s *Session) keptMounts(configured []sessionMount, recorded []MountInfo) ([
 		if !mi.FromRoot {
 			continue
 		}
-		r, err := resolveMount(Mount{HostPath: mi.HostPath, Path: mi.Path, Mode: mi.Mode}, s.m.mounts.roots, s.m.cfg.CacheDir)
+		r, err := resolveMount(Mount{HostPath: mi.HostPath, Path: mi.Path, Mode: mi.Mode}, s.mountPlan().roots, s.m.cfg.CacheDir)
 		if err != nil {
 			return nil, fmt.Errorf("workspace %q mounts the client root %s, which cannot be mounted now: %w", s.kept.name, mi.HostPath, err)
 		}

@@ -173,6 +173,23 @@ func resolveProfiles(w *workspace.Config, opts serveOptions, lookup func(string)
 			return err
 		}
 		w.Profiles = f
+		var errs []error
+		for _, p := range f.All() {
+			for _, spec := range p.Mounts {
+				m, err := parseMount(spec.Spec)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s:%d: profile %q: mounts: %w", f.Path, spec.Line, p.Name, err))
+					continue
+				}
+				if w.ProfileMounts == nil {
+					w.ProfileMounts = map[string][]workspace.Mount{}
+				}
+				w.ProfileMounts[p.Name] = append(w.ProfileMounts[p.Name], m)
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
 	}
 	if w.Profile != "" && w.Profiles == nil {
 		return fmt.Errorf("--profile %s: no profiles file is given; pass --profiles FILE", w.Profile)
