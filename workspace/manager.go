@@ -30,8 +30,8 @@ type Manager struct {
 	mounts      mountPlan
 	// profilePlans are the mounts of the profiles that add their own.
 	profilePlans map[string]mountPlan
-	disk        *diskTools     // nil when sessions' disks are not limited
-	egress      *egress.Config // nil without Config.Egress
+	disk         *diskTools     // nil when sessions' disks are not limited
+	egress       *egress.Config // nil without Config.Egress
 
 	pool *warmPool // nil without Config.Warm
 

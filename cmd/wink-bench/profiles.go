@@ -39,7 +39,9 @@ func measureProfiles(ctx context.Context, cfg config) (cached, uncached measurem
 		return os.WriteFile(file, []byte(text), 0o644)
 	}
 	var s *session
-	call := func(int) error { return s.expect(ctx, "podman_shell", map[string]any{"command": []string{"cat", "/etc/bench-profile"}}) }
+	call := func(int) error {
+		return s.expect(ctx, "podman_shell", map[string]any{"command": []string{"cat", "/etc/bench-profile"}})
+	}
 	closeIt := func() { s.close() }
 	startIt := func() (err error) {
 		s, err = startSessionIn(ctx, cfg, dir, "--profiles", file, "--profile", "bench")
