@@ -42,7 +42,12 @@ const buildOutputLimit = 1 << 20
 var ErrSetupFailed = errors.New("the profile's setup failed")
 
 // builds are the image builds in progress in this process, by image key.
+// They end with the manager: Close cancels them (stop) and waits for
+// their containers to go (wg).
 type builds struct {
+	ctx     context.Context
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
 	mu      sync.Mutex
 	running map[string]*build
 }
@@ -210,8 +215,10 @@ func (m *Manager) startBuild(p *profiles.Profile, base, baseID, key string) *bui
 	}
 	b := &build{done: make(chan struct{}), start: time.Now()}
 	m.builds.running[key] = b
+	m.builds.wg.Add(1)
 	go func() {
-		b.image, b.ran, b.err = m.runBuild(m.leftoverCtx, p, base, baseID, key, b)
+		defer m.builds.wg.Done()
+		b.image, b.ran, b.err = m.runBuild(m.builds.ctx, p, base, baseID, key, b)
 		m.builds.mu.Lock()
 		delete(m.builds.running, key)
 		m.builds.mu.Unlock()

@@ -114,6 +114,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 		sessions: map[string]*Session{}, options: map[string]SessionOptions{}, parked: map[string]*parked{}, stopReaper: stop, reaperDone: make(chan struct{}),
 	}
 	m.leftoverCtx, m.stopLeftovers = context.WithCancel(context.Background())
+	m.builds.ctx, m.builds.stop = context.WithCancel(context.Background())
 	m.closing = make(chan struct{})
 	if cfg.EgressOn() {
 		m.egress = &egress.Config{Policy: policy, MaxBytes: cfg.EgressMaxBytes, Log: log}
@@ -332,6 +333,8 @@ func (m *Manager) Close(ctx context.Context) error {
 
 	m.stopReaper()
 	<-m.reaperDone
+	m.builds.stop() // each removes its setup container as it ends
+	m.builds.wg.Wait()
 	var wg sync.WaitGroup
 	if m.pool != nil {
 		wg.Go(func() { m.pool.close(ctx) })

@@ -200,3 +200,49 @@ func TestPassEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestABuildNeitherBlocksInfoNorOutlivesTheManager checks that a session
+// waiting for a long setup still answers Info at once, and that closing
+// the manager stops the setup and removes its container.
+func TestABuildNeitherBlocksInfoNorOutlivesTheManager(t *testing.T) {
+	f, err := profiles.Parse("p.yaml", []byte("profiles:\n  slow:\n    image: test-image\n    setup: [\"sleep 60\"]\n"),
+		func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, eng, _ := newTestManager(t, func(c *Config) { c.Profiles = f })
+	s, _ := m.Session("a")
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.UseProfile(ctx, "slow", false, nil)
+		done <- err
+	}()
+	waitFor(t, "the setup to run", func() bool {
+		eng.mu.Lock()
+		defer eng.mu.Unlock()
+		for name, c := range eng.containers {
+			if strings.Contains(name, "setup-") && c.running {
+				return true
+			}
+		}
+		return false
+	})
+	start := time.Now()
+	s.Info()
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Info waited %s for the build", d)
+	}
+	start = time.Now()
+	if err := m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Close took %s with a setup running", d)
+	}
+	if err := <-done; err == nil {
+		t.Error("the call waiting for the stopped setup succeeded")
+	}
+	if n := eng.count(); n != 0 {
+		t.Errorf("%d containers left after Close, want the setup's removed", n)
+	}
+}

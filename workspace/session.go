@@ -355,6 +355,9 @@ func (s *Session) enter() func() {
 // new one to the running container, or one to a new container when there is
 // none or the old one died.
 func (s *Session) ensure(ctx context.Context) (*wire.Client, error) {
+	if err := s.buildImage(ctx); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
@@ -372,6 +375,21 @@ func (s *Session) ensure(ctx context.Context) (*wire.Client, error) {
 		return s.createLocked(ctx)
 	}
 	return s.recoverLocked(ctx)
+}
+
+// buildImage builds the image of the session's profile, when a container
+// is to be made and the profile's setup has not run, without holding the
+// session's lock: a setup may take minutes, and Info (the prompt, the
+// tools) must not wait for it. createLocked then finds the image built.
+func (s *Session) buildImage(ctx context.Context) error {
+	s.mu.Lock()
+	p, has := s.profile, s.client != nil || s.setupBase != ""
+	s.mu.Unlock()
+	if has || p == nil || len(p.Setup) == 0 {
+		return nil
+	}
+	_, _, err := s.m.profileImage(ctx, p, nil)
+	return err
 }
 
 // recoverLocked reconnects to a running container, or replaces a dead one.
