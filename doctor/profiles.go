@@ -16,6 +16,9 @@ func (d *doctor) profiles(ctx context.Context) Result {
 	if f == nil {
 		return Result{Status: OK, Detail: "none (--profiles FILE offers toolchains sessions choose)"}
 	}
+	if d.info == nil {
+		return skipped("the service")
+	}
 	images, err := d.svc.ProfileImages(ctx)
 	if err != nil {
 		return Result{Status: Warn, Detail: fmt.Sprintf("%s is valid, but its images cannot be listed: %v", f.Path, err), Fix: "see the service check"}

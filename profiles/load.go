@@ -3,7 +3,6 @@ package profiles
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path"
 	"regexp"
@@ -413,108 +412,4 @@ func (r *reader) egress(n *yaml.Node, profile string) Egress {
 		}
 	})
 	return e
-}
-
-// resolve merges into profile name what it extends; chain holds the
-// profiles that extend it, to find cycles.
-func (r *reader) resolve(name string, chain []string) *Profile {
-	rp := r.raw[name]
-	for _, c := range chain {
-		if c == name {
-			r.fail(rp.extNode, name, "extends", "is a cycle: %s", strings.Join(append(chain, name), " -> "))
-			return nil
-		}
-	}
-	p := rp.p
-	if rp.extends == "" {
-		return &p
-	}
-	if r.raw[rp.extends] == nil {
-		r.fail(rp.extNode, name, "extends", "names no profile of this file")
-		return nil
-	}
-	parent := r.resolve(rp.extends, append(chain, name))
-	if parent == nil {
-		return nil
-	}
-	return merge(parent, &p)
-}
-
-// merge returns child over parent: a value the child sets replaces the
-// parent's; env is merged by name; setup commands and egress patterns are
-// the parent's followed by the child's.
-func merge(parent, child *Profile) *Profile {
-	out := *child
-	if out.Description == "" {
-		out.Description = parent.Description
-	}
-	if out.Image == "" {
-		out.Image = parent.Image
-	}
-	if out.Workdir == "" {
-		out.Workdir = parent.Workdir
-	}
-	out.Setup = append(append([]string{}, parent.Setup...), child.Setup...)
-	out.Env = maps.Clone(parent.Env)
-	if out.Env == nil {
-		out.Env = map[string]string{}
-	}
-	maps.Copy(out.Env, child.Env)
-	out.Egress.Setup = append(append([]string{}, parent.Egress.Setup...), child.Egress.Setup...)
-	out.Egress.Session = append(append([]string{}, parent.Egress.Session...), child.Egress.Session...)
-	out.Mounts = append(append([]Mount{}, parent.Mounts...), child.Mounts...)
-	l, pl := &out.Limits, parent.Limits
-	if l.MemoryBytes == 0 {
-		l.MemoryBytes = pl.MemoryBytes
-	}
-	if l.CPUs == 0 {
-		l.CPUs = pl.CPUs
-	}
-	if l.Pids == 0 {
-		l.Pids = pl.Pids
-	}
-	if l.DiskBytes == nil {
-		l.DiskBytes = pl.DiskBytes
-	}
-	if l.TmpBytes == 0 {
-		l.TmpBytes = pl.TmpBytes
-	}
-	if l.CommandTimeout == 0 {
-		l.CommandTimeout = pl.CommandTimeout
-	}
-	if l.SetupTimeout == 0 {
-		l.SetupTimeout = pl.SetupTimeout
-	}
-	if l.SetupDiskBytes == 0 {
-		l.SetupDiskBytes = pl.SetupDiskBytes
-	}
-	return &out
-}
-
-// ParseSize reads a size such as 1073741824, 1g, 512m, 256MiB or 64k
-// (binary units).
-func ParseSize(s string) (int64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "b"), "i")
-	mult := int64(1)
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'k':
-			mult = 1 << 10
-		case 'm':
-			mult = 1 << 20
-		case 'g':
-			mult = 1 << 30
-		case 't':
-			mult = 1 << 40
-		}
-		if mult > 1 {
-			t = t[:n-1]
-		}
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("%q is not a size (use bytes or a unit: 512m, 1g)", s)
-	}
-	return n * mult, nil
 }

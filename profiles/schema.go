@@ -19,7 +19,7 @@ type fileSchema struct {
 
 type profileSchema struct {
 	Description string            `json:"description,omitempty" jsonschema:"maxLength=500" jsonschema_description:"What the profile is for; the workspace prompt lists it."`
-	Extends     string            `json:"extends,omitempty" jsonschema_description:"A profile whose values this one starts from: its setup commands and egress patterns run first, its env is merged, the rest is replaced."`
+	Extends     string            `json:"extends,omitempty" jsonschema_description:"A profile whose values this one starts from: its setup commands, egress patterns and mounts come first, its env is merged, the rest is replaced."`
 	Image       string            `json:"image,omitempty" jsonschema_description:"The base image (default: the server's). ${NAME} is the server's environment variable NAME."`
 	Setup       []string          `json:"setup,omitempty" jsonschema:"maxItems=64" jsonschema_description:"Shell commands run once, in order, as root in a hardened container from the image; the result is cached as the profile's image."`
 	Env         map[string]string `json:"env,omitempty" jsonschema_description:"Environment of the setup commands and of every command; stored in the image, so no secrets (see --env-pass)."`

@@ -122,10 +122,11 @@ func (f *fakeEngine) WrittenBytes(context.Context, string) (int64, error) { retu
 func (f *fakeEngine) Images(_ context.Context, label string) ([]engine.Image, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	k, v, _ := strings.Cut(label, "=")
+	k, v, hasValue := strings.Cut(label, "=")
 	var out []engine.Image
 	for image, labels := range f.imageLabels {
-		if f.images[image] && labels[k] == v {
+		got, has := labels[k]
+		if f.images[image] && has && (!hasValue || got == v) {
 			out = append(out, engine.Image{ID: "sha256:" + image, Names: []string{image}, Labels: labels})
 		}
 	}

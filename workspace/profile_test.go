@@ -246,3 +246,25 @@ func TestABuildNeitherBlocksInfoNorOutlivesTheManager(t *testing.T) {
 		t.Errorf("%d containers left after Close, want the setup's removed", n)
 	}
 }
+
+func TestPruneKeepsOnlyTheCurrentImages(t *testing.T) {
+	m, eng := newProfileManager(t, nil)
+	s, _ := m.Session("a")
+	res, err := s.UseProfile(ctx, "built", false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.mu.Lock()
+	eng.images["localhost/wink-profile:gone-1"] = true
+	eng.imageLabels["localhost/wink-profile:gone-1"] = map[string]string{LabelProfile: "gone", LabelProfileKey: "1"}
+	eng.mu.Unlock()
+	removed, err := m.PruneProfileImages(ctx)
+	if err != nil || !slices.Equal(removed, []string{"localhost/wink-profile:gone-1"}) {
+		t.Errorf("pruned %v, %v; want only the image of the profile no longer in the file", removed, err)
+	}
+	eng.mu.Lock()
+	defer eng.mu.Unlock()
+	if !eng.images[res.Image] {
+		t.Error("the current image was pruned")
+	}
+}

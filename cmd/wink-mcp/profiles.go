@@ -17,9 +17,11 @@ import (
 
 const profilesUsage = "usage: wink-mcp profiles list [flags]\n" +
 	"       wink-mcp profiles build [NAME...] [flags]\n" +
+	"       wink-mcp profiles prune [flags]\n" +
 	"       wink-mcp profiles schema\n\n" +
 	"list shows each profile of --profiles FILE (WINK_PROFILES), its image and whether it is built;\n" +
 	"build runs the setup of the named profiles (default: all) unless their image is built;\n" +
+	"prune removes the profile images no profile of the file uses now (other files' profiles included);\n" +
 	"schema prints the file's JSON Schema, for editors. The flags are serve's (see wink-mcp -h).\n"
 
 // runProfiles lists and builds the profiles' images, or prints the
@@ -41,7 +43,7 @@ func runProfiles(args []string, stdout, stderr io.Writer) int {
 	case cmd == "schema" && len(rest)+len(names) == 0:
 		_, _ = stdout.Write(profiles.Schema())
 		return 0
-	case cmd != "list" && cmd != "build", cmd == "list" && len(names) > 0:
+	case cmd != "list" && cmd != "build" && cmd != "prune", cmd != "build" && len(names) > 0:
 		fmt.Fprintf(stderr, "wink-mcp profiles: unknown command %q\n%s", strings.Join(args, " "), profilesUsage)
 		return 2
 	}
@@ -75,10 +77,21 @@ func runProfiles(args []string, stdout, stderr io.Writer) int {
 	}
 	mgr, err := workspace.NewManager(cfg.Workspace, cfg.Logger)
 	if err != nil {
-		fmt.Fprintf(stderr, "wink-mcp profiles build: %v\n", err)
+		fmt.Fprintf(stderr, "wink-mcp profiles %s: %v\n", cmd, err)
 		return 1
 	}
 	defer mgr.Close(context.WithoutCancel(ctx))
+	if cmd == "prune" {
+		removed, err := mgr.PruneProfileImages(ctx)
+		for _, image := range removed {
+			fmt.Fprintf(stdout, "removed %s\n", image)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "wink-mcp profiles prune: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	failed := 0
 	for _, name := range names {
 		start := time.Now()
