@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -103,7 +104,7 @@ func (m *Manager) profileImage(ctx context.Context, p *profiles.Profile, progres
 		return "", false, err
 	}
 	key := p.ImageKey(id)
-	if _, ok, err := m.builtImage(ctx, key); err != nil || ok {
+	if _, ok, err := m.builtImage(ctx, p, key); err != nil || ok {
 		return profileImageName(p, key), false, err
 	}
 	b := m.startBuild(p, base, id, key)
@@ -140,13 +141,26 @@ func profileImageName(p *profiles.Profile, key string) string {
 	return ProfileImageRepo + ":" + p.Name + "-" + key[:32]
 }
 
-// builtImage finds the image of key by its label, which holds the whole key.
-func (m *Manager) builtImage(ctx context.Context, key string) (engine.Image, bool, error) {
-	found, err := m.eng.Images(ctx, LabelProfileKey+"="+key)
-	if err != nil || len(found) == 0 {
+// builtImage finds p's image of key: labelled with the whole key and
+// tagged with its name. An image built FROM it inherits the label, but
+// not the tag, so it is never taken for it.
+func (m *Manager) builtImage(ctx context.Context, p *profiles.Profile, key string) (engine.Image, bool, error) {
+	return findProfileImage(ctx, m.eng, p, key)
+}
+
+// findProfileImage is builtImage on eng.
+func findProfileImage(ctx context.Context, eng engine.Engine, p *profiles.Profile, key string) (engine.Image, bool, error) {
+	found, err := eng.Images(ctx, LabelProfileKey+"="+key)
+	if err != nil {
 		return engine.Image{}, false, err
 	}
-	return found[0], true, nil
+	name := profileImageName(p, key)
+	for _, img := range found {
+		if slices.Contains(img.Names, name) {
+			return img, true, nil
+		}
+	}
+	return engine.Image{}, false, nil
 }
 
 // startBuild returns the build of key in progress in this process, or
@@ -185,7 +199,7 @@ func (m *Manager) runBuild(ctx context.Context, p *profiles.Profile, base, baseI
 		return "", false, err
 	}
 	defer unlock()
-	if _, ok, err := m.builtImage(ctx, key); err != nil || ok {
+	if _, ok, err := m.builtImage(ctx, p, key); err != nil || ok {
 		return image, false, err
 	}
 	start := time.Now()
@@ -194,7 +208,7 @@ func (m *Manager) runBuild(ctx context.Context, p *profiles.Profile, base, baseI
 		m.log.Warn("profile setup failed", "profile", p.Name, "duration_ms", time.Since(start).Milliseconds(), "err", err)
 		return "", false, err
 	}
-	img, _, err := m.builtImage(ctx, key)
+	img, _, err := m.builtImage(ctx, p, key)
 	if err != nil {
 		return "", false, err
 	}

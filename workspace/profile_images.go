@@ -41,12 +41,12 @@ func profileImages(ctx context.Context, eng engine.Engine, cfg Config) ([]Profil
 		if baseID != "" && len(p.Setup) > 0 {
 			key := p.ImageKey(baseID)
 			pi.Image = profileImageName(p, key)
-			found, err := eng.Images(ctx, LabelProfileKey+"="+key)
+			img, ok, err := findProfileImage(ctx, eng, p, key)
 			if err != nil {
 				return nil, err
 			}
-			if len(found) > 0 {
-				pi.Built, pi.Size, pi.Created = true, found[0].Size, time.Unix(found[0].Created, 0)
+			if ok {
+				pi.Built, pi.Size, pi.Created = true, img.Size, time.Unix(img.Created, 0)
 			}
 		}
 		out = append(out, pi)

@@ -268,3 +268,24 @@ func TestPruneKeepsOnlyTheCurrentImages(t *testing.T) {
 		t.Error("the current image was pruned")
 	}
 }
+
+// TestAnImageBuiltFromAProfileImageIsNotTakenForIt: such an image inherits
+// the profile's labels, key included, but is not the profile's image.
+func TestAnImageBuiltFromAProfileImageIsNotTakenForIt(t *testing.T) {
+	m, eng := newProfileManager(t, nil)
+	s, _ := m.Session("a")
+	res, err := s.UseProfile(ctx, "built", false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.mu.Lock()
+	eng.images["localhost/someone:derived"] = true
+	eng.imageLabels["localhost/someone:derived"] = eng.imageLabels[res.Image]
+	delete(eng.images, res.Image)
+	eng.mu.Unlock()
+	s2, _ := m.Session("b")
+	res2, err := s2.UseProfile(ctx, "built", false, nil)
+	if err != nil || !res2.Built || res2.Image != res.Image {
+		t.Errorf("with only a derived image carrying the key: %+v, %v; want the profile's image built again", res2, err)
+	}
+}
