@@ -57,17 +57,6 @@ func profilesCLI(t *testing.T, file, cache string, args ...string) (string, erro
 	return string(out), err
 }
 
-// logCount counts the records of a wink-mcp log with this message.
-func (l *logBuffer) logCount(msg string) int {
-	n := 0
-	for _, rec := range l.records() {
-		if rec["msg"] == msg {
-			n++
-		}
-	}
-	return n
-}
-
 // useProfile calls workspace_profile and decodes its result.
 func (p *proc) useProfile(name string, restart bool) tools.WorkspaceProfileResult {
 	p.t.Helper()
@@ -196,7 +185,7 @@ func TestProfileSetupRunsOnceForConcurrentFirstSessions(t *testing.T) {
 			t.Errorf("session %d: %+v; want it to have waited for the one build", i, r)
 		}
 	}
-	if n := p.logs.logCount("profile setup started"); n != 1 {
+	if n := p.logs.count("profile_setup_started"); n != 1 {
 		t.Errorf("%d setups ran for five concurrent first sessions, want 1", n)
 	}
 	sixth := sessions[5].useProfile(name, false)

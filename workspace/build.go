@@ -203,16 +203,16 @@ func (m *Manager) runBuild(ctx context.Context, p *profiles.Profile, base, baseI
 		return image, false, err
 	}
 	start := time.Now()
-	m.log.Info("profile setup started", "profile", p.Name, "base", base, "image", image, "commands", len(p.Setup))
+	m.log.Info("profile setup started", "event", EventSetupStarted, "profile", p.Name, "base", base, "image", image, "commands", len(p.Setup))
 	if err := m.setup(ctx, p, base, baseID, key, image, b); err != nil {
-		m.log.Warn("profile setup failed", "profile", p.Name, "duration_ms", time.Since(start).Milliseconds(), "err", err)
+		m.log.Warn("profile setup failed", "event", EventSetupFailed, "profile", p.Name, "duration_ms", time.Since(start).Milliseconds(), "err", err)
 		return "", false, err
 	}
 	img, _, err := m.builtImage(ctx, p, key)
 	if err != nil {
 		return "", false, err
 	}
-	m.log.Info("profile image built", "profile", p.Name, "image", image, "size_bytes", img.Size, "duration_ms", time.Since(start).Milliseconds())
+	m.log.Info("profile image built", "event", EventImageBuilt, "profile", p.Name, "image", image, "size_bytes", img.Size, "duration_ms", time.Since(start).Milliseconds())
 	m.pruneProfileImages(ctx, p.Name, key)
 	return image, true, nil
 }

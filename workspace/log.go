@@ -18,6 +18,10 @@ const (
 	EventRecreatedAfterFailure = "recreated_after_failure"
 	EventRemoved               = "removed"
 	EventOrphanRemoved         = "orphan_removed"
+	// Events of a profile's image build (not of a session's container).
+	EventSetupStarted = "profile_setup_started"
+	EventSetupFailed  = "profile_setup_failed"
+	EventImageBuilt   = "profile_image_built"
 )
 
 // logEvent logs a lifecycle event of a session's container.

@@ -247,13 +247,20 @@ func TestABuildNeitherBlocksInfoNorOutlivesTheManager(t *testing.T) {
 	}
 }
 
-func TestPruneKeepsOnlyTheCurrentImages(t *testing.T) {
-	m, eng := newProfileManager(t, nil)
-	s, _ := m.Session("a")
+// useBuilt switches a new session of m to the profile "built".
+func useBuilt(t *testing.T, m *Manager, id string) ProfileChange {
+	t.Helper()
+	s, _ := m.Session(id)
 	res, err := s.UseProfile(ctx, "built", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return res
+}
+
+func TestPruneKeepsOnlyTheCurrentImages(t *testing.T) {
+	m, eng := newProfileManager(t, nil)
+	res := useBuilt(t, m, "a")
 	eng.mu.Lock()
 	eng.images["localhost/wink-profile:gone-1"] = true
 	eng.imageLabels["localhost/wink-profile:gone-1"] = map[string]string{LabelProfile: "gone", LabelProfileKey: "1"}
@@ -273,11 +280,7 @@ func TestPruneKeepsOnlyTheCurrentImages(t *testing.T) {
 // the profile's labels, key included, but is not the profile's image.
 func TestAnImageBuiltFromAProfileImageIsNotTakenForIt(t *testing.T) {
 	m, eng := newProfileManager(t, nil)
-	s, _ := m.Session("a")
-	res, err := s.UseProfile(ctx, "built", false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := useBuilt(t, m, "a")
 	eng.mu.Lock()
 	eng.images["localhost/someone:derived"] = true
 	eng.imageLabels["localhost/someone:derived"] = eng.imageLabels[res.Image]
