@@ -36,7 +36,7 @@ profiles:
       command_timeout: 5m
       setup_timeout: 20m
     egress:
-      session: [pypi.org]
+      session: [packages.example.org]
 `
 
 func TestParseResolvesExtends(t *testing.T) {
@@ -57,7 +57,7 @@ func TestParseResolvesExtends(t *testing.T) {
 	if p.Env["LANG"] != "C.UTF-8" || p.Env["PYTHONDONTWRITEBYTECODE"] != "1" {
 		t.Errorf("env %v: want both", p.Env)
 	}
-	if strings.Join(p.Egress.Setup, ",") != "mirror.example" || strings.Join(p.Egress.Session, ",") != "pypi.org" {
+	if strings.Join(p.Egress.Setup, ",") != "mirror.example" || strings.Join(p.Egress.Session, ",") != "packages.example.org" {
 		t.Errorf("egress %+v", p.Egress)
 	}
 	l := p.Limits
