@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -272,6 +273,7 @@ func TestTypeScriptSDKClientGetsASession(t *testing.T) {
 	p := launch(t, startOptions{transport: "http", args: []string{"--auth-token-file", tokenFile}})
 	type started struct {
 		SessionID, Container, Protocol string
+		Links, Logs                    []string
 		stdin                          io.WriteCloser
 		cmd                            *exec.Cmd
 	}
@@ -296,6 +298,14 @@ func TestTypeScriptSDKClientGetsASession(t *testing.T) {
 		clients = append(clients, s)
 	}
 	a, b := clients[0], clients[1]
+	for _, c := range clients {
+		if len(c.Links) != 1 || c.Links[0] != "wink://workspace/files/ts/links.txt" {
+			t.Errorf("the TypeScript client got the links %q from write_file, want the file's", c.Links)
+		}
+		if !slices.Contains(c.Logs, "tool call") {
+			t.Errorf("the TypeScript client heard the log messages %q, want its calls'", c.Logs)
+		}
+	}
 	if a.SessionID == "" || a.SessionID == b.SessionID || a.Container == b.Container || a.Protocol == mcp.ProtocolVersion20260728 {
 		t.Fatalf("sessions %+v and %+v: want two sessions on a session-oriented revision", a, b)
 	}

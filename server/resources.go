@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/wink-mcp/wink-mcp/tools"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -19,7 +20,7 @@ const (
 	// SnapshotURI is the session's snapshot of touched files, as JSON.
 	SnapshotURI = "wink://workspace/snapshot"
 	// filesURIPrefix starts the URI of a workspace file.
-	filesURIPrefix = "wink://workspace/files/"
+	filesURIPrefix = tools.FilesURIPrefix
 	// FilesURITemplate names any workspace file; {+path} keeps the path's
 	// slashes (RFC 6570 reserved expansion).
 	FilesURITemplate = filesURIPrefix + "{+path}"

@@ -81,27 +81,37 @@ func New(cfg Config) (*Server, error) {
 				p.File, p.Line, p.Name, p.Limits.CommandTimeout, cfg.MaxCommandTimeout)
 		}
 	}
+	logs := &clientLogs{secrets: newRedactor(cfg.Workspace.PassedEnv)}
+	log = slog.New(logs.handler(log.Handler()))
 	mgr, err := workspace.NewManager(cfg.Workspace, log)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), calls: newCallTracker(), sweepDone: make(chan struct{})}
 
+	logs.server.Store(s)
 	hooks := &mcpserver.Hooks{}
 	hooks.AddOnRegisterSession(func(_ context.Context, session mcpserver.ClientSession) {
 		s.clients.add(session)
+		logs.track(mgr.SessionHash(session.SessionID()), session.SessionID())
 		if _, stdio := session.(*stdioSession); stdio {
 			mgr.Register(session.SessionID(), workspace.SessionOptions{Workspace: cfg.KeptWorkspace, Stdio: true})
 		}
 	})
 	hooks.AddOnUnregisterSession(func(ctx context.Context, session mcpserver.ClientSession) {
 		s.clients.remove(session)
+		logs.forget(mgr.SessionHash(session.SessionID()), session.SessionID())
 		// mcp-go may call this with a cancelled context (stdio at EOF).
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 		defer cancel()
 		s.sessions.remove(session.SessionID())
 		s.subs.drop(session.SessionID())
 		mgr.EndSession(ctx, session.SessionID())
+	})
+	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, _ *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
+		if session := mcpserver.ClientSessionFromContext(ctx); session != nil {
+			logs.want(session.SessionID())
+		}
 	})
 	s.trackUnsubscriptions(hooks)
 	hooks.AddOnRequestInitialization(s.checkRequest)
@@ -118,6 +128,7 @@ func New(cfg Config) (*Server, error) {
 		mcpserver.WithToolCapabilities(false),
 		mcpserver.WithPromptCapabilities(false),
 		mcpserver.WithResourceCapabilities(true, false),
+		mcpserver.WithLogging(),
 		mcpserver.WithInstructions(prompts.Text(info)),
 		mcpserver.WithHooks(hooks),
 		mcpserver.WithToolHandlerMiddleware(s.observe),

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
 )
 
 // stdioSessionID names the one session of a stdio connection.
@@ -24,6 +25,7 @@ type stdioSession struct {
 	clientInfo    atomic.Value // mcp.Implementation
 	capabilities  atomic.Value // mcp.ClientCapabilities
 	version       atomic.Value // string
+	logLevel      atomic.Value // mcp.LoggingLevel, set by logging/setLevel
 
 	nextID  atomic.Int64
 	mu      sync.Mutex
@@ -51,6 +53,20 @@ func (s *stdioSession) NotificationChannel() chan<- mcp.JSONRPCNotification { re
 
 // Initialize implements mcpserver.ClientSession.
 func (s *stdioSession) Initialize() { s.initialized.Store(true) }
+
+// SetLogLevel implements mcpserver.SessionWithLogging.
+func (s *stdioSession) SetLogLevel(level mcp.LoggingLevel) { s.logLevel.Store(level) }
+
+// GetLogLevel implements mcpserver.SessionWithLogging: the level set, else
+// error (nothing is sent to a client that set none; see clientLogs).
+func (s *stdioSession) GetLogLevel() mcp.LoggingLevel {
+	if l, ok := s.logLevel.Load().(mcp.LoggingLevel); ok {
+		return l
+	}
+	return mcp.LoggingLevelError
+}
+
+var _ mcpserver.SessionWithLogging = (*stdioSession)(nil)
 
 // Initialized implements mcpserver.ClientSession.
 func (s *stdioSession) Initialized() bool { return s.initialized.Load() }

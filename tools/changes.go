@@ -58,6 +58,15 @@ type WorkspaceChangesResult struct {
 	Truncated bool         `json:"truncated" jsonschema_description:"True when only the first 2000 changes are listed; narrow with path."`
 }
 
+// Links names the changed paths listed.
+func (r WorkspaceChangesResult) Links() []Link {
+	links := make([]Link, 0, len(r.Changes))
+	for _, c := range r.Changes {
+		links = append(links, Link{c.Path, c.Status})
+	}
+	return links
+}
+
 // Text renders one change a line.
 func (r WorkspaceChangesResult) Text() string {
 	var b strings.Builder
@@ -123,6 +132,15 @@ type WorkspaceDiffResult struct {
 	TotalLines int    `json:"total_lines" jsonschema_description:"How many lines the diff has."`
 	Truncated  bool   `json:"truncated" jsonschema_description:"True when lines remain after these, a line was cut, or the diff passed 16 MiB and stops there."`
 	Capped     bool   `json:"capped" jsonschema_description:"True when the whole diff passed 16 MiB and stops there; narrow it with path."`
+}
+
+// Links names the files this page of the diff shows.
+func (r WorkspaceDiffResult) Links() []Link {
+	var links []Link
+	for _, p := range diffPaths(r.Diff) {
+		links = append(links, Link{p, "changed"})
+	}
+	return links
 }
 
 // Text is the diff under a header saying which lines it holds.

@@ -88,7 +88,9 @@ func build[P any, R Result](workspaceFor WorkspaceFor, d definition[P, R]) (serv
 		if err != nil {
 			return mcp.NewToolResultError(errorMessage(err)), nil
 		}
-		return mcp.NewToolResultStructured(r, r.Text()), nil
+		res := mcp.NewToolResultStructured(r, r.Text())
+		addLinks(res, r)
+		return res, nil
 	}
 	return server.ServerTool{Tool: tool, Handler: handler}, nil
 }

@@ -48,6 +48,9 @@ type WriteFileResult struct {
 	Created   bool   `json:"created" jsonschema_description:"True when the file did not exist before."`
 }
 
+// Links names the file written.
+func (r WriteFileResult) Links() []Link { return []Link{{r.Path, "written"}} }
+
 // Text says what was written.
 func (r WriteFileResult) Text() string {
 	verb := "replaced"
@@ -100,6 +103,9 @@ type EditFileResult struct {
 	Version      int    `json:"version" jsonschema_description:"How many times this session's tools have written or edited it."`
 }
 
+// Links names the file edited.
+func (r EditFileResult) Links() []Link { return []Link{{r.Path, "edited"}} }
+
 // Text says what changed.
 func (r EditFileResult) Text() string {
 	return fmt.Sprintf("replaced %d occurrence(s) in %s (now %d bytes, version %d)", r.Replacements, r.Path, r.SizeBytes, r.Version)
@@ -145,6 +151,9 @@ type RmResult struct {
 	Path           string `json:"path" jsonschema_description:"What was removed, relative to /workspace."`
 	RemovedEntries int    `json:"removed_entries" jsonschema_description:"How many files, links and directories were removed, the path itself included."`
 }
+
+// Links names what was removed (reading it again says it is gone).
+func (r RmResult) Links() []Link { return []Link{{r.Path, "removed"}} }
 
 // Text says what was removed.
 func (r RmResult) Text() string {

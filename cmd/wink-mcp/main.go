@@ -129,7 +129,7 @@ func configure(command string, args []string, stderr io.Writer, adjust func(*log
 		cfg.Logger, err = newLogger(stderr, opts.logs)
 	}
 	if err == nil {
-		cfg.Logger = slog.New(redacting(cfg.Logger.Handler(), cfg.Workspace.PassedEnv))
+		cfg.Logger = slog.New(server.RedactingHandler(cfg.Logger.Handler(), cfg.Workspace.PassedEnv))
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", command, err)

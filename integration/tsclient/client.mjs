@@ -1,25 +1,38 @@
 // A session with the official TypeScript SDK's default client over streamable
 // HTTP, for wink-mcp's integration tests: node client.mjs URL [TOKEN].
-// It starts the session's workspace, prints {sessionId, container, protocol}
-// as one JSON line, waits for a line on stdin, then ends the session.
+// It asks for log messages at info, starts the session's workspace, writes a
+// file, prints {sessionId, container, protocol, links, logs} as one JSON line
+// (links: the resource_link URIs of write_file's result; logs: the messages
+// of the notifications/message it heard), waits for a line on stdin, then
+// ends the session.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { createInterface } from "node:readline";
+import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [url, token] = process.argv.slice(2);
 const headers = token ? { Authorization: `Bearer ${token}` } : {};
 const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
 const client = new Client({ name: "wink-ts-sdk-test", version: "1.0.0" });
+const logs = [];
+client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { logs.push(n.params.data?.message); });
 await client.connect(transport);
+await client.setLoggingLevel("info");
 const result = await client.callTool({ name: "podman_shell", arguments: { action: "start" } });
-if (result.isError) {
-  console.error(JSON.stringify(result.content));
-  process.exit(1);
+const written = await client.callTool({ name: "write_file", arguments: { file_path: "ts/links.txt", content: "x" } });
+for (const r of [result, written]) {
+  if (r.isError) {
+    console.error(JSON.stringify(r.content));
+    process.exit(1);
+  }
 }
+const links = written.content.filter((c) => c.type === "resource_link").map((c) => c.uri);
 console.log(JSON.stringify({
   sessionId: transport.sessionId,
   container: result.structuredContent.container,
   protocol: transport.protocolVersion,
+  links,
+  logs,
 }));
 const stdin = createInterface({ input: process.stdin });
 await new Promise((resolve) => stdin.once("line", resolve));

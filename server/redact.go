@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -20,9 +20,20 @@ type redactHandler struct {
 	secrets *strings.Replacer
 }
 
-// redacting wraps h so that its records never hold the values of secrets;
-// h itself when there are none long enough to redact.
-func redacting(h slog.Handler, secrets map[string]string) slog.Handler {
+// RedactingHandler wraps h so that its records never hold the values of
+// secrets (the variables --env-pass passes); h itself when there are none
+// long enough to redact.
+func RedactingHandler(h slog.Handler, secrets map[string]string) slog.Handler {
+	r := newRedactor(secrets)
+	if r == nil {
+		return h
+	}
+	return &redactHandler{Handler: h, secrets: r}
+}
+
+// newRedactor replaces the values of secrets; nil when there are none
+// long enough to redact.
+func newRedactor(secrets map[string]string) *strings.Replacer {
 	var values []string
 	for _, v := range secrets {
 		if len(v) >= minRedacted {
@@ -30,7 +41,7 @@ func redacting(h slog.Handler, secrets map[string]string) slog.Handler {
 		}
 	}
 	if len(values) == 0 {
-		return h
+		return nil
 	}
 	// Longest first, so that a secret holding another is replaced whole.
 	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) })
@@ -38,7 +49,7 @@ func redacting(h slog.Handler, secrets map[string]string) slog.Handler {
 	for _, v := range values {
 		pairs = append(pairs, v, "[redacted]")
 	}
-	return &redactHandler{Handler: h, secrets: strings.NewReplacer(pairs...)}
+	return strings.NewReplacer(pairs...)
 }
 
 func (h *redactHandler) Handle(ctx context.Context, r slog.Record) error {
@@ -50,20 +61,23 @@ func (h *redactHandler) Handle(ctx context.Context, r slog.Record) error {
 	return h.Handler.Handle(ctx, out)
 }
 
-func (h *redactHandler) attr(a slog.Attr) slog.Attr {
+func (h *redactHandler) attr(a slog.Attr) slog.Attr { return redactAttr(h.secrets, a) }
+
+// redactAttr is a with the values of secrets replaced in its strings.
+func redactAttr(secrets *strings.Replacer, a slog.Attr) slog.Attr {
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:
-		return slog.String(a.Key, h.secrets.Replace(v.String()))
+		return slog.String(a.Key, secrets.Replace(v.String()))
 	case slog.KindGroup:
 		attrs := v.Group()
 		out := make([]any, 0, len(attrs))
 		for _, g := range attrs {
-			out = append(out, h.attr(g))
+			out = append(out, redactAttr(secrets, g))
 		}
 		return slog.Group(a.Key, out...)
 	case slog.KindAny:
-		return slog.String(a.Key, h.secrets.Replace(fmt.Sprint(v.Any())))
+		return slog.String(a.Key, secrets.Replace(fmt.Sprint(v.Any())))
 	}
 	return a
 }

@@ -1,0 +1,75 @@
+package tools
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/wink-mcp/wink-mcp/workspace"
+)
+
+func TestFileLinkEscapesEveryName(t *testing.T) {
+	for _, path := range []string{"a.txt", "dir/sub/file.go", "100% done#1?.txt", "spaces in/name", "ünï/cödé"} {
+		link := FileLink(path)
+		u, err := url.Parse(link)
+		if err != nil || u.Scheme != "wink" {
+			t.Errorf("%q: link %q does not parse: %v", path, link, err)
+			continue
+		}
+		back, err := url.PathUnescape(strings.TrimPrefix(link, FilesURIPrefix))
+		if err != nil || back != path {
+			t.Errorf("%q: link %q unescapes to %q, %v", path, link, back, err)
+		}
+	}
+}
+
+func TestDiffPaths(t *testing.T) {
+	diff := "diff --git a/p/x.go b/p/x.go\n--- a/p/x.go\n+++ b/p/x.go\n@@ -1 +1 @@\n-a\n+b\n" +
+		"diff --git a/p/gone.txt b/p/gone.txt\ndeleted file mode 100644\n--- a/p/gone.txt\n+++ /dev/null\n" +
+		"diff --git a/p/new b/p/new\nnew file mode 100644\n--- /dev/null\n+++ b/p/new\n+++ b/p/new\n" +
+		"diff --git \"a/p/\\303\\274\" \"b/p/\\303\\274\"\n--- \"a/p/\\303\\274\"\n+++ \"b/p/\\303\\274\"\n"
+	if got := diffPaths(diff); !slices.Equal(got, []string{"p/x.go", "p/gone.txt", "p/new"}) {
+		t.Errorf("paths %q", got)
+	}
+}
+
+// TestResultsLinkTheFilesTheyName checks the resource_link content of the
+// tools that name files, after their text.
+func TestResultsLinkTheFilesTheyName(t *testing.T) {
+	ws := &fakeWorkspace{
+		changes: []workspace.FolderChange{{Path: "proj/a.go", Status: "modified"}, {Path: "proj/b c.txt", Status: "created"}},
+		diff:    workspace.DiffResult{Text: "diff --git a/proj/a.go b/proj/a.go\n--- a/proj/a.go\n+++ b/proj/a.go\n"},
+	}
+	tools := toolsOn(t, ws)
+	for name, tc := range map[string]struct {
+		args string
+		want []string
+	}{
+		"write_file":        {`{"file_path":"d/n.txt","content":"x"}`, []string{FilesURIPrefix + "d/n.txt"}},
+		"edit_file":         {`{"file_path":"e.txt","old_string":"a","new_string":"b"}`, []string{FilesURIPrefix + "e.txt"}},
+		"rm":                {`{"path":"old"}`, []string{FilesURIPrefix + "old"}},
+		"workspace_changes": {`{}`, []string{FilesURIPrefix + "proj/a.go", FilesURIPrefix + "proj/b%20c.txt"}},
+		"workspace_diff":    {`{}`, []string{FilesURIPrefix + "proj/a.go"}},
+		"ls":                {`{}`, nil},
+	} {
+		res := call(t, tools[name], tc.args)
+		if res.IsError {
+			t.Fatalf("%s: %s", name, text(res))
+		}
+		var got []string
+		for i, c := range res.Content {
+			if link, ok := c.(mcp.ResourceLink); ok {
+				if i == 0 {
+					t.Errorf("%s: a link comes before the text", name)
+				}
+				got = append(got, link.URI)
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: links %q, want %q", name, got, tc.want)
+		}
+	}
+}
