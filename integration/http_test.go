@@ -273,7 +273,9 @@ func TestTypeScriptSDKClientGetsASession(t *testing.T) {
 	p := launch(t, startOptions{transport: "http", args: []string{"--auth-token-file", tokenFile}})
 	type started struct {
 		SessionID, Container, Protocol string
-		Links, Logs                    []string
+		Links, Logs, Completions       []string
+		Tools, ToolsWithIcons          int
+		ServerIcons                    int
 		stdin                          io.WriteCloser
 		cmd                            *exec.Cmd
 	}
@@ -304,6 +306,12 @@ func TestTypeScriptSDKClientGetsASession(t *testing.T) {
 		}
 		if !slices.Contains(c.Logs, "tool call") {
 			t.Errorf("the TypeScript client heard the log messages %q, want its calls'", c.Logs)
+		}
+		if c.Tools == 0 || c.ToolsWithIcons != c.Tools || c.ServerIcons != 1 {
+			t.Errorf("the TypeScript client saw %d tools, %d with an SVG icon, and %d server icons; want an icon for each", c.Tools, c.ToolsWithIcons, c.ServerIcons)
+		}
+		if !slices.Equal(c.Completions, []string{"ts/links.txt"}) {
+			t.Errorf("completing the path ts/li gave %q, want ts/links.txt", c.Completions)
 		}
 	}
 	if a.SessionID == "" || a.SessionID == b.SessionID || a.Container == b.Container || a.Protocol == mcp.ProtocolVersion20260728 {

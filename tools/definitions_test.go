@@ -175,3 +175,13 @@ func yesNo(b bool) string {
 	}
 	return "no"
 }
+
+// TestEveryToolHasAnIcon checks that each tool carries a small SVG icon.
+func TestEveryToolHasAnIcon(t *testing.T) {
+	for _, tool := range allTools(t) {
+		icons := tool.Tool.Icons
+		if len(icons) != 1 || icons[0].MIMEType != "image/svg+xml" || !strings.HasPrefix(icons[0].Src, "data:image/svg+xml;base64,") || len(icons[0].Src) > 2048 {
+			t.Errorf("%s: icons %v, want one small SVG data URI", tool.Tool.Name, icons)
+		}
+	}
+}

@@ -65,6 +65,7 @@ func build[P any, R Result](workspaceFor WorkspaceFor, d definition[P, R]) (serv
 	// marshal next to a raw one: tools/list would fail.
 	tool := mcp.NewToolWithRawSchema(d.name, d.description, dec.Schema())
 	tool.Title = d.title
+	tool.Icons = toolIcon(d.name)
 	tool.RawOutputSchema = out
 	tool.Annotations = d.annotations
 	tool.Annotations.Title = d.title

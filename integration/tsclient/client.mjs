@@ -1,10 +1,11 @@
 // A session with the official TypeScript SDK's default client over streamable
 // HTTP, for wink-mcp's integration tests: node client.mjs URL [TOKEN].
 // It asks for log messages at info, starts the session's workspace, writes a
-// file, prints {sessionId, container, protocol, links, logs} as one JSON line
+// file, prints {sessionId, container, protocol, links, logs, ...} as one JSON line
 // (links: the resource_link URIs of write_file's result; logs: the messages
-// of the notifications/message it heard), waits for a line on stdin, then
-// ends the session.
+// of the notifications/message it heard), with the tools, those with an SVG
+// icon, the server's icons and the completions of the path "ts/li" in the
+// files template, waits for a line on stdin, then ends the session.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { createInterface } from "node:readline";
@@ -27,12 +28,23 @@ for (const r of [result, written]) {
   }
 }
 const links = written.content.filter((c) => c.type === "resource_link").map((c) => c.uri);
+const { tools } = await client.listTools();
+const toolsWithIcons = tools.filter((t) => t.icons?.[0]?.src?.startsWith("data:image/svg+xml")).length;
+const serverIcons = client.getServerVersion().icons?.length ?? 0;
+const completed = await client.complete({
+  ref: { type: "ref/resource", uri: "wink://workspace/files/{+path}" },
+  argument: { name: "path", value: "ts/li" },
+});
 console.log(JSON.stringify({
   sessionId: transport.sessionId,
   container: result.structuredContent.container,
   protocol: transport.protocolVersion,
   links,
   logs,
+  tools: tools.length,
+  toolsWithIcons,
+  serverIcons,
+  completions: completed.completion.values,
 }));
 const stdin = createInterface({ input: process.stdin });
 await new Promise((resolve) => stdin.once("line", resolve));
