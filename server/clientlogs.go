@@ -96,11 +96,11 @@ func (h *clientLogHandler) redact(a slog.Attr) slog.Attr {
 func (h *clientLogHandler) forward(r slog.Record) {
 	data := map[string]any{}
 	for _, a := range h.attrs {
-		data[a.Key] = a.Value.Resolve().Any()
+		data[a.Key] = jsonValue(a.Value)
 	}
 	r.Attrs(func(a slog.Attr) bool {
 		a = h.redact(a)
-		data[a.Key] = a.Value.Resolve().Any()
+		data[a.Key] = jsonValue(a.Value)
 		return true
 	})
 	hash, _ := data["session"].(string)
@@ -125,6 +125,16 @@ func (h *clientLogHandler) forward(r slog.Record) {
 	ctx := s.mcp.WithContext(context.Background(), session)
 	// Best effort and never blocking: a client that does not keep up misses records.
 	_ = s.mcp.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(mcpLevel(r.Level), "wink-mcp", data))
+}
+
+// jsonValue is an attribute's value as the notification's JSON carries it:
+// an error as its message (it would marshal to {}).
+func jsonValue(v slog.Value) any {
+	v = v.Resolve()
+	if err, ok := v.Any().(error); ok {
+		return err.Error()
+	}
+	return v.Any()
 }
 
 // mcpLevel maps a slog level to MCP's.
