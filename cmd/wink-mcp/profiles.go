@@ -43,6 +43,9 @@ func runProfiles(args []string, stdout, stderr io.Writer) int {
 	case cmd == "schema" && len(rest)+len(names) == 0:
 		_, _ = stdout.Write(profiles.Schema())
 		return 0
+	case cmd == "schema":
+		fmt.Fprintf(stderr, "wink-mcp profiles schema: takes no arguments\n%s", profilesUsage)
+		return 2
 	case cmd != "list" && cmd != "build" && cmd != "prune", cmd != "build" && len(names) > 0:
 		fmt.Fprintf(stderr, "wink-mcp profiles: unknown command %q\n%s", strings.Join(args, " "), profilesUsage)
 		return 2
