@@ -63,6 +63,7 @@ type fakeEngine struct {
 	imageVersion map[string]int // bumped to retag an image to new content
 	imageLabels  map[string]map[string]string
 	commits      int
+	imageLookups int           // calls of Images
 	specs        []engine.Spec // every container created, in order
 }
 
@@ -122,6 +123,7 @@ func (f *fakeEngine) WrittenBytes(context.Context, string) (int64, error) { retu
 func (f *fakeEngine) Images(_ context.Context, label string) ([]engine.Image, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.imageLookups++
 	k, v, hasValue := strings.Cut(label, "=")
 	var out []engine.Image
 	for image, labels := range f.imageLabels {

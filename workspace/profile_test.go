@@ -292,3 +292,25 @@ func TestAnImageBuiltFromAProfileImageIsNotTakenForIt(t *testing.T) {
 		t.Errorf("with only a derived image carrying the key: %+v, %v; want the profile's image built again", res2, err)
 	}
 }
+
+// TestAContainerOfABuiltProfileLooksItsImageUpOnce: the lookup made
+// outside the session's lock serves the container made under it.
+func TestAContainerOfABuiltProfileLooksItsImageUpOnce(t *testing.T) {
+	m, eng := newProfileManager(t, nil)
+	useBuilt(t, m, "a")
+	s, _ := m.Session("b")
+	s.mu.Lock()
+	s.setProfileLocked(m.cfg.Profiles.Profiles["built"])
+	s.mu.Unlock()
+	eng.mu.Lock()
+	before := eng.imageLookups
+	eng.mu.Unlock()
+	if _, err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eng.mu.Lock()
+	defer eng.mu.Unlock()
+	if n := eng.imageLookups - before; n != 1 {
+		t.Errorf("making the container looked the profile's image up %d times, want 1", n)
+	}
+}

@@ -93,6 +93,9 @@ type Session struct {
 	// setupBase, set only for a container that runs a profile's setup, is
 	// the image it starts from.
 	setupBase string
+	// prepared is the image buildImage found for a profile, which the
+	// container createLocked makes next starts from.
+	prepared preparedImage
 	// used says a call has run on the container, which a change of
 	// profile then replaces only when asked to.
 	used       atomic.Bool
@@ -377,10 +380,11 @@ func (s *Session) ensure(ctx context.Context) (*wire.Client, error) {
 	return s.recoverLocked(ctx)
 }
 
-// buildImage builds the image of the session's profile, when a container
-// is to be made and the profile's setup has not run, without holding the
-// session's lock: a setup may take minutes, and Info (the prompt, the
-// tools) must not wait for it. createLocked then finds the image built.
+// buildImage finds the image of the session's profile, building it when
+// its setup has not run, when a container is to be made, without holding
+// the session's lock: a setup may take minutes, and Info (the prompt, the
+// tools) must not wait for it. createLocked takes the image it leaves in
+// prepared, rather than looking it up again.
 func (s *Session) buildImage(ctx context.Context) error {
 	s.mu.Lock()
 	p, has := s.profile, s.client != nil || s.setupBase != ""
@@ -388,8 +392,19 @@ func (s *Session) buildImage(ctx context.Context) error {
 	if has || p == nil || len(p.Setup) == 0 {
 		return nil
 	}
-	_, _, err := s.m.profileImage(ctx, p, nil)
+	image, _, err := s.m.profileImage(ctx, p, nil)
+	if err == nil {
+		s.mu.Lock()
+		s.prepared = preparedImage{profile: p, image: image}
+		s.mu.Unlock()
+	}
 	return err
+}
+
+// preparedImage is a profile's image as buildImage found it.
+type preparedImage struct {
+	profile *profiles.Profile
+	image   string
 }
 
 // recoverLocked reconnects to a running container, or replaces a dead one.
@@ -429,6 +444,10 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	steps := newStepTimes()
 	m := s.m
 	image := s.setupBase
+	if image == "" && s.prepared.profile == s.profile {
+		image = s.prepared.image
+	}
+	s.prepared = preparedImage{}
 	if image == "" {
 		var err error
 		if image, _, err = m.profileImage(ctx, s.profile, nil); err != nil {
