@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"cmp"
 	"maps"
 	"strings"
 )
@@ -35,15 +36,9 @@ func (r *reader) resolve(name string, chain []string) *Profile {
 // mounts are the parent's followed by the child's.
 func merge(parent, child *Profile) *Profile {
 	out := *child
-	if out.Description == "" {
-		out.Description = parent.Description
-	}
-	if out.Image == "" {
-		out.Image = parent.Image
-	}
-	if out.Workdir == "" {
-		out.Workdir = parent.Workdir
-	}
+	out.Description = cmp.Or(child.Description, parent.Description)
+	out.Image = cmp.Or(child.Image, parent.Image)
+	out.Workdir = cmp.Or(child.Workdir, parent.Workdir)
 	out.Setup = append(append([]string{}, parent.Setup...), child.Setup...)
 	out.Env = maps.Clone(parent.Env)
 	if out.Env == nil {
@@ -54,29 +49,13 @@ func merge(parent, child *Profile) *Profile {
 	out.Egress.Session = append(append([]string{}, parent.Egress.Session...), child.Egress.Session...)
 	out.Mounts = append(append([]Mount{}, parent.Mounts...), child.Mounts...)
 	l, pl := &out.Limits, parent.Limits
-	if l.MemoryBytes == 0 {
-		l.MemoryBytes = pl.MemoryBytes
-	}
-	if l.CPUs == 0 {
-		l.CPUs = pl.CPUs
-	}
-	if l.Pids == 0 {
-		l.Pids = pl.Pids
-	}
-	if l.DiskBytes == nil {
-		l.DiskBytes = pl.DiskBytes
-	}
-	if l.TmpBytes == 0 {
-		l.TmpBytes = pl.TmpBytes
-	}
-	if l.CommandTimeout == 0 {
-		l.CommandTimeout = pl.CommandTimeout
-	}
-	if l.SetupTimeout == 0 {
-		l.SetupTimeout = pl.SetupTimeout
-	}
-	if l.SetupDiskBytes == 0 {
-		l.SetupDiskBytes = pl.SetupDiskBytes
-	}
+	l.MemoryBytes = cmp.Or(l.MemoryBytes, pl.MemoryBytes)
+	l.CPUs = cmp.Or(l.CPUs, pl.CPUs)
+	l.Pids = cmp.Or(l.Pids, pl.Pids)
+	l.DiskBytes = cmp.Or(l.DiskBytes, pl.DiskBytes) // nil: unset (0 turns the limit off)
+	l.TmpBytes = cmp.Or(l.TmpBytes, pl.TmpBytes)
+	l.CommandTimeout = cmp.Or(l.CommandTimeout, pl.CommandTimeout)
+	l.SetupTimeout = cmp.Or(l.SetupTimeout, pl.SetupTimeout)
+	l.SetupDiskBytes = cmp.Or(l.SetupDiskBytes, pl.SetupDiskBytes)
 	return &out
 }

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -206,21 +207,13 @@ func (s *Session) limits() engine.Limits {
 		return l
 	}
 	pl := s.profile.Limits
-	if pl.MemoryBytes > 0 {
-		l.MemoryBytes = pl.MemoryBytes
-	}
-	if pl.CPUs > 0 {
-		l.CPUs = pl.CPUs
-	}
-	if pl.Pids > 0 {
-		l.PidsLimit = pl.Pids
-		l.NprocLimit = max(l.NprocLimit, uint64(pl.Pids))
-	}
+	l.MemoryBytes = cmp.Or(pl.MemoryBytes, l.MemoryBytes)
+	l.CPUs = cmp.Or(pl.CPUs, l.CPUs)
+	l.PidsLimit = cmp.Or(pl.Pids, l.PidsLimit)
+	l.NprocLimit = max(l.NprocLimit, uint64(l.PidsLimit))
+	l.TmpBytes = cmp.Or(pl.TmpBytes, l.TmpBytes)
 	if pl.DiskBytes != nil {
 		l.DiskBytes = *pl.DiskBytes
-	}
-	if pl.TmpBytes > 0 {
-		l.TmpBytes = pl.TmpBytes
 	}
 	return l
 }
