@@ -60,6 +60,9 @@ type Agent struct {
 
 	jobs *jobs
 
+	// watch follows the changes commands make (see OpWatch).
+	watch *watcher
+
 	// commands counts the exec and python requests running, whose
 	// process trees a restore waits for (see OpWaitCommands).
 	commands atomic.Int64
@@ -92,12 +95,13 @@ func New(cfg Config) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Agent{workspace: cfg.Workspace, root: root, self: self, log: log, children: map[int]struct{}{}, jobs: newJobs()}, nil
+	return &Agent{workspace: cfg.Workspace, root: root, self: self, log: log, children: map[int]struct{}{}, jobs: newJobs(), watch: newWatcher(root)}, nil
 }
 
 // Close lets the waiting supervisors exit and releases the workspace handle.
 func (a *Agent) Close() error {
 	a.closeSupervisors()
+	a.watch.close()
 	return a.root.Close()
 }
 
@@ -173,11 +177,23 @@ func (a *Agent) handle(ctx context.Context, req wire.Request, report func(wire.P
 	case wire.OpExec:
 		a.commands.Add(1)
 		defer a.commands.Add(-1)
-		result, werr = dispatch(req.Args, func(args wire.ExecArgs) (*wire.ExecResult, *wire.Error) { return a.exec(ctx, args, report) })
+		result, werr = dispatch(req.Args, func(args wire.ExecArgs) (*wire.ExecResult, *wire.Error) {
+			res, werr := a.exec(ctx, args, report)
+			if res != nil {
+				res.Changes = a.commandChanges()
+			}
+			return res, werr
+		})
 	case wire.OpPython:
 		a.commands.Add(1)
 		defer a.commands.Add(-1)
-		result, werr = dispatch(req.Args, func(args wire.PythonArgs) (*wire.PythonResult, *wire.Error) { return a.python(ctx, args, report) })
+		result, werr = dispatch(req.Args, func(args wire.PythonArgs) (*wire.PythonResult, *wire.Error) {
+			res, werr := a.python(ctx, args, report)
+			if res != nil {
+				res.Changes = a.commandChanges()
+			}
+			return res, werr
+		})
 	case wire.OpWaitCommands:
 		result, werr = dispatch(req.Args, func(args wire.WaitCommandsArgs) (*wire.WaitCommandsResult, *wire.Error) {
 			return a.waitCommands(ctx, time.Duration(args.TimeoutMillis)*time.Millisecond), nil
@@ -216,6 +232,13 @@ func (a *Agent) handle(ctx context.Context, req wire.Request, report func(wire.P
 		result, werr = dispatch(req.Args, a.readFiles)
 	case wire.OpApply:
 		result, werr = dispatch(req.Args, a.apply)
+	case wire.OpWatch:
+		result, werr = dispatch(req.Args, func(args wire.WatchArgs) (*wire.WatchStatus, *wire.Error) {
+			st := a.watch.start(args.MaxDirs)
+			return &st, nil
+		})
+	case wire.OpChanges:
+		result, werr = dispatch(req.Args, func(args wire.ChangesArgs) (*wire.ChangesResult, *wire.Error) { return a.changes(ctx, args) })
 	case wire.OpJobStopAll:
 		result, werr = dispatch(req.Args, a.stopAllJobs)
 	default:

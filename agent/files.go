@@ -279,6 +279,8 @@ func (a *Agent) write(args wire.WriteArgs) (*wire.WriteResult, *wire.Error) {
 	}
 	seq, done := a.mutation()
 	defer done()
+	made := false
+	defer func() { a.watch.own(made, args.Path) }()
 	if werr := a.makeParents(args.Path); werr != nil {
 		return nil, werr
 	}
@@ -289,6 +291,7 @@ func (a *Agent) write(args wire.WriteArgs) (*wire.WriteResult, *wire.Error) {
 	if werr := a.replaceFile(args.Path, content, perm, nil); werr != nil {
 		return nil, werr
 	}
+	made = true
 	return &wire.WriteResult{Path: args.Path, SizeBytes: int64(len(content)), Created: !exists, Seq: seq}, nil
 }
 
@@ -302,6 +305,8 @@ func (a *Agent) edit(args wire.EditArgs) (*wire.EditResult, *wire.Error) {
 	}
 	seq, done := a.mutation()
 	defer done()
+	made := false
+	defer func() { a.watch.own(made, args.Path) }()
 	perm, exists, werr := a.writable(args.Path)
 	if werr != nil {
 		return nil, werr
@@ -341,6 +346,7 @@ func (a *Agent) edit(args wire.EditArgs) (*wire.EditResult, *wire.Error) {
 	if werr := a.replaceFile(args.Path, []byte(updated), perm, read); werr != nil {
 		return nil, werr
 	}
+	made = true
 	return &wire.EditResult{Path: args.Path, Replacements: n, SizeBytes: int64(len(updated)), Seq: seq}, nil
 }
 
@@ -373,6 +379,8 @@ func (a *Agent) remove(p string) (*wire.RemoveResult, *wire.Error) {
 	}
 	seq, done := a.mutation()
 	defer done()
+	// Even a removal that fails part way removed something.
+	defer a.watch.own(true, p)
 	fi, err := a.root.Lstat(p)
 	if err != nil {
 		return nil, pathError(p, err)

@@ -356,6 +356,7 @@ func (a *Agent) superviseJob(j *job, st *streams, copied <-chan struct{}, replie
 		killDescendants(sup.pid, jobCleanupTimeout, nil)
 	}
 	sup.ctl.Close() // the supervisor exits; jobs do not share supervisors
+	a.watch.commandEnded()
 	close(j.done)
 }
 

@@ -121,6 +121,7 @@ func (a *Agent) applyWrite(w wire.PythonWrite, content string) wire.WriteOutcome
 	}
 	seq, done := a.mutation()
 	defer done()
+	defer func() { a.watch.own(o.Applied, w.Path) }()
 	if w.Mode == wire.WriteCreate {
 		if werr := a.makeParents(w.Path); werr != nil {
 			return fail("%s", werr.Message)

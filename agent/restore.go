@@ -73,6 +73,7 @@ var uploadName = regexp.MustCompile(`^[0-9a-f]{8,32}$`)
 func (a *Agent) apply(args wire.ApplyArgs) (*wire.ApplyResult, *wire.Error) {
 	_, done := a.mutation()
 	defer done()
+	defer a.watch.discard()
 	res := &wire.ApplyResult{}
 	for _, st := range args.Steps {
 		p := st.Path.String()

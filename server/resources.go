@@ -40,7 +40,7 @@ type snapshotEntry struct {
 func (s *Server) registerResources() {
 	s.mcp.AddResource(
 		mcp.NewResource(SnapshotURI, "Workspace snapshot",
-			mcp.WithResourceDescription("The files this session's tools wrote, edited or removed: path, uri, size, version (writes counted), created and updated times, deleted."),
+			mcp.WithResourceDescription("The files this session's tools and commands wrote, edited or removed: path, uri, size, version (writes counted), created and updated times, deleted, changed_by (tool or command), folded (changes under a directory too many to list); and watch: how completely the workspace is watched for the changes commands make."),
 			mcp.WithMIMEType("application/json")),
 		func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 			ws, err := s.sessionWorkspace(ctx)
@@ -52,7 +52,7 @@ func (s *Server) registerResources() {
 			for i, f := range files {
 				entries[i] = snapshotEntry{TouchedFile: f, URI: fileURI(f.Path)}
 			}
-			b, err := json.MarshalIndent(map[string]any{"files": entries}, "", "  ")
+			b, err := json.MarshalIndent(map[string]any{"files": entries, "watch": ws.Watching()}, "", "  ")
 			if err != nil {
 				return nil, err
 			}
@@ -167,7 +167,7 @@ func (s *subscriptions) drop(session string) {
 
 // affected returns the session's subscribed URIs, as it subscribed to
 // them, that changed paths touch: the snapshot, each path's file, and the
-// files under a removed directory.
+// files under a directory ("" is the whole workspace).
 func (s *subscriptions) affected(session string, paths []string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -178,7 +178,7 @@ func (s *subscriptions) affected(session string, paths []string) []string {
 			continue
 		}
 		for _, p := range paths {
-			if key == fileURI(p) || strings.HasPrefix(key, fileURI(p)+"/") {
+			if p == "" || key == fileURI(p) || strings.HasPrefix(key, fileURI(p)+"/") {
 				out = append(out, uri)
 				break
 			}
@@ -216,10 +216,20 @@ func (s *Server) trackUnsubscriptions(hooks *mcpserver.Hooks) {
 // notifyChanged sends notifications/resources/updated for each subscribed
 // resource that changed paths touch. They go out through the tool call that
 // made the change (ctx), so they travel on that call's stream, which over
-// streamable HTTP is the one a client is sure to read. Best effort: a client
+// streamable HTTP is the one a client is sure to read; a change no call
+// made (a job's) goes to the session's client, on its open stream. Best effort: a client
 // that does not keep up misses notifications rather than slowing the call.
 func (s *Server) notifyChanged(ctx context.Context, sessionID string, paths []string) {
-	for _, uri := range s.subs.affected(sessionID, paths) {
+	uris := s.subs.affected(sessionID, paths)
+	if len(uris) > 0 && mcpserver.ClientSessionFromContext(ctx) == nil {
+		// A change reported apart from any call: to the session's client.
+		session := s.clients.get(sessionID)
+		if session == nil {
+			return
+		}
+		ctx = s.mcp.WithContext(ctx, session)
+	}
+	for _, uri := range uris {
 		if err := s.mcp.SendNotificationToClient(ctx, "notifications/resources/updated", map[string]any{"uri": uri}); err != nil {
 			s.log.Debug("resource update not sent", "session", s.mgr.SessionHash(sessionID), "uri", uri, "err", err)
 		}

@@ -193,6 +193,7 @@ func (f *fakeWorkspace) Python(_ context.Context, req workspace.PythonRequest) (
 }
 
 func (f *fakeWorkspace) Snapshot() []workspace.TouchedFile { return nil }
+func (f *fakeWorkspace) Watching() workspace.WatchReport   { return workspace.WatchReport{} }
 
 func (f *fakeWorkspace) Changes(_ context.Context, prefix string) ([]workspace.FolderChange, error) {
 	f.calls = append(f.calls, "changes "+prefix)

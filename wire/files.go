@@ -253,6 +253,9 @@ type PythonResult struct {
 	Writes   []WriteOutcome    `json:"writes"`
 	Ok       bool              `json:"ok"`
 	TimedOut bool              `json:"timed_out"`
+	// Changes are the workspace changes the code made itself, outside
+	// Writes, seen when it ended (see ExecResult.Changes).
+	Changes []Change `json:"changes,omitempty"`
 }
 
 // CutLine shortens a line (without its ending) longer than MaxLineChars

@@ -148,4 +148,7 @@ type ExecResult struct {
 	// OutputJob, when an output was truncated, is the job record that keeps
 	// the command's whole output, to be paged with OpJobOutput.
 	OutputJob string `json:"output_job,omitempty"`
+	// Changes are the workspace changes seen when the command ended (see
+	// OpChanges): the command's own, and any other process's.
+	Changes []Change `json:"changes,omitempty"`
 }

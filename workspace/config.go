@@ -52,6 +52,12 @@ const (
 	DefaultCheckpointBytes = 4 << 30
 	DefaultAPITimeout      = 30 * time.Second
 	DefaultPullTimeout     = 10 * time.Minute
+	// DefaultWatchDirs is how many of a workspace's directories are
+	// watched for changes; each watch costs the kernel about 1 KiB, and
+	// every container's user shares the host's fs.inotify.max_user_watches.
+	DefaultWatchDirs = 8192
+	// MaxWatchDirs bounds --watch-dirs.
+	MaxWatchDirs = 1 << 20
 )
 
 // Config says how sessions' containers are made and where their files live.
@@ -128,6 +134,11 @@ type Config struct {
 	// Warm is how many containers are kept made and started ahead of need,
 	// each handed to a new session; 0 makes each session's own.
 	Warm int
+	// WatchDirs is the most directories of a workspace watched for the
+	// changes commands make (see WatchStatus); past it a directory's
+	// changes are reported as "anything under it may have changed" after
+	// each command. 0 watches nothing.
+	WatchDirs int
 	// Egress are the allowlist patterns of the egress proxy (see package
 	// egress); none keeps the containers without any way out.
 	Egress []string
@@ -203,6 +214,7 @@ func DefaultConfig() Config {
 		StopGrace:       DefaultStopGrace,
 		APITimeout:      DefaultAPITimeout,
 		PullTimeout:     DefaultPullTimeout,
+		WatchDirs:       DefaultWatchDirs,
 
 		EgressMaxBytes: egress.DefaultMaxBytes,
 	}
@@ -241,6 +253,7 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	check(c.EgressMaxBytes >= 1<<20, "--egress-max-bytes %d is below the minimum of 1 MiB", c.EgressMaxBytes)
+	check(c.WatchDirs >= 0 && c.WatchDirs <= MaxWatchDirs, "watch-dirs %d must be between 0 and %d", c.WatchDirs, MaxWatchDirs)
 	check(c.Warm >= 0 && c.Warm <= MaxWarm, "warm %d must be between 0 and %d", c.Warm, MaxWarm)
 	check(c.Warm == 0 || !c.MountRoots, "--warm %d cannot serve --mount-roots: a pooled container is made before any client names its roots; drop one of them", c.Warm)
 	check(c.Warm == 0 || !c.KeepSessionDirs, "--warm %d cannot serve --keep-session-dirs: a kept directory is named after its session, which a pooled container's is not; drop one of them", c.Warm)

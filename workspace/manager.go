@@ -268,9 +268,10 @@ func (m *Manager) OnEgressAsk(f func(ctx context.Context, sessionID, host string
 	m.mu.Unlock()
 }
 
-// OnChange sets the function told which paths a session's tools wrote,
-// edited or removed, after each change, with the context of the call that
-// changed them. It is called synchronously and must not block. Set it
+// OnChange sets the function told which paths a session's tools or
+// commands wrote, edited or removed ("" for anything), after each change,
+// with the context of the call that changed them, or one without a call
+// for the changes reported apart from calls. It is called synchronously and must not block. Set it
 // before the first session.
 func (m *Manager) OnChange(f func(ctx context.Context, sessionID string, paths []string)) {
 	m.mu.Lock()

@@ -112,7 +112,9 @@ type Session struct {
 	// end and its idle clean-up ask the agent about running jobs.
 	jobsStarted atomic.Bool
 
-	touched snapshot // files the tools wrote, edited or removed
+	touched snapshot // files the tools and commands wrote, edited or removed
+	// watchStatus is the latest status of the agent's watch.
+	watchStatus atomic.Pointer[wire.WatchStatus]
 
 	// gate orders the calls around checkpoints and restores.
 	gate *gate
@@ -197,6 +199,7 @@ func (s *Session) Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
 	}
 	var res ExecResult
 	err := s.call(ctx, wire.OpExec, args, &res, req.Progress)
+	s.commanded(ctx, res.Changes)
 	return res, err
 }
 
@@ -576,6 +579,11 @@ func (s *Session) connectLocked(ctx context.Context, steps *stepTimes) error {
 		return fmt.Errorf("waiting for the agent: %w", err)
 	}
 	steps.done("agent_ping")
+	if err := s.startWatchLocked(pingCtx, client); err != nil {
+		stream.Close()
+		return err
+	}
+	steps.done("watch")
 	if s.proxy != nil {
 		if err := s.openTunnelLocked(ctx); err != nil {
 			stream.Close()

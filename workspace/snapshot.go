@@ -6,10 +6,26 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
-// TouchedFile is one entry of a session's snapshot: a file its tools wrote,
-// edited or removed. Version counts the writes and edits.
+// Who changed a file, in TouchedFile.ChangedBy.
+const (
+	// ByTool is a change of the file tools or of evaluate_python's writes.
+	ByTool = "tool"
+	// ByCommand is a change a process made: a command, a job, the code
+	// evaluate_python ran.
+	ByCommand = "command"
+)
+
+// MaxSnapshotFiles bounds the entries of a snapshot: past it, a change a
+// command makes to a path not yet listed is counted in the entry of its
+// top-level directory, or, when that is not listed either, as unlisted.
+const MaxSnapshotFiles = 10_000
+
+// TouchedFile is one entry of a session's snapshot: a file its tools or
+// its commands wrote, edited or removed. Version counts the writes.
 type TouchedFile struct {
 	Path      string    `json:"path"`
 	SizeBytes int64     `json:"size_bytes"`
@@ -17,15 +33,22 @@ type TouchedFile struct {
 	Created   time.Time `json:"created"`
 	Updated   time.Time `json:"updated"`
 	Deleted   bool      `json:"deleted"`
+	// ChangedBy says who made the latest change: ByTool or ByCommand.
+	ChangedBy string `json:"changed_by"`
+	// Folded, on a directory, counts the changes commands made under it
+	// that were too many to list one by one.
+	Folded int `json:"folded,omitempty"`
 }
 
-// snapshot records the files a session's tools touched. It is safe for
-// concurrent use. Concurrent calls answer in any order, so each change
-// carries the agent's sequence number, and a file's state is that of the
-// latest change by sequence, not by arrival.
+// snapshot records the files a session's tools and commands touched. It
+// is safe for concurrent use. Concurrent calls answer in any order, so each
+// change carries the agent's sequence number, and a file's state is that of
+// the latest change by sequence, not by arrival.
 type snapshot struct {
 	mu    sync.Mutex
 	files map[string]*touched
+	// unlisted counts the changes too many to list even by directory.
+	unlisted int
 }
 
 // touched is a TouchedFile and the sequence of the change that set its state.
@@ -47,17 +70,19 @@ func (s *snapshot) entry(path string, now time.Time) *touched {
 	return f
 }
 
-// wrote records a write or edit of path, the agent's change seq, and
-// returns the file's new version.
+// wrote records a write or edit of path by a tool, the agent's change
+// seq, and returns the file's new version.
 func (s *snapshot) wrote(path string, size, seq int64) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now().UTC()
-	f := s.entry(path, now)
+	return s.wroteLocked(s.entry(path, time.Now().UTC()), size, seq, ByTool)
+}
+
+func (s *snapshot) wroteLocked(f *touched, size, seq int64, by string) int {
 	if seq >= f.seq {
-		f.SizeBytes, f.Deleted, f.Updated, f.seq = size, false, now, seq
+		f.SizeBytes, f.Deleted, f.Updated, f.seq, f.ChangedBy = size, false, time.Now().UTC(), seq, by
 		// A later removal of a directory above it, answered first, undid it.
-		for dir := pathpkg.Dir(path); dir != "."; dir = pathpkg.Dir(dir) {
+		for dir := pathpkg.Dir(f.Path); dir != "."; dir = pathpkg.Dir(dir) {
 			if d, ok := s.files[dir]; ok && d.Deleted && d.seq > f.seq {
 				f.SizeBytes, f.Deleted, f.seq = 0, true, d.seq
 			}
@@ -67,23 +92,84 @@ func (s *snapshot) wrote(path string, size, seq int64) int {
 	return f.Version
 }
 
-// removed records the removal of path and of everything under it, the
-// agent's change seq, and returns the touched paths it affected, path
-// included, sorted.
+// removed records the removal of path and of everything under it by a
+// tool, the agent's change seq, and returns the touched paths it
+// affected, path included, sorted.
 func (s *snapshot) removed(path string, seq int64) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.removedLocked(path, seq, ByTool)
+}
+
+func (s *snapshot) removedLocked(path string, seq int64, by string) []string {
 	now := time.Now().UTC()
 	s.entry(path, now)
 	var affected []string
 	for p, f := range s.files {
 		if (p == path || strings.HasPrefix(p, path+"/")) && seq >= f.seq {
-			f.Deleted, f.SizeBytes, f.Updated, f.seq = true, 0, now, seq
+			f.Deleted, f.SizeBytes, f.Updated, f.seq, f.ChangedBy = true, 0, now, seq, by
 			affected = append(affected, p)
 		}
 	}
 	slices.Sort(affected)
 	return affected
+}
+
+// commanded records the changes the agent saw processes make and returns
+// the paths whose subscribers should hear of them ("" for all).
+func (s *snapshot) commanded(changes []wire.Change) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var affected []string
+	for _, c := range changes {
+		affected = append(affected, c.Path)
+		if c.Unwatched {
+			continue // it may have changed: subscribers look, the snapshot cannot say
+		}
+		f := s.listedLocked(c)
+		switch {
+		case f == nil:
+		case c.Folded > 0 || f.Folded > 0:
+			f.Folded += max(c.Folded, 1)
+			if c.Seq >= f.seq {
+				f.Deleted, f.Updated, f.seq, f.ChangedBy = c.Removed, time.Now().UTC(), c.Seq, ByCommand
+			}
+		case c.Removed:
+			s.removedLocked(c.Path, c.Seq, ByCommand)
+		case c.Dir:
+			// A directory where a listed file was: the file is gone.
+			if !f.Deleted && c.Seq >= f.seq && f.Version > 0 {
+				f.Deleted, f.SizeBytes, f.Updated, f.seq, f.ChangedBy = true, 0, time.Now().UTC(), c.Seq, ByCommand
+			}
+		default:
+			s.wroteLocked(f, c.SizeBytes, c.Seq, ByCommand)
+		}
+	}
+	return affected
+}
+
+// listedLocked returns the entry a command's change is recorded in: the
+// path's own, or, once the snapshot is full, its top-level directory's,
+// which then counts it as folded; nil when even that is not listed, and
+// the change is only counted.
+func (s *snapshot) listedLocked(c wire.Change) *touched {
+	if c.Path == "" {
+		s.unlisted += max(c.Folded, 1)
+		return nil
+	}
+	if _, ok := s.files[c.Path]; ok || len(s.files) < MaxSnapshotFiles {
+		if !ok && c.Dir && c.Folded == 0 {
+			return nil // a directory made where no listed file was: nothing to record
+		}
+		return s.entry(c.Path, time.Now().UTC())
+	}
+	top, _, _ := strings.Cut(c.Path, "/")
+	if f, ok := s.files[top]; ok {
+		f.Folded++
+		return nil
+	}
+	s.unlisted++
+	return nil
 }
 
 // list returns the touched files sorted by path.
@@ -101,8 +187,15 @@ func (s *snapshot) list() []TouchedFile {
 // reset forgets everything, as when the workspace is emptied.
 func (s *snapshot) reset() {
 	s.mu.Lock()
-	s.files = nil
+	s.files, s.unlisted = nil, 0
 	s.mu.Unlock()
+}
+
+// unlistedChanges counts the changes too many to list even by directory.
+func (s *snapshot) unlistedChanges() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unlisted
 }
 
 // paths returns the touched paths, sorted.

@@ -127,8 +127,12 @@ type Workspace interface {
 	Remove(ctx context.Context, path string) (RemoveResult, error)
 	// Python runs code with python3 in the container.
 	Python(ctx context.Context, req PythonRequest) (PythonResult, error)
-	// Snapshot lists the files this session's tools wrote, edited or removed.
+	// Snapshot lists the files this session's tools and commands wrote,
+	// edited or removed.
 	Snapshot() []TouchedFile
+	// Watching says how completely the workspace is watched for the
+	// changes commands make.
+	Watching() WatchReport
 	// Changes lists what the session changed in its mounted host folders,
 	// under prefix ("" for all); the host copies themselves never change.
 	Changes(ctx context.Context, prefix string) ([]FolderChange, error)

@@ -111,6 +111,8 @@ func run(cfg config) error {
 		return err
 	}
 
+	fmt.Fprintf(os.Stderr, "measuring the watch's cost to a command writing 10,000 files...\n")
+	watched, unwatched := measureWatchCost(ctx, cfg)
 	fmt.Fprintf(os.Stderr, "measuring first calls of new processes...\n")
 	first, firstLazy, firstLater, err := measureFirstCalls(ctx, cfg)
 	if err != nil {
@@ -151,7 +153,7 @@ func run(cfg config) error {
 	fixed.Target, fixed.Met = "p99 <= 20 ms", fixed.P99 <= 20 && fixed.Errors == 0
 	ckLater.Target, ckLater.Met = "p99 <= 1 s", ckLater.P99 <= 1000 && ckLater.Errors == 0
 	ckRestore.Target, ckRestore.Met = "p99 <= 1 s", ckRestore.P99 <= 1000 && ckRestore.Errors == 0
-	rep.Measurements = []measurement{protocol, reads, viaMCPGo, writes, edits, greps, shells, baseline,
+	rep.Measurements = []measurement{protocol, reads, viaMCPGo, writes, edits, greps, shells, baseline, watched, unwatched,
 		first, firstLazy, firstLater, profileCached, profileUncached, load, httpWarm, httpCold, burstWarm, burstCold, burst2, fixed, egress, egressDirect, egressCeiling,
 		ckFirst, ckLater, ckRestore}
 	rep.ClosedLoopCallsPerSecond = load.CallsPerSecond

@@ -1,0 +1,377 @@
+//go:build linux
+
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wink-mcp/wink-mcp/wire"
+)
+
+// watchMask is what a watched directory reports: its entries created,
+// written, changed in mode or owner, moved and removed. IN_MODIFY comes
+// with each write, but the kernel merges a run of identical events.
+const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MODIFY | unix.IN_ATTRIB |
+	unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
+
+// watcher follows the changes any process makes in the workspace with
+// inotify, one watch per directory, and keeps them coalesced in a bounded
+// changeSet until they are reported (see Agent.takeChanges). Reading
+// events and recording them happen under mu, so a tool change can drain
+// the kernel's queue and drop its own events (see own) with no reader
+// holding some back.
+type watcher struct {
+	root *os.Root
+
+	mu      sync.Mutex
+	fd      int // the inotify descriptor, non-blocking; -1 when nothing is watched
+	started bool
+	maxDirs int
+	byWD    map[int32]string // watch → directory, "" for the workspace
+	byPath  map[string]int32
+	pending changeSet
+	// unwatched are the roots of the subtrees not watched ("" for all),
+	// and reason says why; ran says a command ended since they were last
+	// reported as possibly changed.
+	unwatched map[string]struct{}
+	reason    string
+	ran       bool
+	// changed says the status changed since it was last reported.
+	changed  bool
+	overflow bool // the kernel's queue overflowed: every directory is watched again
+	buf      []byte
+
+	// ready receives a token when something becomes reportable.
+	ready  chan struct{}
+	closed atomic.Bool
+}
+
+func newWatcher(root *os.Root) *watcher {
+	return &watcher{root: root, fd: -1, unwatched: map[string]struct{}{}, ready: make(chan struct{}, 1)}
+}
+
+// start begins watching at most maxDirs directories; zero watches nothing.
+// Once started, it only reports the status.
+func (w *watcher) start(maxDirs int) wire.WatchStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return w.statusLocked()
+	}
+	w.started, w.maxDirs = true, maxDirs
+	if maxDirs <= 0 {
+		w.leaveUnwatchedLocked("", "watching is turned off (--watch-dirs 0)")
+		return w.statusLocked()
+	}
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		reason := fmt.Sprintf("inotify could not start: %v", err)
+		if errors.Is(err, unix.EMFILE) {
+			reason += " (the host's fs.inotify.max_user_instances is reached; raise it)"
+		}
+		w.leaveUnwatchedLocked("", reason)
+		return w.statusLocked()
+	}
+	w.fd, w.byWD, w.byPath, w.buf = fd, map[int32]string{}, map[string]int32{}, make([]byte, 64<<10)
+	w.addTreeLocked("", nil)
+	go w.loop(fd)
+	return w.statusLocked()
+}
+
+// close stops the watch.
+func (w *watcher) close() {
+	w.closed.Store(true)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fd >= 0 {
+		unix.Close(w.fd)
+		w.fd = -1
+	}
+}
+
+// loop reads events as they come until the watcher is closed.
+func (w *watcher) loop(fd int) {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for !w.closed.Load() {
+		n, err := unix.Poll(fds, 1000)
+		if err != nil && !errors.Is(err, unix.EINTR) || n <= 0 {
+			continue
+		}
+		w.mu.Lock()
+		w.drainLocked(nil)
+		w.mu.Unlock()
+	}
+}
+
+// drainLocked reads every event queued and records the changes, but not
+// those of paths own claims. A directory created or moved in is watched
+// at once and its entries recorded, as they may predate the watch.
+func (w *watcher) drainLocked(own func(string) bool) {
+	if w.fd < 0 {
+		return
+	}
+	record := func(p string) {
+		if !isToolTemp(p) && (own == nil || !own(p)) {
+			w.pending.add(p)
+		}
+	}
+	for {
+		n, err := unix.Read(w.fd, w.buf)
+		if err != nil || n < unix.SizeofInotifyEvent {
+			break
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&w.buf[off]))
+			nameAt := off + unix.SizeofInotifyEvent
+			off = nameAt + int(ev.Len)
+			name := strings.TrimRight(string(w.buf[nameAt:min(off, n)]), "\x00")
+			w.eventLocked(ev.Wd, ev.Mask, name, record)
+		}
+	}
+	if w.overflow {
+		w.overflow = false
+		w.addTreeLocked("", nil)
+	}
+	if !w.pending.empty() {
+		w.signal()
+	}
+}
+
+// eventLocked handles one event of the watch wd on its entry name.
+func (w *watcher) eventLocked(wd int32, mask uint32, name string, record func(string)) {
+	if mask&unix.IN_Q_OVERFLOW != 0 {
+		w.pending.addAll()
+		w.overflow = true
+		return
+	}
+	dir, ok := w.byWD[wd]
+	if !ok {
+		return
+	}
+	if mask&unix.IN_IGNORED != 0 {
+		delete(w.byWD, wd)
+		if w.byPath[dir] == wd {
+			delete(w.byPath, dir)
+		}
+		return
+	}
+	if name == "" {
+		return // the directory itself: its parent's watch reports it
+	}
+	p := joinRel(dir, name)
+	if mask&unix.IN_ISDIR != 0 {
+		if mask&(unix.IN_MOVED_FROM|unix.IN_DELETE) != 0 {
+			w.dropTreeLocked(p)
+			record(p)
+		}
+		if mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 {
+			w.addTreeLocked(p, record)
+		}
+		return
+	}
+	record(p)
+}
+
+// addTreeLocked watches dir and the directories under it, passing each
+// other entry found to record when it is not nil.
+func (w *watcher) addTreeLocked(dir string, record func(string)) {
+	for stack := []string{dir}; len(stack) > 0; {
+		d := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if _, ok := w.byPath[d]; !ok && len(w.byPath) >= w.maxDirs {
+			w.leaveUnwatchedLocked(d, fmt.Sprintf("%d directories are watched, the most --watch-dirs allows", w.maxDirs))
+			continue
+		}
+		f, err := w.root.Open(dotFor(d))
+		if err != nil {
+			continue // gone already, or swapped for something else
+		}
+		// The descriptor names the very directory opened inside the
+		// workspace: no link swapped in on the way can redirect the watch.
+		wd, err := unix.InotifyAddWatch(w.fd, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), watchMask)
+		if err != nil {
+			f.Close()
+			reason := fmt.Sprintf("watching %q failed: %v", shownRel(d), err)
+			if errors.Is(err, unix.ENOSPC) {
+				reason = "the host's inotify watch limit (fs.inotify.max_user_watches) is reached"
+			}
+			w.leaveUnwatchedLocked(d, reason)
+			continue
+		}
+		if old, ok := w.byWD[int32(wd)]; ok && old != d && w.byPath[old] == int32(wd) {
+			delete(w.byPath, old)
+		}
+		w.byWD[int32(wd)], w.byPath[d] = d, int32(wd)
+		entries, _ := f.ReadDir(-1)
+		f.Close()
+		for _, e := range entries {
+			p := joinRel(d, e.Name())
+			if e.IsDir() {
+				stack = append(stack, p)
+			} else if record != nil {
+				record(p)
+			}
+		}
+	}
+}
+
+// dropTreeLocked stops watching dir and the directories under it, which
+// were removed or moved away.
+func (w *watcher) dropTreeLocked(dir string) {
+	for p, wd := range w.byPath {
+		if p == dir || isAncestor(dir, p) {
+			_, _ = unix.InotifyRmWatch(w.fd, uint32(wd))
+			delete(w.byPath, p)
+			delete(w.byWD, wd)
+		}
+	}
+	if _, ok := w.unwatched[dir]; ok {
+		delete(w.unwatched, dir)
+		w.changed = true
+	}
+}
+
+// leaveUnwatchedLocked records that the subtree at dir is not watched.
+func (w *watcher) leaveUnwatchedLocked(dir, reason string) {
+	if len(w.unwatched) >= wire.MaxUnwatched {
+		clear(w.unwatched)
+		dir = ""
+	}
+	if _, ok := w.unwatched[dir]; !ok {
+		w.unwatched[dir] = struct{}{}
+		w.reason, w.changed = reason, true
+		w.signal()
+	}
+}
+
+// signal says something became reportable, without blocking.
+func (w *watcher) signal() {
+	select {
+	case w.ready <- struct{}{}:
+	default:
+	}
+}
+
+// reportable says changes wait to be reported.
+func (w *watcher) reportable() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.pending.empty() || w.changed || w.ran && len(w.unwatched) > 0
+}
+
+// commandEnded says a command ended: what is not watched may have changed.
+func (w *watcher) commandEnded() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.unwatched) > 0 {
+		w.ran = true
+		w.signal()
+	}
+}
+
+// own drains the events and, when made, forgets the changes of paths,
+// which the caller, a tool change holding the mutation lock, has just made
+// and reports itself: the paths, the directories made for them and what
+// was under them. (The temporary files tools write through are never
+// reported, whether the change was made or not.)
+func (w *watcher) own(made bool, paths ...string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !made {
+		w.drainLocked(nil)
+		return
+	}
+	w.drainLocked(func(q string) bool {
+		for _, p := range paths {
+			if q == p || isAncestor(q, p) || isAncestor(p, q) {
+				return true
+			}
+		}
+		return false
+	})
+	for _, p := range paths {
+		w.pending.forget(p)
+	}
+}
+
+// discard drains the events and forgets every pending change: the caller,
+// a restore holding the mutation lock with no command running, reports
+// the whole workspace itself.
+func (w *watcher) discard() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.drainLocked(func(string) bool { return true })
+	w.pending = changeSet{}
+}
+
+// isToolTemp says p is the name of a temporary file replaceFile writes
+// through, which no report names.
+func isToolTemp(p string) bool {
+	base := p[strings.LastIndexByte(p, '/')+1:]
+	return strings.HasPrefix(base, ".wink-") && strings.HasSuffix(base, ".tmp")
+}
+
+// take drains the events and returns at most n pending changes, each as
+// it is now and numbered seq, whether more are pending, and the status.
+func (w *watcher) take(n int, seq int64) ([]wire.Change, bool, wire.WatchStatus) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.started {
+		return nil, false, w.statusLocked()
+	}
+	w.drainLocked(nil)
+	var out []wire.Change
+	if w.ran {
+		for d := range w.unwatched {
+			out = append(out, wire.Change{Path: d, Unwatched: true, Seq: seq})
+		}
+		w.ran = false
+	}
+	for _, e := range w.pending.take(n) {
+		c := wire.Change{Path: e.path, Folded: e.folded, Seq: seq}
+		fi, err := w.root.Lstat(dotFor(e.path))
+		switch {
+		case errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENOTDIR):
+			c.Removed = true
+		case err != nil:
+		case fi.IsDir():
+			c.Dir = true
+		default:
+			c.SizeBytes = fi.Size()
+		}
+		out = append(out, c)
+	}
+	w.changed = false
+	return out, !w.pending.empty(), w.statusLocked()
+}
+
+// statusLocked says how completely the workspace is watched.
+func (w *watcher) statusLocked() wire.WatchStatus {
+	st := wire.WatchStatus{State: wire.WatchFull, Dirs: len(w.byPath)}
+	if len(w.unwatched) > 0 {
+		st.State, st.Unwatched, st.Reason = wire.WatchPartial, slices.Sorted(maps.Keys(w.unwatched)), w.reason
+	}
+	if w.fd < 0 {
+		st.State = wire.WatchOff
+	}
+	return st
+}
+
+// dotFor is the name os.Root opens for a workspace path.
+func dotFor(p string) string {
+	if p == "" {
+		return "."
+	}
+	return p
+}

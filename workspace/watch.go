@@ -1,0 +1,91 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/wire"
+)
+
+const (
+	// changesWait is how long one OpChanges waits for a change.
+	changesWait = 30 * time.Second
+	// changesRetry is the pause after an OpChanges that failed.
+	changesRetry = time.Second
+)
+
+// WatchReport says how completely the session's workspace is watched for
+// the changes commands make, and how many changes its snapshot could not
+// list.
+type WatchReport struct {
+	wire.WatchStatus
+	// UnlistedChanges counts the changes too many to list even by directory.
+	UnlistedChanges int `json:"unlisted_changes"`
+}
+
+// Watching implements Workspace.
+func (s *Session) Watching() WatchReport {
+	r := WatchReport{UnlistedChanges: s.touched.unlistedChanges()}
+	if st := s.watchStatus.Load(); st != nil {
+		r.WatchStatus = *st
+	} else {
+		r.State, r.Reason = wire.WatchOff, "no container yet"
+	}
+	return r
+}
+
+// startWatchLocked has the agent of a new channel watch the workspace and
+// follows the changes it reports until the channel ends.
+func (s *Session) startWatchLocked(ctx context.Context, client *wire.Client) error {
+	var st wire.WatchStatus
+	if err := client.Call(ctx, wire.OpWatch, wire.WatchArgs{MaxDirs: s.m.cfg.WatchDirs}, &st); err != nil {
+		return fmt.Errorf("starting the workspace watch: %w", err)
+	}
+	s.noteWatch(st)
+	go s.followChanges(client)
+	return nil
+}
+
+// noteWatch records the watch's status, and logs when it becomes incomplete.
+func (s *Session) noteWatch(st wire.WatchStatus) {
+	old := s.watchStatus.Swap(&st)
+	if st.State != wire.WatchFull && (old == nil || old.State != st.State) && s.m.cfg.WatchDirs > 0 {
+		s.m.log.Warn("the workspace is not watched in full: changes commands make there are reported as directories that may have changed, after each command",
+			"session", s.hash, "watch", st.State, "unwatched", st.Unwatched, "reason", st.Reason)
+	}
+}
+
+// followChanges records, and tells subscribers of, the changes the agent
+// reports outside any command's result: a job's, a background process's,
+// the rest of a burst. It ends with the channel or the session.
+func (s *Session) followChanges(client *wire.Client) {
+	for {
+		var res wire.ChangesResult
+		err := client.Call(s.life, wire.OpChanges, wire.ChangesArgs{WaitMillis: changesWait.Milliseconds()}, &res)
+		if err == nil {
+			s.noteWatch(res.Watch)
+			s.commanded(context.Background(), res.Changes)
+			continue
+		}
+		select {
+		case <-client.Done():
+			return
+		case <-s.life.Done():
+			return
+		case <-time.After(changesRetry):
+		}
+	}
+}
+
+// commanded records changes processes made and tells the change listener,
+// with ctx: a command's call, or none for the changes reported apart.
+func (s *Session) commanded(ctx context.Context, changes []wire.Change) {
+	if len(changes) == 0 {
+		return
+	}
+	paths := s.touched.commanded(changes)
+	if id := s.owner.Load(); id != nil && *id != "" {
+		s.m.changed(ctx, *id, paths...)
+	}
+}
