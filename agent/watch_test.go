@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/wink-mcp/wink-mcp/wire"
@@ -291,5 +292,59 @@ func TestChangesWaitsAndCoalesces(t *testing.T) {
 	cancel()
 	if _, werr := a.changes(ctx, wire.ChangesArgs{WaitMillis: 60_000}); werr == nil || werr.Code != wire.CodeCancelled {
 		t.Errorf("a cancelled wait: %v", werr)
+	}
+}
+
+// TestWatchUnderConcurrentToolsAndCommands: tools and other processes
+// writing at once, while reports are taken: every process's file is
+// reported, and no tool's.
+func TestWatchUnderConcurrentToolsAndCommands(t *testing.T) {
+	a, dir := watchedAgent(t, 1000)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 100 {
+				if _, werr := a.write(wire.WriteArgs{Path: fmt.Sprintf("tool/%d/%d", w, i), Content: "t"}); werr != nil {
+					t.Error(werr)
+				}
+			}
+		})
+		wg.Go(func() {
+			for i := range 100 {
+				writeFile(t, filepath.Join(dir, fmt.Sprintf("cmd/%d/%d", w, i)), "c")
+			}
+		})
+	}
+	got := map[string]wire.Change{}
+	stop := make(chan struct{})
+	reported := make(chan struct{})
+	go func() {
+		defer close(reported)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, c := range a.reportChanges(wire.MaxChanges).Changes {
+				got[c.Path] = c
+			}
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	<-reported
+	maps.Copy(got, report(t, a))
+	for w := range 8 {
+		for i := range 100 {
+			if c, ok := got[fmt.Sprintf("cmd/%d/%d", w, i)]; !ok || c.SizeBytes != 1 {
+				t.Fatalf("cmd/%d/%d: %+v, %v", w, i, c, ok)
+			}
+		}
+	}
+	for p := range got {
+		if strings.HasPrefix(p, "tool/") {
+			t.Errorf("a tool's change was reported as a process's: %s", p)
+		}
 	}
 }

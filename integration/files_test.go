@@ -54,7 +54,8 @@ func fileToolsScenario(t *testing.T, p *proc) {
 	}
 	var e tools.EditFileResult
 	p.tool("edit_file", map[string]any{"file_path": "src/hello.txt", "old_string": "the shell", "new_string": "podman_shell"}, &e)
-	if e.Version != 2 || e.Replacements != 1 {
+	// Version 3: the tool's write, the shell's append (the watch saw it), this edit.
+	if e.Version != 3 || e.Replacements != 1 {
 		t.Errorf("edit_file: %+v", e)
 	}
 	if res := p.run("cat", "src/hello.txt"); res.Stdout != "from the tool\nfrom podman_shell\n" {

@@ -274,6 +274,7 @@ func TestTypeScriptSDKClientGetsASession(t *testing.T) {
 	type started struct {
 		SessionID, Container, Protocol string
 		Links, Logs, Completions       []string
+		Updated                        []string
 		Tools, ToolsWithIcons          int
 		ServerIcons                    int
 		stdin                          io.WriteCloser
@@ -312,6 +313,9 @@ func TestTypeScriptSDKClientGetsASession(t *testing.T) {
 		}
 		if !slices.Equal(c.Completions, []string{"ts/links.txt"}) {
 			t.Errorf("completing the path ts/li gave %q, want ts/links.txt", c.Completions)
+		}
+		if !slices.Contains(c.Updated, "wink://workspace/files/ts/shell.txt") {
+			t.Errorf("the TypeScript client heard the updates %q, want the file its shell command wrote", c.Updated)
 		}
 	}
 	if a.SessionID == "" || a.SessionID == b.SessionID || a.Container == b.Container || a.Protocol == mcp.ProtocolVersion20260728 {

@@ -44,7 +44,7 @@ func (p *WriteFileParams) Validate() (err error) {
 type WriteFileResult struct {
 	Path      string `json:"path" jsonschema_description:"The file written, relative to /workspace."`
 	SizeBytes int64  `json:"size_bytes" jsonschema_description:"Its size in bytes."`
-	Version   int    `json:"version" jsonschema_description:"How many times this session's tools have written or edited it."`
+	Version   int    `json:"version" jsonschema_description:"How many times this session has written or edited it: its tools, and its commands as the workspace watch saw them."`
 	Created   bool   `json:"created" jsonschema_description:"True when the file did not exist before."`
 }
 
@@ -100,7 +100,7 @@ type EditFileResult struct {
 	Path         string `json:"path" jsonschema_description:"The file edited, relative to /workspace."`
 	Replacements int    `json:"replacements" jsonschema_description:"How many occurrences were replaced."`
 	SizeBytes    int64  `json:"size_bytes" jsonschema_description:"The file's new size in bytes."`
-	Version      int    `json:"version" jsonschema_description:"How many times this session's tools have written or edited it."`
+	Version      int    `json:"version" jsonschema_description:"How many times this session has written or edited it: its tools, and its commands as the workspace watch saw them."`
 }
 
 // Links names the file edited.

@@ -3,6 +3,7 @@ package workspace
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/wink-mcp/wink-mcp/wire"
@@ -92,6 +93,24 @@ func TestSnapshotRecordsCommands(t *testing.T) {
 	for _, f := range s.list() {
 		if f.Path == "node_modules" && f.Folded <= 500 {
 			t.Errorf("node_modules folded %d: the changes past the bound were not counted in it", f.Folded)
+		}
+	}
+}
+
+// TestListableFoldsBadNames: a change whose path breaks the path rules is
+// reported as its nearest good directory's, never under its own name.
+func TestListableFoldsBadNames(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"ok/file.txt":                     "ok/file.txt",
+		"../../etc/passwd":                "",
+		"src/" + strings.Repeat("x", 300): "src",
+		"/abs/path":                       "",
+		"a/./b":                           "a",
+	} {
+		got := listable(wire.Change{Path: in, SizeBytes: 3, Seq: 1})
+		if got.Path != want || (got.Path != in && got.Folded != 1) {
+			t.Errorf("listable(%.40q) = %+v, want the path %q", in, got, want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"fmt"
+	pathpkg "path"
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/wire"
@@ -84,8 +85,32 @@ func (s *Session) commanded(ctx context.Context, changes []wire.Change) {
 	if len(changes) == 0 {
 		return
 	}
+	for i, c := range changes {
+		changes[i] = listable(c)
+	}
 	paths := s.touched.commanded(changes)
 	if id := s.owner.Load(); id != nil && *id != "" {
 		s.m.changed(ctx, *id, paths...)
 	}
+}
+
+// listable returns c, or, when its path breaks the path rules (a name no
+// tool could use, or a path the agent should never have sent), the change
+// folded into the nearest directory above it that keeps them: it is still
+// reported, never listed under a misleading name.
+func listable(c wire.Change) wire.Change {
+	p := c.Path
+	for p != "" {
+		if clean, err := CleanPath(p); err == nil && clean == p {
+			break
+		}
+		p = pathpkg.Dir(p)
+		if p == "." || p == "/" {
+			p = ""
+		}
+	}
+	if p == c.Path {
+		return c
+	}
+	return wire.Change{Path: p, Folded: max(c.Folded, 1), Unwatched: c.Unwatched, Seq: c.Seq}
 }

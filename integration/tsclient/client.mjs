@@ -4,12 +4,14 @@
 // file, prints {sessionId, container, protocol, links, logs, ...} as one JSON line
 // (links: the resource_link URIs of write_file's result; logs: the messages
 // of the notifications/message it heard), with the tools, those with an SVG
-// icon, the server's icons and the completions of the path "ts/li" in the
-// files template, waits for a line on stdin, then ends the session.
+// icon, the server's icons, the completions of the path "ts/li" in the
+// files template and the resources/updated URIs it heard (updated) after
+// subscribing to ts/shell.txt, which a podman_shell command then writes;
+// waits for a line on stdin, then ends the session.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { createInterface } from "node:readline";
-import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { LoggingMessageNotificationSchema, ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [url, token] = process.argv.slice(2);
 const headers = token ? { Authorization: `Bearer ${token}` } : {};
@@ -17,11 +19,15 @@ const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit:
 const client = new Client({ name: "wink-ts-sdk-test", version: "1.0.0" });
 const logs = [];
 client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { logs.push(n.params.data?.message); });
+const updated = [];
+client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { updated.push(n.params.uri); });
 await client.connect(transport);
 await client.setLoggingLevel("info");
 const result = await client.callTool({ name: "podman_shell", arguments: { action: "start" } });
 const written = await client.callTool({ name: "write_file", arguments: { file_path: "ts/links.txt", content: "x" } });
-for (const r of [result, written]) {
+await client.subscribeResource({ uri: "wink://workspace/files/ts/shell.txt" });
+const shell = await client.callTool({ name: "podman_shell", arguments: { command: ["sh", "-c", "echo made by a command > ts/shell.txt"] } });
+for (const r of [result, written, shell]) {
   if (r.isError) {
     console.error(JSON.stringify(r.content));
     process.exit(1);
@@ -45,6 +51,7 @@ console.log(JSON.stringify({
   toolsWithIcons,
   serverIcons,
   completions: completed.completion.values,
+  updated,
 }));
 const stdin = createInterface({ input: process.stdin });
 await new Promise((resolve) => stdin.once("line", resolve));
