@@ -40,7 +40,7 @@ func main() {
 	flag.IntVar(&cfg.sessions, "sessions", 20, "concurrent sessions in the load measurement")
 	flag.IntVar(&cfg.sessionOps, "session-ops", 100, "calls per concurrent session")
 	flag.IntVar(&cfg.egressSamples, "egress-samples", 5, "downloads through the egress proxy, and directly")
-	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints or profiles), print it and write it to -out")
+	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints, profiles or watch), print it and write it to -out")
 	flag.Parse()
 	if err := run(cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "wink-bench: %v\n", err)
@@ -55,6 +55,12 @@ func run(cfg config) error {
 		fmt.Fprintf(os.Stderr, "measuring checkpoints and restores...\n")
 		first, later, restore, figs := measureCheckpoints(ctx, cfg)
 		rep.Measurements, rep.Checkpoints = []measurement{first, later, restore}, &figs
+		return rep.write(cfg.out)
+	}
+	if cfg.only == "watch" {
+		fmt.Fprintf(os.Stderr, "measuring the watch's cost to a command writing 10,000 files...\n")
+		watched, unwatched := measureWatchCost(ctx, cfg)
+		rep.Measurements = []measurement{watched, unwatched}
 		return rep.write(cfg.out)
 	}
 	if cfg.only == "profiles" {

@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // watchSamples is how many times each 10,000-file command runs.
-const watchSamples = 10
+const watchSamples = 20
 
 // writeTenThousand writes 10,000 small files into a new directory: a
 // build's or an install's burst, in the shell the bench image has.
@@ -15,21 +16,49 @@ const writeTenThousand = `rm -rf burst && mkdir burst && i=0; while [ $i -lt 100
 // measureWatchCost runs a command that writes 10,000 files in a session
 // whose workspace is watched (the default), and, as the baseline, in one
 // started with --watch-dirs 0, so the watch's cost to the command shows.
+// The two sessions take turns, so a drift of the machine's speed falls on
+// both alike.
 func measureWatchCost(ctx context.Context, cfg config) (watched, unwatched measurement) {
 	watchedName := "podman_shell writing 10,000 files, workspace watched"
 	unwatchedName := "baseline: the same, --watch-dirs 0"
-	run := func(name string, extra ...string) measurement {
+	open := func(extra ...string) (*session, error) {
 		s, err := startSessionIn(ctx, cfg, "", extra...)
 		if err != nil {
-			return failed(name, err)
+			return nil, err
 		}
-		defer s.close()
 		if err := s.prepare(ctx); err != nil {
-			return failed(name, fmt.Errorf("preparing: %w", err))
+			s.close()
+			return nil, fmt.Errorf("preparing: %w", err)
 		}
-		return measure(name, watchSamples, func(int) error {
-			return s.expect(ctx, "podman_shell", map[string]any{"command": []string{"sh", "-c", writeTenThousand}, "timeout_seconds": 120})
-		})
+		return s, nil
 	}
-	return run(watchedName), run(unwatchedName, "--watch-dirs", "0")
+	on, err := open()
+	if err != nil {
+		return failed(watchedName, err), failed(unwatchedName, err)
+	}
+	defer on.close()
+	off, err := open("--watch-dirs", "0")
+	if err != nil {
+		return failed(watchedName, err), failed(unwatchedName, err)
+	}
+	defer off.close()
+	var onTimes, offTimes []time.Duration
+	var errs [2]int
+	for range watchSamples {
+		for i, s := range []*session{on, off} {
+			start := time.Now()
+			if err := s.expect(ctx, "podman_shell", map[string]any{"command": []string{"sh", "-c", writeTenThousand}, "timeout_seconds": 120}); err != nil {
+				errs[i]++
+				continue
+			}
+			if i == 0 {
+				onTimes = append(onTimes, time.Since(start))
+			} else {
+				offTimes = append(offTimes, time.Since(start))
+			}
+		}
+	}
+	watched, unwatched = summarize(watchedName, onTimes), summarize(unwatchedName, offTimes)
+	watched.Errors, unwatched.Errors = errs[0], errs[1]
+	return watched, unwatched
 }
