@@ -3,7 +3,8 @@
 // Package agent is the side of wink-mcp that runs inside a workspace
 // container: the container's init process serves requests from the server
 // over one channel (see package wire), runs commands under per-command
-// supervisors, and keeps the container free of zombies and stray processes.
+// supervisors, watches the workspace for the changes they make, and keeps
+// the container free of zombies and stray processes.
 //
 // The same binary serves as the server, the agent, the relay that carries the
 // channel into the container, and the supervisor of each command; cmd/wink-mcp

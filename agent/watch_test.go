@@ -46,28 +46,18 @@ func report(t *testing.T, a *Agent) map[string]wire.Change {
 	}
 }
 
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestWatchReportsWhatCommandsDo: files made, changed, moved and removed
 // by other processes, in directories made after the watch began, are
 // reported once each, as they are when reported.
 func TestWatchReportsWhatCommandsDo(t *testing.T) {
 	a, dir := watchedAgent(t, 100)
-	writeFile(t, filepath.Join(dir, "old.txt"), "old")
+	mustWrite(t, filepath.Join(dir, "old.txt"), "old")
 	if got := report(t, a); got["old.txt"].SizeBytes != 3 || got["old.txt"].Removed {
 		t.Fatalf("after a write: %+v", got)
 	}
-	writeFile(t, filepath.Join(dir, "a/b/c/deep.txt"), "deep!")
+	mustWrite(t, filepath.Join(dir, "a/b/c/deep.txt"), "deep!")
 	for range 10 {
-		writeFile(t, filepath.Join(dir, "a/b/c/deep.txt"), "deeper")
+		mustWrite(t, filepath.Join(dir, "a/b/c/deep.txt"), "deeper")
 	}
 	if err := os.Rename(filepath.Join(dir, "old.txt"), filepath.Join(dir, "a/new.txt")); err != nil {
 		t.Fatal(err)
@@ -112,7 +102,7 @@ func TestWatchLeavesToolChangesToTheTools(t *testing.T) {
 	if _, werr := a.edit(wire.EditArgs{Path: "x/y/tool.txt", Old: "absent", New: "z"}); werr == nil {
 		t.Fatal("an edit of absent text succeeded")
 	}
-	writeFile(t, filepath.Join(dir, "x/y/gone/f"), "f")
+	mustWrite(t, filepath.Join(dir, "x/y/gone/f"), "f")
 	report(t, a)
 	if _, werr := a.remove("x/y/gone"); werr != nil {
 		t.Fatal(werr)
@@ -120,12 +110,12 @@ func TestWatchLeavesToolChangesToTheTools(t *testing.T) {
 	if got := report(t, a); len(got) != 0 {
 		t.Errorf("tool changes reported as a command's: %+v", got)
 	}
-	writeFile(t, filepath.Join(dir, "x/y/tool.txt"), "by a command")
+	mustWrite(t, filepath.Join(dir, "x/y/tool.txt"), "by a command")
 	if got := report(t, a); got["x/y/tool.txt"].SizeBytes != int64(len("by a command")) {
 		t.Errorf("a command's change after the tool's: %+v", got)
 	}
 	// A command's change pending when a tool rewrites the file is the tool's to report.
-	writeFile(t, filepath.Join(dir, "x/y/tool.txt"), "command again")
+	mustWrite(t, filepath.Join(dir, "x/y/tool.txt"), "command again")
 	if _, werr := a.write(wire.WriteArgs{Path: "x/y/tool.txt", Content: "tool wins"}); werr != nil {
 		t.Fatal(werr)
 	}
@@ -145,7 +135,7 @@ func TestWatchCoalescesABurst(t *testing.T) {
 	a, dir := watchedAgent(t, 10_000)
 	const files = 20_000
 	for i := range files {
-		writeFile(t, filepath.Join(dir, fmt.Sprintf("node_modules/pkg%03d/lib/f%05d.js", i%500, i)), "x")
+		mustWrite(t, filepath.Join(dir, fmt.Sprintf("node_modules/pkg%03d/lib/f%05d.js", i%500, i)), "x")
 	}
 	a.watch.mu.Lock()
 	a.watch.drainLocked(nil)
@@ -195,18 +185,18 @@ func TestWatchCoalescesABurst(t *testing.T) {
 func TestWatchSurvivesAQueueOverflow(t *testing.T) {
 	a, dir := watchedAgent(t, 1000)
 	for i := range 50 {
-		writeFile(t, filepath.Join(dir, fmt.Sprintf("d%d/first", i)), "x")
+		mustWrite(t, filepath.Join(dir, fmt.Sprintf("d%d/first", i)), "x")
 	}
 	report(t, a)
 	a.watch.mu.Lock() // nothing reads: the kernel's queue overflows
 	for i := range 20_000 {
-		writeFile(t, filepath.Join(dir, fmt.Sprintf("d%d/f%d", i%50, i)), "x")
+		mustWrite(t, filepath.Join(dir, fmt.Sprintf("d%d/f%d", i%50, i)), "x")
 	}
 	a.watch.mu.Unlock()
 	if got := report(t, a); got[""].Folded == 0 {
 		t.Fatalf("after an overflow: no change of the whole workspace in %d changes", len(got))
 	}
-	writeFile(t, filepath.Join(dir, "d49/new/later"), "x")
+	mustWrite(t, filepath.Join(dir, "d49/new/later"), "x")
 	if got := report(t, a); len(got) != 1 || got["d49/new/later"].SizeBytes != 1 {
 		t.Errorf("after the overflow, a change in a directory made during it: %+v", got)
 	}
@@ -222,7 +212,7 @@ func TestWatchLimitFallsBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	writeFile(t, filepath.Join(dir, "four/f"), "x")
+	mustWrite(t, filepath.Join(dir, "four/f"), "x")
 	res := a.reportChanges(wire.MaxChanges)
 	if res.Watch.State != wire.WatchPartial || len(res.Watch.Unwatched) != 2 || !strings.Contains(res.Watch.Reason, "--watch-dirs") {
 		t.Fatalf("status past the limit: %+v", res.Watch)
@@ -246,7 +236,7 @@ func TestWatchLimitFallsBack(t *testing.T) {
 // reported under the final names.
 func TestWatchRenameStorm(t *testing.T) {
 	a, dir := watchedAgent(t, 1000)
-	writeFile(t, filepath.Join(dir, "a/sub/f"), "x")
+	mustWrite(t, filepath.Join(dir, "a/sub/f"), "x")
 	cur := "a"
 	for i := range 2000 {
 		next := fmt.Sprintf("r%d", i%7)
@@ -256,7 +246,7 @@ func TestWatchRenameStorm(t *testing.T) {
 		cur = next
 	}
 	report(t, a)
-	writeFile(t, filepath.Join(dir, cur, "sub/g"), "y")
+	mustWrite(t, filepath.Join(dir, cur, "sub/g"), "y")
 	got := report(t, a)
 	if _, ok := got[cur+"/sub/g"]; !ok || len(got) != 1 {
 		t.Errorf("after the storm: %+v, want only %s/sub/g", got, cur)
@@ -274,7 +264,7 @@ func TestChangesWaitsAndCoalesces(t *testing.T) {
 	a, dir := watchedAgent(t, 100)
 	go func() {
 		for i := range 20 {
-			writeFile(t, filepath.Join(dir, fmt.Sprintf("f%d", i)), "x")
+			mustWrite(t, filepath.Join(dir, fmt.Sprintf("f%d", i)), "x")
 		}
 	}()
 	seen, reports := 0, 0
@@ -311,7 +301,7 @@ func TestWatchUnderConcurrentToolsAndCommands(t *testing.T) {
 		})
 		wg.Go(func() {
 			for i := range 100 {
-				writeFile(t, filepath.Join(dir, fmt.Sprintf("cmd/%d/%d", w, i)), "c")
+				mustWrite(t, filepath.Join(dir, fmt.Sprintf("cmd/%d/%d", w, i)), "c")
 			}
 		})
 	}
