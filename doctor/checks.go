@@ -56,6 +56,7 @@ func (d *doctor) checks() []check {
 		{"runtime", d.runtime},
 		{"storage", d.storage},
 		{"ulimits", d.ulimits},
+		{"watch", d.watch},
 		{"image", d.image},
 		{"profiles", d.profiles},
 		{"mounts", d.mounts},
@@ -246,6 +247,33 @@ func ulimitsResult(l engine.Limits, nofileHard, nprocHard uint64) Result {
 	}
 	return Result{Status: OK, Detail: fmt.Sprintf("each container gets nofile=%d nproc=%d explicitly, within the host's hard limits (%s, %s)",
 		l.NofileLimit, l.NprocLimit, limitText(nofileHard), limitText(nprocHard))}
+}
+
+func (d *doctor) watch(context.Context) Result {
+	if d.cfg.WatchDirs == 0 {
+		return Result{Status: OK, Detail: "--watch-dirs 0: nothing is watched; after each command, subscribers hear that anything may have changed"}
+	}
+	if d.info != nil && d.info.Remote {
+		return Result{Status: OK, Detail: fmt.Sprintf("each workspace watches up to %d directories, within the Podman host's fs.inotify limits, which are not read from here", d.cfg.WatchDirs)}
+	}
+	watches, instances, err := d.host.inotifyLimits()
+	if err != nil {
+		return Result{Status: Warn, Detail: "cannot read this host's inotify limits: " + err.Error()}
+	}
+	return watchResult(d.cfg.WatchDirs, watches, instances)
+}
+
+// watchResult compares --watch-dirs with the host's inotify limits, which
+// every container of one user shares.
+func watchResult(dirs int, watches, instances uint64) Result {
+	full := min(instances, watches/uint64(dirs))
+	detail := fmt.Sprintf("each workspace watches up to %d directories; this host allows each user %d watches and %d inotify instances, shared by all its containers: at least %d workspaces of %d directories are watched in full at once",
+		dirs, watches, instances, full, dirs)
+	if watches < uint64(dirs) || instances < 16 {
+		return Result{Status: Warn, Detail: detail, Fix: "raise fs.inotify.max_user_watches and max_user_instances (sysctl -w), or lower --watch-dirs; " +
+			"past the limits a directory's changes are reported as possibly changed after each command"}
+	}
+	return Result{Status: OK, Detail: detail}
 }
 
 func (d *doctor) image(ctx context.Context) Result {

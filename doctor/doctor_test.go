@@ -32,11 +32,12 @@ func (h fakeHost) podmanVersion(context.Context) (string, string, error) {
 	}
 	return h.podmanPath, "podman version 4.3.1", nil
 }
-func (h fakeHost) cgroupLayout() string                { return h.layout }
-func (h fakeHost) hardLimits() (uint64, uint64, error) { return h.hard, h.hard, nil }
-func (h fakeHost) freeBytes(string) (uint64, error)    { return h.free, nil }
-func (h fakeHost) diskLimitSupport() error             { return h.noDisk }
-func (h fakeHost) criu(context.Context) string         { return "CRIU is not installed" }
+func (h fakeHost) cgroupLayout() string                   { return h.layout }
+func (h fakeHost) hardLimits() (uint64, uint64, error)    { return h.hard, h.hard, nil }
+func (h fakeHost) freeBytes(string) (uint64, error)       { return h.free, nil }
+func (h fakeHost) diskLimitSupport() error                { return h.noDisk }
+func (h fakeHost) criu(context.Context) string            { return "CRIU is not installed" }
+func (h fakeHost) inotifyLimits() (uint64, uint64, error) { return 65536, 128, nil }
 
 func TestRunWithoutAServiceFailsAndSkipsWhatNeedsIt(t *testing.T) {
 	cfg := workspace.DefaultConfig()
@@ -279,5 +280,24 @@ func TestEgressCheck(t *testing.T) {
 	}
 	if r.Status != Warn || !strings.Contains(r.Detail, "loopback") {
 		t.Errorf("a loopback address named without its port: %+v; want a warning naming loopback", r)
+	}
+}
+
+// TestWatchResult: a host whose inotify limits cannot hold one workspace's
+// watches, or few workspaces at all, gets a warning that says what to raise.
+func TestWatchResult(t *testing.T) {
+	for _, c := range []struct {
+		dirs               int
+		watches, instances uint64
+		want               Status
+	}{
+		{8192, 192536, 128, OK},
+		{8192, 8191, 128, Warn},
+		{8192, 1 << 20, 8, Warn},
+	} {
+		r := watchResult(c.dirs, c.watches, c.instances)
+		if r.Status != c.want || (c.want == Warn && !strings.Contains(r.Fix, "max_user_watches")) {
+			t.Errorf("watchResult(%d, %d, %d) = %+v, want %v", c.dirs, c.watches, c.instances, r, c.want)
+		}
 	}
 }

@@ -31,6 +31,8 @@ type host interface {
 	diskLimitSupport() error
 	// criu says, in a line, whether CRIU could checkpoint processes here.
 	criu(ctx context.Context) string
+	// inotifyLimits returns fs.inotify.max_user_watches and max_user_instances.
+	inotifyLimits() (watches, instances uint64, err error)
 }
 
 // localHost is the machine wink-mcp runs on.

@@ -2,6 +2,9 @@ package doctor
 
 import (
 	"errors"
+	"os"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,4 +38,18 @@ func (localHost) freeBytes(dir string) (uint64, error) {
 		return 0, err
 	}
 	return st.Bavail * uint64(st.Bsize), nil
+}
+
+func (localHost) inotifyLimits() (watches, instances uint64, err error) {
+	read := func(name string) uint64 {
+		b, rerr := os.ReadFile("/proc/sys/fs/inotify/" + name)
+		if rerr != nil {
+			err = errors.Join(err, rerr)
+			return 0
+		}
+		n, perr := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		err = errors.Join(err, perr)
+		return n
+	}
+	return read("max_user_watches"), read("max_user_instances"), err
 }

@@ -19,3 +19,7 @@ func (localHost) hardLimits() (nofile, nproc uint64, err error) {
 func (localHost) freeBytes(string) (uint64, error) {
 	return 0, fmt.Errorf("not read on %s", runtime.GOOS)
 }
+
+func (localHost) inotifyLimits() (uint64, uint64, error) {
+	return 0, 0, fmt.Errorf("not read on %s", runtime.GOOS)
+}

@@ -36,7 +36,7 @@ func TestDoctorOnAReadyHost(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d on a ready host:\n%s", code, out)
 	}
-	for _, check := range []string{"agent binary", "cache dir", "podman", "service", "runtime", "ulimits", "image", "container"} {
+	for _, check := range []string{"agent binary", "cache dir", "podman", "service", "runtime", "ulimits", "watch", "image", "container"} {
 		if l := line(out, check); !strings.HasPrefix(l, "ok ") {
 			t.Errorf("check %q: %q\n%s", check, l, out)
 		}
