@@ -45,19 +45,25 @@ func (a *Agent) changes(ctx context.Context, args wire.ChangesArgs) (*wire.Chang
 	return a.reportChanges(wire.MaxChanges), nil
 }
 
-// reportChanges takes at most n pending changes. It holds the mutation
+// reportChanges takes at most n pending changes, and the watch's status.
+func (a *Agent) reportChanges(n int) *wire.ChangesResult {
+	changes, more := a.takeChanges(n)
+	return &wire.ChangesResult{Changes: changes, More: more, Watch: a.watch.status()}
+}
+
+// takeChanges takes at most n pending changes. It holds the mutation
 // lock, so no tool change is half made and the changes get one number in
 // the order of the tools' own.
-func (a *Agent) reportChanges(n int) *wire.ChangesResult {
+func (a *Agent) takeChanges(n int) ([]wire.Change, bool) {
 	seq, done := a.mutation()
 	defer done()
-	changes, more, status := a.watch.take(n, seq)
-	return &wire.ChangesResult{Changes: changes, More: more, Watch: status}
+	return a.watch.take(n, seq)
 }
 
 // commandChanges is what a command that just ended reports of the
 // workspace's changes in its own result.
 func (a *Agent) commandChanges() []wire.Change {
 	a.watch.commandEnded()
-	return a.reportChanges(inlineChanges).Changes
+	changes, _ := a.takeChanges(inlineChanges)
+	return changes
 }

@@ -43,11 +43,11 @@ type watcher struct {
 	byPath  map[string]int32
 	pending changeSet
 	// unwatched are the roots of the subtrees not watched ("" for all),
-	// and reason says why; ran says a command ended since they were last
-	// reported as possibly changed.
+	// and reason says why; suspect says they may have changed since they
+	// were last reported so: a command ended, or one of them was just made.
 	unwatched map[string]struct{}
 	reason    string
-	ran       bool
+	suspect   bool
 	// changed says the status changed since it was last reported.
 	changed  bool
 	overflow bool // the kernel's queue overflowed: every directory is watched again
@@ -192,13 +192,22 @@ func (w *watcher) eventLocked(wd int32, mask uint32, name string, record func(st
 }
 
 // addTreeLocked watches dir and the directories under it, passing each
-// other entry found to record when it is not nil.
+// other entry found to record when it is not nil. A directory that cannot
+// be watched is left unwatched; when record is given, something is making
+// it now, and the unwatched directories are reported as possibly changed
+// with the next report, as after a command.
 func (w *watcher) addTreeLocked(dir string, record func(string)) {
+	leave := func(d, reason string) {
+		w.leaveUnwatchedLocked(d, reason)
+		if record != nil {
+			w.suspect = true
+		}
+	}
 	for stack := []string{dir}; len(stack) > 0; {
 		d := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		if _, ok := w.byPath[d]; !ok && len(w.byPath) >= w.maxDirs {
-			w.leaveUnwatchedLocked(d, fmt.Sprintf("%d directories are watched, the most --watch-dirs allows", w.maxDirs))
+			leave(d, fmt.Sprintf("%d directories are watched, the most --watch-dirs allows", w.maxDirs))
 			continue
 		}
 		f, err := w.root.Open(dotFor(d))
@@ -214,7 +223,7 @@ func (w *watcher) addTreeLocked(dir string, record func(string)) {
 			if errors.Is(err, unix.ENOSPC) {
 				reason = "the host's inotify watch limit (fs.inotify.max_user_watches) is reached"
 			}
-			w.leaveUnwatchedLocked(d, reason)
+			leave(d, reason)
 			continue
 		}
 		if old, ok := w.byWD[int32(wd)]; ok && old != d && w.byPath[old] == int32(wd) {
@@ -275,15 +284,18 @@ func (w *watcher) signal() {
 func (w *watcher) reportable() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return !w.pending.empty() || w.changed || w.ran && len(w.unwatched) > 0
+	return !w.pending.empty() || w.changed || w.suspect && len(w.unwatched) > 0
 }
 
 // commandEnded says a command ended: what is not watched may have changed.
+// It reads the command's events first, since a directory the command made
+// may be the one left unwatched.
 func (w *watcher) commandEnded() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.drainLocked(nil)
 	if len(w.unwatched) > 0 {
-		w.ran = true
+		w.suspect = true
 		w.signal()
 	}
 }
@@ -331,20 +343,20 @@ func isToolTemp(p string) bool {
 }
 
 // take drains the events and returns at most n pending changes, each as
-// it is now and numbered seq, whether more are pending, and the status.
-func (w *watcher) take(n int, seq int64) ([]wire.Change, bool, wire.WatchStatus) {
+// it is now and numbered seq, and whether more are pending.
+func (w *watcher) take(n int, seq int64) ([]wire.Change, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.started {
-		return nil, false, w.statusLocked()
+		return nil, false
 	}
 	w.drainLocked(nil)
 	var out []wire.Change
-	if w.ran {
+	if w.suspect {
 		for d := range w.unwatched {
 			out = append(out, wire.Change{Path: d, Unwatched: true, Seq: seq})
 		}
-		w.ran = false
+		w.suspect = false
 	}
 	for _, e := range w.pending.take(n) {
 		c := wire.Change{Path: e.path, Folded: e.folded, Seq: seq}
@@ -360,8 +372,17 @@ func (w *watcher) take(n int, seq int64) ([]wire.Change, bool, wire.WatchStatus)
 		}
 		out = append(out, c)
 	}
+	return out, !w.pending.empty()
+}
+
+// status says how completely the workspace is watched, which is then
+// reported: a command's result carries changes only, so a status that
+// changed as it ran waits for this.
+func (w *watcher) status() wire.WatchStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.changed = false
-	return out, !w.pending.empty(), w.statusLocked()
+	return w.statusLocked()
 }
 
 // statusLocked says how completely the workspace is watched.

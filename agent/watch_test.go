@@ -203,8 +203,10 @@ func TestWatchSurvivesAQueueOverflow(t *testing.T) {
 }
 
 // TestWatchLimitFallsBack: past --watch-dirs, a directory is left
-// unwatched, the status says so, and each command's end reports it as
-// possibly changed; the command itself is not held up.
+// unwatched, the status says so, and the unwatched directories are
+// reported as possibly changed at each command's end (even one that made
+// them an instant before) and whenever one is made; the command itself is
+// not held up.
 func TestWatchLimitFallsBack(t *testing.T) {
 	a, dir := watchedAgent(t, 3)
 	for _, d := range []string{"one", "two", "three", "four"} {
@@ -213,21 +215,39 @@ func TestWatchLimitFallsBack(t *testing.T) {
 		}
 	}
 	mustWrite(t, filepath.Join(dir, "four/f"), "x")
+	unwatched := func(changes []wire.Change) []string {
+		var out []string
+		for _, c := range changes {
+			if c.Unwatched {
+				out = append(out, c.Path)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	// No report has read the events yet: the command's end must.
+	if got := unwatched(a.commandChanges()); !slices.Equal(got, []string{"four", "three"}) && !slices.Equal(got, []string{"four", "one"}) {
+		t.Fatalf("at the end of the command that made them, the unwatched directories reported are %q", got)
+	}
+	if !a.watch.reportable() {
+		t.Fatal("the status changed as the command ran, and no report waits to say so")
+	}
 	res := a.reportChanges(wire.MaxChanges)
 	if res.Watch.State != wire.WatchPartial || len(res.Watch.Unwatched) != 2 || !strings.Contains(res.Watch.Reason, "--watch-dirs") {
 		t.Fatalf("status past the limit: %+v", res.Watch)
 	}
-	got := map[string]wire.Change{}
-	for _, c := range a.commandChanges() {
-		got[c.Path] = c
+	if len(res.Changes) != 0 {
+		t.Errorf("unwatched directories reported again with no command run: %+v", res.Changes)
 	}
-	for _, d := range res.Watch.Unwatched {
-		if !got[d].Unwatched {
-			t.Errorf("after a command, the unwatched %q is not reported: %+v", d, got)
-		}
+	if got := unwatched(a.commandChanges()); !slices.Equal(got, res.Watch.Unwatched) {
+		t.Errorf("after the next command, unwatched %q reported, want %q", got, res.Watch.Unwatched)
 	}
-	if again := a.reportChanges(wire.MaxChanges); len(again.Changes) != 0 {
-		t.Errorf("unwatched directories reported again with no command run: %+v", again.Changes)
+	// A background job makes another: it is reported with no command ending.
+	if err := os.Mkdir(filepath.Join(dir, "five"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := unwatched(a.reportChanges(wire.MaxChanges).Changes); !slices.Contains(got, "five") {
+		t.Errorf("a directory made past the limit by a job is not reported: %q", got)
 	}
 }
 
