@@ -2,9 +2,12 @@ package tools
 
 import (
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
 // FilesURIPrefix starts the resource URI of a workspace file; the server
@@ -39,44 +42,73 @@ type Linker interface {
 	Links() []Link
 }
 
-// addLinks appends r's links to res's content.
+// addLinks appends r's links to res's content. A path the files resource
+// would refuse (a shell can make names the path rules do not allow) gets
+// no link: every link given opens.
 func addLinks(res *mcp.CallToolResult, r any) {
 	l, ok := r.(Linker)
 	if !ok {
 		return
 	}
-	for i, link := range l.Links() {
-		if i == maxLinks {
+	n := 0
+	for _, link := range l.Links() {
+		if clean, err := workspace.CleanPath(link.Path); err != nil || clean != link.Path {
+			continue
+		}
+		if n == maxLinks {
 			break
 		}
+		n++
 		res.Content = append(res.Content, mcp.NewResourceLink(FileLink(link.Path), link.Path, link.Description, ""))
 	}
 }
 
-// diffPaths are the files a page of a git diff names, in order, each once:
-// the new path of each file, or the old one of a deleted file. Quoted
-// names (git's for unusual bytes) are left out.
+// diffPaths are the files a page of the diff names, in order, each once,
+// read from its "diff --git a/P b/P" lines (quoted as git quotes unusual
+// names). Only those lines are read: a ---/+++ line can be a hunk's
+// content, and no content line starts with "diff --git ".
 func diffPaths(diff string) []string {
 	var out []string
 	seen := map[string]bool{}
-	var old string
 	for _, line := range strings.Split(diff, "\n") {
-		var path string
-		switch {
-		case strings.HasPrefix(line, "--- a/"):
-			old = strings.TrimPrefix(line, "--- a/")
-			continue
-		case strings.HasPrefix(line, "+++ b/"):
-			path = strings.TrimPrefix(line, "+++ b/")
-		case line == "+++ /dev/null":
-			path = old
-		default:
+		path, ok := strings.CutPrefix(line, "diff --git ")
+		if !ok {
 			continue
 		}
-		if path != "" && !seen[path] {
+		if path, ok = headerPath(path); ok && !seen[path] {
 			seen[path] = true
 			out = append(out, path)
 		}
 	}
 	return out
+}
+
+// headerPath is P in "a/P b/P", either name quoted as git quotes it; ok is
+// false for anything else, such as a header cut for its length.
+func headerPath(names string) (string, bool) {
+	var a, b string
+	if strings.HasPrefix(names, `"`) {
+		quoted, err := strconv.QuotedPrefix(names)
+		if err != nil || !strings.HasPrefix(names[len(quoted):], " ") {
+			return "", false
+		}
+		a, _ = strconv.Unquote(quoted)
+		b = names[len(quoted)+1:]
+		if u, err := strconv.Unquote(b); err == nil {
+			b = u
+		}
+	} else {
+		// Unquoted, both names are the same length: the space between
+		// them is the middle byte.
+		if len(names)%2 == 0 {
+			return "", false
+		}
+		a, b = names[:len(names)/2], names[len(names)/2+1:]
+	}
+	path, okA := strings.CutPrefix(a, "a/")
+	other, okB := strings.CutPrefix(b, "b/")
+	if !okA || !okB || path != other || path == "" {
+		return "", false
+	}
+	return path, true
 }
