@@ -52,7 +52,7 @@ func addLinks(res *mcp.CallToolResult, r any) {
 	}
 	n := 0
 	for _, link := range l.Links() {
-		if clean, err := workspace.CleanPath(link.Path); err != nil || clean != link.Path {
+		if !workspace.IsCleanPath(link.Path) {
 			continue
 		}
 		if n == maxLinks {

@@ -37,6 +37,13 @@ func (e *PathError) Error() string {
 // Unwrap returns ErrInvalidPath.
 func (e *PathError) Unwrap() error { return ErrInvalidPath }
 
+// IsCleanPath says p keeps the path rules and is already in CleanPath's
+// form: a name a client can use as it is, such as in a resource URI.
+func IsCleanPath(p string) bool {
+	clean, err := CleanPath(p)
+	return err == nil && clean == p
+}
+
 // CleanPath checks a path given by a client and returns it normalised:
 // relative to the workspace, segments joined by single slashes, "." segments
 // dropped and ".." resolved, "" for the workspace root. It rejects absolute

@@ -101,7 +101,7 @@ func (s *Session) commanded(ctx context.Context, changes []wire.Change) {
 func listable(c wire.Change) wire.Change {
 	p := c.Path
 	for p != "" {
-		if clean, err := CleanPath(p); err == nil && clean == p {
+		if IsCleanPath(p) {
 			break
 		}
 		p = pathpkg.Dir(p)
