@@ -288,16 +288,13 @@ func (w *watcher) reportable() bool {
 }
 
 // commandEnded says a command ended: what is not watched may have changed.
-// It reads the command's events first, since a directory the command made
-// may be the one left unwatched.
+// Whether anything is unwatched is asked by the report that follows, after
+// it has read the command's events: a directory the command made may be
+// the one left unwatched.
 func (w *watcher) commandEnded() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.drainLocked(nil)
-	if len(w.unwatched) > 0 {
-		w.suspect = true
-		w.signal()
-	}
+	w.suspect = w.started
 }
 
 // own drains the events and, when made, forgets the changes of paths,
