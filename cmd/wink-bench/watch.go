@@ -42,7 +42,7 @@ func measureWatchCost(ctx context.Context, cfg config) (watched, unwatched measu
 		return failed(watchedName, err), failed(unwatchedName, err)
 	}
 	defer off.close()
-	var onTimes, offTimes []time.Duration
+	var times [2][]time.Duration
 	var errs [2]int
 	for range watchSamples {
 		for i, s := range []*session{on, off} {
@@ -51,14 +51,10 @@ func measureWatchCost(ctx context.Context, cfg config) (watched, unwatched measu
 				errs[i]++
 				continue
 			}
-			if i == 0 {
-				onTimes = append(onTimes, time.Since(start))
-			} else {
-				offTimes = append(offTimes, time.Since(start))
-			}
+			times[i] = append(times[i], time.Since(start))
 		}
 	}
-	watched, unwatched = summarize(watchedName, onTimes), summarize(unwatchedName, offTimes)
+	watched, unwatched = summarize(watchedName, times[0]), summarize(unwatchedName, times[1])
 	watched.Errors, unwatched.Errors = errs[0], errs[1]
 	return watched, unwatched
 }
