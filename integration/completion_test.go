@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -40,6 +41,51 @@ func TestPathCompletion(t *testing.T) {
 			if got := p.complete(value); !slices.Equal(got, want) {
 				t.Errorf("completing %q: %q, want %q", value, got, want)
 			}
+		}
+	})
+}
+
+// TestPromptProfileArgument: with profiles, the workspace prompt takes a
+// profile argument, which completion/complete completes from the
+// profiles' names and prompts/get turns into the instruction to switch to
+// it; a name no profile has, or an argument the prompt does not take, is
+// an error that says what it takes; over each transport.
+func TestPromptProfileArgument(t *testing.T) {
+	file, _ := profilesFile(t, "profiles:\n  py:\n    description: Python\n    image: PY_IMAGE\n  pyro:\n    description: more Python\n    image: PY_IMAGE\n  node:\n    description: Node.js\n    image: IMAGE\n")
+	eachTransport(t, func(t *testing.T, tr string) {
+		p := start(t, startOptions{transport: tr, args: []string{"--profiles", file, "--lazy"}})
+		ctx := context.Background()
+		list, err := p.client.ListPrompts(ctx, mcp.ListPromptsRequest{})
+		if err != nil || len(list.Prompts) != 1 || len(list.Prompts[0].Arguments) != 1 || list.Prompts[0].Arguments[0].Name != "profile" {
+			t.Fatalf("prompts/list: %+v %v; want the prompt with its profile argument", list, err)
+		}
+		for value, want := range map[string][]string{"": {"node", "py", "pyro"}, "py": {"py", "pyro"}, "n": {"node"}, "rust": {}, "../": {}} {
+			var req mcp.CompleteRequest
+			req.Params.Ref = mcp.PromptReference{Type: "ref/prompt", Name: "podman_workspace"}
+			req.Params.Argument = mcp.CompleteArgument{Name: "profile", Value: value}
+			res, err := p.client.Complete(ctx, req)
+			if err != nil || !slices.Equal(res.Completion.Values, want) {
+				t.Errorf("completing the profile %q: %+v %v, want %q", value, res, err, want)
+			}
+		}
+		get := func(args map[string]string) (string, error) {
+			res, err := p.client.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "podman_workspace", Arguments: args}})
+			if err != nil {
+				return "", err
+			}
+			return res.Messages[0].Content.(mcp.TextContent).Text, nil
+		}
+		if text, err := get(map[string]string{"profile": "pyro"}); err != nil || !strings.Contains(text, "the user chose `pyro` for this task: before anything else, switch to it with `workspace_profile`") {
+			t.Errorf("prompts/get with profile pyro: %v\n%s", err, text)
+		}
+		if _, err := get(map[string]string{"profile": "rust"}); err == nil || !strings.Contains(err.Error(), `no profile is named "rust"`) || !strings.Contains(err.Error(), "node, py, pyro") {
+			t.Errorf("prompts/get with an unknown profile: %v, want an error naming the profiles", err)
+		}
+		if _, err := get(map[string]string{"task": "x"}); err == nil || !strings.Contains(err.Error(), `no argument "task"`) {
+			t.Errorf("prompts/get with an unknown argument: %v", err)
+		}
+		if text, err := get(nil); err != nil || !strings.Contains(text, "switch with `workspace_profile` to the one the task needs") {
+			t.Errorf("prompts/get without arguments: %v\n%s", err, text)
 		}
 	})
 }

@@ -270,10 +270,12 @@ func TestTypeScriptSDKClientGetsASession(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(testToken), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := launch(t, startOptions{transport: "http", args: []string{"--auth-token-file", tokenFile}})
+	profiles, _ := profilesFile(t, "profiles:\n  py:\n    description: Python\n    image: IMAGE\n  pyro:\n    description: more Python\n    image: IMAGE\n  node:\n    description: Node.js\n    image: IMAGE\n")
+	p := launch(t, startOptions{transport: "http", args: []string{"--auth-token-file", tokenFile, "--profiles", profiles}})
 	type started struct {
 		SessionID, Container, Protocol string
 		Links, Logs, Completions       []string
+		ProfileCompletions             []string
 		Updated                        []string
 		Tools, ToolsWithIcons          int
 		ServerIcons                    int
@@ -313,6 +315,9 @@ func TestTypeScriptSDKClientGetsASession(t *testing.T) {
 		}
 		if !slices.Equal(c.Completions, []string{"ts/links.txt"}) {
 			t.Errorf("completing the path ts/li gave %q, want ts/links.txt", c.Completions)
+		}
+		if !slices.Equal(c.ProfileCompletions, []string{"py", "pyro"}) {
+			t.Errorf("completing the prompt's profile p gave %q, want py and pyro", c.ProfileCompletions)
 		}
 		if !slices.Contains(c.Updated, "wink://workspace/files/ts/shell.txt") {
 			t.Errorf("the TypeScript client heard the updates %q, want the file its shell command wrote", c.Updated)

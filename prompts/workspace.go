@@ -6,6 +6,8 @@ package prompts
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -52,6 +54,9 @@ type Info struct {
 	// workspace_profile; Profile is the one it uses ("" for none).
 	Profiles []Profile
 	Profile  string
+	// Chosen is the profile the user picked for the task with the
+	// prompt's profile argument, "" when none was picked.
+	Chosen string
 }
 
 // Profile is a profile the prompt lists.
@@ -88,7 +93,14 @@ func Text(info Info) string {
 		if info.Profile != "" {
 			current = "`" + info.Profile + "`"
 		}
-		fmt.Fprintf(&b, "- Toolchains come as profiles; the workspace uses %s. Before working, switch with `workspace_profile` to the one the task needs (switching later restarts the container; files stay):\n", current)
+		switch {
+		case info.Chosen == "":
+			fmt.Fprintf(&b, "- Toolchains come as profiles; the workspace uses %s. Before working, switch with `workspace_profile` to the one the task needs (switching later restarts the container; files stay):\n", current)
+		case info.Chosen == info.Profile:
+			fmt.Fprintf(&b, "- Toolchains come as profiles; the user chose `%s` for this task, and the workspace already uses it. The profiles:\n", info.Chosen)
+		default:
+			fmt.Fprintf(&b, "- Toolchains come as profiles; the workspace uses %s, and the user chose `%s` for this task: before anything else, switch to it with `workspace_profile` (name `%s`; files stay). The profiles:\n", current, info.Chosen, info.Chosen)
+		}
 		for _, p := range info.Profiles {
 			fmt.Fprintf(&b, "  - `%s`: %s\n", p.Name, p.Description)
 		}
@@ -128,17 +140,56 @@ func Text(info Info) string {
 	return b.String()
 }
 
+// ProfileArgument names the prompt's one argument, offered when there are
+// profiles: the toolchain the user picks for the task.
+const ProfileArgument = "profile"
+
 // Workspace returns the prompt and its handler; infoFor gives the settings
-// of the session a request belongs to.
-func Workspace(infoFor func(ctx context.Context) Info) server.ServerPrompt {
-	prompt := mcp.NewPrompt(Name,
+// of the session a request belongs to. With profiles, the prompt takes an
+// optional profile argument naming one of them; any other argument, or a
+// profile not among them, is an error that says what the prompt takes.
+func Workspace(profiles []Profile, infoFor func(ctx context.Context) Info) server.ServerPrompt {
+	opts := []mcp.PromptOption{
 		mcp.WithPromptTitle(Title),
 		mcp.WithPromptDescription("What the Podman workspace sandbox is, how its tools relate, and its limits."),
-	)
-	handler := func(ctx context.Context, _ mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	}
+	names := make([]string, len(profiles))
+	for i, p := range profiles {
+		names[i] = p.Name
+	}
+	if len(profiles) > 0 {
+		opts = append(opts, mcp.WithArgument(ProfileArgument, mcp.ArgumentDescription(
+			"The toolchain this task needs, which the model switches to before working: one of "+strings.Join(names, ", ")+". Leave it empty to let the model choose.")))
+	}
+	handler := func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		chosen, err := chosenProfile(req.Params.Arguments, names)
+		if err != nil {
+			return nil, err
+		}
+		info := infoFor(ctx)
+		info.Chosen = chosen
 		return mcp.NewGetPromptResult(Title, []mcp.PromptMessage{
-			mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(Text(infoFor(ctx)))),
+			mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(Text(info))),
 		}), nil
 	}
-	return server.ServerPrompt{Prompt: prompt, Handler: handler}
+	return server.ServerPrompt{Prompt: mcp.NewPrompt(Name, opts...), Handler: handler}
+}
+
+// chosenProfile is the profile args pick, "" for none, or an error naming
+// what is wrong and what the prompt takes.
+func chosenProfile(args map[string]string, names []string) (string, error) {
+	takes := "takes no arguments"
+	if len(names) > 0 {
+		takes = fmt.Sprintf("takes one optional argument, %q, naming a profile: %s", ProfileArgument, strings.Join(names, ", "))
+	}
+	for _, key := range slices.Sorted(maps.Keys(args)) {
+		if key != ProfileArgument || len(names) == 0 {
+			return "", fmt.Errorf("the %s prompt has no argument %q: it %s", Name, key, takes)
+		}
+	}
+	chosen := args[ProfileArgument]
+	if chosen != "" && !slices.Contains(names, chosen) {
+		return "", fmt.Errorf("argument %q: no profile is named %q; the %s prompt %s", ProfileArgument, chosen, Name, takes)
+	}
+	return chosen, nil
 }

@@ -59,8 +59,8 @@ func TestTextSaysWhatTheNetworkReaches(t *testing.T) {
 
 func TestPromptServesTheText(t *testing.T) {
 	info := Info{Image: "img:1", Workspace: "/workspace", ShellTimeoutSeconds: 120}
-	p := Workspace(func(context.Context) Info { return info })
-	if p.Prompt.Name != Name || p.Prompt.Title != Title {
+	p := Workspace(nil, func(context.Context) Info { return info })
+	if p.Prompt.Name != Name || p.Prompt.Title != Title || len(p.Prompt.Arguments) != 0 {
 		t.Errorf("prompt %+v", p.Prompt)
 	}
 	res, err := p.Handler(context.Background(), mcp.GetPromptRequest{})
@@ -81,5 +81,67 @@ func TestTextSaysWhatOutlivesTheSession(t *testing.T) {
 	}
 	if bare := Text(Info{Image: "i", Workspace: "/workspace"}); !strings.Contains(bare, "removed when it ends") || strings.Contains(bare, "kept workspace") {
 		t.Errorf("a session's own workspace is described as kept:\n%s", bare)
+	}
+}
+
+func TestPromptTakesAProfile(t *testing.T) {
+	t.Parallel()
+	profiles := []Profile{{Name: "python", Description: "Python 3 with pytest"}, {Name: "node", Description: "Node.js"}}
+	p := Workspace(profiles, func(context.Context) Info {
+		return Info{Image: "i", Workspace: "/workspace", Profiles: profiles, Profile: "node"}
+	})
+	if args := p.Prompt.Arguments; len(args) != 1 || args[0].Name != ProfileArgument || args[0].Required || !strings.Contains(args[0].Description, "python, node") {
+		t.Errorf("arguments %+v, want one optional profile argument naming the profiles", args)
+	}
+	get := func(args map[string]string) (string, error) {
+		var req mcp.GetPromptRequest
+		req.Params.Arguments = args
+		res, err := p.Handler(context.Background(), req)
+		if err != nil {
+			return "", err
+		}
+		return res.Messages[0].Content.(mcp.TextContent).Text, nil
+	}
+	for _, tc := range []struct {
+		name string
+		args map[string]string
+		want string
+	}{
+		{"none", nil, "Before working, switch with `workspace_profile` to the one the task needs"},
+		{"empty", map[string]string{"profile": ""}, "Before working, switch with `workspace_profile` to the one the task needs"},
+		{"another", map[string]string{"profile": "python"}, "the workspace uses `node`, and the user chose `python` for this task: before anything else, switch to it with `workspace_profile` (name `python`"},
+		{"current", map[string]string{"profile": "node"}, "the user chose `node` for this task, and the workspace already uses it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text, err := get(tc.args)
+			if err != nil || !strings.Contains(text, tc.want) || !strings.Contains(text, "`python`: Python 3 with pytest") {
+				t.Errorf("text %q, err %v; want %q and the list", text, err, tc.want)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		args map[string]string
+		want []string
+	}{
+		{"unknown profile", map[string]string{"profile": "rust"}, []string{`argument "profile"`, `"rust"`, "python, node"}},
+		{"case differs", map[string]string{"profile": "Python"}, []string{`"Python"`, "python, node"}},
+		{"unknown argument", map[string]string{"profil": "python"}, []string{`no argument "profil"`, `"profile"`}},
+		{"control characters", map[string]string{"profile": "py\n\x1b[31m"}, []string{`"py\n\x1b[31m"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := get(tc.args)
+			for _, want := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("error %v, want it to say %s", err, want)
+				}
+			}
+		})
+	}
+	bare := Workspace(nil, func(context.Context) Info { return Info{Image: "i", Workspace: "/workspace"} })
+	var req mcp.GetPromptRequest
+	req.Params.Arguments = map[string]string{"profile": "python"}
+	if _, err := bare.Handler(context.Background(), req); err == nil || !strings.Contains(err.Error(), "takes no arguments") {
+		t.Errorf("a server without profiles took a profile: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/wink-mcp/wink-mcp/prompts"
 	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
@@ -27,7 +28,7 @@ func (c pathCompleter) CompleteResourceArgument(ctx context.Context, uri string,
 	if uri != FilesURITemplate || arg.Name != "path" || len(arg.Value) > workspace.MaxPathLength {
 		return none, nil
 	}
-	dir, prefix := path.Split(arg.Value)
+	dir, _ := path.Split(arg.Value)
 	clean, err := workspace.CleanPath(strings.TrimSuffix(dir, "/"))
 	if err != nil {
 		return none, nil
@@ -40,9 +41,35 @@ func (c pathCompleter) CompleteResourceArgument(ctx context.Context, uri string,
 	if err != nil {
 		return none, nil
 	}
-	out := &mcp.Completion{Values: []string{}}
+	values := make([]string, 0, len(list.Entries))
 	for _, e := range list.Entries {
-		if !strings.HasPrefix(e.Name, prefix) {
+		value := dir + e.Name
+		if e.Kind == wire.KindDirectory {
+			value += "/"
+		}
+		values = append(values, value)
+	}
+	return completion(values, arg.Value, list.Truncated), nil
+}
+
+// profileCompleter completes the workspace prompt's profile argument with
+// the names of the profiles.
+type profileCompleter struct{ names []string }
+
+// CompletePromptArgument implements mcpserver.PromptCompletionProvider.
+func (c profileCompleter) CompletePromptArgument(_ context.Context, prompt string, arg mcp.CompleteArgument, _ mcp.CompleteContext) (*mcp.Completion, error) {
+	if prompt != prompts.Name || arg.Name != prompts.ProfileArgument {
+		return &mcp.Completion{Values: []string{}}, nil
+	}
+	return completion(c.names, arg.Value, false), nil
+}
+
+// completion is the values that start with typed, at most maxCompletions
+// of them, with their total; more says values were left out before this.
+func completion(values []string, typed string, more bool) *mcp.Completion {
+	out := &mcp.Completion{Values: []string{}, HasMore: more}
+	for _, v := range values {
+		if !strings.HasPrefix(v, typed) {
 			continue
 		}
 		out.Total++
@@ -50,12 +77,7 @@ func (c pathCompleter) CompleteResourceArgument(ctx context.Context, uri string,
 			out.HasMore = true
 			continue
 		}
-		value := dir + e.Name
-		if e.Kind == wire.KindDirectory {
-			value += "/"
-		}
-		out.Values = append(out.Values, value)
+		out.Values = append(out.Values, v)
 	}
-	out.HasMore = out.HasMore || list.Truncated
-	return out, nil
+	return out
 }

@@ -120,9 +120,11 @@ func New(cfg Config) (*Server, error) {
 	info := prompts.Info{Image: strings.Join(cfg.Workspace.ImageChoices(), " or "), Workspace: workspace.Root, ShellTimeoutSeconds: int(cfg.MaxCommandTimeout / time.Second),
 		Mounts: promptMounts(mgr.Mounts()), ClientRoots: cfg.Workspace.MountRoots, Egress: cfg.Workspace.Egress, EgressAsk: cfg.Workspace.EgressAsk, Kept: cfg.KeptWorkspace}
 	var profileList []tools.Profile
+	var profileNames []string
 	for _, p := range cfg.Workspace.Profiles.All() {
 		profileList = append(profileList, tools.Profile{Name: p.Name, Description: p.Description})
 		info.Profiles = append(info.Profiles, prompts.Profile{Name: p.Name, Description: p.Description})
+		profileNames = append(profileNames, p.Name)
 	}
 	s.mcp = mcpserver.NewMCPServer("wink-mcp", Version(),
 		mcpserver.WithToolCapabilities(false),
@@ -133,6 +135,7 @@ func New(cfg Config) (*Server, error) {
 		mcpserver.WithIcons(tools.ServerIcon()),
 		mcpserver.WithCompletions(),
 		mcpserver.WithResourceCompletionProvider(pathCompleter{s}),
+		mcpserver.WithPromptCompletionProvider(profileCompleter{profileNames}),
 		mcpserver.WithInstructions(prompts.Text(info)),
 		mcpserver.WithHooks(hooks),
 		mcpserver.WithToolHandlerMiddleware(s.observe),
@@ -145,7 +148,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.mcp.AddTools(all...)
-	s.mcp.AddPrompts(prompts.Workspace(func(ctx context.Context) prompts.Info { return s.promptInfo(ctx, info) }))
+	s.mcp.AddPrompts(prompts.Workspace(info.Profiles, func(ctx context.Context) prompts.Info { return s.promptInfo(ctx, info) }))
 	if cfg.Workspace.MountRoots {
 		mgr.SetRoots(s.clientRoots)
 	}

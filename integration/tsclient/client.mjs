@@ -5,7 +5,8 @@
 // (links: the resource_link URIs of write_file's result; logs: the messages
 // of the notifications/message it heard), with the tools, those with an SVG
 // icon, the server's icons, the completions of the path "ts/li" in the
-// files template and the resources/updated URIs it heard (updated) after
+// files template and of the workspace prompt's profile "p", and the
+// resources/updated URIs it heard (updated) after
 // subscribing to ts/shell.txt, which a podman_shell command then writes;
 // waits for a line on stdin, then ends the session.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -41,6 +42,10 @@ const completed = await client.complete({
   ref: { type: "ref/resource", uri: "wink://workspace/files/{+path}" },
   argument: { name: "path", value: "ts/li" },
 });
+const profiles = await client.complete({
+  ref: { type: "ref/prompt", name: "podman_workspace" },
+  argument: { name: "profile", value: "p" },
+});
 console.log(JSON.stringify({
   sessionId: transport.sessionId,
   container: result.structuredContent.container,
@@ -51,6 +56,7 @@ console.log(JSON.stringify({
   toolsWithIcons,
   serverIcons,
   completions: completed.completion.values,
+  profileCompletions: profiles.completion.values,
   updated,
 }));
 const stdin = createInterface({ input: process.stdin });
