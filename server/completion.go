@@ -9,7 +9,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/prompts"
 	"github.com/wink-mcp/wink-mcp/wire"
-	"github.com/wink-mcp/wink-mcp/workspace"
+	"github.com/wink-mcp/wink-mcp/wspath"
 )
 
 // maxCompletions is the most values one completion gives (MCP's cap).
@@ -25,11 +25,11 @@ type pathCompleter struct{ s *Server }
 // completes to nothing rather than an error: the user is still typing.
 func (c pathCompleter) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, _ mcp.CompleteContext) (*mcp.Completion, error) {
 	none := &mcp.Completion{Values: []string{}}
-	if uri != FilesURITemplate || arg.Name != "path" || len(arg.Value) > workspace.MaxPathLength {
+	if uri != FilesURITemplate || arg.Name != "path" || len(arg.Value) > wspath.MaxLength {
 		return none, nil
 	}
 	dir, _ := path.Split(arg.Value)
-	clean, err := workspace.CleanPath(strings.TrimSuffix(dir, "/"))
+	clean, err := wspath.Clean(strings.TrimSuffix(dir, "/"))
 	if err != nil {
 		return none, nil
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/tools"
 	"github.com/wink-mcp/wink-mcp/workspace"
+	"github.com/wink-mcp/wink-mcp/wspath"
 )
 
 // Resource URIs.
@@ -64,7 +65,7 @@ func (s *Server) registerResources() {
 			mcp.WithTemplateMIMEType("text/plain")),
 		func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 			raw, _ := url.PathUnescape(strings.TrimPrefix(req.Params.URI, filesURIPrefix))
-			path, err := workspace.CleanPath(raw)
+			path, err := wspath.Clean(raw)
 			if err != nil {
 				return nil, err
 			}
@@ -110,7 +111,7 @@ func canonicalURI(uri string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("uri: %q has a bad %%-escape: %w", truncateURI(uri), err)
 	}
-	path, err := workspace.CleanPath(raw)
+	path, err := wspath.Clean(raw)
 	if err != nil {
 		return "", fmt.Errorf("uri: the path of %q: %w", truncateURI(uri), err)
 	}

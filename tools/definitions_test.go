@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/wink-mcp/wink-mcp/workspace"
+	"github.com/wink-mcp/wink-mcp/wspath"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/tools.json and the README's tool table")
@@ -117,8 +118,8 @@ func TestEveryToolIsWellFormed(t *testing.T) {
 						t.Errorf("%s schema property %s has no description", name, prop)
 					}
 					// Struct tags cannot name a constant: keep path limits equal to the path rules.
-					if name == "input" && pathFields[prop] && field["maxLength"] != float64(workspace.MaxPathLength) {
-						t.Errorf("path field %s has maxLength %v, want %d", prop, field["maxLength"], workspace.MaxPathLength)
+					if name == "input" && pathFields[prop] && field["maxLength"] != float64(wspath.MaxLength) {
+						t.Errorf("path field %s has maxLength %v, want %d", prop, field["maxLength"], wspath.MaxLength)
 					}
 				}
 			}

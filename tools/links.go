@@ -7,7 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/wink-mcp/wink-mcp/workspace"
+	"github.com/wink-mcp/wink-mcp/wspath"
 )
 
 // FilesURIPrefix starts the resource URI of a workspace file; the server
@@ -52,7 +52,7 @@ func addLinks(res *mcp.CallToolResult, r any) {
 	}
 	n := 0
 	for _, link := range l.Links() {
-		if !workspace.IsCleanPath(link.Path) {
+		if !wspath.IsClean(link.Path) {
 			continue
 		}
 		if n == maxLinks {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/schema"
 	"github.com/wink-mcp/wink-mcp/workspace"
+	"github.com/wink-mcp/wink-mcp/wspath"
 )
 
 // Limits of podman_shell that no schema keyword states; the others are in
@@ -93,7 +94,7 @@ func (p *ShellParams) Validate() error {
 	if p.Background && p.CaptureOutput != nil && !*p.CaptureOutput {
 		return fmt.Errorf("capture_output: a background job always keeps its output (drop capture_output, or run it in the foreground)")
 	}
-	cwd, err := workspace.CleanPath(p.Cwd)
+	cwd, err := wspath.Clean(p.Cwd)
 	if err != nil {
 		return fmt.Errorf("cwd: %w", err)
 	}

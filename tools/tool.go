@@ -18,6 +18,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/schema"
 	"github.com/wink-mcp/wink-mcp/workspace"
+	"github.com/wink-mcp/wink-mcp/wspath"
 )
 
 // WorkspaceFor returns the workspace of the MCP session a call belongs to.
@@ -138,7 +139,7 @@ func annotate(readOnly, destructive, idempotent bool) mcp.ToolAnnotation {
 // cleanPath normalises one path argument, naming the field in its error.
 // allowRoot says whether "" (the workspace root) is acceptable.
 func cleanPath(field, p string, allowRoot bool) (string, error) {
-	c, err := workspace.CleanPath(p)
+	c, err := wspath.Clean(p)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", field, err)
 	}

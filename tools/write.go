@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/wink-mcp/wink-mcp/workspace"
+	"github.com/wink-mcp/wink-mcp/wspath"
 )
 
 // WriteFileParams are write_file's arguments.
@@ -135,7 +136,7 @@ type RmParams struct {
 
 // Validate normalises the path and refuses the root.
 func (p *RmParams) Validate() error {
-	c, err := workspace.CleanPath(p.Path)
+	c, err := wspath.Clean(p.Path)
 	if err != nil {
 		return fmt.Errorf("path: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/wink-mcp/wink-mcp/glob"
+	"github.com/wink-mcp/wink-mcp/wspath"
 )
 
 // MountMode says how a host folder appears in the workspace.
@@ -151,7 +152,7 @@ func resolveMount(m Mount, roots []string, cacheDir string) (resolvedMount, erro
 	if r.Path == "" {
 		r.Path = filepath.Base(host)
 	}
-	if r.Path, err = CleanPath(r.Path); err != nil {
+	if r.Path, err = wspath.Clean(r.Path); err != nil {
 		return r, fmt.Errorf("workspace path: %w; name one with HOST_PATH:WORKSPACE_PATH", err)
 	}
 	if r.Path == "" {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/wire"
+	"github.com/wink-mcp/wink-mcp/wspath"
 )
 
 const (
@@ -101,7 +102,7 @@ func (s *Session) commanded(ctx context.Context, changes []wire.Change) {
 func listable(c wire.Change) wire.Change {
 	p := c.Path
 	for p != "" {
-		if IsCleanPath(p) {
+		if wspath.IsClean(p) {
 			break
 		}
 		p = pathpkg.Dir(p)

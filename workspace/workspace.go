@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/wire"
+	"github.com/wink-mcp/wink-mcp/wspath"
 )
 
 // Errors a Workspace returns; tools turn them into messages for the model.
@@ -28,14 +29,18 @@ var (
 		"the next call reconnects, starting the container again if it stopped (files in /workspace are kept)")
 )
 
-// All paths given to a Workspace are normalised by CleanPath ("" is the
+// Root is where the workspace appears inside the container: wspath.Root,
+// which every path a client gives is relative to.
+const Root = wspath.Root
+
+// All paths given to a Workspace are normalised by wspath.Clean ("" is the
 // workspace root); the agent confines every access to /workspace in the kernel.
 
 // ExecRequest is a command to run in a session's container.
 type ExecRequest struct {
 	// Argv is the command; Argv[0] is looked up in PATH.
 	Argv []string
-	// Dir is the working directory, already normalised by CleanPath ("" for the root).
+	// Dir is the working directory, already normalised by wspath.Clean ("" for the root).
 	Dir string
 	// Env is merged over the container's environment.
 	Env map[string]string

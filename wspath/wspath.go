@@ -1,4 +1,9 @@
-package workspace
+// Package wspath holds the rules every path a client gives for the
+// workspace keeps (relative, ASCII, at most 16 segments of at most 80
+// characters, no climbing out) and their normal form. It depends on
+// nothing of the project, so the tools, the server and the fuzzer use the
+// rules without building the Podman engine.
+package wspath
 
 import (
 	"errors"
@@ -7,55 +12,55 @@ import (
 	"unicode/utf8"
 )
 
-// Path rules shared by every tool that takes a workspace path.
+// The limits of a workspace path, and where paths are relative to.
 const (
 	// Root is where the workspace appears inside the container.
 	Root = "/workspace"
-	// MaxPathSegments is the most segments a normalised path may have.
-	MaxPathSegments = 16
+	// MaxSegments is the most segments a normalised path may have.
+	MaxSegments = 16
 	// MaxSegmentLength is the most characters one segment may have.
 	MaxSegmentLength = 80
-	// MaxPathLength is the longest path accepted before normalisation: the
+	// MaxLength is the longest path accepted before normalisation: the
 	// longest normalised path (16 segments of 80 characters and 15 slashes).
-	MaxPathLength = MaxPathSegments*MaxSegmentLength + MaxPathSegments - 1
+	MaxLength = MaxSegments*MaxSegmentLength + MaxSegments - 1
 )
 
-// ErrInvalidPath is wrapped by every error CleanPath returns.
-var ErrInvalidPath = errors.New("invalid workspace path")
+// ErrInvalid is wrapped by every error Clean returns.
+var ErrInvalid = errors.New("invalid workspace path")
 
-// PathError says which rule a path broke. It wraps ErrInvalidPath.
-type PathError struct {
+// Error says which rule a path broke. It wraps ErrInvalid.
+type Error struct {
 	Path string
 	Rule string
 }
 
 // Error names the path and the rule.
-func (e *PathError) Error() string {
+func (e *Error) Error() string {
 	return fmt.Sprintf("path %q: %s", truncateForMessage(e.Path), e.Rule)
 }
 
-// Unwrap returns ErrInvalidPath.
-func (e *PathError) Unwrap() error { return ErrInvalidPath }
+// Unwrap returns ErrInvalid.
+func (e *Error) Unwrap() error { return ErrInvalid }
 
-// IsCleanPath says p keeps the path rules and is already in CleanPath's
+// IsClean says p keeps the path rules and is already in Clean's
 // form: a name a client can use as it is, such as in a resource URI.
-func IsCleanPath(p string) bool {
-	clean, err := CleanPath(p)
+func IsClean(p string) bool {
+	clean, err := Clean(p)
 	return err == nil && clean == p
 }
 
-// CleanPath checks a path given by a client and returns it normalised:
+// Clean checks a path given by a client and returns it normalised:
 // relative to the workspace, segments joined by single slashes, "." segments
 // dropped and ".." resolved, "" for the workspace root. It rejects absolute
 // paths, paths that climb out of the workspace, non-ASCII and control
 // characters, and paths over the segment limits. The string rules are the
 // first line of defence; the agent confines every access in the kernel too.
-func CleanPath(p string) (string, error) {
+func Clean(p string) (string, error) {
 	fail := func(format string, args ...any) (string, error) {
-		return "", &PathError{Path: p, Rule: fmt.Sprintf(format, args...)}
+		return "", &Error{Path: p, Rule: fmt.Sprintf(format, args...)}
 	}
-	if len(p) > MaxPathLength {
-		return fail("is %d characters long; the limit is %d (%d segments of at most %d characters)", len(p), MaxPathLength, MaxPathSegments, MaxSegmentLength)
+	if len(p) > MaxLength {
+		return fail("is %d characters long; the limit is %d (%d segments of at most %d characters)", len(p), MaxLength, MaxSegments, MaxSegmentLength)
 	}
 	for i, r := range p {
 		switch {
@@ -92,8 +97,8 @@ func CleanPath(p string) (string, error) {
 			}
 			segs = append(segs, s)
 		}
-		if len(segs) > MaxPathSegments {
-			return fail("has more than %d segments", MaxPathSegments)
+		if len(segs) > MaxSegments {
+			return fail("has more than %d segments", MaxSegments)
 		}
 	}
 	return strings.Join(segs, "/"), nil

@@ -1,4 +1,4 @@
-package workspace
+package wspath
 
 import (
 	"errors"
@@ -48,42 +48,15 @@ func TestCleanPath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := CleanPath(tt.in)
+			got, err := Clean(tt.in)
 			if tt.wantErr != "" {
-				if err == nil || !errors.Is(err, ErrInvalidPath) || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Errorf("CleanPath = %q, %v; want an error containing %q", got, err, tt.wantErr)
+				if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("Clean = %q, %v; want an error containing %q", got, err, tt.wantErr)
 				}
 				return
 			}
 			if err != nil || got != tt.want {
-				t.Errorf("CleanPath = %q, %v; want %q", got, err, tt.want)
-			}
-		})
-	}
-}
-
-func TestConfigValidate(t *testing.T) {
-	if err := DefaultConfig().Validate(); err != nil {
-		t.Fatalf("defaults are invalid: %v", err)
-	}
-	tests := []struct {
-		name    string
-		mutate  func(*Config)
-		wantErr string
-	}{
-		{name: "user name", mutate: func(c *Config) { c.User = "nobody" }, wantErr: "numeric"},
-		{name: "tiny memory", mutate: func(c *Config) { c.MemoryBytes = 1 << 20 }, wantErr: "memory"},
-		{name: "zero cpus", mutate: func(c *Config) { c.CPUs = 0 }, wantErr: "cpus"},
-		{name: "prefix with slash", mutate: func(c *Config) { c.NamePrefix = "a/b" }, wantErr: "name prefix"},
-		{name: "relative cache", mutate: func(c *Config) { c.CacheDir = "cache" }, wantErr: "absolute"},
-		{name: "nproc below pids", mutate: func(c *Config) { c.NprocLimit = 10 }, wantErr: "nproc"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := DefaultConfig()
-			tt.mutate(&c)
-			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("Validate = %v, want an error containing %q", err, tt.wantErr)
+				t.Errorf("Clean = %q, %v; want %q", got, err, tt.want)
 			}
 		})
 	}
