@@ -176,6 +176,7 @@ func TestHTTPSessionCap(t *testing.T) {
 // live on; once idle, the session ends. Session-less GETs never take the
 // only session slot.
 func TestHTTPSessionIsNotIdleDuringACall(t *testing.T) {
+	t.Parallel() // it mostly waits: see the package doc
 	p := start(t, startOptions{transport: "http", args: []string{"--idle-timeout", "4s", "--max-sessions", "2"}})
 	for range 5 {
 		resp := rawRequest(t, http.MethodGet, p.url, nil, "")

@@ -70,6 +70,7 @@ func (p *proc) waitJob(id string, within time.Duration) *tools.JobView {
 // foreground with progress: it completes, and no 5 s pass without a
 // notification.
 func TestCommandLongerThanTwoMinutes(t *testing.T) {
+	t.Parallel() // it mostly waits: see the package doc
 	eachJobTransport(t, func(t *testing.T, tr string) {
 		p := start(t, startOptions{transport: tr})
 		p.container() // the gaps measured are the command's, not the container's making

@@ -186,6 +186,7 @@ func TestStopActionStartsFresh(t *testing.T) {
 }
 
 func TestMissingImageIsAClearError(t *testing.T) {
+	t.Parallel() // it mostly waits: see the package doc
 	eachTransport(t, func(t *testing.T, tr string) {
 		p := start(t, startOptions{transport: tr, image: "localhost/wink-no-such-image:1"})
 		res := p.call("podman_shell", map[string]any{"command": []string{"true"}})

@@ -2,6 +2,16 @@
 // client against the real Podman service. Without Podman these tests skip
 // with a message; with CI set they fail instead, so a broken set-up never
 // passes as green.
+//
+// Tests run one at a time: many count containers, processes or latencies
+// across the whole host. The few that spend most of their time waiting
+// (a command past two minutes, the README's profile builds, an idle
+// timeout, a pull that must fail), look only at their own servers'
+// containers and keep no time tight enough for the others' load to break
+// call t.Parallel, so that Go runs them together after all the others and
+// their waits overlap (about two and a half minutes off a run; make test
+// passes -parallel 8, as the default, GOMAXPROCS, would queue them two by
+// two).
 package integration
 
 import (

@@ -60,6 +60,7 @@ func aptMirrorHost(t *testing.T) string {
 // toolchain in a session of its profile. With -update it writes the
 // README's table of their build times and sizes.
 func TestReadmeProfilesBuild(t *testing.T) {
+	t.Parallel() // it mostly waits: see the package doc
 	file := filepath.Join(t.TempDir(), "profiles.yaml")
 	if err := os.WriteFile(file, []byte(readmeProfiles(t)), 0o644); err != nil {
 		t.Fatal(err)

@@ -279,6 +279,7 @@ func TestCancellationKillsTheCommand(t *testing.T) {
 func TestProgressDuringALongCommand(t *testing.T) {
 	eachTransport(t, func(t *testing.T, tr string) {
 		p := start(t, startOptions{transport: tr})
+		p.container() // the gaps measured are the command's, not the container's making
 		var mu sync.Mutex
 		var seen []mcp.JSONRPCNotification
 		var at []time.Time // when each call event happened: start, notifications, answer
