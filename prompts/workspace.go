@@ -184,12 +184,22 @@ func chosenProfile(args map[string]string, names []string) (string, error) {
 	}
 	for _, key := range slices.Sorted(maps.Keys(args)) {
 		if key != ProfileArgument || len(names) == 0 {
-			return "", fmt.Errorf("the %s prompt has no argument %q: it %s", Name, key, takes)
+			return "", fmt.Errorf("the %s prompt has no argument %q: it %s", Name, shown(key), takes)
 		}
 	}
 	chosen := args[ProfileArgument]
 	if chosen != "" && !slices.Contains(names, chosen) {
-		return "", fmt.Errorf("argument %q: no profile is named %q; the %s prompt %s", ProfileArgument, chosen, Name, takes)
+		return "", fmt.Errorf("argument %q: no profile is named %q; the %s prompt %s", ProfileArgument, shown(chosen), Name, takes)
 	}
 	return chosen, nil
+}
+
+// shown is s as an error message quotes it: at most 80 bytes of it, so a
+// huge value is not sent back whole.
+func shown(s string) string {
+	const most = 80
+	if len(s) <= most {
+		return s
+	}
+	return fmt.Sprintf("%s... (%d bytes)", s[:most], len(s))
 }

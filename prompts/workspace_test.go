@@ -128,9 +128,13 @@ func TestPromptTakesAProfile(t *testing.T) {
 		{"case differs", map[string]string{"profile": "Python"}, []string{`"Python"`, "python, node"}},
 		{"unknown argument", map[string]string{"profil": "python"}, []string{`no argument "profil"`, `"profile"`}},
 		{"control characters", map[string]string{"profile": "py\n\x1b[31m"}, []string{`"py\n\x1b[31m"`}},
+		{"huge", map[string]string{"profile": strings.Repeat("x", 1<<20)}, []string{`"` + strings.Repeat("x", 80) + `... (1048576 bytes)"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := get(tc.args)
+			if err != nil && len(err.Error()) > 500 {
+				t.Errorf("the error is %d bytes long", len(err.Error()))
+			}
 			for _, want := range tc.want {
 				if err == nil || !strings.Contains(err.Error(), want) {
 					t.Errorf("error %v, want it to say %s", err, want)
