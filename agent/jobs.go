@@ -205,6 +205,7 @@ func (a *Agent) startJob(args wire.JobStartArgs) (*wire.JobStartResult, *wire.Er
 		j.out.close()
 		return nil, wire.Errorf(wire.CodeInternal, "making the job's output file: %v", err)
 	}
+	j.errs.reserve(stderrReserve)
 	if werr := a.jobs.add(j); werr != nil {
 		j.out.close()
 		j.errs.close()

@@ -46,6 +46,22 @@ func openSpool(dir string) (*spool, error) {
 	return &spool{f: f}, nil
 }
 
+// stderrReserve is the start of a job's stderr kept on disk for it when
+// the job starts: a job whose stdout fills the session's disk still gets
+// its error messages stored.
+const stderrReserve = 64 << 10
+
+// reserve allocates the spool's first n bytes on disk without changing its
+// size, so that writes within them need no free space. A filesystem that
+// cannot allocate ahead leaves the spool as it was.
+func (s *spool) reserve(n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f != nil {
+		_ = unix.Fallocate(int(s.f.Fd()), unix.FALLOC_FL_KEEP_SIZE, 0, n)
+	}
+}
+
 // Write stores p, or counts it as dropped once a write has failed.
 func (s *spool) Write(p []byte) (int, error) {
 	s.mu.Lock()
