@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
+	"github.com/wink-mcp/wink-mcp/hostcmd"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -64,7 +65,7 @@ func criuCheck(ctx context.Context) string {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, path, "check").CombinedOutput()
+	out, err := hostcmd.Command(ctx, path, nil, "check").CombinedOutput()
 	if err == nil {
 		return "`criu check` passes, but wink-mcp does not use it (see the README's Processes across hibernation)"
 	}

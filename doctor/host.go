@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wink-mcp/wink-mcp/hostcmd"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -45,7 +46,7 @@ func (localHost) podmanVersion(ctx context.Context) (string, string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, path, "--version").CombinedOutput()
+	out, err := hostcmd.Command(ctx, path, nil, "--version").CombinedOutput()
 	return path, strings.TrimSpace(string(out)), err
 }
 

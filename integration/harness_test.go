@@ -148,7 +148,7 @@ func launch(t *testing.T, opts startOptions) *proc {
 			p.cmd = exec.Command(command, args...)
 			p.cmd.Env = append(append(os.Environ(), env...), opts.env...)
 			if p.as != nil {
-				p.as.apply(p.cmd)
+				p.as.apply(p.cmd, opts.env...)
 			}
 			return p.cmd, nil
 		}
@@ -178,7 +178,7 @@ func launch(t *testing.T, opts startOptions) *proc {
 	p.cmd.Env = append(os.Environ(), opts.env...)
 	p.cmd.Stderr = p.logs
 	if p.as != nil {
-		p.as.apply(p.cmd)
+		p.as.apply(p.cmd, opts.env...)
 	}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -97,11 +97,12 @@ func copyFile(from, to string, mode os.FileMode) error {
 	return out.Close()
 }
 
-// apply makes cmd run as the user, in its own environment.
-func (u *rootlessUser) apply(cmd *exec.Cmd) {
+// apply makes cmd run as the user, in its own environment with extra
+// ("NAME=value") added.
+func (u *rootlessUser) apply(cmd *exec.Cmd, extra ...string) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid)}}
-	cmd.Env = []string{"HOME=" + u.home, "USER=" + u.name, "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
-		fmt.Sprintf("XDG_RUNTIME_DIR=/run/user/%d", u.uid)}
+	cmd.Env = append([]string{"HOME=" + u.home, "USER=" + u.name, "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+		fmt.Sprintf("XDG_RUNTIME_DIR=/run/user/%d", u.uid)}, extra...)
 	cmd.Dir = "/"
 }
 
@@ -149,11 +150,12 @@ var rootlessArgs = []string{"--allow-unenforced-limits", "--disk-limit", "0", "-
 // A plain user with rootless Podman on cgroups v1 gets every tool, on
 // every transport, in a container hardened in everything but the limits
 // the host cannot enforce, which the log, the prompt and the container say.
-// Ending the session leaves no container and no file behind.
+// Ending the session leaves no container and no file behind, with
+// CONTAINER_HOST and CONTAINER_CONNECTION in the server's environment.
 func TestRootless(t *testing.T) {
 	u := needRootless(t)
 	eachTransport(t, func(t *testing.T, tr string) {
-		p := start(t, startOptions{transport: tr, as: u, args: rootlessArgs})
+		p := start(t, startOptions{transport: tr, as: u, env: u.shellEnv(t), args: rootlessArgs})
 		fileToolsScenario(t, p)
 		name := p.container()
 		checkRootlessHardening(t, u, name)
@@ -183,6 +185,9 @@ func TestRootless(t *testing.T) {
 		}
 		if fileExists(dir) {
 			t.Errorf("session directory %s left", dir)
+		}
+		if left := u.notTheUsers(p.cache); len(left) > 0 {
+			t.Errorf("files of the container's users are left in the cache: %v", left)
 		}
 	})
 }
@@ -262,10 +267,42 @@ func TestRootlessForkBombIsBoundedByNproc(t *testing.T) {
 	}
 }
 
+// shellEnv is what a rootless user's shell exports for Podman, as its
+// documentation suggests: the socket as CONTAINER_HOST, a named
+// connection as CONTAINER_CONNECTION (in the user's own connections
+// file, made in a folder of the test). The server is run with it.
+func (u *rootlessUser) shellEnv(t *testing.T) []string {
+	t.Helper()
+	config := u.dir(t)
+	conns := fmt.Sprintf(`{"Connection":{"Default":"mine","Connections":{"mine":{"URI":"unix://%s"}}}}`, u.socket)
+	must(t, os.MkdirAll(filepath.Join(config, "containers"), 0o755))
+	must(t, os.WriteFile(filepath.Join(config, "containers", "podman-connections.json"), []byte(conns), 0o644))
+	return []string{"CONTAINER_HOST=unix://" + u.socket, "CONTAINER_CONNECTION=mine", "XDG_CONFIG_HOME=" + config}
+}
+
+// notTheUsers lists what under root belongs to another uid than the
+// user's own (the container's users are subordinate uids on the host).
+func (u *rootlessUser) notTheUsers(root string) []string {
+	var left []string
+	_ = filepath.Walk(root, func(path string, info os.FileInfo, err error) error {
+		if err == nil {
+			if st := info.Sys().(*syscall.Stat_t); int(st.Uid) != u.uid {
+				left = append(left, fmt.Sprintf("%s (uid %d, %v)", path, st.Uid, info.Mode()))
+			}
+		}
+		return nil
+	})
+	return left
+}
+
 // A rootless session with an overlay and a copy mount of the user's own
-// folders: edits reach the patch, the host folders stay as they were, and
-// ending the session removes its directory completely, including the
-// overlay's work directory, which belongs to a subordinate uid.
+// folders, served by a server whose environment has CONTAINER_HOST and
+// CONTAINER_CONNECTION set: edits reach the patch, the host folders stay
+// as they were, and ending the session removes its directory completely,
+// including the overlay's work directory, which belongs to a subordinate
+// uid and, once a directory of the host folder is replaced, holds a
+// whiteout of that uid; nothing in the cache belongs to another uid than
+// the user's.
 func TestRootlessMountsExportAndCleanup(t *testing.T) {
 	u := needRootless(t)
 	home := u.dir(t)
@@ -275,10 +312,15 @@ func TestRootlessMountsExportAndCleanup(t *testing.T) {
 		must(t, os.WriteFile(filepath.Join(folder, "a.txt"), []byte("one\n"), 0o644))
 		must(t, os.Chown(folder, u.uid, u.gid))
 		must(t, os.Chown(filepath.Join(folder, "a.txt"), u.uid, u.gid))
+		must(t, os.MkdirAll(filepath.Join(folder, "old", "sub"), 0o755))
+		must(t, os.WriteFile(filepath.Join(folder, "old", "sub", "f"), []byte("f\n"), 0o644))
+		for _, p := range []string{"old", "old/sub", "old/sub/f"} {
+			must(t, os.Chown(filepath.Join(folder, p), u.uid, u.gid))
+		}
 	}
-	p := start(t, startOptions{as: u, args: append([]string{"--allowed-root", home,
+	p := start(t, startOptions{as: u, env: u.shellEnv(t), args: append([]string{"--allowed-root", home,
 		"--mount", filepath.Join(home, "proj") + ":proj:overlay", "--mount", filepath.Join(home, "data") + ":data:copy"}, rootlessArgs...)})
-	p.run("sh", "-c", "echo two >> proj/a.txt && echo new > proj/b.txt && echo two >> data/a.txt && mkdir -p proj/deep/er && echo x > proj/deep/er/c")
+	p.run("sh", "-c", "echo two >> proj/a.txt && echo new > proj/b.txt && echo two >> data/a.txt && mkdir -p proj/deep/er && echo x > proj/deep/er/c && rm -rf proj/old && mkdir proj/old2 && mv proj/old2 proj/old")
 	cli := exec.Command(u.bin, "export", "--cache-dir", p.cache, "--out", filepath.Join(p.cache, "patches"))
 	u.apply(cli)
 	out, err := cli.CombinedOutput()
@@ -298,15 +340,10 @@ func TestRootlessMountsExportAndCleanup(t *testing.T) {
 	dir := p.sessionDir()
 	p.endSession()
 	if fileExists(dir) {
-		var left []string
-		_ = filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
-			if err == nil {
-				st := info.Sys().(*syscall.Stat_t)
-				left = append(left, fmt.Sprintf("%s (uid %d, %v)", path, st.Uid, info.Mode()))
-			}
-			return nil
-		})
-		t.Errorf("the session directory is left: %v", left)
+		t.Errorf("the session directory is left, holding files of the container's users: %v", u.notTheUsers(dir))
+	}
+	if left := u.notTheUsers(p.cache); len(left) > 0 {
+		t.Errorf("files of the container's users are left in the cache: %v", left)
 	}
 	if p.logs.find("shutdown incomplete", nil) != nil {
 		t.Error("the server reported an incomplete shutdown")

@@ -4,11 +4,13 @@
 package machine
 
 import (
+	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
+
+	"github.com/wink-mcp/wink-mcp/hostcmd"
 )
 
 // Describe returns what it can find of this host, keyed by "cpus", "cpu",
@@ -47,7 +49,7 @@ func Describe() map[string]string {
 
 // firstLine runs a command and returns the first line of its output.
 func firstLine(name string, args ...string) string {
-	out, err := exec.Command(name, args...).Output()
+	out, err := hostcmd.Command(context.Background(), name, hostcmd.Podman, args...).Output()
 	if err != nil {
 		return "unknown"
 	}

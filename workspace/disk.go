@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/hostcmd"
 )
 
 // A session's directory (its /workspace, the upper directories of its
@@ -67,11 +69,13 @@ func lookTool(name string) string {
 
 // mountImage loop-mounts the ext4 image at dir with these options.
 func (t diskTools) mountImage(ctx context.Context, image, dir, options string) error {
-	return run(ctx, t.mount, "-t", "ext4", "-o", "loop,"+options, image, dir)
+	return run(ctx, nil, t.mount, "-t", "ext4", "-o", "loop,"+options, image, dir)
 }
 
-func run(ctx context.Context, name string, args ...string) error {
-	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+// run runs a helper program with the environment hostcmd builds, passing
+// it the variables keep names, and returns its output in its error.
+func run(ctx context.Context, keep []string, name string, args ...string) error {
+	out, err := hostcmd.Command(ctx, name, keep, args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%s %s: %v: %s", filepath.Base(name), strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}

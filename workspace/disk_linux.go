@@ -118,7 +118,7 @@ func (t diskTools) makeDisk(ctx context.Context, image, dir string, size int64, 
 	} else {
 		args = append(args, "-O", "^has_journal")
 	}
-	if err := run(ctx, t.mkfs, append(args, image)...); err != nil {
+	if err := run(ctx, nil, t.mkfs, append(args, image)...); err != nil {
 		os.Remove(image)
 		return fmt.Errorf("making the session filesystem: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/wink-mcp/wink-mcp/hostcmd"
 )
 
 // GitIdentity is the git user.name and user.email given to every
@@ -36,7 +38,7 @@ func (g *GitIdentity) env() map[string]string {
 // configuration, as `git config` in the current directory resolves them.
 func ReadGitIdentity(ctx context.Context) (*GitIdentity, error) {
 	get := func(key string) (string, error) {
-		out, err := exec.CommandContext(ctx, "git", "config", "--get", key).Output()
+		out, err := hostcmd.Command(ctx, "git", hostcmd.GitConfig, "config", "--get", key).Output()
 		var exit *exec.ExitError
 		switch {
 		case errors.As(err, &exit) && exit.ExitCode() == 1:

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/wink-mcp/wink-mcp/hostcmd"
 )
 
 // removeAll removes dir and everything in it. Under rootless Podman the
@@ -24,7 +26,10 @@ func removeAll(dir string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), diskToolTimeout)
 	defer cancel()
-	if uerr := run(ctx, podman, "unshare", "rm", "-rf", "--", dir); uerr != nil {
+	// --remote=false and an environment without CONTAINER_HOST and the
+	// like: the server may talk to the user's service through a URL, but
+	// unshare only works as the local client.
+	if uerr := run(ctx, hostcmd.Podman, podman, "--remote=false", "unshare", "rm", "-rf", "--", dir); uerr != nil {
 		return fmt.Errorf("%w; removing it in the user namespace failed too: %v", err, uerr)
 	}
 	return nil
