@@ -18,6 +18,7 @@ import (
 	"github.com/containers/podman/v5/pkg/bindings/containers"
 	"github.com/containers/podman/v5/pkg/bindings/images"
 	"github.com/containers/podman/v5/pkg/errorhandling"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/wink-mcp/wink-mcp/engine"
 )
@@ -51,6 +52,11 @@ type Engine struct {
 	// image made with the agent copied in (see remote.go).
 	agentMu     sync.Mutex
 	agentImages map[string]string
+	// pulls remembers failed pulls, so that calls do not each wait for
+	// the next one (see pullbackoff.go); pulling lets the calls that need
+	// an image at the same time share one pull of it.
+	pulls   pullFailures
+	pulling singleflight.Group
 }
 
 // Options say which Podman service an Engine drives, and how.
@@ -198,8 +204,30 @@ func (e *Engine) ChooseImage(ctx context.Context, choices []string) (image strin
 	return image, true, nil
 }
 
-// pull pulls image.
+// pull pulls image, unless a failed pull of it is still backing off.
+// Calls that need the image meanwhile wait for the same pull, which goes
+// on (up to --pull-timeout) when they give up, for the calls after them.
 func (e *Engine) pull(ctx context.Context, image string) error {
+	if err := e.pulls.refused(image); err != nil {
+		return err
+	}
+	done := e.pulling.DoChan(image, func() (any, error) {
+		err := e.pullNow(context.WithoutCancel(ctx), image)
+		if !errors.Is(err, engine.ErrUnreachable) {
+			e.pulls.record(image, err)
+		}
+		return nil, err
+	})
+	select {
+	case r := <-done:
+		return r.Err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// pullNow pulls image.
+func (e *Engine) pullNow(ctx context.Context, image string) error {
 	e.log.Info("pulling image", "image", image)
 	start := time.Now()
 	connCtx, err := e.connect(ctx)
