@@ -55,6 +55,8 @@ type runOutcome struct {
 	// SIGTERM when the tree exited within the grace, else SIGKILL.
 	endedBy  string
 	duration time.Duration
+	// oom says what the memory limit killed while it ran, nil for nothing.
+	oom *wire.OOM
 }
 
 // replyOrError is a supervisor's answer, or why none came.
@@ -81,7 +83,7 @@ func (a *Agent) run(ctx context.Context, spec runSpec) (*runOutcome, *wire.Error
 	if spec.keepWhole {
 		out.stdout.spillDir, out.stderr.spillDir = a.workspace, a.workspace
 	}
-	start := time.Now()
+	start, oomBefore := time.Now(), oomKills()
 	err = send(sup.ctl, commandSpec{Argv: spec.argv, Dir: spec.dir, Env: spec.env, PassResult: spec.result != nil}, st.commandEnds())
 	st.closeCommandEnds()
 	if err != nil {
@@ -139,6 +141,7 @@ func (a *Agent) run(ctx context.Context, spec runSpec) (*runOutcome, *wire.Error
 	default:
 		out.exitCode = got.reply.ExitCode
 	}
+	out.oom = oomReport(oomBefore, out.exitCode, out.timedOut)
 	return out, nil
 }
 
@@ -218,6 +221,7 @@ func (a *Agent) exec(ctx context.Context, args wire.ExecArgs, report func(wire.P
 		TimedOut:       out.timedOut,
 		EndedBy:        out.endedBy,
 		DurationMillis: out.duration.Milliseconds(),
+		OOM:            out.oom,
 	}
 	res.Stdout, res.StdoutTruncated = out.stdout.text()
 	res.Stderr, res.StderrTruncated = out.stderr.text()

@@ -58,6 +58,10 @@ type job struct {
 	exitCode int
 	endedBy  string
 	startErr *wire.Error // why the command could not start, if it could not
+	// oomBefore is oomKills() at its start; oom what the memory limit
+	// killed while it ran, once it ended.
+	oomBefore int64
+	oom       *wire.OOM
 }
 
 // info describes j.
@@ -65,7 +69,7 @@ func (j *job) info() wire.JobInfo {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	in := wire.JobInfo{ID: j.id, Argv: j.argv, Dir: j.dir, Kind: j.kind, State: wire.JobRunning,
-		StartedUnixMillis: j.started.UnixMilli(), EndedBy: j.endedBy, StdinOpen: j.stdin != nil}
+		StartedUnixMillis: j.started.UnixMilli(), EndedBy: j.endedBy, StdinOpen: j.stdin != nil, OOM: j.oom}
 	end := time.Now()
 	if !j.ended.IsZero() {
 		end = j.ended
@@ -161,7 +165,7 @@ func (a *Agent) keepOutput(argv []string, dir string, start time.Time, out *runO
 		return ""
 	}
 	j := &job{kind: "command", argv: argv, dir: dir, started: start, done: make(chan struct{}),
-		ended: start.Add(out.duration), exitCode: out.exitCode, endedBy: out.endedBy}
+		ended: start.Add(out.duration), exitCode: out.exitCode, endedBy: out.endedBy, oom: out.oom}
 	j.out, j.errs = keptStream(out.stdout), keptStream(out.stderr)
 	close(j.done)
 	if a.jobs.add(j) != nil {
@@ -277,7 +281,7 @@ func (a *Agent) launch(j *job, ex wire.ExecArgs, closeStdin bool) *wire.Error {
 		sup.ctl.Close()
 		return wire.Errorf(wire.CodeInternal, "creating the job's pipes: %v", err)
 	}
-	j.started = time.Now()
+	j.started, j.oomBefore = time.Now(), oomKills()
 	err = send(sup.ctl, commandSpec{Argv: ex.Argv, Dir: j.dir, Env: mergeEnv(os.Environ(), ex.Env)}, st.commandEnds())
 	st.closeCommandEnds()
 	if err != nil {
@@ -343,6 +347,7 @@ func (a *Agent) superviseJob(j *job, st *streams, copied <-chan struct{}, replie
 	if j.endedBy == "" {
 		j.endedBy = endedBy
 	}
+	j.oom = oomReport(j.oomBefore, j.exitCode, j.endedBy != "")
 	if j.stdin != nil {
 		j.stdin.Close()
 		j.stdin = nil

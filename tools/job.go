@@ -98,6 +98,7 @@ type JobView struct {
 	DroppedBytes  int64    `json:"dropped_bytes,omitempty" jsonschema_description:"Output that could not be kept because the workspace disk was full."`
 	DroppedReason string   `json:"dropped_reason,omitempty" jsonschema_description:"Why output was dropped."`
 	StdinOpen     bool     `json:"stdin_open" jsonschema_description:"Whether action input can still write to it."`
+	OutOfMemory   string   `json:"out_of_memory,omitempty" jsonschema_description:"Once exited: set when the workspace's memory limit killed processes while it ran: whether the job itself was killed (exit_code 137), how many, and the limit."`
 }
 
 // JobResult is the job tool's result.
@@ -150,6 +151,9 @@ func (v JobView) line() string {
 	if v.EndedBy != "" {
 		state += " (" + v.EndedBy + ")"
 	}
+	if v.OutOfMemory != "" {
+		state += ": " + v.OutOfMemory + ","
+	}
 	s := fmt.Sprintf("%s %s: %s after %d ms, stdout %d bytes, stderr %d bytes: %s", v.Kind, v.ID, state, v.DurationMS, v.StdoutBytes, v.StderrBytes, strings.Join(v.Command, " "))
 	if v.DroppedBytes > 0 {
 		s += fmt.Sprintf(" [%d bytes of output dropped: %s]", v.DroppedBytes, v.DroppedReason)
@@ -160,7 +164,7 @@ func (v JobView) line() string {
 func jobView(in workspace.JobInfo) *JobView {
 	return &JobView{ID: in.ID, Kind: in.Kind, Command: in.Argv, State: in.State, ExitCode: in.ExitCode, EndedBy: in.EndedBy,
 		DurationMS: in.DurationMillis, StdoutBytes: in.StdoutBytes, StderrBytes: in.StderrBytes,
-		DroppedBytes: in.DroppedBytes, DroppedReason: in.DroppedReason, StdinOpen: in.StdinOpen}
+		DroppedBytes: in.DroppedBytes, DroppedReason: in.DroppedReason, StdinOpen: in.StdinOpen, OutOfMemory: oomNote(in.OOM)}
 }
 
 // Job returns the job tool.

@@ -132,6 +132,7 @@ type ShellResult struct {
 	DurationMS  int64    `json:"duration_ms" jsonschema_description:"Run time in milliseconds."`
 	TimedOut    bool     `json:"timed_out" jsonschema_description:"True when the timeout killed the command."`
 	EndedBy     string   `json:"ended_by,omitempty" jsonschema_description:"The signal that ended a timed-out or cancelled command: SIGTERM when it exited within grace_seconds, else SIGKILL."`
+	OutOfMemory string   `json:"out_of_memory,omitempty" jsonschema_description:"Set when the workspace's memory limit killed processes while the command ran: whether the command itself was killed (exit_code 137), how many, and the limit."`
 	OutputJob   string   `json:"output_job,omitempty" jsonschema_description:"When stdout or stderr was truncated: the job id whose whole output the job tool pages (action output)."`
 	Job         string   `json:"job,omitempty" jsonschema_description:"With background: the job's id."`
 	JobState    string   `json:"job_state,omitempty" jsonschema_description:"With background: running, or exited when it ended within the first wait."`
@@ -152,8 +153,13 @@ func (r ShellResult) Text() string {
 		fmt.Fprintf(&b, "job %s started and is running (cwd %s); follow it with the job tool: action=status, action=output (stream, offset), action=signal, action=input\n", r.Job, r.Cwd)
 	case r.Job != "":
 		fmt.Fprintf(&b, "job %s already exited with %d in %d ms (cwd %s); the job tool pages its whole output\n", r.Job, r.ExitCode, r.DurationMS, r.Cwd)
+		if r.OutOfMemory != "" {
+			fmt.Fprintf(&b, "%s\n", r.OutOfMemory)
+		}
 	case r.TimedOut:
 		fmt.Fprintf(&b, "timed out after %d ms: the command and every process it started were stopped by %s (exit 124)\n", r.DurationMS, r.EndedBy)
+	case r.OutOfMemory != "":
+		fmt.Fprintf(&b, "exit %d in %d ms (cwd %s): %s\n", r.ExitCode, r.DurationMS, r.Cwd, r.OutOfMemory)
 	default:
 		fmt.Fprintf(&b, "exit %d in %d ms (cwd %s)\n", r.ExitCode, r.DurationMS, r.Cwd)
 	}
@@ -261,10 +267,11 @@ func runShell(ctx context.Context, ws workspace.Workspace, p ShellParams, log *s
 	res.StdoutBytes, res.StderrBytes = out.StdoutBytes, out.StderrBytes
 	res.DurationMS = out.DurationMillis
 	res.TimedOut, res.EndedBy, res.OutputJob = out.TimedOut, out.EndedBy, out.OutputJob
+	res.OutOfMemory = oomNote(out.OOM)
 	res.Stdout = stream(out.Stdout, out.StdoutTruncated, capture)
 	res.Stderr = stream(out.Stderr, out.StderrTruncated, capture)
 	log.Info("podman_shell finished", "container", res.Container, "argv0", p.Command[0], "args", len(p.Command)-1,
-		"exit_code", res.ExitCode, "timed_out", res.TimedOut, "duration_ms", res.DurationMS,
+		"exit_code", res.ExitCode, "timed_out", res.TimedOut, "out_of_memory", res.OutOfMemory != "", "duration_ms", res.DurationMS,
 		"stdout_bytes", res.StdoutBytes, "stderr_bytes", res.StderrBytes,
 		"stdout_preview", preview(out.Stdout), "stderr_preview", preview(out.Stderr))
 	return res, nil
@@ -286,6 +293,7 @@ func startJob(ctx context.Context, ws workspace.Workspace, p ShellParams, env ma
 	if j.ExitCode != nil {
 		res.ExitCode = *j.ExitCode
 	}
+	res.OutOfMemory = oomNote(j.OOM)
 	res.Stdout = stream(started.Stdout.Data, started.Stdout.Next < j.StdoutBytes, true)
 	res.Stderr = stream(started.Stderr.Data, started.Stderr.Next < j.StderrBytes, true)
 	return res, nil

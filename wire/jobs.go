@@ -62,6 +62,9 @@ type JobInfo struct {
 	DroppedBytes  int64  `json:"dropped_bytes,omitempty"`
 	DroppedReason string `json:"dropped_reason,omitempty"`
 	StdinOpen     bool   `json:"stdin_open,omitempty"`
+	// OOM, once it exited, says the container's memory limit killed
+	// processes while it ran.
+	OOM *OOM `json:"oom,omitempty"`
 }
 
 // JobStartResult answers OpJobStart: the job, and the output that came

@@ -151,4 +151,20 @@ type ExecResult struct {
 	// Changes are the workspace changes seen when the command ended (see
 	// OpChanges): the command's own, and any other process's.
 	Changes []Change `json:"changes,omitempty"`
+	// OOM, when set, says the container's memory limit killed processes
+	// while the command ran.
+	OOM *OOM `json:"oom,omitempty"`
+}
+
+// OOM is what the container's memory limit did while a command ran, as
+// its memory cgroup counts it.
+type OOM struct {
+	// Kills counts the processes the kernel's OOM killer ended in the
+	// container while the command ran (any command's).
+	Kills int64 `json:"kills"`
+	// Killed says the command itself was ended so: it died of a SIGKILL
+	// that the agent did not send while the count rose.
+	Killed bool `json:"killed,omitempty"`
+	// LimitBytes is the container's memory limit, 0 when unknown.
+	LimitBytes int64 `json:"limit_bytes,omitempty"`
 }
