@@ -62,6 +62,9 @@ type startOptions struct {
 	elicit    client.ElicitationHandler // answers the server's questions to the user; nil: the client cannot be asked
 	protocol  string                    // the protocol revision the client asks for; "" for mcp-go's newest
 	env       []string                  // added to the server's environment ("NAME=value")
+	// serviceFromEnv passes no --podman-url (nor the remote's key): the
+	// server chooses the Podman service from its environment.
+	serviceFromEnv bool
 }
 
 // rootsList answers the server's roots/list with fixed folders.
@@ -113,9 +116,12 @@ func launch(t *testing.T, opts startOptions) *proc {
 	args := []string{
 		"--transport", opts.transport, "--addr", "127.0.0.1:0",
 		"--image", opts.image, "--cache-dir", opts.cache, "--name-prefix", p.prefix,
-		"--podman-url", url, "--log-format", "json", "--log-level", "debug",
+		"--log-format", "json", "--log-level", "debug",
 	}
-	if opts.remote != nil {
+	if !opts.serviceFromEnv {
+		args = append(args, "--podman-url", url)
+	}
+	if opts.remote != nil && !opts.serviceFromEnv {
 		args = append(args, "--podman-identity", opts.remote.key)
 	}
 	args = append(args, opts.args...)

@@ -113,6 +113,14 @@ type Config struct {
 	PodmanURL string
 	// PodmanIdentity is the SSH key for ssh:// URLs.
 	PodmanIdentity string
+	// PodmanMachine says PodmanURL is a podman machine's, as its
+	// connection says: Podman trusts the machine's host key without
+	// known_hosts, and so does the engine.
+	PodmanMachine bool
+	// PodmanTLSCert, PodmanTLSKey and PodmanTLSCA are the client
+	// certificate, its key and the CA of a tcp:// service, from its
+	// connection; "" for none.
+	PodmanTLSCert, PodmanTLSKey, PodmanTLSCA string
 	// FilesOnPodmanHost is for a Podman service that does not share this
 	// machine's files (ssh://, a podman machine VM): each session's
 	// /workspace is a volume on the service's host, the agent is copied
@@ -293,7 +301,9 @@ func (c Config) sharedWithPodmanHost(path string) bool {
 
 // podmanOptions are the options of the Podman engine c drives.
 func (c Config) podmanOptions() podman.Options {
-	return podman.Options{URL: c.PodmanURL, Identity: c.PodmanIdentity, CacheDir: c.CacheDir, APITimeout: c.APITimeout, PullTimeout: c.PullTimeout}
+	return podman.Options{URL: c.PodmanURL, Identity: c.PodmanIdentity, Machine: c.PodmanMachine,
+		TLSCert: c.PodmanTLSCert, TLSKey: c.PodmanTLSKey, TLSCA: c.PodmanTLSCA,
+		CacheDir: c.CacheDir, APITimeout: c.APITimeout, PullTimeout: c.PullTimeout}
 }
 
 // ImageChoices are the images a session may use, in order of preference:

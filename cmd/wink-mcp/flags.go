@@ -38,6 +38,9 @@ type serveOptions struct {
 	envPass       []string
 	gitIdentity   bool
 	logs          logOptions
+	// service is how the Podman service was named; once resolved, its
+	// connection is the connection used, "" for none.
+	service podmanService
 }
 
 // parseServeFlags builds the server's configuration from, in increasing
@@ -89,7 +92,8 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.duration(&cfg.MaxCommandTimeout, "max-command-timeout", "the longest timeout_seconds podman_shell accepts (at least 1s, at most 24h)", "WINK_MAX_COMMAND_TIMEOUT")
 	b.duration(&w.MaxJobAge, "max-job-age", "how long running background jobs keep an idle session's container from the idle clean-up (0: as long as they run)", "WINK_MAX_JOB_AGE")
 	b.str(&w.PodmanURL, "podman-url", "Podman service URL (default: the root socket, then the rootless one)", "CONTAINER_HOST", "PODMAN_BASE_URL")
-	b.str(&w.PodmanIdentity, "podman-identity", "SSH key for ssh:// Podman URLs", "PODMAN_IDENTITY")
+	b.str(&w.PodmanIdentity, "podman-identity", "SSH key for ssh:// Podman URLs (default: the connection's)", "PODMAN_IDENTITY", "CONTAINER_SSHKEY")
+	b.str(&opts.service.connection, "podman-connection", "a Podman connection (podman system connection list) whose URL and identity to use (default: the default connection, unless CONTAINER_HOST or --podman-url is set)", connectionEnvs...)
 	b.str(&opts.filesOnHost, "files-on-podman-host", "auto, yes or no: each session's /workspace is a volume on the Podman host and the agent is copied there, for a service that does not share this machine's files; no folder mounts (auto: yes for ssh:// URLs)", "WINK_FILES_ON_PODMAN_HOST")
 	b.pathList(&w.SharedPaths, "podman-shared-path", "a folder the Podman host sees at the same path (a podman machine sees your home); with the files on the Podman host, folders under it may be overlay or read-only mounts (repeatable)", "WINK_PODMAN_SHARED_PATHS")
 	b.str(&w.AgentBinary, "agent-binary", "static Linux wink-mcp the containers run as their agent (default: this binary; for a Podman host of another system or architecture)", "WINK_AGENT_BINARY")
@@ -120,6 +124,21 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	if fs.NArg() > 0 {
 		return cfg, opts, fmt.Errorf("unexpected argument %q (see -h)", fs.Arg(0))
 	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "podman-url":
+			opts.service.urlFlag = true
+		case "podman-connection":
+			opts.service.connectionFlag = true
+		case "podman-identity":
+			opts.service.identityFlag = true
+		}
+	})
+	connection, err := resolvePodmanService(w, opts.service)
+	if err != nil {
+		return cfg, opts, err
+	}
+	opts.service.connection = connection
 	if err := resolvePaths(w, opts.mounts); err != nil {
 		return cfg, opts, err
 	}

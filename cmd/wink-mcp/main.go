@@ -77,6 +77,9 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	log.Info("starting", "version", server.Version(), "transport", opts.transport)
+	if opts.service.connection != "" {
+		log.Info("podman connection chosen", "connection", opts.service.connection, "uri", cfg.Workspace.PodmanURL)
+	}
 	if opts.transport == server.TransportStdio {
 		err = srv.ServeStdio(ctx, stdin, stdout)
 	} else {

@@ -36,7 +36,9 @@ const ServiceRemedy = "Start it: `sudo systemctl enable --now podman.socket` (ro
 // on first use and is safe for concurrent use.
 type Engine struct {
 	url, identity string
-	cacheDir      string // where host facts are recorded for the next process
+	machine       bool      // url is a podman machine's
+	tls           [3]string // client certificate, key and CA files
+	cacheDir      string    // where host facts are recorded for the next process
 	apiTimeout    time.Duration
 	pullTimeout   time.Duration
 	log           *slog.Logger
@@ -66,6 +68,11 @@ type Options struct {
 	URL string
 	// Identity is the SSH key for ssh:// URLs.
 	Identity string
+	// Machine says URL is a podman machine's (its connection says so).
+	Machine bool
+	// TLSCert, TLSKey and TLSCA are the client certificate, its key and
+	// the CA of a tcp:// service; "" for none.
+	TLSCert, TLSKey, TLSCA string
 	// CacheDir is where the host facts are recorded for the next process.
 	CacheDir string
 	// APITimeout bounds each API call, PullTimeout an image pull.
@@ -74,7 +81,8 @@ type Options struct {
 
 // New returns an Engine for the service opts name; it connects on first use.
 func New(opts Options, log *slog.Logger) *Engine {
-	return &Engine{url: opts.URL, cacheDir: opts.CacheDir, identity: opts.Identity, apiTimeout: opts.APITimeout, pullTimeout: opts.PullTimeout, log: log}
+	return &Engine{url: opts.URL, cacheDir: opts.CacheDir, identity: opts.Identity, machine: opts.Machine, tls: [3]string{opts.TLSCert, opts.TLSKey, opts.TLSCA},
+		apiTimeout: opts.APITimeout, pullTimeout: opts.PullTimeout, log: log}
 }
 
 // candidateURIs lists the services to try, in order: the configured one,
@@ -125,7 +133,8 @@ func (e *Engine) dial(ctx context.Context, uri string) (context.Context, error) 
 	go func() {
 		// NewConnection keeps the context it is given for later calls, so it
 		// gets a background one; the attempt is bounded from outside.
-		c, err := bindings.NewConnectionWithIdentity(context.Background(), uri, e.identity, false)
+		c, err := bindings.NewConnectionWithOptions(context.Background(), bindings.Options{URI: uri, Identity: e.identity, Machine: e.machine,
+			TLSCertFile: e.tls[0], TLSKeyFile: e.tls[1], TLSCAFile: e.tls[2]})
 		done <- result{c, err}
 	}()
 	select {
