@@ -31,6 +31,7 @@ type fakeWorkspace struct {
 	mounts  []workspace.MountInfo
 	changes []workspace.FolderChange
 	diff    workspace.DiffResult
+	state   workspace.State
 }
 
 var _ workspace.Workspace = (*fakeWorkspace)(nil)
@@ -82,6 +83,11 @@ func (f *fakeWorkspace) ClosePort(port int) ([]workspace.PortInfo, error) {
 }
 
 func (f *fakeWorkspace) Ports() []workspace.PortInfo { return nil }
+
+func (f *fakeWorkspace) State(context.Context) (workspace.State, error) {
+	f.calls = append(f.calls, "state")
+	return f.state, f.err
+}
 
 func (f *fakeWorkspace) StartJob(_ context.Context, req workspace.JobRequest) (workspace.JobStart, error) {
 	f.calls = append(f.calls, fmt.Sprintf("start job %v", req.Argv))

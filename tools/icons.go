@@ -31,7 +31,7 @@ var toolIcons = map[string]string{
 	"workspace_changes": svgDiff, "workspace_diff": svgDiff, "workspace_port": svgPort, "workspace_checkpoint": svgSave,
 	"workspace_checkpoints": svgSave, "workspace_restore": svgSave, "workspace_checkpoint_diff": svgDiff,
 	"workspace_checkpoint_delete": svgSave, "workspace_handoff": svgHandoff, "workspace_attach": svgHandoff,
-	"workspace_profile": svgProfile,
+	"workspace_profile": svgProfile, "workspace_info": svgServer,
 }
 
 // icon makes the data URI of an SVG body.

@@ -44,6 +44,7 @@ func All(workspaceFor WorkspaceFor, log *slog.Logger, opts Options) ([]server.Se
 		func() (server.ServerTool, error) { return WorkspaceCheckpointDelete(workspaceFor) },
 		func() (server.ServerTool, error) { return WorkspaceHandoff(workspaceFor) },
 		func() (server.ServerTool, error) { return WorkspaceAttach(workspaceFor) },
+		func() (server.ServerTool, error) { return WorkspaceInfo(workspaceFor) },
 	}
 	if len(opts.Profiles) > 0 {
 		constructors = append(constructors, func() (server.ServerTool, error) { return WorkspaceProfile(workspaceFor, opts.Profiles) })

@@ -269,3 +269,13 @@ func loopAttached(image string) bool {
 	}
 	return false
 }
+
+// diskUsed returns the bytes the filesystem at dir holds, -1 when statfs
+// cannot say.
+func diskUsed(dir string) int64 {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return -1
+	}
+	return int64(st.Blocks-st.Bfree) * st.Bsize
+}

@@ -185,6 +185,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 			s.proxy.SetID(hash)
 		}
 		s.lastUsed.Store(time.Now().UnixNano())
+		s.opened = time.Now()
 		logEvent(m.log, EventTakenFromPool, s, time.Now())
 	} else {
 		s = m.newSession(id, hash)
@@ -254,6 +255,7 @@ func (m *Manager) newSession(id, key string) *Session {
 		diskFile: filepath.Join(m.inst.dir, disksDir, key+".img"), gate: newGate(), storeDir: m.inst.storeDir(key)}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.lastUsed.Store(time.Now().UnixNano())
+	s.opened = time.Now()
 	s.owner.Store(&id)
 	s.setProfileLocked(m.defaultProfile())
 	return s

@@ -100,6 +100,10 @@ type Session struct {
 	// profile then replaces only when asked to.
 	used       atomic.Bool
 	unenforced string // the limits the last container made goes without
+	// opened is when the session got this workspace; startedAt when its
+	// container last started (guarded by mu).
+	opened    time.Time
+	startedAt time.Time
 
 	// life ends when the session does: work begun ahead of a call (see
 	// Prestart) stops with it.
@@ -534,6 +538,7 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 		return fail(err)
 	}
 	steps.done("start")
+	s.startedAt = time.Now()
 	logEvent(m.log, EventStarted, s, start)
 	if err := s.connectLocked(ctx, steps); err != nil {
 		return fail(fmt.Errorf("the workspace container %s started but its agent did not answer: %w", s.name, err))

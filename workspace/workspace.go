@@ -99,6 +99,9 @@ type ContainerInfo struct {
 type Workspace interface {
 	// Info describes the session's container, whether or not it runs yet.
 	Info() ContainerInfo
+	// State reports the workspace (container, limits and use, jobs,
+	// checkpoints, ports) without making or starting a container.
+	State(ctx context.Context) (State, error)
 	// Exec runs a command in the session's container, creating the container
 	// first if needed. A command that runs, whatever its exit status, is a
 	// result; one that cannot start is an error.
