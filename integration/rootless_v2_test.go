@@ -77,6 +77,9 @@ func TestRootlessV2EnforcesEveryLimit(t *testing.T) {
 	if bomb.ExitCode != 137 || strings.Contains(bomb.Stdout, "survived") {
 		t.Errorf("a 1 GiB allocation under a 256 MiB limit: exit %d, stdout %q, stderr %q; want it killed (137)", bomb.ExitCode, bomb.Stdout, bomb.Stderr)
 	}
+	if want := "killed by the workspace's memory limit of 256 MiB (out of memory)"; bomb.OutOfMemory != want {
+		t.Errorf("the OOM-killed command's out_of_memory is %q, want %q (read from memory.events on cgroups v2)", bomb.OutOfMemory, want)
+	}
 	forks := p.shell(map[string]any{"command": []string{"python3", "-c", forkBomb}, "timeout_seconds": 120})
 	forked, err := strconv.Atoi(strings.TrimSpace(forks.Stdout))
 	if err != nil || forked == 0 || forked >= 64 {
