@@ -1,19 +1,99 @@
 package integration
 
 import (
+	"bufio"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestReliabilityEdges tries, through the real binary and Podman, the
 // promises at the edges of a session that a hostile web page or model
 // once broke: the egress proxy's address check against every IPv6 form
-// that carries an IPv4 address.
+// that carries an IPv4 address, and the port previews' Host and Origin
+// check against a web page that finds the port.
 func TestReliabilityEdges(t *testing.T) {
+	t.Run("previews check Host and Origin", func(t *testing.T) {
+		p := start(t, startOptions{image: pythonImage, args: []string{"--warm", "0",
+			"--allowed-host", "preview.example", "--allowed-origin", "https://app.example"}})
+		const secret = "the model's server answered"
+		if res := p.call("write_file", map[string]any{"file_path": "site/index.html", "content": secret + "\n"}); res.IsError {
+			t.Fatal(textOf(res))
+		}
+		url := openPort(t, p, 8000)
+		job := p.shell(map[string]any{"command": []string{"python3", "-m", "http.server", "8000", "--bind", "127.0.0.1", "--directory", "site"}, "background": true})
+		if job.Job == "" {
+			t.Fatalf("starting the server as a job: %+v", job)
+		}
+		waitUntil(t, 10*time.Second, "the job's server through the URL", func() bool {
+			status, body := fetch(url)
+			return status == http.StatusOK && strings.Contains(body, secret)
+		})
+		addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/")
+		_, port, _ := net.SplitHostPort(addr)
+		own := ownIPv4(t)
+		get := func(host string, headers ...string) string {
+			req := "GET / HTTP/1.1\r\n"
+			if host != "" {
+				req += "Host: " + host + "\r\n"
+			}
+			for _, h := range headers {
+				req += h + "\r\n"
+			}
+			return req + "\r\n"
+		}
+		cases := []struct {
+			name, request string
+			allowed       bool
+		}{
+			{"loopback address and port", get("127.0.0.1:" + port), true},
+			{"localhost and port", get("localhost:" + port), true},
+			{"localhost without port", get("localhost"), true},
+			{"IPv6 loopback", get("[::1]:" + port), true},
+			{"a host the user allowed", get("preview.example:" + port), true},
+			{"a page on this machine", get("127.0.0.1:"+port, "Origin: http://localhost:3000"), true},
+			{"an origin the user allowed", get("127.0.0.1:"+port, "Origin: https://app.example"), true},
+			{"a rebound name and port", get("attacker.example:" + port), false},
+			{"a rebound name without port", get("attacker.example"), false},
+			{"a rebound name with its own origin", get("attacker.example:"+port, "Origin: http://attacker.example:"+port), false},
+			{"a name that embeds loopback", get("127.0.0.1.attacker.example:" + port), false},
+			{"this machine's other address", get(own + ":" + port), false},
+			{"this machine's other address without port", get(own), false},
+			{"a foreign origin", get("127.0.0.1:"+port, "Origin: http://attacker.example"), false},
+			{"an origin on a look-alike name", get("127.0.0.1:"+port, "Origin: http://localhost.attacker.example"), false},
+			{"the null origin", get("127.0.0.1:"+port, "Origin: null"), false},
+			{"a websocket from a foreign page", get("127.0.0.1:"+port, "Origin: http://attacker.example", "Connection: Upgrade", "Upgrade: websocket",
+				"Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="), false},
+			{"no Host, HTTP/1.0", "GET / HTTP/1.0\r\n\r\n", false},
+			{"no Host, HTTP/1.1", get(""), false},
+			{"a foreign Host on a connection a good one opened", get("127.0.0.1:"+port) + get("attacker.example:"+port), false},
+		}
+		broken := 0
+		for _, c := range cases {
+			answers := previewRaw(t, addr, c.request)
+			last := answers[len(answers)-1]
+			served := strings.HasPrefix(last, "HTTP/1.1 200") && strings.Contains(last, secret)
+			refused := (strings.HasPrefix(last, "HTTP/1.1 403") && strings.Contains(last, "wink-mcp port preview: forbidden") ||
+				strings.HasPrefix(last, "HTTP/1.1 400")) && !strings.Contains(last, secret)
+			if c.allowed && !served || !c.allowed && !refused {
+				broken++
+				t.Errorf("%s: %q; want it %s", c.name, last, map[bool]string{true: "served", false: "refused with a 403 page"}[c.allowed])
+			}
+		}
+		if rec := p.logs.find("port preview refused", map[string]any{"reason": "host"}); rec == nil {
+			t.Errorf("no log record of a refused preview request")
+		}
+		recordPromise(promiseFigure{Class: "port previews: requests from a web page that finds the port (foreign Host names and addresses, with and without port, missing Host, foreign and null Origins, a websocket, a second request on a good connection)",
+			Tried: len(cases), Broken: broken, Measured: fmt.Sprintf("%d of %d answered as the MCP endpoint would: loopback names, the allowed host and origins served, every foreign one a 403 page (400 without Host over HTTP/1.1), none reached the server", len(cases)-broken, len(cases))})
+	})
+
 	t.Run("egress embedded IPv4", func(t *testing.T) {
 		own := ownIPv4(t)
 		ownV6 := netip.AddrFrom16(netip.MustParseAddr(own).As16()) // ::ffff:own, then made compatible below
@@ -55,4 +135,35 @@ func TestReliabilityEdges(t *testing.T) {
 		recordPromise(promiseFigure{Class: "egress: names that resolve to IPv6 forms carrying a loopback, private, link-local or own IPv4 address (compatible, mapped, translated, NAT64, 6to4, Teredo), by GET and CONNECT",
 			Tried: tried, Broken: broken, Measured: fmt.Sprintf("%d of %d refused with a 403 naming the form and the IPv4 address it carries", tried-broken, tried)})
 	})
+}
+
+// previewRaw sends request (one or more requests) on one connection to a
+// port preview and returns each answer, head and body.
+func previewRaw(t *testing.T, addr, request string) []string {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.WriteString(c, request); err != nil {
+		t.Fatal(err)
+	}
+	var answers []string
+	r := bufio.NewReader(c)
+	for range strings.Count(request, " HTTP/1.") {
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			answers = append(answers, "no answer: "+err.Error())
+			break
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answers = append(answers, fmt.Sprintf("HTTP/1.1 %s\n%s", resp.Status, body))
+		if resp.Close {
+			break
+		}
+	}
+	return answers
 }

@@ -147,6 +147,10 @@ type Config struct {
 	// EgressMaxConns caps the connections one session's proxy holds open
 	// at once; as many more wait for one to close.
 	EgressMaxConns int
+	// PreviewHosts and PreviewOrigins are the Host names and Origins port
+	// previews accept besides loopback ones: the MCP endpoint's
+	// --allowed-host and --allowed-origin.
+	PreviewHosts, PreviewOrigins []string
 	// Profiles are the toolchains a session may choose (nil for none).
 	Profiles *profiles.File
 	// Profile names the profile of sessions that choose none; "" is
