@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/wink-mcp/wink-mcp/display"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -150,7 +151,7 @@ func (v JobView) line() string {
 	if v.EndedBy != "" {
 		state += " (" + v.EndedBy + ")"
 	}
-	s := fmt.Sprintf("%s %s: %s after %d ms, stdout %d bytes, stderr %d bytes: %s", v.Kind, v.ID, state, v.DurationMS, v.StdoutBytes, v.StderrBytes, strings.Join(v.Command, " "))
+	s := fmt.Sprintf("%s %s: %s after %d ms, stdout %d bytes, stderr %d bytes: %s", v.Kind, v.ID, state, v.DurationMS, v.StdoutBytes, v.StderrBytes, display.Texts(v.Command, " "))
 	if v.DroppedBytes > 0 {
 		s += fmt.Sprintf(" [%d bytes of output dropped: %s]", v.DroppedBytes, v.DroppedReason)
 	}
