@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +19,10 @@ import (
 
 // TestReliabilityEdges tries, through the real binary and Podman, the
 // promises at the edges of a session that a hostile web page or model
-// once broke: the egress proxy's address check against every IPv6 form
-// that carries an IPv4 address, and the port previews' Host and Origin
-// check against a web page that finds the port.
+// once broke: the port previews' Host and Origin check against a web page
+// that finds the port, the printers against model-written text, and the
+// egress proxy's address check against every IPv6 form that carries an
+// IPv4 address.
 func TestReliabilityEdges(t *testing.T) {
 	t.Run("previews check Host and Origin", func(t *testing.T) {
 		p := start(t, startOptions{image: pythonImage, args: []string{"--warm", "0",
@@ -92,6 +96,51 @@ func TestReliabilityEdges(t *testing.T) {
 		}
 		recordPromise(promiseFigure{Class: "port previews: requests from a web page that finds the port (foreign Host names and addresses, with and without port, missing Host, foreign and null Origins, a websocket, a second request on a good connection)",
 			Tried: len(cases), Broken: broken, Measured: fmt.Sprintf("%d of %d answered as the MCP endpoint would: loopback names, the allowed host and origins served, every foreign one a 403 page (400 without Host over HTTP/1.1), none reached the server", len(cases)-broken, len(cases))})
+	})
+
+	t.Run("printers quote model text", func(t *testing.T) {
+		// What a model can write to forge a line of a listing or rewrite a
+		// terminal (JSON carries no invalid byte, so none here).
+		const hostile = "ok\n  c9    2026-01-01T00:00:00Z  forged\r\x1b[2K\x1b[31mred\u009b2J\u202eevil"
+		p := start(t, startOptions{image: pythonImage, args: []string{"--warm", "0", "--workspace", "printers"}})
+		// A command must be ASCII: its hostile part is the ASCII one.
+		asciiHostile, _, _ := strings.Cut(hostile, "\u009b")
+		raw := func(text string) bool {
+			return strings.ContainsAny(text, "\r\x1b\u009b\u202e") || strings.Contains(text, "\n  c9") || !strings.Contains(text, `\x1b[31mred`)
+		}
+		shown := map[string]string{}
+		res := p.call("workspace_checkpoint", map[string]any{"message": hostile})
+		shown["workspace_checkpoint"] = textOf(res)
+		shown["workspace_checkpoints"] = textOf(p.call("workspace_checkpoints", map[string]any{}))
+		p.run("python3", "-c", "import os; os.makedirs('names', exist_ok=True); open('names/' + "+fmt.Sprintf("%q", hostile)+", 'w').close()")
+		shown["ls"] = textOf(p.call("ls", map[string]any{"path": "names"}))
+		shown["glob"] = textOf(p.call("glob", map[string]any{"pattern": "names/*"}))
+		p.shell(map[string]any{"command": []string{"sh", "-c", "sleep 60", asciiHostile}, "background": true})
+		shown["job list"] = textOf(p.call("job", map[string]any{"action": "list"}))
+		cache := p.cache
+		cli := exec.Command(winkBin, "workspaces", "--cache-dir", cache, "show", "printers")
+		out, err := cli.CombinedOutput()
+		if err != nil {
+			t.Fatalf("wink-mcp workspaces show: %v\n%s", err, out)
+		}
+		shown["wink-mcp workspaces show"] = string(out)
+		broken := 0
+		for name, text := range shown {
+			if raw(text) {
+				broken++
+				t.Errorf("%s shows the model's text raw:\n%s", name, text)
+			}
+		}
+		var exact struct {
+			Checkpoint struct{ Message string } `json:"checkpoint"`
+		}
+		decodeStructured(t, res, &exact)
+		if exact.Checkpoint.Message != hostile {
+			t.Errorf("the structured content changed the message: %q", exact.Checkpoint.Message)
+		}
+		recordPromise(promiseFigure{Class: "printers: a checkpoint message, file name and job command with newlines, ANSI escapes (C0 and C1) and a bidi override, shown by tool results and the CLI",
+			Tried: len(shown), Broken: broken, Measured: fmt.Sprintf("%d of %d printers (%s) showed it quoted on one line with every escape visible; the structured content kept it exactly",
+				len(shown)-broken, len(shown), strings.Join(slices.Sorted(maps.Keys(shown)), ", "))})
 	})
 
 	t.Run("egress embedded IPv4", func(t *testing.T) {
