@@ -35,7 +35,7 @@ func New(hosts, origins, listenAddrs []string) Rules {
 		r.hosts[strings.ToLower(h)] = true
 	}
 	for _, addr := range listenAddrs {
-		if host, _, err := net.SplitHostPort(addr); err == nil && host != "" && !IsWildcard(host) {
+		if host, _, err := net.SplitHostPort(addr); err == nil && host != "" && !isWildcard(host) {
 			r.hosts[strings.ToLower(host)] = true // the address it listens on is a name clients may use
 		}
 	}
@@ -104,8 +104,8 @@ func IsLoopback(host string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// IsWildcard reports whether a listen host means every interface.
-func IsWildcard(host string) bool {
+// isWildcard reports whether a listen host means every interface.
+func isWildcard(host string) bool {
 	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
 	return host == "" || (err == nil && ip.IsUnspecified())
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,9 +62,9 @@ func egressUseOf(p *proc) egressUse {
 
 // npmInstall runs npm install of npmPackages through the proxy, in a
 // session of the README's node profile allowed this machine's npm
-// registry, with extra flags for the server; it returns the command's
-// result and what the proxy carried.
-func npmInstall(t *testing.T, extra ...string) (exit int, stderr string, took time.Duration, use egressUse) {
+// registry, with npm settings (npm_config_*) and flags for the server; it
+// returns the command's result and what the proxy carried.
+func npmInstall(t *testing.T, npmEnv map[string]any, extra ...string) (exit int, stderr string, took time.Duration, use egressUse) {
 	t.Helper()
 	r := machineRegistries(t)
 	file := filepath.Join(t.TempDir(), "profiles.yaml")
@@ -84,9 +85,11 @@ func npmInstall(t *testing.T, extra ...string) (exit int, stderr string, took ti
 	if res := p.call("write_file", map[string]any{"file_path": "app/package.json", "content": npmPackages}); res.IsError {
 		t.Fatal(textOf(res))
 	}
+	env := map[string]any{"npm_config_registry": r.npm.String(), "NODE_EXTRA_CA_CERTS": "/workspace/ca.pem"}
+	maps.Copy(env, npmEnv)
 	begin := time.Now()
 	out := p.shell(map[string]any{"command": []string{"npm", "install", "--no-audit", "--no-fund", "--loglevel", "warn"}, "cwd": "app",
-		"env": map[string]any{"npm_config_registry": r.npm.String(), "NODE_EXTRA_CA_CERTS": "/workspace/ca.pem"}, "timeout_seconds": 300})
+		"env": env, "timeout_seconds": 170}) // under the harness's 3 minutes a call
 	took = time.Since(begin)
 	if out.ExitCode == 0 {
 		if n := p.run("sh", "-c", "ls app/node_modules | wc -l"); strings.TrimSpace(n.Stdout) == "0" {
@@ -98,11 +101,24 @@ func npmInstall(t *testing.T, extra ...string) (exit int, stderr string, took ti
 
 // npm install of a few hundred packages through the proxy, as a new user
 // with the README's node profile would: it succeeds, and nothing is
-// refused by the proxy's connection limit.
+// refused by the proxy's connection limit. With a limit set far too low,
+// npm's own error names wink-mcp's limit and the flag, not the registry.
 func TestEgressNpmInstall(t *testing.T) {
-	exit, stderr, took, use := npmInstall(t)
+	exit, stderr, took, use := npmInstall(t, nil)
 	t.Logf("npm install: exit %d in %s; %d connections, at most %d at once, %d turned away", exit, took.Round(time.Second), use.allowed, use.peak, use.refused)
 	if exit != 0 || use.refused > 0 {
 		t.Errorf("npm install: exit %d, %d connections turned away by the limit\n%s", exit, use.refused, stderr)
+	}
+	// npm would retry each refused request for minutes: once is enough here.
+	exit, stderr, _, use = npmInstall(t, map[string]any{"npm_config_fetch_retries": "0"}, "--egress-max-conns", "4")
+	t.Logf("npm install with --egress-max-conns 4: exit %d; %d connections, at most %d at once, %d turned away", exit, use.allowed, use.peak, use.refused)
+	for line := range strings.Lines(stderr) {
+		if strings.Contains(line, "egress limit") {
+			t.Logf("npm said: %s", strings.TrimSpace(line))
+			break
+		}
+	}
+	if use.peak > 4 || exit != 0 && !strings.Contains(stderr, "wink-mcp egress limit --egress-max-conns 4") {
+		t.Errorf("npm install past a limit of 4: exit %d, %d at once; want npm's error to name wink-mcp's limit\n%s", exit, use.peak, stderr)
 	}
 }
