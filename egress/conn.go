@@ -5,39 +5,7 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
-
-	"github.com/wink-mcp/wink-mcp/wire"
 )
-
-// limitedListener counts a session's open connections and turns away those
-// past MaxConns with an answer, not a hang.
-type limitedListener struct {
-	net.Listener
-	s *Session
-}
-
-func (l *limitedListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		if n := l.s.open.Add(1); n > MaxConns {
-			l.s.open.Add(-1)
-			go l.s.turnAway(c)
-			continue
-		}
-		return &countingConn{Conn: c, s: l.s}, nil
-	}
-}
-
-// turnAway answers a connection past the session's limit and closes it.
-func (s *Session) turnAway(c net.Conn) {
-	body := fmt.Sprintf("wink-mcp egress proxy: this session already has %d proxy connections open, the most it may; close some and try again.\n", MaxConns)
-	wire.Refuse(c, fmt.Sprintf("HTTP/1.1 429 Too Many Requests\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body))
-	s.cfg.Log.Info("egress refused", "event", "egress", "session", s.sessionID(), "allowed", false, "status", 429,
-		"reason", "too many connections", "bytes", 0)
-}
 
 // errCap ends a connection that would carry the session past its byte cap.
 var errCap = fmt.Errorf("egress: the session's byte cap (--egress-max-bytes) is reached")
@@ -107,7 +75,7 @@ func (c *countingConn) CloseWrite() error {
 
 func (c *countingConn) Close() error {
 	if c.closed.CompareAndSwap(false, true) {
-		c.s.open.Add(-1)
+		c.s.release()
 	}
 	return c.Conn.Close()
 }

@@ -116,3 +116,48 @@ func TestOwnAddrsCoversThisMachinesNetworks(t *testing.T) {
 		t.Skip("no IPv4 interface besides loopback")
 	}
 }
+
+// Every IPv6 form that carries an IPv4 address is judged by the address
+// it carries: loopback, private and special ones are refused naming the
+// form and the address, public ones pass.
+func TestPublicJudgesEmbeddedIPv4(t *testing.T) {
+	t.Parallel()
+	own := func(a netip.Addr) bool { return a == netip.MustParseAddr("198.51.100.7") }
+	tests := []struct {
+		name, addr, want string // want: "" when public, else a word of the reason
+	}{
+		{"compatible loopback", "::127.0.0.5", "loopback"},
+		{"compatible private", "::10.1.2.3", "private"},
+		{"compatible own", "::198.51.100.7", "this machine"},
+		{"compatible public", "::8.8.8.8", ""},
+		{"mapped loopback", "::ffff:127.0.0.5", "loopback"},
+		{"mapped public", "::ffff:8.8.8.8", ""},
+		{"translated loopback", "::ffff:0:7f00:5", "IPv4-translated IPv6 address carrying 127.0.0.5, a loopback"},
+		{"translated metadata", "::ffff:0:169.254.169.254", "link-local"},
+		{"translated public", "::ffff:0:808:808", ""},
+		{"nat64 loopback", "64:ff9b::7f00:5", "NAT64 address (64:ff9b::/96) carrying 127.0.0.5, a loopback"},
+		{"nat64 private", "64:ff9b::c0a8:101", "private"},
+		{"nat64 public", "64:ff9b::808:808", ""},
+		{"nat64 local-use", "64:ff9b:1::808:808", "special-purpose"},
+		{"6to4 loopback", "2002:7f00:5::1", "6to4 address (2002::/16) carrying 127.0.0.5, a loopback"},
+		{"6to4 private", "2002:ac10:1::1", "private"},
+		{"6to4 public", "2002:808:808::1", ""},
+		{"teredo client loopback", "2001:0:808:808:0:0:80ff:fffa", "client (2001::/32) carrying 127.0.0.5, a loopback"},
+		{"teredo client private", "2001:0:808:808:0:0:f5fe:fefc", "carrying 10.1.1.3, a private"},
+		{"teredo server private", "2001:0:a01:103:0:0:f7f7:f7f7", "server (2001::/32) carrying 10.1.1.3"},
+		{"teredo public", "2001:0:808:808:0:0:f7f7:f7f7", ""},
+		{"compatible unspecified", "::", "unspecified"},
+		{"loopback ::1", "::1", "a loopback address"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ok, why := Public(netip.MustParseAddr(tt.addr), own)
+			if tt.want == "" && !ok {
+				t.Errorf("Public(%s) refused: %s", tt.addr, why)
+			}
+			if tt.want != "" && (ok || !strings.Contains(why, tt.want)) {
+				t.Errorf("Public(%s) = %v %q; want refused saying %q", tt.addr, ok, why, tt.want)
+			}
+		})
+	}
+}

@@ -24,9 +24,6 @@ const (
 	// for a machine-learning framework's wheels or a large node_modules,
 	// and a stop to a model that downloads in a loop.
 	DefaultMaxBytes = 4 << 30
-	// MaxConns is how many proxy connections a session may have open at
-	// once: package managers open 4 to 16.
-	MaxConns = 64
 	// headerTimeout bounds reading a request's header, against clients
 	// that open a connection and say nothing.
 	headerTimeout = 30 * time.Second
@@ -41,6 +38,11 @@ type Config struct {
 	Policy Policy
 	// MaxBytes caps what one session may transfer, both ways, in all.
 	MaxBytes int64
+	// MaxConns caps the proxy connections one session has open at once
+	// (0: DefaultMaxConns); as many more wait up to QueueWait for one to
+	// close (0: DefaultQueueWait).
+	MaxConns  int
+	QueueWait time.Duration
 	// Resolve looks a name up; nil uses the system's resolver.
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 	// Ask, when set, asks the user whether the session may reach a host no
@@ -56,7 +58,8 @@ type Session struct {
 	id          atomic.Pointer[string]
 	own         *ownAddrs
 	transferred atomic.Int64
-	open        atomic.Int64
+	slots       chan struct{} // one for each open connection
+	waiting     atomic.Int64  // connections waiting for a slot
 	transport   *http.Transport
 	asked       askedHosts
 }
@@ -69,7 +72,13 @@ func NewSession(cfg Config, id string) *Session {
 	if cfg.MaxBytes <= 0 {
 		cfg.MaxBytes = DefaultMaxBytes
 	}
-	s := &Session{cfg: cfg, own: &ownAddrs{}}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.QueueWait <= 0 {
+		cfg.QueueWait = DefaultQueueWait
+	}
+	s := &Session{cfg: cfg, own: &ownAddrs{}, slots: make(chan struct{}, cfg.MaxConns)}
 	s.SetID(id)
 	s.transport = &http.Transport{
 		Proxy:                  nil,
@@ -104,7 +113,7 @@ func (s *Session) Serve(ln net.Listener) error {
 		},
 	}
 	defer srv.Close()
-	err := srv.Serve(&limitedListener{Listener: ln, s: s})
+	err := srv.Serve(newLimitedListener(ln, s))
 	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
 		return nil
 	}

@@ -154,34 +154,6 @@ func TestProxyByteCap(t *testing.T) {
 	}
 }
 
-// Connections past MaxConns are answered at once with 429, and the
-// session serves again when they close.
-func TestProxyConnectionCap(t *testing.T) {
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
-	defer upstream.Close()
-	_, proxy := startProxy(t, []string{upstream.Listener.Addr().String()}, 0, nil)
-	var idle []net.Conn
-	for range MaxConns {
-		c, err := net.Dial("tcp", strings.TrimPrefix(proxy, "http://"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		idle = append(idle, c)
-	}
-	time.Sleep(100 * time.Millisecond)
-	status, b := rawRequest(t, proxy, "GET "+upstream.URL+" HTTP/1.1\r\nHost: x\r\n\r\n")
-	if !strings.HasPrefix(status, "429") || !strings.Contains(b, "connections open") {
-		t.Fatalf("past the limit: %s %q", status, b)
-	}
-	for _, c := range idle {
-		c.Close()
-	}
-	time.Sleep(100 * time.Millisecond)
-	if code, b := get(t, clientVia(proxy, nil), upstream.URL); code != 200 || b != "ok" {
-		t.Fatalf("after closing: %d %q", code, b)
-	}
-}
-
 // A name is resolved once for each connection, and the connection goes to
 // the address that was checked: a name that answers differently a moment
 // later (DNS rebinding) changes nothing.

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/wink-mcp/wink-mcp/egress"
 )
 
 // registries are the package registries this machine reaches, read from
@@ -248,9 +250,10 @@ func TestEgressExplicitLocalPattern(t *testing.T) {
 	}
 }
 
-// A crowd of connections: the session's cap holds, the proxy answers the
-// ones past it at once, and the session's own calls go on. Part of the
-// reliability suite.
+// A crowd of connections: the session's cap (--egress-max-conns, 256 by
+// default) holds, the ones past it wait for a free place and, when none
+// frees, are answered with a refusal naming wink-mcp's limit, never left
+// hanging; the session's own calls go on. Part of the reliability suite.
 func TestReliabilityEgressFlood(t *testing.T) {
 	r := machineRegistries(t)
 	p := start(t, startOptions{transport: "http", image: pythonImage, args: []string{"--warm", "0", "--egress", r.npm.Hostname()}})
@@ -259,7 +262,7 @@ func TestReliabilityEgressFlood(t *testing.T) {
 socks, seen = [], collections.Counter()
 for i in range(500):
     try:
-        s = socket.create_connection(("127.0.0.1", 3128), timeout=30)
+        s = socket.create_connection(("127.0.0.1", 3128), timeout=90)
         s.sendall(b"CONNECT %s:443 HTTP/1.1\r\n\r\n")
         socks.append(s)
     except OSError as e:
@@ -273,12 +276,13 @@ for s in socks:
 print(dict(seen))
 `, r.npm.Hostname()))
 	calls, failed := done()
-	established, refused := countAfter(out, "'HTTP/1.1 200 Connection established': "), countAfter(out, "'HTTP/1.1 429 Too Many Requests': ")
+	established, refused := countAfter(out, "'HTTP/1.1 200 Connection established': "), countAfter(out, "'HTTP/1.1 503 wink-mcp egress limit --egress-max-conns 256': ")
 	broken := 0
-	if established == 0 || established > 64 || established+refused != 500 {
-		t.Errorf("500 connections: %s; want at most 64 established and the rest answered 429", out)
+	if established == 0 || established > egress.DefaultMaxConns || established+refused != 500 {
+		t.Errorf("500 connections: %s; want at most %d established and the rest refused naming --egress-max-conns after waiting", out, egress.DefaultMaxConns)
 		broken++
 	}
+	waited := p.logs.find("egress refused", map[string]any{"status": 503})
 	begin := time.Now()
 	if got := p.run("echo", "still here"); strings.TrimSpace(got.Stdout) != "still here" {
 		t.Errorf("after the flood: %q", got.Stdout)
@@ -289,9 +293,13 @@ print(dict(seen))
 		t.Errorf("the neighbour session: %d calls failed, %d answered during the flood", failed, len(calls))
 		broken++
 	}
-	recordPromise(promiseFigure{Class: "egress flood: 500 CONNECTs at once from one session's container, another session calling meanwhile", Tried: 500, Broken: broken,
-		Measured: fmt.Sprintf("%d established (the cap is 64), %d answered 429 at once; the next podman_shell answered in %d ms; the other session's %d calls during the flood: p99 %.1f ms, 0 failed",
-			established, refused, after.Milliseconds(), len(calls), percentile(calls, 99))})
+	if refused > 0 && (waited == nil || waited["waited_ms"].(float64) < float64(egress.DefaultQueueWait.Milliseconds())) {
+		t.Errorf("the refusals past the cap did not wait for a place first: %v", waited)
+		broken++
+	}
+	recordPromise(promiseFigure{Class: "egress flood: 500 CONNECTs at once from one session's container, held open, another session calling meanwhile", Tried: 500, Broken: broken,
+		Measured: fmt.Sprintf("%d established (the cap, --egress-max-conns, is %d), %d waited %s for a place and were refused naming the flag; the next podman_shell answered in %d ms; the other session's %d calls during the flood: p99 %.1f ms, 0 failed",
+			established, egress.DefaultMaxConns, refused, egress.DefaultQueueWait, after.Milliseconds(), len(calls), percentile(calls, 99))})
 }
 
 // countAfter reads the number after label in a printed Python dict (0 when absent).

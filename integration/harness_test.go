@@ -62,6 +62,7 @@ type startOptions struct {
 	elicit    client.ElicitationHandler // answers the server's questions to the user; nil: the client cannot be asked
 	protocol  string                    // the protocol revision the client asks for; "" for mcp-go's newest
 	env       []string                  // added to the server's environment ("NAME=value")
+	hosts     string                    // the server reads this file as its /etc/hosts (in a mount namespace of its own: pass --disk-limit 0, whose mounts Podman would not see)
 	// serviceFromEnv passes no --podman-url (nor the remote's key): the
 	// server chooses the Podman service from its environment.
 	serviceFromEnv bool
@@ -125,6 +126,12 @@ func launch(t *testing.T, opts startOptions) *proc {
 		args = append(args, "--podman-identity", opts.remote.key)
 	}
 	args = append(args, opts.args...)
+	if opts.hosts != "" {
+		// The server resolves names as the test says, and nothing else on the
+		// machine sees it: /etc/hosts is replaced in its own mount namespace.
+		args = append([]string{"--mount", "--propagation", "private", "sh", "-c", `mount --bind "$0" /etc/hosts && exec "$@"`, opts.hosts, bin}, args...)
+		bin = "unshare"
+	}
 	t.Cleanup(func() {
 		if p.client != nil {
 			p.client.Close()

@@ -6,21 +6,16 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"strconv"
 	"strings"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/wink-mcp/wink-mcp/hostguard"
 	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
-
-// loopbackNames are the hosts a local client uses.
-var loopbackNames = []string{"localhost", "127.0.0.1", "::1"}
 
 // principalKey carries the request's principal in its context.
 type principalKey struct{}
@@ -37,8 +32,7 @@ func principalFrom(ctx context.Context) string {
 // foreign session looks the same), the session cap (503), and the body size.
 type guard struct {
 	tokens      [][sha256.Size]byte // digests of the accepted tokens; none means none is required
-	hosts       map[string]bool     // allowed Host names, lowercase, without port
-	origins     map[string]bool     // allowed Origins besides loopback ones, as scheme://host[:port]
+	rules       hostguard.Rules     // the Host and Origin allowlists
 	store       *sessionStore
 	maxSessions int
 	maxBody     int64
@@ -48,19 +42,10 @@ type guard struct {
 }
 
 func newGuard(cfg HTTPConfig, store *sessionStore, profiles *profiles.File, log *slog.Logger, next http.Handler) *guard {
-	g := &guard{hosts: map[string]bool{}, origins: map[string]bool{}, store: store, maxSessions: cfg.MaxSessions, maxBody: cfg.MaxBodyBytes,
-		profiles: profiles, log: log, next: next}
+	g := &guard{rules: hostguard.New(cfg.AllowedHosts, cfg.AllowedOrigins, []string{cfg.Addr}), store: store, maxSessions: cfg.MaxSessions,
+		maxBody: cfg.MaxBodyBytes, profiles: profiles, log: log, next: next}
 	for _, t := range cfg.AuthTokens {
 		g.tokens = append(g.tokens, sha256.Sum256([]byte(t)))
-	}
-	for _, h := range append(append([]string{}, loopbackNames...), cfg.AllowedHosts...) {
-		g.hosts[strings.ToLower(h)] = true
-	}
-	if host, _, err := net.SplitHostPort(cfg.Addr); err == nil && host != "" && !isWildcard(host) {
-		g.hosts[strings.ToLower(host)] = true // the address it listens on is a name clients may use
-	}
-	for _, o := range cfg.AllowedOrigins {
-		g.origins[strings.ToLower(strings.TrimSuffix(o, "/"))] = true
 	}
 	return g
 }
@@ -70,12 +55,8 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.log.Info("http request refused", "status", status, "reason", reason, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
 		http.Error(w, message, status)
 	}
-	if !g.hostAllowed(r.Host) {
-		refuse(http.StatusForbidden, "host", "forbidden: the Host header is not an allowed name for this server (see --allowed-host)")
-		return
-	}
-	if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin) {
-		refuse(http.StatusForbidden, "origin", "forbidden: requests from this Origin are not allowed (see --allowed-origin)")
+	if f := g.rules.Check(r); f != nil {
+		refuse(http.StatusForbidden, f.Reason, f.Message)
 		return
 	}
 	principal, ok := g.authenticate(r)
@@ -163,46 +144,4 @@ func (g *guard) authenticate(r *http.Request) (string, bool) {
 		return "", false
 	}
 	return hex.EncodeToString(digest[:8]), true
-}
-
-func (g *guard) hostAllowed(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	return g.hosts[strings.ToLower(strings.Trim(host, "[]"))]
-}
-
-// originAllowed accepts http(s) origins on a loopback name, any port, and
-// the origins configured; "null" and anything else are refused.
-func (g *guard) originAllowed(origin string) bool {
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return false
-	}
-	if g.origins[strings.ToLower(u.Scheme+"://"+u.Host)] {
-		return true
-	}
-	host := strings.ToLower(u.Hostname())
-	for _, name := range loopbackNames {
-		if host == name {
-			return true
-		}
-	}
-	return false
-}
-
-// isLoopback reports whether a listen host only accepts local connections.
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
-	return err == nil && ip.IsLoopback()
-}
-
-// isWildcard reports whether a listen host means every interface.
-func isWildcard(host string) bool {
-	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
-	return host == "" || (err == nil && ip.IsUnspecified())
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/wink-mcp/wink-mcp/hostguard"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -73,7 +74,7 @@ func (c HTTPConfig) Validate() error {
 	if err != nil {
 		return fmt.Errorf("address %q: %w", c.Addr, err)
 	}
-	if !isLoopback(host) && len(c.AuthTokens) == 0 {
+	if !hostguard.IsLoopback(host) && len(c.AuthTokens) == 0 {
 		return fmt.Errorf("refusing to listen on %s without a bearer token: anyone who can reach it could run commands. "+
 			"Set --auth-token-file or WINK_AUTH_TOKEN, or listen on a loopback address such as %s", c.Addr, DefaultAddr)
 	}

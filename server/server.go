@@ -81,6 +81,8 @@ func New(cfg Config) (*Server, error) {
 				p.File, p.Line, p.Name, p.Limits.CommandTimeout, cfg.MaxCommandTimeout)
 		}
 	}
+	// A port preview is an HTTP endpoint on this machine too: the same names and origins.
+	cfg.Workspace.PreviewHosts, cfg.Workspace.PreviewOrigins = cfg.HTTP.AllowedHosts, cfg.HTTP.AllowedOrigins
 	logs := &clientLogs{secrets: newRedactor(cfg.Workspace.PassedEnv)}
 	log = slog.New(logs.handler(log.Handler()))
 	mgr, err := workspace.NewManager(cfg.Workspace, log)

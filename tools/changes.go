@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/wink-mcp/wink-mcp/display"
 	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
@@ -78,7 +79,7 @@ func (r WorkspaceChangesResult) Text() string {
 		fmt.Fprintf(&b, " (first %d shown; narrow with path)", len(r.Changes))
 	}
 	for _, c := range r.Changes {
-		fmt.Fprintf(&b, "\n%-8s %-7s %10d  %s", c.Status, c.Kind, c.SizeBytes, c.Path)
+		fmt.Fprintf(&b, "\n%-8s %-7s %10d  %s", c.Status, c.Kind, c.SizeBytes, display.Text(c.Path))
 		if c.LeftOut != "" {
 			fmt.Fprintf(&b, "  (not in the patch: %s)", c.LeftOut)
 		}

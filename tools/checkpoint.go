@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
+	"github.com/wink-mcp/wink-mcp/display"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -32,7 +33,7 @@ func checkpointView(cp workspace.Checkpoint) CheckpointView {
 }
 
 func (v CheckpointView) line() string {
-	what := v.Message
+	what := display.Text(v.Message)
 	if v.Auto != "" {
 		what = "(automatic: " + v.Auto + ")"
 	}
@@ -54,7 +55,7 @@ type WorkspaceCheckpointResult struct {
 func (r WorkspaceCheckpointResult) Text() string {
 	s := "checkpoint " + r.Checkpoint.ID + " saved: " + r.Checkpoint.line()
 	if len(r.Checkpoint.Skipped) > 0 {
-		s += "\nnot kept (a checkpoint cannot hold them): " + strings.Join(r.Checkpoint.Skipped, ", ")
+		s += "\nnot kept (a checkpoint cannot hold them): " + display.Texts(r.Checkpoint.Skipped, ", ")
 	}
 	return s
 }

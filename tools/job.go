@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/wink-mcp/wink-mcp/display"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -154,7 +155,7 @@ func (v JobView) line() string {
 	if v.OutOfMemory != "" {
 		state += ": " + v.OutOfMemory + ","
 	}
-	s := fmt.Sprintf("%s %s: %s after %d ms, stdout %d bytes, stderr %d bytes: %s", v.Kind, v.ID, state, v.DurationMS, v.StdoutBytes, v.StderrBytes, strings.Join(v.Command, " "))
+	s := fmt.Sprintf("%s %s: %s after %d ms, stdout %d bytes, stderr %d bytes: %s", v.Kind, v.ID, state, v.DurationMS, v.StdoutBytes, v.StderrBytes, display.Texts(v.Command, " "))
 	if v.DroppedBytes > 0 {
 		s += fmt.Sprintf(" [%d bytes of output dropped: %s]", v.DroppedBytes, v.DroppedReason)
 	}
@@ -177,7 +178,8 @@ func Job(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"pages stdout or stderr from a byte offset or a line (at most 1 MiB a page, 32 KiB by default; the whole output is kept, " +
 			"so nothing is lost to truncation); signal sends TERM (then KILL after grace_seconds), INT, HUP or KILL to everything " +
 			"the job started and nothing else; input writes to its stdin (close_stdin ends it). Up to 16 jobs run at once; the " +
-			"32 most recent finished ones are kept. Jobs end with the session, and do not survive the container being recreated.",
+			"32 most recent finished ones are kept. Jobs end with the session (unless its container is handed over with " +
+			"workspace_handoff), and do not survive the container being recreated.",
 		annotations: annotate(false, true, false),
 		handle:      runJob,
 	})

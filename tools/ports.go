@@ -85,9 +85,11 @@ func WorkspacePort(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 		title: "Show a workspace port to the user",
 		description: fmt.Sprintf("Show a server you started in the workspace (a dev server, an API, a notebook) to the user: open returns "+
 			"a URL on the user's machine's loopback (http://127.0.0.1:PORT/) that reaches the container's port through the workspace's own "+
-			"channel; the container keeps no network. A connection while nothing listens gets an error page at once. At most %d ports; "+
-			"they close when the session ends. Nothing outlives the podman_shell call that starts it, so the server is reachable while that call runs "+
-			"(up to its timeout).", workspace.MaxPorts),
+			"channel; the container keeps no network. Start the server as a background job (podman_shell with background=true): it stays "+
+			"reachable until the job ends or is signalled; one started in the foreground ends, and stops answering, when its call returns. "+
+			"A connection while nothing listens gets an error page at once. The URL answers only requests that name it 127.0.0.1 or "+
+			"localhost and come from no web page or one on the user's machine (other pages are refused). At most %d ports; they close "+
+			"when the session ends.", workspace.MaxPorts),
 		annotations: annotate(false, false, true),
 		handle: func(ctx context.Context, ws workspace.Workspace, p WorkspacePortParams) (WorkspacePortResult, error) {
 			r := WorkspacePortResult{Action: p.Action}

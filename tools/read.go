@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/wink-mcp/wink-mcp/display"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -38,12 +39,12 @@ func (r LsResult) Text() string {
 		fmt.Fprintf(&b, " (first %d shown)", len(r.Entries))
 	}
 	for _, e := range r.Entries {
-		name := e.Name
+		name := display.Text(e.Name)
 		switch e.Kind {
 		case workspace.KindDirectory:
 			name += "/"
 		case workspace.KindSymlink:
-			name += " -> " + e.LinkTarget
+			name += " -> " + display.Text(e.LinkTarget)
 		case workspace.KindOther:
 			name += " (special file)"
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/wink-mcp/wink-mcp/display"
 	"github.com/wink-mcp/wink-mcp/glob"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
@@ -42,7 +43,7 @@ func (r GlobResult) Text() string {
 		fmt.Fprintf(&b, " (%s)", r.Note)
 	}
 	for _, m := range r.Matches {
-		fmt.Fprintf(&b, "\n%s (%d bytes)", m.Path, m.SizeBytes)
+		fmt.Fprintf(&b, "\n%s (%d bytes)", display.Text(m.Path), m.SizeBytes)
 	}
 	return b.String()
 }
@@ -104,7 +105,7 @@ func (r GrepResult) Text() string {
 		fmt.Fprintf(&b, "; %s", r.Note)
 	}
 	for _, m := range r.Matches {
-		fmt.Fprintf(&b, "\n%s:%d: %s", m.Path, m.LineNumber, m.Line)
+		fmt.Fprintf(&b, "\n%s:%d: %s", display.Text(m.Path), m.LineNumber, m.Line) // the line is the file's content, as read_file shows it
 	}
 	return b.String()
 }

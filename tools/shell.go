@@ -55,7 +55,7 @@ type ShellParams struct {
 	Stdin          string            `json:"stdin,omitempty" jsonschema:"maxLength=48000" jsonschema_description:"Text piped to the command's standard input, at most 48000 characters. Never logged."`
 	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"minimum=1,default=30" jsonschema_description:"Seconds before the command and every process it started are stopped (exit_code 124, timed_out true): SIGTERM, then SIGKILL after grace_seconds. With background, bounds the job's life (default: none)."`
 	GraceSeconds   *int              `json:"grace_seconds,omitempty" jsonschema:"minimum=0,maximum=30,default=2" jsonschema_description:"Seconds between SIGTERM and SIGKILL when the timeout passes or the call is cancelled; 0 kills at once. ended_by says which signal ended the command."`
-	Background     bool              `json:"background,omitempty" jsonschema_description:"Start the command as a background job and return at once with its id and the output of its first 2 seconds; see the job tool for its status, output, signals and input. Its stdin stays open for job input. Jobs end when they exit, are signalled or the session ends."`
+	Background     bool              `json:"background,omitempty" jsonschema_description:"Start the command as a background job and return at once with its id and the output of its first 2 seconds; see the job tool for its status, output, signals and input. Its stdin stays open for job input. Jobs end when they exit, are signalled or the session ends (a workspace handed over with its container keeps them); workspace_port shows a server a job runs to the user."`
 	CaptureOutput  *bool             `json:"capture_output,omitempty" jsonschema:"default=true" jsonschema_description:"Return stdout and stderr (default true). When false they only say that capture was off; the byte counts are still reported."`
 	Action         string            `json:"action,omitempty" jsonschema:"enum=exec,enum=start,enum=stop,default=exec" jsonschema_description:"exec runs the command; start makes sure the container runs and returns its name; stop removes the container and deletes the files in /workspace, including the changes made to mounted host folders (the host copies are untouched), so the next call starts fresh."`
 }
@@ -189,8 +189,9 @@ func Shell(workspaceFor WorkspaceFor, log *slog.Logger, maxTimeout time.Duration
 		name:  "podman_shell",
 		title: "Run a command in the workspace container",
 		description: "Run a command in this session's isolated Linux container (Podman) and return its exit code and output. " +
-			"The container is the same one the file tools work on: /workspace holds the session's files. It has no network, " +
-			"no capabilities and runs as an unprivileged user. `command` is an argv array, not a shell string: use " +
+			"The container is the same one the file tools work on: /workspace holds the session's files. It has no network " +
+			"device (at most an HTTP proxy to the hosts the user allows; see the workspace prompt), no capabilities and runs " +
+			"as an unprivileged user. `command` is an argv array, not a shell string: use " +
 			"[\"sh\", \"-c\", \"...\"] for pipes, globs and redirection. Limits: command at most 4096 bytes; stdin at most " +
 			fmt.Sprintf("48000 characters; env at most 64 entries; timeout_seconds 1-%d (default 30). On timeout the command and every ", maxSeconds) +
 			"process it started get SIGTERM, then SIGKILL after grace_seconds (default 2); exit_code is 124, timed_out is true " +

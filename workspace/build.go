@@ -321,7 +321,7 @@ func (m *Manager) setupProxy(s *Session, p *profiles.Profile) *egress.Session {
 		m.log.Error("a profile's setup egress patterns no longer parse", "profile", p.Name, "err", err)
 		return nil
 	}
-	return egress.NewSession(egress.Config{Policy: policy, MaxBytes: m.cfg.EgressMaxBytes, Log: m.log}, s.key)
+	return egress.NewSession(egress.Config{Policy: policy, MaxBytes: m.cfg.EgressMaxBytes, MaxConns: m.cfg.EgressMaxConns, Log: m.log}, s.key)
 }
 
 // lockBuild takes the lock of key's build across processes, waiting for

@@ -152,6 +152,13 @@ type Config struct {
 	Egress []string
 	// EgressMaxBytes caps what one session's proxy may carry.
 	EgressMaxBytes int64
+	// EgressMaxConns caps the connections one session's proxy holds open
+	// at once; as many more wait for one to close.
+	EgressMaxConns int
+	// PreviewHosts and PreviewOrigins are the Host names and Origins port
+	// previews accept besides loopback ones: the MCP endpoint's
+	// --allowed-host and --allowed-origin.
+	PreviewHosts, PreviewOrigins []string
 	// Profiles are the toolchains a session may choose (nil for none).
 	Profiles *profiles.File
 	// Profile names the profile of sessions that choose none; "" is
@@ -225,6 +232,7 @@ func DefaultConfig() Config {
 		WatchDirs:       DefaultWatchDirs,
 
 		EgressMaxBytes: egress.DefaultMaxBytes,
+		EgressMaxConns: egress.DefaultMaxConns,
 	}
 }
 
@@ -261,6 +269,7 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	check(c.EgressMaxBytes >= 1<<20, "--egress-max-bytes %d is below the minimum of 1 MiB", c.EgressMaxBytes)
+	check(c.EgressMaxConns >= 1 && c.EgressMaxConns <= egress.MaxMaxConns, "--egress-max-conns %d must be between 1 and %d (connections a session's proxy holds open at once)", c.EgressMaxConns, egress.MaxMaxConns)
 	check(c.WatchDirs >= 0 && c.WatchDirs <= MaxWatchDirs, "watch-dirs %d must be between 0 and %d", c.WatchDirs, MaxWatchDirs)
 	check(c.Warm >= 0 && c.Warm <= MaxWarm, "warm %d must be between 0 and %d", c.Warm, MaxWarm)
 	check(c.Warm == 0 || !c.MountRoots, "--warm %d cannot serve --mount-roots: a pooled container is made before any client names its roots; drop one of them", c.Warm)

@@ -117,7 +117,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 	m.builds.ctx, m.builds.stop = context.WithCancel(context.Background())
 	m.closing = make(chan struct{})
 	if cfg.EgressOn() {
-		m.egress = &egress.Config{Policy: policy, MaxBytes: cfg.EgressMaxBytes, Log: log}
+		m.egress = &egress.Config{Policy: policy, MaxBytes: cfg.EgressMaxBytes, MaxConns: cfg.EgressMaxConns, Log: log}
 	}
 	switch {
 	case cfg.DiskBytes > 0 && cfg.FilesOnPodmanHost:

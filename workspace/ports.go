@@ -1,20 +1,15 @@
 package workspace
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/yamux"
-
-	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // Port previews: a container port shown on this machine's loopback.
@@ -40,11 +35,20 @@ type PortInfo struct {
 	URL  string
 }
 
-// portForward is one open port's listener on this machine's loopback.
+// portForward is one open port's listener on this machine's loopback and
+// the preview server that answers on it.
 type portForward struct {
-	port int
-	ln   net.Listener
-	open atomic.Int64 // connections carried now
+	port      int
+	ln        net.Listener
+	srv       *http.Server
+	transport *http.Transport
+	open      atomic.Int64 // connections carried now
+}
+
+// close stops the preview: its listener and every connection it carries.
+func (f *portForward) close() {
+	f.srv.Close()
+	f.transport.CloseIdleConnections()
 }
 
 func (f *portForward) info() PortInfo {
@@ -78,17 +82,18 @@ func (s *Session) OpenPort(ctx context.Context, port int) (PortInfo, []PortInfo,
 		return PortInfo{}, nil, fmt.Errorf("listening on this machine's loopback: %w", err)
 	}
 	f := &portForward{port: port, ln: ln}
+	f.srv = s.previewServer(f)
 	if s.ports == nil {
 		s.ports = map[int]*portForward{}
 	}
 	s.ports[port] = f
-	go s.acceptPort(f)
+	go f.srv.Serve(portListener{Listener: ln, f: f})
 	s.m.log.Info("port opened", "event", "port_opened", "session", s.hash, "port", port, "url", f.info().URL)
 	return f.info(), s.portsLocked(), nil
 }
 
-// ClosePort stops showing a port and cuts its connections' listener; it
-// returns the ports still open. Closing a port that is not open is an error.
+// ClosePort stops showing a port and cuts its connections; it returns the
+// ports still open. Closing a port that is not open is an error.
 func (s *Session) ClosePort(port int) ([]PortInfo, error) {
 	s.portsMu.Lock()
 	defer s.portsMu.Unlock()
@@ -97,7 +102,7 @@ func (s *Session) ClosePort(port int) ([]PortInfo, error) {
 		return s.portsLocked(), fmt.Errorf("port %d is not open in this session", port)
 	}
 	delete(s.ports, port)
-	f.ln.Close()
+	f.close()
 	s.m.log.Info("port closed", "event", "port_closed", "session", s.hash, "port", port)
 	return s.portsLocked(), nil
 }
@@ -124,7 +129,7 @@ func (s *Session) closePorts() {
 	defer s.portsMu.Unlock()
 	s.portsClosed = true
 	for port, f := range s.ports {
-		f.ln.Close()
+		f.close()
 		delete(s.ports, port)
 	}
 }
@@ -147,69 +152,4 @@ func (s *Session) ensureTunnel(ctx context.Context) (*yamux.Session, error) {
 		}
 	}
 	return s.tunnel, nil
-}
-
-func (s *Session) acceptPort(f *portForward) {
-	for {
-		c, err := f.ln.Accept()
-		if err != nil {
-			return
-		}
-		if f.open.Add(1) > maxPortConns {
-			f.open.Add(-1)
-			go func() {
-				errorPage(c, 503, fmt.Sprintf("port %d already carries %d connections, the most it may; close some and try again", f.port, maxPortConns))
-			}()
-			continue
-		}
-		go func() {
-			defer f.open.Add(-1)
-			defer c.Close()
-			s.carryPort(c.(*net.TCPConn), f.port)
-		}()
-	}
-}
-
-// carryPort connects c to the container's port through the tunnel, or
-// answers with a page that says why it cannot.
-func (s *Session) carryPort(c *net.TCPConn, port int) {
-	ctx, cancel := context.WithTimeout(s.life, portStartTimeout)
-	mux, err := s.ensureTunnel(ctx)
-	cancel()
-	if err != nil {
-		errorPage(c, 502, "the workspace could not be reached: "+err.Error())
-		return
-	}
-	st, err := mux.OpenStream()
-	if err != nil {
-		errorPage(c, 502, "the workspace's tunnel failed: "+err.Error())
-		return
-	}
-	defer st.Close()
-	_ = st.SetDeadline(time.Now().Add(portAnswerTimeout))
-	answer, err := func() (string, error) {
-		if _, err := fmt.Fprintf(st, wire.PortRequest, port); err != nil {
-			return "", err
-		}
-		return bufio.NewReader(io.LimitReader(st, 4096)).ReadString('\n')
-	}()
-	if err != nil {
-		errorPage(c, 504, fmt.Sprintf("the workspace did not answer for port %d: %v", port, err))
-		return
-	}
-	if answer != wire.PortOK {
-		why := strings.TrimSpace(strings.TrimPrefix(answer, "error:"))
-		errorPage(c, 502, fmt.Sprintf("nothing answers on port %d in the workspace (%s); start the server there, listening on 127.0.0.1 or 0.0.0.0", port, why))
-		return
-	}
-	_ = st.SetDeadline(time.Time{})
-	wire.Splice(c, st)
-}
-
-// errorPage answers a connection to an open port with an HTTP error page
-// and closes it.
-func errorPage(c net.Conn, status int, text string) {
-	body := "wink-mcp port preview: " + text + ".\n"
-	wire.Refuse(c, fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-		status, http.StatusText(status), len(body), body))
 }

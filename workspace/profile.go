@@ -172,7 +172,7 @@ func (m *Manager) sessionProxy(s *Session, p *profiles.Profile) *egress.Session 
 	if m.egress == nil && len(extra) == 0 {
 		return nil
 	}
-	cfg := egress.Config{MaxBytes: m.cfg.EgressMaxBytes, Log: m.log}
+	cfg := egress.Config{MaxBytes: m.cfg.EgressMaxBytes, MaxConns: m.cfg.EgressMaxConns, Log: m.log}
 	if m.egress != nil {
 		cfg = *m.egress
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/wink-mcp/wink-mcp/display"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -117,7 +118,7 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 // printLeftOut names the changes a patch does not hold.
 func printLeftOut(stderr io.Writer, left []string) {
 	for _, line := range left {
-		fmt.Fprintf(stderr, "wink-mcp export: not in the patch: %s\n", line)
+		fmt.Fprintf(stderr, "wink-mcp export: not in the patch: %s\n", display.Text(line))
 	}
 }
 

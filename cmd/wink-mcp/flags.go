@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/server"
 	"github.com/wink-mcp/wink-mcp/tools"
@@ -76,6 +77,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.pathList(&w.Egress, "egress", "a host the workspace may reach through its egress proxy: name, *.domain or address, optionally :port (default ports 443 and 80); an exact name with a port may be private or loopback (repeatable; none: no network at all)", "WINK_EGRESS")
 	b.boolean(&w.EgressAsk, "egress-ask", "ask the user, by MCP elicitation, whether a session may reach a host no --egress pattern allows (clients without elicitation get the refusal)", "WINK_EGRESS_ASK")
 	b.bytes(&w.EgressMaxBytes, "egress-max-bytes", "bytes one session's egress proxy may carry, both ways, in all (e.g. 4g)", "WINK_EGRESS_MAX_BYTES")
+	b.int(&w.EgressMaxConns, "egress-max-conns", fmt.Sprintf("connections one session's egress proxy holds open at once, 1-%d; as many more wait up to %s for one to close", egress.MaxMaxConns, egress.DefaultQueueWait), "WINK_EGRESS_MAX_CONNS")
 	b.str(&opts.profilesFile, "profiles", "a YAML file of profiles: toolchains (image, setup commands cached as an image, env, limits, egress) sessions choose with workspace_profile or ?profile=NAME", "WINK_PROFILES")
 	b.str(&w.Profile, "profile", "the profile of sessions that choose none (default: the profiles file's default:, else none)", "WINK_PROFILE")
 	b.list(&opts.envPass, "env-pass", "pass this server's environment variables whose names match (* globs; repeatable) into every command; a command can read and print them", "WINK_ENV_PASS")

@@ -97,6 +97,8 @@ func TestBadSettingsAreNamed(t *testing.T) {
 		{name: "command timeout too long", args: []string{"--max-command-timeout", "25h"}, wantErr: "--max-command-timeout 25h0m0s: must be between 1s and 24h"},
 		{name: "command timeout too short", args: []string{"--max-command-timeout", "500ms"}, wantErr: "must be between 1s and 24h"},
 		{name: "negative job age", args: []string{"--max-job-age", "-1m"}, wantErr: "maximum job age must not be negative"},
+		{name: "no egress connections", args: []string{"--egress-max-conns", "0"}, wantErr: "--egress-max-conns 0 must be between 1 and 4096"},
+		{name: "too many egress connections", env: map[string]string{"WINK_EGRESS_MAX_CONNS": "5000"}, wantErr: "--egress-max-conns 5000 must be between 1 and 4096"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
+	"github.com/wink-mcp/wink-mcp/display"
 	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
@@ -98,9 +99,7 @@ func runProfiles(args []string, stdout, stderr io.Writer) int {
 	failed := 0
 	for _, name := range names {
 		start := time.Now()
-		image, built, err := mgr.BuildProfile(ctx, name, func(p workspace.Progress) {
-			fmt.Fprintf(stderr, "%s: %ds %s\n", name, p.ElapsedMillis/1000, p.Line)
-		})
+		image, built, err := mgr.BuildProfile(ctx, name, func(p workspace.Progress) { printProgress(stderr, name, p) })
 		switch {
 		case err != nil:
 			fmt.Fprintf(stderr, "wink-mcp profiles build: %s: %v\n", name, err)
@@ -117,6 +116,12 @@ func runProfiles(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// printProgress prints a line of a profile's setup output, which the
+// setup's commands (and what they download) wrote.
+func printProgress(w io.Writer, profile string, p workspace.Progress) {
+	fmt.Fprintf(w, "%s: %ds %s\n", profile, p.ElapsedMillis/1000, display.Text(p.Line))
+}
+
 // writeProfiles prints the profiles' images as a table.
 func writeProfiles(w io.Writer, images []workspace.ProfileImage) {
 	t := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -131,7 +136,7 @@ func writeProfiles(w io.Writer, images []workspace.ProfileImage) {
 		case pi.Built:
 			built, size = pi.Created.Format(time.DateTime), checkpoints.FormatBytes(pi.Size)
 		}
-		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\n", pi.Profile, pi.Base, image, built, size, pi.Description)
+		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\n", pi.Profile, pi.Base, image, built, size, display.Text(pi.Description))
 	}
 	t.Flush()
 }

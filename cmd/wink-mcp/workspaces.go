@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
+	"github.com/wink-mcp/wink-mcp/display"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -118,7 +119,7 @@ func printKept(w io.Writer, k workspace.KeptWorkspace) {
 	fmt.Fprintf(w, "state      %s\nfiles      %s on disk\ncheckpoints %d, %s\n", state, checkpoints.FormatBytes(k.FilesBytes),
 		len(k.Checkpoints), checkpoints.FormatBytes(k.StoreBytes))
 	for _, cp := range k.Checkpoints {
-		what := cp.Message
+		what := display.Text(cp.Message)
 		if cp.Auto != "" {
 			what = "(automatic: " + cp.Auto + ")"
 		}

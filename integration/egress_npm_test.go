@@ -1,0 +1,124 @@
+package integration
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// npmPackages is a front end's usual set: a few hundred packages.
+const npmPackages = `{"name":"app","version":"1.0.0","private":true,
+"dependencies":{"express":"^4","eslint":"^8","webpack":"^5","jest":"^29"}}
+`
+
+// egressUse is what a session's proxy carried, read from its log.
+type egressUse struct {
+	allowed, refused int // connections carried, and turned away by the proxy's limit
+	peak             int // the most connections open at once
+}
+
+// egressUseOf reads the egress log records of p: every connection's start
+// (its end less its duration) and end give the most open at once.
+func egressUseOf(p *proc) egressUse {
+	var u egressUse
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	var edges []edge
+	for _, rec := range p.logs.records() {
+		switch {
+		case rec["msg"] == "egress allowed":
+			end, err := time.Parse(time.RFC3339Nano, fmt.Sprint(rec["time"]))
+			if err != nil {
+				continue
+			}
+			ms, _ := rec["duration_ms"].(float64)
+			u.allowed++
+			edges = append(edges, edge{end.Add(-time.Duration(ms) * time.Millisecond), 1}, edge{end, -1})
+		case rec["msg"] == "egress refused" && fmt.Sprint(rec["status"]) == "503" && strings.Contains(fmt.Sprint(rec["reason"]), "--egress-max-conns"):
+			u.refused++
+		}
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta // an end before a start at the same instant
+	})
+	open := 0
+	for _, e := range edges {
+		open += e.delta
+		u.peak = max(u.peak, open)
+	}
+	return u
+}
+
+// npmInstall runs npm install of npmPackages through the proxy, in a
+// session of the README's node profile allowed this machine's npm
+// registry, with npm settings (npm_config_*) and flags for the server; it
+// returns the command's result and what the proxy carried.
+func npmInstall(t *testing.T, npmEnv map[string]any, extra ...string) (exit int, stderr string, took time.Duration, use egressUse) {
+	t.Helper()
+	r := machineRegistries(t)
+	file := filepath.Join(t.TempDir(), "profiles.yaml")
+	if err := os.WriteFile(file, []byte(readmeProfiles(t)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mirror := aptMirrorHost(t)
+	cache := t.TempDir()
+	build := exec.Command(winkBin, "profiles", "build", "node", "--profiles", file, "--cache-dir", cache,
+		"--podman-url", "unix://"+podmanSocket, "--log-level", "warn")
+	build.Env = append(os.Environ(), "APT_MIRROR_HOST="+mirror)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the node profile: %v\n%s", err, out)
+	}
+	p := start(t, startOptions{image: pythonImage, cache: cache, env: []string{"APT_MIRROR_HOST=" + mirror},
+		args: append([]string{"--warm", "0", "--profiles", file, "--profile", "node", "--egress", r.npm.Hostname()}, extra...)})
+	caBundle(t, p)
+	if res := p.call("write_file", map[string]any{"file_path": "app/package.json", "content": npmPackages}); res.IsError {
+		t.Fatal(textOf(res))
+	}
+	env := map[string]any{"npm_config_registry": r.npm.String(), "NODE_EXTRA_CA_CERTS": "/workspace/ca.pem"}
+	maps.Copy(env, npmEnv)
+	begin := time.Now()
+	out := p.shell(map[string]any{"command": []string{"npm", "install", "--no-audit", "--no-fund", "--loglevel", "warn"}, "cwd": "app",
+		"env": env, "timeout_seconds": 170}) // under the harness's 3 minutes a call
+	took = time.Since(begin)
+	if out.ExitCode == 0 {
+		if n := p.run("sh", "-c", "ls app/node_modules | wc -l"); strings.TrimSpace(n.Stdout) == "0" {
+			t.Errorf("npm install answered 0 but node_modules is empty")
+		}
+	}
+	return out.ExitCode, out.Stderr, took, egressUseOf(p)
+}
+
+// npm install of a few hundred packages through the proxy, as a new user
+// with the README's node profile would: it succeeds, and nothing is
+// refused by the proxy's connection limit. With a limit set far too low,
+// npm's own error names wink-mcp's limit and the flag, not the registry.
+func TestEgressNpmInstall(t *testing.T) {
+	exit, stderr, took, use := npmInstall(t, nil)
+	t.Logf("npm install: exit %d in %s; %d connections, at most %d at once, %d turned away", exit, took.Round(time.Second), use.allowed, use.peak, use.refused)
+	if exit != 0 || use.refused > 0 {
+		t.Errorf("npm install: exit %d, %d connections turned away by the limit\n%s", exit, use.refused, stderr)
+	}
+	// npm would retry each refused request for minutes: once is enough here.
+	exit, stderr, _, use = npmInstall(t, map[string]any{"npm_config_fetch_retries": "0"}, "--egress-max-conns", "4")
+	t.Logf("npm install with --egress-max-conns 4: exit %d; %d connections, at most %d at once, %d turned away", exit, use.allowed, use.peak, use.refused)
+	for line := range strings.Lines(stderr) {
+		if strings.Contains(line, "egress limit") {
+			t.Logf("npm said: %s", strings.TrimSpace(line))
+			break
+		}
+	}
+	if use.peak > 4 || exit != 0 && !strings.Contains(stderr, "wink-mcp egress limit --egress-max-conns 4") {
+		t.Errorf("npm install past a limit of 4: exit %d, %d at once; want npm's error to name wink-mcp's limit\n%s", exit, use.peak, stderr)
+	}
+}
