@@ -68,8 +68,7 @@ func (a *Agent) checkInotify(share inotifyShare, shares int, pressed int) int {
 	holders := readHolders(procs, supervisors, share.watches+1)
 	kill, instances, watches := overShare(holders, share)
 	for _, h := range kill {
-		// Watches are counted no further than past the share: "at least".
-		a.killHolder(h, fmt.Sprintf("this workspace's processes held %d inotify instances and at least %d watches, past its share of %d and %d "+
+		a.killHolder(h, fmt.Sprintf("this workspace's processes held %d inotify instances and %d watches (counted up to the share), past its share of %d and %d "+
 			"(1/%d of the host's per-user fs.inotify limits, which every workspace shares; the server's --inotify-shares sets the part)",
 			instances, watches, share.instances, share.watches, shares))
 	}
