@@ -64,6 +64,16 @@ type Agent struct {
 	// watch follows the changes commands make (see OpWatch).
 	watch *watcher
 
+	// guardOnce starts the inotify guard (see startGuard), which runs
+	// until guardCtx is done (see Close).
+	guardOnce sync.Once
+	guardCtx  context.Context
+	stopGuard context.CancelFunc
+	// notes holds, by supervisor, what the agent tells the foreground
+	// command it runs (see tellCommand).
+	notesMu sync.Mutex
+	notes   map[int][]string
+
 	// commands counts the exec and python requests running, whose
 	// process trees a restore waits for (see OpWaitCommands).
 	commands atomic.Int64
@@ -96,12 +106,15 @@ func New(cfg Config) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Agent{workspace: cfg.Workspace, root: root, self: self, log: log, children: map[int]struct{}{}, jobs: newJobs(), watch: newWatcher(root)}, nil
+	guardCtx, stopGuard := context.WithCancel(context.Background())
+	return &Agent{workspace: cfg.Workspace, root: root, self: self, log: log, children: map[int]struct{}{}, jobs: newJobs(), watch: newWatcher(root),
+		guardCtx: guardCtx, stopGuard: stopGuard, notes: map[int][]string{}}, nil
 }
 
 // Close lets the waiting supervisors exit and releases the workspace handle.
 func (a *Agent) Close() error {
 	a.closeSupervisors()
+	a.stopGuard()
 	a.watch.close()
 	return a.root.Close()
 }
@@ -236,6 +249,7 @@ func (a *Agent) handle(ctx context.Context, req wire.Request, report func(wire.P
 	case wire.OpWatch:
 		result, werr = dispatch(req.Args, func(args wire.WatchArgs) (*wire.WatchStatus, *wire.Error) {
 			st := a.watch.start(args.MaxDirs)
+			a.startGuard(args.InotifyShares)
 			return &st, nil
 		})
 	case wire.OpChanges:

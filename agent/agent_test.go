@@ -17,10 +17,14 @@ import (
 	"github.com/wink-mcp/wink-mcp/wire"
 )
 
-// TestMain lets the test binary act as the supervisor the agent re-executes.
+// TestMain lets the test binary act as the supervisor the agent re-executes,
+// and as a command that holds inotify descriptors (see holdInotify).
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "supervise" {
 		os.Exit(SuperviseMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "hold-inotify" {
+		os.Exit(holdInotify(os.Args[2:]))
 	}
 	os.Exit(m.Run())
 }

@@ -57,6 +57,8 @@ type runOutcome struct {
 	duration time.Duration
 	// oom says what the memory limit killed while it ran, nil for nothing.
 	oom *wire.OOM
+	// notes are what the agent told the command (see tellCommand).
+	notes []string
 }
 
 // replyOrError is a supervisor's answer, or why none came.
@@ -84,6 +86,8 @@ func (a *Agent) run(ctx context.Context, spec runSpec) (*runOutcome, *wire.Error
 		out.stdout.spillDir, out.stderr.spillDir = a.workspace, a.workspace
 	}
 	start, oomBefore := time.Now(), oomKills()
+	a.expectNotes(sup.pid)
+	defer a.takeNotes(sup.pid)
 	err = send(sup.ctl, commandSpec{Argv: spec.argv, Dir: spec.dir, Env: spec.env, PassResult: spec.result != nil}, st.commandEnds())
 	st.closeCommandEnds()
 	if err != nil {
@@ -121,6 +125,7 @@ func (a *Agent) run(ctx context.Context, spec runSpec) (*runOutcome, *wire.Error
 	}
 	out.duration = time.Since(start)
 	st.wait(copied, waitDelay)
+	out.notes = a.takeNotes(sup.pid)
 	if got.err != nil {
 		// The supervisor died mid-command (the command may have killed it);
 		// what it supervised is now init's and dies as strays.
@@ -225,6 +230,7 @@ func (a *Agent) exec(ctx context.Context, args wire.ExecArgs, report func(wire.P
 	}
 	res.Stdout, res.StdoutTruncated = out.stdout.text()
 	res.Stderr, res.StderrTruncated = out.stderr.text()
+	res.Stderr = withNotes(res.Stderr, out.notes)
 	res.OutputJob = a.keepOutput(args.Argv, dir, time.Now().Add(-out.duration), out)
 	return res, nil
 }

@@ -83,7 +83,7 @@ func (a *Agent) python(ctx context.Context, args wire.PythonArgs, report func(wi
 	}
 	res := &wire.PythonResult{Globals: map[string]string{}, Reads: refs, Writes: []wire.WriteOutcome{}, TimedOut: out.timedOut}
 	res.Stdout = capChars(out.stdout, args.OutputChars)
-	res.Stderr = capChars(out.stderr, args.OutputChars)
+	res.Stderr = withNotes(capChars(out.stderr, args.OutputChars), out.notes)
 	var r runnerResult
 	switch {
 	case out.timedOut:

@@ -48,6 +48,10 @@ type watcher struct {
 	unwatched map[string]struct{}
 	reason    string
 	suspect   bool
+	// lapsed are roots that were unwatched and are watched again (see
+	// retryLocked): what happened under them before is unknown, so the
+	// next report names them once more as possibly changed.
+	lapsed map[string]struct{}
 	// changed says the status changed since it was last reported.
 	changed  bool
 	overflow bool // the kernel's queue overflowed: every directory is watched again
@@ -56,43 +60,24 @@ type watcher struct {
 	// ready receives a token when something becomes reportable.
 	ready  chan struct{}
 	closed atomic.Bool
+	// stop ends the retry loop (see retryLoop).
+	stop chan struct{}
+
+	// initInotify makes the inotify descriptor; tests make it fail.
+	initInotify func() (int, error)
 }
 
 func newWatcher(root *os.Root) *watcher {
-	return &watcher{root: root, fd: -1, unwatched: map[string]struct{}{}, ready: make(chan struct{}, 1)}
-}
-
-// start begins watching at most maxDirs directories; zero watches nothing.
-// Once started, it only reports the status.
-func (w *watcher) start(maxDirs int) wire.WatchStatus {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.started {
-		return w.statusLocked()
-	}
-	w.started, w.maxDirs = true, maxDirs
-	if maxDirs <= 0 {
-		w.leaveUnwatchedLocked("", "watching is turned off (--watch-dirs 0)")
-		return w.statusLocked()
-	}
-	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
-	if err != nil {
-		reason := fmt.Sprintf("inotify could not start: %v", err)
-		if errors.Is(err, unix.EMFILE) {
-			reason += " (the host's fs.inotify.max_user_instances is reached; raise it)"
-		}
-		w.leaveUnwatchedLocked("", reason)
-		return w.statusLocked()
-	}
-	w.fd, w.byWD, w.byPath, w.buf = fd, map[int32]string{}, map[string]int32{}, make([]byte, 64<<10)
-	w.addTreeLocked("", nil)
-	go w.loop(fd)
-	return w.statusLocked()
+	return &watcher{root: root, fd: -1, unwatched: map[string]struct{}{}, lapsed: map[string]struct{}{},
+		ready: make(chan struct{}, 1), stop: make(chan struct{}),
+		initInotify: func() (int, error) { return unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC) }}
 }
 
 // close stops the watch.
 func (w *watcher) close() {
-	w.closed.Store(true)
+	if !w.closed.Swap(true) {
+		close(w.stop)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.fd >= 0 {
@@ -200,7 +185,7 @@ func (w *watcher) addTreeLocked(dir string, record func(string)) {
 	leave := func(d, reason string) {
 		w.leaveUnwatchedLocked(d, reason)
 		if record != nil {
-			w.suspect = true
+			w.suspectLocked()
 		}
 	}
 	for stack := []string{dir}; len(stack) > 0; {
@@ -221,7 +206,7 @@ func (w *watcher) addTreeLocked(dir string, record func(string)) {
 			f.Close()
 			reason := fmt.Sprintf("watching %q failed: %v", shownRel(d), err)
 			if errors.Is(err, unix.ENOSPC) {
-				reason = "the host's inotify watch limit (fs.inotify.max_user_watches) is reached"
+				reason = "the host's inotify watch limit (fs.inotify.max_user_watches) is reached; it tries again every second"
 			}
 			leave(d, reason)
 			continue
@@ -272,6 +257,14 @@ func (w *watcher) leaveUnwatchedLocked(dir, reason string) {
 	}
 }
 
+// suspectLocked says the unwatched directories may have changed since
+// they were last reported so, and wakes a report waiting for changes: with
+// nothing watched, or a directory unwatched, nothing else would.
+func (w *watcher) suspectLocked() {
+	w.suspect = true
+	w.signal()
+}
+
 // signal says something became reportable, without blocking.
 func (w *watcher) signal() {
 	select {
@@ -284,17 +277,20 @@ func (w *watcher) signal() {
 func (w *watcher) reportable() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return !w.pending.empty() || w.changed || w.suspect && len(w.unwatched) > 0
+	return !w.pending.empty() || w.changed || w.suspect && len(w.unwatched) > 0 || len(w.lapsed) > 0
 }
 
-// commandEnded says a command ended: what is not watched may have changed.
-// Whether anything is unwatched is asked by the report that follows, after
-// it has read the command's events: a directory the command made may be
-// the one left unwatched.
+// commandEnded says a command ended: what is not watched may have changed,
+// and a report waiting for changes hears it at once. Whether anything is
+// unwatched is asked by the report that follows, after it has read the
+// command's events: a directory the command made may be the one left
+// unwatched.
 func (w *watcher) commandEnded() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.suspect = w.started
+	if w.started {
+		w.suspectLocked()
+	}
 }
 
 // own drains the events and, when made, forgets the changes of paths,
@@ -355,6 +351,12 @@ func (w *watcher) take(n int, seq int64) ([]wire.Change, bool) {
 		}
 		w.suspect = false
 	}
+	for d := range w.lapsed {
+		if !slices.ContainsFunc(out, func(c wire.Change) bool { return c.Path == d }) {
+			out = append(out, wire.Change{Path: d, Unwatched: true, Seq: seq})
+		}
+	}
+	clear(w.lapsed)
 	for _, e := range w.pending.take(n) {
 		c := wire.Change{Path: e.path, Folded: e.folded, Seq: seq}
 		fi, err := w.root.Lstat(dotFor(e.path))

@@ -250,27 +250,36 @@ func ulimitsResult(l engine.Limits, nofileHard, nprocHard uint64) Result {
 }
 
 func (d *doctor) watch(context.Context) Result {
+	shares := max(1, d.cfg.InotifyShares) // a config not made by DefaultConfig has none
+	guard := fmt.Sprintf("each workspace's commands may hold 1/%d of the host's per-user inotify instances and watches (--inotify-shares), "+
+		"which every workspace of one uid shares: past it the agent kills their greediest process", shares)
 	if d.cfg.WatchDirs == 0 {
-		return Result{Status: OK, Detail: "--watch-dirs 0: nothing is watched; after each command, subscribers hear that anything may have changed"}
+		return Result{Status: OK, Detail: "--watch-dirs 0: nothing is watched; after each command, subscribers hear that anything may have changed; " + guard}
 	}
 	if d.info != nil && d.info.Remote {
-		return Result{Status: OK, Detail: fmt.Sprintf("each workspace watches up to %d directories, within the Podman host's fs.inotify limits, which are not read from here", d.cfg.WatchDirs)}
+		return Result{Status: OK, Detail: fmt.Sprintf("each workspace watches up to %d directories, within the Podman host's fs.inotify limits, which are not read from here; %s", d.cfg.WatchDirs, guard)}
 	}
 	watches, instances, err := d.host.inotifyLimits()
 	if err != nil {
-		return Result{Status: Warn, Detail: "cannot read this host's inotify limits: " + err.Error()}
+		return Result{Status: Warn, Detail: "cannot read this host's inotify limits: " + err.Error() + "; " + guard}
 	}
-	return watchResult(d.cfg.WatchDirs, watches, instances)
+	return watchResult(d.cfg.WatchDirs, shares, watches, instances)
 }
 
-// watchResult compares --watch-dirs with the host's inotify limits, which
-// every container of one user shares.
-func watchResult(dirs int, watches, instances uint64) Result {
-	full := min(instances, watches/uint64(dirs))
-	detail := fmt.Sprintf("each workspace watches up to %d directories; this host allows each user %d watches and %d inotify instances, shared by all its containers: at least %d workspaces of %d directories are watched in full at once",
-		dirs, watches, instances, full, dirs)
-	if watches < uint64(dirs) || instances < 16 {
-		return Result{Status: Warn, Detail: detail, Fix: "raise fs.inotify.max_user_watches and max_user_instances (sysctl -w), or lower --watch-dirs; " +
+// watchResult compares --watch-dirs and --inotify-shares with the host's
+// inotify limits, which every container of one user shares: each
+// workspace's watch takes one instance and a watch per directory, and its
+// commands may take a 1/shares part besides.
+func watchResult(dirs, shares int, watches, instances uint64) Result {
+	shareInstances, shareWatches := max(1, instances/uint64(shares)), max(1, watches/uint64(shares))
+	full := min(instances/(1+shareInstances), watches/(uint64(dirs)+shareWatches))
+	detail := fmt.Sprintf("this host allows each user %d inotify instances and %d watches, shared by all its containers; "+
+		"each workspace's watch takes 1 instance and up to %d watches (--watch-dirs), and its commands may hold %d instances and %d watches (1/%d, --inotify-shares; past it the agent kills their greediest process): "+
+		"at least %d workspaces of %d directories are watched in full at once, even with every one's commands holding their share; "+
+		"a watch the limits refuse tries again every second, and meanwhile its directories are reported as possibly changed after each command",
+		instances, watches, dirs, shareInstances, shareWatches, shares, full, dirs)
+	if full == 0 || instances < 16 {
+		return Result{Status: Warn, Detail: detail, Fix: "raise fs.inotify.max_user_watches and max_user_instances (sysctl -w), or lower --watch-dirs or raise --inotify-shares; " +
 			"past the limits a directory's changes are reported as possibly changed after each command"}
 	}
 	return Result{Status: OK, Detail: detail}

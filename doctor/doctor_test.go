@@ -284,20 +284,25 @@ func TestEgressCheck(t *testing.T) {
 }
 
 // TestWatchResult: a host whose inotify limits cannot hold one workspace's
-// watches, or few workspaces at all, gets a warning that says what to raise.
+// watch beside the share its commands may hold, or few workspaces at all,
+// gets a warning that says what to raise; the detail says what the host
+// allows and how many workspaces that watches in full.
 func TestWatchResult(t *testing.T) {
 	for _, c := range []struct {
-		dirs               int
+		dirs, shares       int
 		watches, instances uint64
 		want               Status
+		full               string
 	}{
-		{8192, 192536, 128, OK},
-		{8192, 8191, 128, Warn},
-		{8192, 1 << 20, 8, Warn},
+		{8192, 8, 192536, 128, OK, "at least 5 workspaces of 8192 directories"},
+		{8192, 8, 8191, 128, Warn, "at least 0 workspaces"},
+		{8192, 1, 16384, 128, Warn, "at least 0 workspaces"},
+		{8192, 8, 1 << 20, 8, Warn, "at least 4 workspaces"},
 	} {
-		r := watchResult(c.dirs, c.watches, c.instances)
-		if r.Status != c.want || (c.want == Warn && !strings.Contains(r.Fix, "max_user_watches")) {
-			t.Errorf("watchResult(%d, %d, %d) = %+v, want %v", c.dirs, c.watches, c.instances, r, c.want)
+		r := watchResult(c.dirs, c.shares, c.watches, c.instances)
+		if r.Status != c.want || (c.want == Warn && !strings.Contains(r.Fix, "max_user_watches")) || !strings.Contains(r.Detail, c.full) ||
+			!strings.Contains(r.Detail, fmt.Sprintf("%d inotify instances and %d watches", c.instances, c.watches)) {
+			t.Errorf("watchResult(%d, %d, %d, %d) = %+v, want %v saying %q", c.dirs, c.shares, c.watches, c.instances, r, c.want, c.full)
 		}
 	}
 }

@@ -32,6 +32,11 @@ type WatchArgs struct {
 	// MaxDirs is the most directories watched at once; past it a new
 	// directory is left unwatched. Zero watches nothing.
 	MaxDirs int `json:"max_dirs"`
+	// InotifyShares, when positive, bounds what the workspace's commands
+	// hold at once to 1/InotifyShares of the host's per-user inotify
+	// instances and watches: past it the agent kills the greediest
+	// process, and says so in its command's standard error.
+	InotifyShares int `json:"inotify_shares,omitempty"`
 }
 
 // WatchStatus says how completely the workspace is watched.

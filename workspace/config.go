@@ -58,6 +58,11 @@ const (
 	DefaultWatchDirs = 8192
 	// MaxWatchDirs bounds --watch-dirs.
 	MaxWatchDirs = 1 << 20
+	// DefaultInotifyShares is how many parts the host's per-user inotify
+	// limits are cut into, one the most a workspace's commands may hold.
+	DefaultInotifyShares = 8
+	// MaxInotifyShares bounds --inotify-shares.
+	MaxInotifyShares = 1024
 )
 
 // Config says how sessions' containers are made and where their files live.
@@ -147,6 +152,12 @@ type Config struct {
 	// changes are reported as "anything under it may have changed" after
 	// each command. 0 watches nothing.
 	WatchDirs int
+	// InotifyShares cuts the host's per-user inotify instances and
+	// watches, which every workspace of one uid draws on, into this many
+	// parts: a workspace's commands may hold one, and past it the agent
+	// kills the greediest of their processes. 1 lets one workspace's
+	// commands take it all.
+	InotifyShares int
 	// Egress are the allowlist patterns of the egress proxy (see package
 	// egress); none keeps the containers without any way out.
 	Egress []string
@@ -230,6 +241,7 @@ func DefaultConfig() Config {
 		APITimeout:      DefaultAPITimeout,
 		PullTimeout:     DefaultPullTimeout,
 		WatchDirs:       DefaultWatchDirs,
+		InotifyShares:   DefaultInotifyShares,
 
 		EgressMaxBytes: egress.DefaultMaxBytes,
 		EgressMaxConns: egress.DefaultMaxConns,
@@ -271,6 +283,7 @@ func (c Config) Validate() error {
 	check(c.EgressMaxBytes >= 1<<20, "--egress-max-bytes %d is below the minimum of 1 MiB", c.EgressMaxBytes)
 	check(c.EgressMaxConns >= 1 && c.EgressMaxConns <= egress.MaxMaxConns, "--egress-max-conns %d must be between 1 and %d (connections a session's proxy holds open at once)", c.EgressMaxConns, egress.MaxMaxConns)
 	check(c.WatchDirs >= 0 && c.WatchDirs <= MaxWatchDirs, "watch-dirs %d must be between 0 and %d", c.WatchDirs, MaxWatchDirs)
+	check(c.InotifyShares >= 1 && c.InotifyShares <= MaxInotifyShares, "--inotify-shares %d must be between 1 and %d (1 lets one workspace's commands take all of the host's per-user inotify limits)", c.InotifyShares, MaxInotifyShares)
 	check(c.Warm >= 0 && c.Warm <= MaxWarm, "warm %d must be between 0 and %d", c.Warm, MaxWarm)
 	check(c.Warm == 0 || !c.MountRoots, "--warm %d cannot serve --mount-roots: a pooled container is made before any client names its roots; drop one of them", c.Warm)
 	check(c.Warm == 0 || !c.KeepSessionDirs, "--warm %d cannot serve --keep-session-dirs: a kept directory is named after its session, which a pooled container's is not; drop one of them", c.Warm)

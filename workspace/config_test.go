@@ -20,6 +20,8 @@ func TestConfigValidate(t *testing.T) {
 		{name: "prefix with slash", mutate: func(c *Config) { c.NamePrefix = "a/b" }, wantErr: "name prefix"},
 		{name: "relative cache", mutate: func(c *Config) { c.CacheDir = "cache" }, wantErr: "absolute"},
 		{name: "nproc below pids", mutate: func(c *Config) { c.NprocLimit = 10 }, wantErr: "nproc"},
+		{name: "no inotify shares", mutate: func(c *Config) { c.InotifyShares = 0 }, wantErr: "--inotify-shares 0 must be between 1 and 1024"},
+		{name: "too many inotify shares", mutate: func(c *Config) { c.InotifyShares = 1025 }, wantErr: "--inotify-shares 1025"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -41,7 +41,7 @@ func (s *Session) Watching() WatchReport {
 // follows the changes it reports until the channel ends.
 func (s *Session) startWatchLocked(ctx context.Context, client *wire.Client) error {
 	var st wire.WatchStatus
-	if err := client.Call(ctx, wire.OpWatch, wire.WatchArgs{MaxDirs: s.m.cfg.WatchDirs}, &st); err != nil {
+	if err := client.Call(ctx, wire.OpWatch, wire.WatchArgs{MaxDirs: s.m.cfg.WatchDirs, InotifyShares: s.m.cfg.InotifyShares}, &st); err != nil {
 		return fmt.Errorf("starting the workspace watch: %w", err)
 	}
 	s.noteWatch(st)

@@ -90,6 +90,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.boolean(&cfg.Lazy, "lazy", "make a session's container on its first call that needs one, not as soon as the session starts", "WINK_LAZY")
 	b.str(&opts.warm, "warm", fmt.Sprintf("containers kept made and started for new sessions, 0-%d (auto: 0 for stdio, %d for sse and http)", workspace.MaxWarm, defaultHTTPWarm), "WINK_WARM")
 	b.int(&w.WatchDirs, "watch-dirs", fmt.Sprintf("the most directories of a workspace watched for the changes commands make, 0-%d (0: none; past it a directory is reported as possibly changed after each command)", workspace.MaxWatchDirs), "WINK_WATCH_DIRS")
+	b.int(&w.InotifyShares, "inotify-shares", fmt.Sprintf("cut the host's per-user inotify instances and watches, which every workspace of one uid shares, into this many parts, 1-%d: a workspace's commands may hold one, and past it their greediest process is killed", workspace.MaxInotifyShares), "WINK_INOTIFY_SHARES")
 	b.duration(&w.IdleTimeout, "idle-timeout", "remove a session's container after this long without calls (not while background jobs run, up to --max-job-age)", "WINK_IDLE_TIMEOUT")
 	b.duration(&cfg.MaxCommandTimeout, "max-command-timeout", "the longest timeout_seconds podman_shell accepts (at least 1s, at most 24h)", "WINK_MAX_COMMAND_TIMEOUT")
 	b.duration(&w.MaxJobAge, "max-job-age", "how long running background jobs keep an idle session's container from the idle clean-up (0: as long as they run)", "WINK_MAX_JOB_AGE")
