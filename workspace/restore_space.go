@@ -15,18 +15,16 @@ import (
 // changes a file: one that fills the disk half way would leave a mix of
 // two states. The plan's cost is counted in whole blocks, as the disk
 // gives them, and checked against the free space and inodes the agent
-// reports; a little is kept to spare for what the count cannot see (the
-// blocks a large file's extents and a growing directory take).
-
-// spareBlocks is the part of the free space a restore leaves unplanned.
-const spareBlocks = 32
+// reports. Nothing is kept to spare: a state that filled the disk when it
+// was saved must fit again, and a restore the count misjudges (the blocks
+// a large file's extents or a growing directory take are not counted)
+// still fails whole: it is put back from its automatic checkpoint.
 
 // planSpace is what a plan takes from the disk beyond what it holds now.
 type planSpace struct {
 	// Peak is the most it holds at any step, Final what it holds at the
-	// end (negative when it frees more than it writes), Written the bytes
-	// it writes, in whole blocks.
-	Peak, Final, Written int64
+	// end (negative when it frees more than it writes), in whole blocks.
+	Peak, Final int64
 	// Entries is the number of entries it adds (negative when it removes more).
 	Entries int64
 }
@@ -71,7 +69,6 @@ func (p restorePlan) space(current []wire.ScanEntry, block int64) planSpace {
 			sp.Entries++
 		case st.blob != "":
 			sp.Final += blocks(st.size)
-			sp.Written += blocks(st.size)
 			sp.Peak = max(sp.Peak, sp.Final)
 			if st.replaces >= 0 {
 				sp.Final -= blocks(st.replaces)
@@ -86,8 +83,18 @@ func (p restorePlan) space(current []wire.ScanEntry, block int64) planSpace {
 
 // fits reports whether the plan fits the free space and inodes of d.
 func (sp planSpace) fits(d wire.DiskSpace) bool {
-	spare := spareBlocks*d.BlockSize + sp.Written/128
-	return sp.Peak+spare <= d.FreeBytes && (d.TotalFiles == 0 || sp.Entries+spareBlocks <= d.FreeFiles)
+	return sp.shortOf(d) <= 0 && !sp.shortOfFiles(d)
+}
+
+// shortOf is how many bytes the plan needs beyond the free space of d.
+func (sp planSpace) shortOf(d wire.DiskSpace) int64 {
+	return sp.Peak - d.FreeBytes
+}
+
+// shortOfFiles reports whether the plan needs more inodes than d has (an
+// upload takes one more while it is written).
+func (sp planSpace) shortOfFiles(d wire.DiskSpace) bool {
+	return d.TotalFiles > 0 && sp.Entries+1 > d.FreeFiles
 }
 
 // noRoomError says that a restore does not fit the workspace's disk, and
@@ -99,12 +106,12 @@ type noRoomError struct {
 }
 
 func (e *noRoomError) Error() string {
-	if e.need.Entries+spareBlocks > e.disk.FreeFiles && e.disk.TotalFiles > 0 {
+	if e.need.shortOfFiles(e.disk) {
 		return fmt.Sprintf("the checkpoint has %d more files and directories than the %d the workspace's disk can still make; %s",
 			e.need.Entries, e.disk.FreeFiles, diskAdvice(e.disk, e.files))
 	}
 	return fmt.Sprintf("the checkpoint needs %s more of the workspace's disk than it has; %s",
-		checkpoints.FormatBytes(e.need.Peak+spareBlocks*e.disk.BlockSize-e.disk.FreeBytes), diskAdvice(e.disk, e.files))
+		checkpoints.FormatBytes(e.need.shortOf(e.disk)), diskAdvice(e.disk, e.files))
 }
 
 // diskAdvice says how full the workspace's disk is, what takes the space
