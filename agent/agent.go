@@ -256,6 +256,10 @@ func (a *Agent) handle(ctx context.Context, req wire.Request, report func(wire.P
 		result, werr = dispatch(req.Args, func(args wire.ChangesArgs) (*wire.ChangesResult, *wire.Error) { return a.changes(ctx, args) })
 	case wire.OpJobStopAll:
 		result, werr = dispatch(req.Args, a.stopAllJobs)
+	case wire.OpJobForget:
+		result, werr = dispatch(req.Args, a.forgetJob)
+	case wire.OpDiskSpace:
+		result, werr = a.diskSpace()
 	default:
 		werr = wire.Errorf(wire.CodeBadRequest, "unknown operation %q", req.Op)
 	}

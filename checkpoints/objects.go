@@ -90,8 +90,8 @@ func exact(s string) (string, []byte) {
 
 // Build writes the objects of one checkpoint; it is safe for concurrent
 // use. While any Build is open the store collects nothing, so objects
-// written for a checkpoint not yet committed are never taken. Done must be
-// called.
+// written for a checkpoint not yet committed are never taken. Done (or
+// Abort, for a checkpoint that will not be committed) must be called.
 type Build struct {
 	s     *Store
 	added atomic.Int64
@@ -125,20 +125,14 @@ func (b *Build) flushLocked() error {
 	if err != nil {
 		return err
 	}
-	b.s.mu.Lock()
-	b.s.bytes += size
-	b.s.mu.Unlock()
+	b.s.stored(int64(b.pendingBytes), size)
 	b.added.Add(size)
 	b.pending, b.pendingBytes = nil, 0
 	return nil
 }
 
 // Done ends the build; objects not flushed are dropped.
-func (b *Build) Done() {
-	b.s.mu.Lock()
-	b.s.builds--
-	b.s.mu.Unlock()
-}
+func (b *Build) Done() { b.end(false) }
 
 // Added is the size of the objects this build added to the store.
 func (b *Build) Added() int64 { return b.added.Load() }
@@ -163,6 +157,7 @@ func (s *Store) objectPath(hash string) string {
 }
 
 // BlobWriter receives one file's content and stores it under its hash.
+// Each write is reserved against the store's cap and disk first.
 type BlobWriter struct {
 	b *Build
 	f *os.File
@@ -179,11 +174,16 @@ func (b *Build) NewBlob() (*BlobWriter, error) {
 	return &BlobWriter{b: b, f: f, h: sha256.New()}, nil
 }
 
-// Write adds content.
+// Write adds content, or fails with ErrOverCap, writing nothing, when it
+// would pass the store's cap or fill its disk.
 func (w *BlobWriter) Write(p []byte) (int, error) {
+	if err := w.b.s.reserve(int64(len(p))); err != nil {
+		return 0, err
+	}
 	n, err := w.f.Write(p)
 	w.h.Write(p[:n])
 	w.n += int64(n)
+	w.b.s.release(int64(len(p) - n))
 	return n, err
 }
 
@@ -191,6 +191,7 @@ func (w *BlobWriter) Write(p []byte) (int, error) {
 func (w *BlobWriter) Abort() {
 	w.f.Close()
 	os.Remove(w.f.Name())
+	w.b.s.release(w.n)
 }
 
 // Commit stores the blob and returns its hash. A blob already stored is
@@ -199,30 +200,32 @@ func (w *BlobWriter) Commit() (string, error) {
 	sum := hex.EncodeToString(w.h.Sum(nil))
 	if err := w.f.Close(); err != nil {
 		os.Remove(w.f.Name())
+		w.b.s.release(w.n)
 		return "", fmt.Errorf("writing to the checkpoint store: %w", err)
 	}
 	return sum, w.b.place(w.f.Name(), sum, w.n)
 }
 
-// place renames the temporary file tmp into the store as the object sum.
+// place renames the temporary file tmp, of size reserved bytes, into the
+// store as the object sum.
 func (b *Build) place(tmp, sum string, size int64) error {
 	s := b.s
 	dst := s.objectPath(sum)
-	if _, err := os.Lstat(dst); err == nil {
+	fail := func(err error) error {
 		os.Remove(tmp)
-		return nil
+		s.release(size)
+		return err
+	}
+	if _, err := os.Lstat(dst); err == nil {
+		return fail(nil)
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing to the checkpoint store: %w", err)
+		return fail(fmt.Errorf("writing to the checkpoint store: %w", err))
 	}
 	if err := os.Rename(tmp, dst); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing to the checkpoint store: %w", err)
+		return fail(fmt.Errorf("writing to the checkpoint store: %w", err))
 	}
-	s.mu.Lock()
-	s.bytes += size
-	s.mu.Unlock()
+	s.stored(size, size)
 	b.added.Add(size)
 	return nil
 }
@@ -240,6 +243,10 @@ func (b *Build) PutBlob(data []byte) (string, error) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if _, ok := b.pending[sum]; !ok {
+			// Reserved now: the pack that will hold it is written later.
+			if err := b.s.reserve(int64(len(data))); err != nil {
+				return "", err
+			}
 			if b.pending == nil {
 				b.pending = map[string][]byte{}
 			}

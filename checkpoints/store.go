@@ -80,10 +80,15 @@ type Store struct {
 	dir string
 	cap int64
 
-	mu     sync.Mutex
-	bytes  int64          // total size of the objects, loose and packed
-	pinned map[string]int // roots that collection keeps, with their pin counts
-	builds int            // open Builds; collection waits for none
+	mu        sync.Mutex
+	bytes     int64          // total size of the objects, loose and packed
+	reserved  int64          // bytes of objects being written (see room.go)
+	sinceDisk int64          // bytes reserved since the cache disk was last looked at
+	pinned    map[string]int // roots that collection keeps, with their pin counts
+	builds    int            // open Builds; collection waits for none
+	// abandoned says a build that was not committed wrote objects, which
+	// the last open build's end collects.
+	abandoned bool
 
 	packMu    sync.RWMutex
 	packs     map[string]packLoc // packed objects by hash
@@ -136,25 +141,6 @@ func (s *Store) Bytes() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.bytes
-}
-
-// diskMargin is the free space a checkpoint leaves on the store's disk.
-const diskMargin = 64 << 20
-
-// Room checks that n more bytes of objects fit under the cap and on the
-// disk, with diskMargin to spare.
-func (s *Store) Room(n int64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cap > 0 && s.bytes+n > s.cap {
-		return fmt.Errorf("%w: its checkpoints hold %s and this one needs up to %s more, past the cap of %s",
-			ErrOverCap, FormatBytes(s.bytes), FormatBytes(n), FormatBytes(s.cap))
-	}
-	if free, ok := freeBytes(s.dir); ok && free < n+diskMargin {
-		return fmt.Errorf("%w: the disk holding %s has %s free, and this checkpoint needs up to %s; free space there or move --cache-dir",
-			ErrOverCap, s.dir, FormatBytes(free), FormatBytes(n))
-	}
-	return nil
 }
 
 // clearTemporary removes what writes that never finished left behind.

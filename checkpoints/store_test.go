@@ -2,6 +2,7 @@ package checkpoints
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -174,6 +175,127 @@ func TestTheCapIsKept(t *testing.T) {
 	}
 	if err := s.Room(100); err != nil {
 		t.Errorf("room at the cap = %v", err)
+	}
+}
+
+// storeBytes sums the sizes of the files under dir: what the store really
+// takes, whatever it counted.
+func storeBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	must(t, filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			n += info.Size()
+		}
+		return err
+	}))
+	return n
+}
+
+// TestTheCapHoldsAsWritten writes past the cap the ways a checkpoint can:
+// a large file that grows while it is read (written a chunk at a time),
+// small objects waiting for a pack, and many writers at once. Every write
+// past the cap fails, the store's objects never pass it, and an aborted
+// build leaves nothing behind.
+func TestTheCapHoldsAsWritten(t *testing.T) {
+	const limit = 3 << 20
+	dir := t.TempDir()
+	s, _ := Open(dir, limit)
+	kept := put(t, s, "kept")
+	if _, err := s.Commit(Checkpoint{Root: kept}); err != nil {
+		t.Fatal(err)
+	}
+	base := s.Bytes()
+	for _, tc := range []struct {
+		name  string
+		write func(b *Build) error
+	}{
+		{"a growing file", func(b *Build) error {
+			w, err := b.NewBlob()
+			if err != nil {
+				return err
+			}
+			chunk := make([]byte, 256<<10)
+			for i := 0; i < 2*limit/len(chunk); i++ {
+				chunk[0] = byte(i)
+				if _, err := w.Write(chunk); err != nil {
+					w.Abort()
+					return err
+				}
+			}
+			_, err = w.Commit()
+			return err
+		}},
+		{"small objects", func(b *Build) error {
+			for i := 0; i < 2*limit/100_000; i++ {
+				if _, err := b.PutBlob([]byte(strings.Repeat(fmt.Sprint(i), 100_000))); err != nil {
+					return err
+				}
+			}
+			return b.Flush()
+		}},
+		{"writers at once", func(b *Build) error {
+			errs := make(chan error, 8)
+			for g := range 8 {
+				go func() {
+					for i := 0; i < 2*limit/(packMaxObject/8); i++ {
+						_, err := b.PutBlob([]byte(strings.Repeat(fmt.Sprint(g, "-", i), packMaxObject/8)))
+						if err == nil && i%3 == 0 {
+							err = b.Flush()
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+					}
+					errs <- b.Flush()
+				}()
+			}
+			var first error
+			for range 8 {
+				if err := <-errs; first == nil {
+					first = err
+				}
+			}
+			return first
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := s.Build()
+			err := tc.write(b)
+			if !errors.Is(err, ErrOverCap) {
+				t.Errorf("writing past the cap = %v, want ErrOverCap", err)
+			}
+			if got := storeBytes(t, filepath.Join(dir, objectsDir)) + storeBytes(t, filepath.Join(dir, packsDir)) + storeBytes(t, filepath.Join(dir, tmpDir)); got > limit+idxRecord*100 {
+				t.Errorf("the store holds %d bytes against a cap of %d", got, limit)
+			}
+			b.Abort()
+			if s.Bytes() != base {
+				t.Errorf("after the abort the store counts %d bytes, want %d", s.Bytes(), base)
+			}
+			s.mu.Lock()
+			reserved := s.reserved
+			s.mu.Unlock()
+			if reserved != 0 {
+				t.Errorf("%d bytes still reserved", reserved)
+			}
+			if got := storeBytes(t, filepath.Join(dir, objectsDir)) + storeBytes(t, filepath.Join(dir, tmpDir)); got != 0 {
+				t.Errorf("the aborted build left %d bytes of loose or temporary objects", got)
+			}
+			if data, err := fs.ReadFile(s.FS(kept), "kept"); err != nil || string(data) != "kept" {
+				t.Errorf("the committed checkpoint after the abort = %q, %v", data, err)
+			}
+		})
+	}
+	// A store reopened measures what the counts said.
+	s2, err := Open(dir, limit)
+	must(t, err)
+	if s2.Bytes() != base {
+		t.Errorf("reopened, the store measures %d bytes, want %d", s2.Bytes(), base)
 	}
 }
 

@@ -157,8 +157,9 @@ func WorkspaceRestore(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 		title: "Put the workspace back as a checkpoint saved it",
 		description: "Make /workspace exactly as a checkpoint saved it: files, modes, symlinks, fifos and empty directories, " +
 			"and nothing that was added since. Running commands and background jobs are stopped first (the result counts " +
-			"them), and the state replaced is saved as an automatic checkpoint, so a restore can be undone. Processes are not " +
-			"restored: start what should run again.",
+			"them), and the state replaced is saved as an automatic checkpoint, so a restore can be undone; when that checkpoint " +
+			"cannot be saved, or the checkpoint would not fit the workspace's disk, the restore is refused and nothing changes. " +
+			"Processes are not restored: start what should run again.",
 		annotations: annotate(false, true, true),
 		handle: func(ctx context.Context, ws workspace.Workspace, p WorkspaceRestoreParams) (WorkspaceRestoreResult, error) {
 			r, err := ws.Restore(ctx, p.Checkpoint)

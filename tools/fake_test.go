@@ -114,6 +114,11 @@ func (f *fakeWorkspace) WriteJobInput(_ context.Context, id, data string, closeS
 	return workspace.JobInput{Written: len(data)}, f.err
 }
 
+func (f *fakeWorkspace) ForgetJob(_ context.Context, id string) (workspace.JobInfo, error) {
+	f.calls = append(f.calls, "forget "+id)
+	return workspace.JobInfo{ID: id}, f.err
+}
+
 func (f *fakeWorkspace) WriteBytes(_ context.Context, path string, data []byte) (workspace.FileWrite, error) {
 	f.calls = append(f.calls, fmt.Sprintf("write bytes %s %d", path, len(data)))
 	return workspace.FileWrite{Path: path, SizeBytes: int64(len(data))}, f.err

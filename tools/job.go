@@ -19,6 +19,7 @@ const (
 	JobOutput = "output"
 	JobSignal = "signal"
 	JobInput  = "input"
+	JobForget = "forget"
 )
 
 // Limits of the job tool.
@@ -33,7 +34,7 @@ const (
 
 // JobParams are the job tool's arguments.
 type JobParams struct {
-	Action       string `json:"action" jsonschema:"enum=list,enum=status,enum=output,enum=signal,enum=input" jsonschema_description:"list: every job and kept output; status: one job's state, exit code, duration and byte counts; output: a page of its stdout or stderr; signal: send TERM, INT, HUP or KILL to its whole process tree; input: write to its stdin."`
+	Action       string `json:"action" jsonschema:"enum=list,enum=status,enum=output,enum=signal,enum=input,enum=forget" jsonschema_description:"list: every job and kept output; status: one job's state, exit code, duration and byte counts; output: a page of its stdout or stderr; signal: send TERM, INT, HUP or KILL to its whole process tree; input: write to its stdin; forget: drop a finished job and its kept output, freeing the workspace disk it takes."`
 	ID           string `json:"id,omitempty" jsonschema:"maxLength=64" jsonschema_description:"The job id, from podman_shell (job, or output_job for a truncated output). Required except for list."`
 	Stream       string `json:"stream,omitempty" jsonschema:"enum=stdout,enum=stderr,default=stdout" jsonschema_description:"output: which stream."`
 	Offset       int64  `json:"offset,omitempty" jsonschema:"minimum=0" jsonschema_description:"output: the byte to start at; the result's next is where the following page starts."`
@@ -139,6 +140,8 @@ func (r JobResult) Text() string {
 		fmt.Fprintf(&b, "\n--- %s bytes %d-%d of %d (%s) ---\n%s", r.Stream, r.Offset, r.Next, r.Total, more, r.Data)
 	case JobInput:
 		fmt.Fprintf(&b, "\nwrote %d bytes to its stdin", r.Written)
+	case JobForget:
+		b.WriteString("\nforgotten: its kept output is gone, and the disk it took is free")
 	}
 	return b.String()
 }
@@ -177,9 +180,10 @@ func Job(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"(output_job). action=list shows them all; status gives one job's state, exit code, duration and output sizes; output " +
 			"pages stdout or stderr from a byte offset or a line (at most 1 MiB a page, 32 KiB by default; the whole output is kept, " +
 			"so nothing is lost to truncation); signal sends TERM (then KILL after grace_seconds), INT, HUP or KILL to everything " +
-			"the job started and nothing else; input writes to its stdin (close_stdin ends it). Up to 16 jobs run at once; the " +
-			"32 most recent finished ones are kept. Jobs end with the session (unless its container is handed over with " +
-			"workspace_handoff), and do not survive the container being recreated.",
+			"the job started and nothing else; input writes to its stdin (close_stdin ends it); forget drops a finished job and the " +
+			"kept output that takes the workspace's disk. Up to 16 jobs run at once; the 32 most recent finished ones are kept. " +
+			"Jobs end with the session (unless its container is handed over with workspace_handoff), and do not survive the " +
+			"container being recreated.",
 		annotations: annotate(false, true, false),
 		handle:      runJob,
 	})
@@ -227,6 +231,10 @@ func runJob(ctx context.Context, ws workspace.Workspace, p JobParams) (JobResult
 			grace = 0
 		}
 		in, err := ws.SignalJob(ctx, p.ID, p.Signal, time.Duration(grace)*time.Second)
+		res.Job = jobView(in)
+		return res, err
+	case JobForget:
+		in, err := ws.ForgetJob(ctx, p.ID)
 		res.Job = jobView(in)
 		return res, err
 	}

@@ -14,6 +14,9 @@ const (
 	// OpJobStopAll stops every running job (SIGTERM, then SIGKILL after
 	// the grace), before the container is removed.
 	OpJobStopAll = "job_stop_all"
+	// OpJobForget forgets a finished job (JobArgs), freeing the disk its
+	// kept output takes; it answers with the job's last JobInfo.
+	OpJobForget = "job_forget"
 )
 
 // Job states.

@@ -132,13 +132,14 @@ func (s *Session) saveWith(ctx context.Context, client *wire.Client, st *checkpo
 	if err != nil {
 		return Checkpoint{}, nil, fmt.Errorf("saving a checkpoint: %w", err)
 	}
-	defer snap.done()
 	meta.Root, meta.Files, meta.Dirs, meta.Symlinks, meta.Fifos = snap.root, snap.files, snap.dirs, snap.symlinks, snap.fifos
 	meta.Bytes, meta.Added, meta.Skipped = snap.bytes, snap.build.Added(), snap.skipped
 	cp, err := st.Commit(meta)
 	if err != nil {
+		snap.abort()
 		return Checkpoint{}, nil, err
 	}
+	snap.done()
 	snap.steps.done("commit")
 	s.saveIndex(snap.index)
 	snap.steps.done("index")

@@ -2,25 +2,21 @@ package workspace
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
+	"sync"
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
 	"github.com/wink-mcp/wink-mcp/wire"
 )
 
-// maxApplySteps bounds the steps of one OpApply request.
-const maxApplySteps = 4096
-
 // Restore implements Workspace. It stops the running commands and jobs,
 // saves the state it leaves as an automatic checkpoint, and makes the
 // workspace match the checkpoint id, under a journal: a process killed
 // during the restore leaves it to be finished by the workspace's next
 // owner, and a restore that fails here puts the workspace back as it was.
+// A restore whose automatic checkpoint cannot be saved, or whose result
+// would not fit the workspace's disk, is refused before any file changes.
 func (s *Session) Restore(ctx context.Context, id string) (RestoreResult, error) {
 	defer s.enter()()
 	start := time.Now()
@@ -31,6 +27,22 @@ func (s *Session) Restore(ctx context.Context, id string) (RestoreResult, error)
 	target, err := st.Get(id)
 	if err != nil {
 		return RestoreResult{}, err
+	}
+	if err := s.settlePendingRestore(ctx); err != nil {
+		return RestoreResult{}, err
+	}
+	endPreflight := func() {}
+	if s.jobsStarted.Load() || s.gate.commandsRunning() {
+		client, err := s.ensure(ctx)
+		if err != nil {
+			return RestoreResult{}, err
+		}
+		pre, err := s.preflightRestore(ctx, client, st, target)
+		if err != nil {
+			return RestoreResult{}, refused(id, "nothing changed (no command or job was stopped)", err)
+		}
+		endPreflight = sync.OnceFunc(pre.done)
+		defer endPreflight()
 	}
 	unlock, stopped, err := s.gate.lockAll(ctx)
 	if err != nil {
@@ -48,19 +60,23 @@ func (s *Session) Restore(ctx context.Context, id string) (RestoreResult, error)
 	if err := s.finishPendingRestore(ctx); err != nil {
 		return res, err
 	}
-	journal := checkpoints.Journal{Target: target.ID, TargetRoot: target.Root, Started: time.Now().UTC()}
 	// The scan of the state being replaced also plans the restore: nothing
 	// changes in between, the gate held and the processes stopped.
 	before, current, err := s.saveWith(ctx, client, st, Checkpoint{Auto: "before restore to " + id})
-	if err == nil {
-		res.Before, journal.Fallback, journal.FallbackRoot = before, before.ID, before.Root
-	} else {
-		s.m.log.Warn("restoring without a checkpoint of the state it leaves", "session", s.hash, "checkpoint", id, "err", err)
+	endPreflight()
+	if err != nil {
+		return res, refused(id, "no file changed"+stoppedFirst(res), err)
 	}
+	res.Before = before
+	plan, tree, err := s.planTo(ctx, client, st, target.Root, current)
+	if err != nil {
+		return res, refused(id, fmt.Sprintf("no file changed%s; the state it would have replaced is saved as checkpoint %s", stoppedFirst(res), before.ID), err)
+	}
+	journal := checkpoints.Journal{Target: target.ID, TargetRoot: target.Root, Fallback: before.ID, FallbackRoot: before.Root, Started: time.Now().UTC()}
 	if err := st.BeginRestore(journal); err != nil {
-		return res, err
+		return res, refused(id, "no file changed"+stoppedFirst(res), err)
 	}
-	counts, err := s.restoreTo(ctx, client, st, target.Root, current)
+	counts, err := s.applyTo(ctx, client, st, plan, tree)
 	if err != nil {
 		return res, s.restoreFailed(ctx, client, st, journal, err)
 	}
@@ -77,20 +93,64 @@ func (s *Session) Restore(ctx context.Context, id string) (RestoreResult, error)
 	return res, nil
 }
 
+// refused is the error of a restore that changed no file: why, and what
+// did happen.
+func refused(id, what string, err error) error {
+	return fmt.Errorf("restoring checkpoint %s was refused, and %s: %w", id, what, err)
+}
+
+// stoppedFirst says what a refused restore stopped before it was refused.
+func stoppedFirst(r RestoreResult) string {
+	if r.StoppedCommands+r.StoppedJobs == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d running commands and %d background jobs were stopped first)", r.StoppedCommands, r.StoppedJobs)
+}
+
+// preflightRestore saves the state a restore would replace, without
+// committing it and with the commands and jobs still running, and checks
+// that the checkpoint fits the workspace's disk: a restore that could not
+// keep its undo checkpoint, or would not fit, is refused before anything
+// is stopped. The snapshot's objects stay until done is called, so the
+// save after the stop reads again only what changed since.
+func (s *Session) preflightRestore(ctx context.Context, client *wire.Client, st *checkpoints.Store, target Checkpoint) (*snapshotState, error) {
+	unlock, err := s.gate.lockFiles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	snap, err := s.snapshot(ctx, client, st)
+	if err != nil {
+		return nil, fmt.Errorf("the checkpoint of the current state, which would undo the restore, cannot be saved: %w", err)
+	}
+	s.saveIndex(snap.index)
+	if _, _, err := s.planTo(ctx, client, st, target.Root, snap.entries); err != nil {
+		snap.done()
+		return nil, err
+	}
+	return snap, nil
+}
+
 // restoreFailed puts the workspace back as the journal's fallback left it,
 // or, when that fails too, leaves the journal for the next call to finish.
 func (s *Session) restoreFailed(ctx context.Context, client *wire.Client, st *checkpoints.Store, j checkpoints.Journal, cause error) error {
 	back := context.WithoutCancel(ctx)
-	if j.FallbackRoot != "" {
-		if _, err := s.restoreTo(back, client, st, j.FallbackRoot, nil); err == nil {
-			if err := st.EndRestore(); err == nil {
-				return fmt.Errorf("restoring checkpoint %s failed, so the workspace was put back as it was (saved as checkpoint %s): %w", j.Target, j.Fallback, cause)
-			}
+	cause = s.withDiskAdvice(back, cause)
+	_, err := s.restoreTo(back, client, st, j.FallbackRoot, nil)
+	if err == nil {
+		if err = st.EndRestore(); err == nil {
+			return fmt.Errorf("restoring checkpoint %s failed, so the workspace was put back as it was (saved as checkpoint %s): %w", j.Target, j.Fallback, cause)
 		}
 	}
 	s.restorePending.Store(true)
-	return fmt.Errorf("restoring checkpoint %s failed, and the workspace could not be put back yet; the next call finishes the restore before anything else: %w", j.Target, cause)
+	return fmt.Errorf("restoring checkpoint %s failed (%w), and putting the workspace back as checkpoint %s failed too (%v); %s",
+		j.Target, cause, j.Fallback, s.withDiskAdvice(back, err), pendingAdvice)
 }
+
+// pendingAdvice says what a workspace with an unfinished restore can do.
+const pendingAdvice = "until the restore finishes, every call that reads or changes /workspace tries again first and fails like this; " +
+	"the job tool (job action=forget frees a finished job's kept output), workspace_checkpoints and workspace_checkpoint_delete still work, " +
+	"and podman_shell action=stop empties /workspace, after which the restore finishes"
 
 // settlePendingRestore finishes a restore that did not finish before the
 // call goes on: the workspace is never seen half restored.
@@ -137,7 +197,7 @@ func (s *Session) finishPendingRestore(ctx context.Context) error {
 		_, err = s.restoreTo(ctx, client, st, j.FallbackRoot, nil)
 	}
 	if err != nil {
-		return fmt.Errorf("finishing the restore of checkpoint %s, which did not finish: %w", j.Target, err)
+		return fmt.Errorf("finishing the restore of checkpoint %s, which did not finish: %w; %s", j.Target, s.withDiskAdvice(ctx, err), pendingAdvice)
 	}
 	if err := st.EndRestore(); err != nil {
 		return err
@@ -179,110 +239,4 @@ func (s *Session) stopAllJobs(ctx context.Context, client *wire.Client) int {
 	defer cancel()
 	_ = client.Call(ctx, wire.OpJobStopAll, wire.JobStopAllArgs{GraceMillis: s.m.cfg.StopGrace.Milliseconds()}, &list)
 	return running
-}
-
-// restoreCounts counts entries by what a restore did to them.
-type restoreCounts struct{ Removed, Written, Unchanged int }
-
-// restoreTo makes the workspace match the tree root: it removes what the
-// tree lacks, writes what differs, leaves the rest, and then checks the
-// result against the tree. current is a scan of the workspace as it is,
-// or nil to scan it.
-func (s *Session) restoreTo(ctx context.Context, client *wire.Client, st *checkpoints.Store, root string, current []wire.ScanEntry) (restoreCounts, error) {
-	if current == nil {
-		var err error
-		if current, _, err = s.scanAll(ctx, client); err != nil {
-			return restoreCounts{}, err
-		}
-	}
-	target, err := walkTree(st.FS(root))
-	if err != nil {
-		return restoreCounts{}, err
-	}
-	p := planRestore(current, target, s.lastIndex())
-	if err := s.applyPlan(ctx, client, st, p.steps); err != nil {
-		return p.counts, err
-	}
-	after, started, err := s.scanAll(ctx, client)
-	if err != nil {
-		return p.counts, err
-	}
-	if err := matches(after, target); err != nil {
-		return p.counts, fmt.Errorf("the workspace does not match the checkpoint after the restore: %w", err)
-	}
-	s.saveIndex(indexAfterRestore(after, target, started))
-	return p.counts, nil
-}
-
-// applyPlan sends the steps, with the bytes of the files they write read
-// from the store, a request at a time within the wire's limits.
-func (s *Session) applyPlan(ctx context.Context, client *wire.Client, st *checkpoints.Store, steps []planStep) error {
-	var batch []wire.ApplyStep
-	var batchBytes int
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		var out wire.ApplyResult
-		err := client.Call(ctx, wire.OpApply, wire.ApplyArgs{Steps: batch}, &out)
-		batch, batchBytes = batch[:0], 0
-		return err
-	}
-	add := func(step wire.ApplyStep) error {
-		cost := len(step.Data) + len(step.Path.String()) + 64
-		if step.Target != nil {
-			cost += len(step.Target.String())
-		}
-		if len(batch) == maxApplySteps || batchBytes+cost > wire.MaxChunkBytes {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		batch = append(batch, step)
-		batchBytes += cost
-		return nil
-	}
-	for _, ps := range steps {
-		if ps.blob == "" {
-			if err := add(ps.ApplyStep); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := s.addUpload(st, ps, add); err != nil {
-			return err
-		}
-	}
-	return flush()
-}
-
-// addUpload adds the write steps of one file, its content read from the
-// store in chunks.
-func (s *Session) addUpload(st *checkpoints.Store, ps planStep, add func(wire.ApplyStep) error) error {
-	r, err := st.OpenBlob(ps.blob)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	var token [8]byte
-	_, _ = rand.Read(token[:])
-	upload := hex.EncodeToString(token[:])
-	buf := make([]byte, wire.MaxChunkBytes/2)
-	var offset int64
-	for {
-		n, err := io.ReadFull(r, buf)
-		last := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
-		if err != nil && !last {
-			return fmt.Errorf("reading checkpoint content for %s: %w", ps.Path.String(), err)
-		}
-		step := ps.ApplyStep
-		step.Data, step.Offset, step.Upload, step.Final = append([]byte(nil), buf[:n]...), offset, upload, last
-		if err := add(step); err != nil {
-			return err
-		}
-		offset += int64(n)
-		if last {
-			return nil
-		}
-	}
 }

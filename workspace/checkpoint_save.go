@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -26,7 +27,7 @@ const fetchTries = 3
 
 // snapshotState is a state of the workspace written to the store: its root
 // tree, what it holds, and the files' state for the index. done must be
-// called once the root is committed or pinned.
+// called once the root is committed or pinned, or abort when it will not be.
 type snapshotState struct {
 	build                        *checkpoints.Build
 	root                         string
@@ -42,6 +43,10 @@ type snapshotState struct {
 }
 
 func (r *snapshotState) done() { r.build.Done() }
+
+// abort drops what the snapshot wrote: a refused checkpoint leaves nothing
+// in the store.
+func (r *snapshotState) abort() { r.build.Abort() }
 
 // scanAll lists the workspace's entries, page by page, and when the walk began.
 func (s *Session) scanAll(ctx context.Context, client *wire.Client) ([]wire.ScanEntry, int64, error) {
@@ -102,11 +107,15 @@ func (s *Session) snapshot(ctx context.Context, client *wire.Client, st *checkpo
 		}
 	}
 	if err := st.Room(need); err != nil {
-		res.done()
+		res.abort()
 		return nil, checkpointError(fmt.Errorf("%w (largest files to save: %s)", err, largest(entries, fetch, 3)))
 	}
 	if err := s.fetchFiles(ctx, client, res, entries, fetch, hashes); err != nil {
-		res.done()
+		res.abort()
+		if errors.Is(err, checkpoints.ErrOverCap) {
+			// The cap holds on what is written: a file grew past what the scan listed.
+			err = checkpointError(fmt.Errorf("%w (largest files to save, as read: %s)", err, largest(entries, fetch, 3)))
+		}
 		return nil, err
 	}
 	res.fetched = len(fetch)
@@ -115,7 +124,10 @@ func (s *Session) snapshot(ctx context.Context, client *wire.Client, st *checkpo
 		err = res.build.Flush()
 	}
 	if err != nil {
-		res.done()
+		res.abort()
+		if errors.Is(err, checkpoints.ErrOverCap) {
+			err = checkpointError(err)
+		}
 		return nil, err
 	}
 	steps.done("trees")
@@ -195,7 +207,7 @@ func (s *Session) fetchBatch(ctx context.Context, client *wire.Client, res *snap
 		}
 		sum, err := res.build.PutBlob(d.Data)
 		if err != nil {
-			return err
+			return fmt.Errorf("saving %s: %w", entries[i].Path.String(), err)
 		}
 		hashes[i] = sum
 		entries[i].Size = d.Size
@@ -234,7 +246,7 @@ func (s *Session) fetchLarge(ctx context.Context, client *wire.Client, res *snap
 			changed = changed || d.Changed || d.Size != first.Size || d.Ctime != first.Ctime || d.Ino != first.Ino
 			if _, err := w.Write(d.Data); err != nil {
 				w.Abort()
-				return fmt.Errorf("writing to the checkpoint store: %w", err)
+				return grewError(p, e.Size, offset+int64(len(d.Data)), err)
 			}
 			offset += int64(len(d.Data))
 			if len(d.Data) == 0 || offset >= d.Size {
@@ -255,6 +267,16 @@ func (s *Session) fetchLarge(ctx context.Context, client *wire.Client, res *snap
 		}
 		return nil
 	}
+}
+
+// grewError names the file whose write to the store failed, and, when it
+// grew past what the scan listed, says that a command is writing it.
+func grewError(p string, listed, read int64, err error) error {
+	if read <= listed {
+		return fmt.Errorf("saving %s: %w", p, err)
+	}
+	return fmt.Errorf("saving %s, which grew from %s when it was listed to %s read while a command wrote it (let the command finish or stop it, job action=signal, then take the checkpoint): %w",
+		p, checkpoints.FormatBytes(listed), checkpoints.FormatBytes(read), err)
 }
 
 // remember records a file read whole in the index, unless it changed too

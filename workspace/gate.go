@@ -159,3 +159,10 @@ func (g *gate) stopRunning() int {
 	clear(g.running)
 	return n
 }
+
+// commandsRunning reports whether a command holds the procs part now.
+func (g *gate) commandsRunning() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.running) > 0
+}

@@ -80,6 +80,23 @@ func (s *Session) WriteJobInput(ctx context.Context, id, data string, closeStdin
 	return res, err
 }
 
+// ForgetJob implements Workspace.
+func (s *Session) ForgetJob(ctx context.Context, id string) (JobInfo, error) {
+	var res JobInfo
+	err := s.call(ctx, wire.OpJobForget, wire.JobArgs{ID: id}, &res, nil)
+	return res, err
+}
+
+// jobQuery reports whether op only reads or drops what the agent keeps of
+// jobs, touching no file in /workspace.
+func jobQuery(op string) bool {
+	switch op {
+	case wire.OpJobStatus, wire.OpJobOutput, wire.OpJobSignal, wire.OpJobInput, wire.OpJobList, wire.OpJobForget:
+		return true
+	}
+	return false
+}
+
 // Jobs implements Workspace.
 func (s *Session) Jobs(ctx context.Context) (JobList, error) {
 	var res JobList

@@ -49,10 +49,12 @@ func joinPath(dir, name string) string {
 	return dir + "/" + name
 }
 
-// planStep is one step of a restore; a write names the blob to upload.
+// planStep is one step of a restore; a write names the blob to upload,
+// its size, and the size of the file it replaces (-1 for none).
 type planStep struct {
 	wire.ApplyStep
-	blob string
+	blob           string
+	size, replaces int64
 }
 
 // restorePlan is what a restore will do.
@@ -82,8 +84,11 @@ func kindOfScan(k string) string {
 // can change; then what target lacks, or has as another kind, is removed;
 // then what is missing or differs is made, in walk order; and last every
 // directory gets its mode, deepest first. A file is rewritten unless the
-// index knows its content is the target's.
-func planRestore(current []wire.ScanEntry, target []treeEntry, idx checkpoints.Index) restorePlan {
+// index knows its content is the target's. With removeReplaced, the files
+// to be rewritten are removed with the rest first, so that the disk never
+// holds their old and new content at once (the journal and the automatic
+// checkpoint, not the rename, keep a restore whole).
+func planRestore(current []wire.ScanEntry, target []treeEntry, idx checkpoints.Index, removeReplaced bool) restorePlan {
 	var p restorePlan
 	want := make(map[string]checkpoints.Entry, len(target))
 	for _, t := range target {
@@ -106,7 +111,13 @@ func planRestore(current []wire.ScanEntry, target []treeEntry, idx checkpoints.I
 			continue
 		}
 		t, ok := want[path]
-		if ok && kindOfScan(c.Kind) == t.Kind && (t.Kind != checkpoints.KindSymlink || c.Target.String() == t.Target) {
+		same := ok && kindOfScan(c.Kind) == t.Kind && (t.Kind != checkpoints.KindSymlink || c.Target.String() == t.Target)
+		if same && (!removeReplaced || t.Kind != checkpoints.KindFile || keeps(idx, path, t, c)) {
+			continue
+		}
+		if same { // a file removed to be written again: counted as written
+			p.step(wire.ApplyStep{Step: wire.StepRemove, Path: c.Path})
+			removed[path] = true
 			continue
 		}
 		p.step(wire.ApplyStep{Step: wire.StepRemove, Path: c.Path})
@@ -126,14 +137,18 @@ func planRestore(current []wire.ScanEntry, target []treeEntry, idx checkpoints.I
 				p.counts.Written++
 			}
 		case checkpoints.KindFile:
-			if k, ok := idx[t.path]; exists && ok && k.Hash == t.Hash && k.Stat == statOf(c) {
+			if exists && keeps(idx, t.path, t.Entry, c) {
 				if c.Mode != t.Mode {
 					p.step(wire.ApplyStep{Step: wire.StepChmod, Path: name, Mode: t.Mode})
 				}
 				p.counts.Unchanged++
 				continue
 			}
-			p.steps = append(p.steps, planStep{ApplyStep: wire.ApplyStep{Step: wire.StepWrite, Path: name, Mode: t.Mode}, blob: t.Hash})
+			replaces := int64(-1)
+			if exists {
+				replaces = c.Size
+			}
+			p.steps = append(p.steps, planStep{ApplyStep: wire.ApplyStep{Step: wire.StepWrite, Path: name, Mode: t.Mode}, blob: t.Hash, size: t.Size, replaces: replaces})
 			p.counts.Written++
 		case checkpoints.KindSymlink:
 			if exists {
@@ -168,6 +183,13 @@ func planRestore(current []wire.ScanEntry, target []treeEntry, idx checkpoints.I
 }
 
 func (p *restorePlan) step(s wire.ApplyStep) { p.steps = append(p.steps, planStep{ApplyStep: s}) }
+
+// keeps reports whether the index knows that the file c at path already
+// holds t's content.
+func keeps(idx checkpoints.Index, path string, t checkpoints.Entry, c wire.ScanEntry) bool {
+	k, ok := idx[path]
+	return ok && k.Hash == t.Hash && k.Stat == statOf(c)
+}
 
 // underRemoved reports whether a directory above path was removed.
 func underRemoved(path string, removed map[string]bool) bool {

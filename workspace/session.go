@@ -299,8 +299,13 @@ func (s *Session) infoLocked() ContainerInfo {
 // needed; progress, if not nil, receives the request's progress reports.
 func (s *Session) call(ctx context.Context, op string, args, result any, progress func(Progress)) error {
 	defer s.enter()()
-	if err := s.settlePendingRestore(ctx); err != nil {
-		return err
+	// A call that neither sees nor changes the files (a job's status, its
+	// output, forgetting it) goes on beside a restore that cannot finish:
+	// it may be what frees the disk the restore needs.
+	if !jobQuery(op) {
+		if err := s.settlePendingRestore(ctx); err != nil {
+			return err
+		}
 	}
 	ctx, leave, err := s.gate.enter(ctx, op)
 	if err != nil {
@@ -314,7 +319,7 @@ func (s *Session) call(ctx context.Context, op string, args, result any, progres
 	if err != nil && errors.Is(context.Cause(ctx), ErrStoppedForRestore) {
 		return ErrStoppedForRestore
 	}
-	return err
+	return s.withDiskAdvice(ctx, err)
 }
 
 // callAgent sends one request to the agent, starting the container first

@@ -168,6 +168,9 @@ type Workspace interface {
 	WriteJobInput(ctx context.Context, id, data string, closeStdin bool) (JobInput, error)
 	// Jobs lists the container's jobs and kept outputs.
 	Jobs(ctx context.Context) (JobList, error)
+	// ForgetJob forgets a finished job, freeing the disk its kept output
+	// takes, and returns how it was.
+	ForgetJob(ctx context.Context, id string) (JobInfo, error)
 
 	// Checkpoint saves the whole /workspace as a new checkpoint.
 	Checkpoint(ctx context.Context, message string) (Checkpoint, error)

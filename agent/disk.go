@@ -1,0 +1,65 @@
+//go:build linux
+
+package agent
+
+import (
+	"slices"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wink-mcp/wink-mcp/wire"
+)
+
+// maxReportedOutputs bounds the kept outputs OpDiskSpace names.
+const maxReportedOutputs = 5
+
+// diskSpace answers OpDiskSpace: the free space of /workspace's
+// filesystem, and the kept outputs of finished jobs, which take space on
+// it that no file in /workspace shows.
+func (a *Agent) diskSpace() (*wire.DiskSpace, *wire.Error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(a.workspace, &st); err != nil {
+		return nil, wire.Errorf(wire.CodeInternal, "reading the free space of /workspace: %v", err)
+	}
+	res := &wire.DiskSpace{TotalBytes: int64(st.Blocks) * st.Bsize, FreeBytes: int64(st.Bavail) * st.Bsize,
+		FreeFiles: int64(st.Ffree), TotalFiles: int64(st.Files), BlockSize: st.Bsize}
+	for _, j := range a.jobs.list() {
+		if j.running() {
+			continue
+		}
+		out, _, _ := j.out.state()
+		errs, _, _ := j.errs.state()
+		if out+errs > 0 {
+			res.Outputs = append(res.Outputs, wire.KeptOutput{ID: j.id, Bytes: out + errs})
+			res.KeptBytes += out + errs
+		}
+	}
+	slices.SortFunc(res.Outputs, func(x, y wire.KeptOutput) int { return int(y.Bytes - x.Bytes) })
+	res.Outputs = res.Outputs[:min(len(res.Outputs), maxReportedOutputs)]
+	return res, nil
+}
+
+// forgetJob answers OpJobForget: a finished job's record and kept output
+// go, and with them the disk space the output took.
+func (a *Agent) forgetJob(args wire.JobArgs) (*wire.JobInfo, *wire.Error) {
+	j, werr := a.jobs.get(args.ID)
+	if werr != nil {
+		return nil, werr
+	}
+	if j.running() {
+		return nil, wire.Errorf(wire.CodeInvalid, "job %s is still running: stop it first (job action=signal), then forget it", args.ID)
+	}
+	in := j.info()
+	a.jobs.forget(j)
+	return &in, nil
+}
+
+// forget drops a finished job's record and closes its output files.
+func (js *jobs) forget(j *job) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	j.out.close()
+	j.errs.close()
+	delete(js.all, j.id)
+	js.order = slices.DeleteFunc(js.order, func(id string) bool { return id == j.id })
+}
