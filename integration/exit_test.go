@@ -1,0 +1,147 @@
+package integration
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The scenarios of a new user's first day with --export-on-exit: an npm
+// project mounted, npm install's node_modules (about 20,000 files the
+// folder ignores) and two real changes, and the server ended every way a
+// client or a person ends it. TestReliabilityExit runs them.
+
+// nodeModulesFiles is how many files npmWork puts under node_modules.
+const nodeModulesFiles = 1000 * 20
+
+// indexEdited is src/index.js after the session's one-line change.
+const indexEdited = "const app = require('./app');\napp.listen(8080);\n"
+
+// npmProject makes a host folder as a new user's npm project, under a new
+// allowed root, owned by hostUID.
+func npmProject(t *testing.T) (root, folder string) {
+	t.Helper()
+	root = t.TempDir()
+	folder = filepath.Join(root, "proj")
+	for name, content := range map[string]string{
+		".gitignore":   "node_modules/\n*.log\n",
+		"package.json": "{\"name\": \"proj\", \"version\": \"1.0.0\"}\n",
+		"src/index.js": "const app = require('./app');\napp.listen(3000);\n",
+		"src/app.js":   "module.exports = { listen() {} };\n",
+	} {
+		p := filepath.Join(folder, name)
+		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		must(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	must(t, filepath.WalkDir(folder, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, hostUID, hostUID)
+	}))
+	return root, folder
+}
+
+// npmWorkCommands are the podman_shell calls of a day's work in proj: a
+// one-line change, a new file, npm install's node_modules, and, with
+// bigMB > 0, a random binary file of that size, which makes the export
+// take seconds (so a test can catch it in the act).
+func npmWorkCommands(bigMB int) [][]string {
+	names := []string{"index.js", "package.json"}
+	for i := range 18 {
+		names = append(names, fmt.Sprintf("m%d.js", i))
+	}
+	files := strings.Join(names, " ")
+	script := "cd proj && sed -i s/3000/8080/ src/index.js && printf 'export const routes = [];\\n' > src/routes.js && " +
+		"echo 'npm notice' > npm-debug.log && mkdir -p node_modules && cd node_modules && " +
+		fmt.Sprintf("for i in $(seq 1 %d); do mkdir -p pkg$i/lib && cd pkg$i/lib && touch %s && cd ../..; done", nodeModulesFiles/20, files)
+	cmds := [][]string{{"sh", "-c", script}}
+	if bigMB > 0 {
+		cmds = append(cmds, []string{"sh", "-c", fmt.Sprintf("dd if=/dev/urandom of=proj/assets.bin bs=1048576 count=%d 2>/dev/null && sha256sum proj/assets.bin", bigMB)})
+	}
+	return cmds
+}
+
+// npmWork runs npmWorkCommands in p's session and returns the sha256 of
+// the big file ("" without one).
+func npmWork(t *testing.T, p *proc, bigMB int) string {
+	t.Helper()
+	sum := ""
+	for _, argv := range npmWorkCommands(bigMB) {
+		res := p.shell(map[string]any{"command": argv, "timeout_seconds": 120})
+		if res.ExitCode != 0 {
+			t.Fatalf("%v: %+v", argv, res)
+		}
+		if fields := strings.Fields(res.Stdout); len(fields) == 2 {
+			sum = fields[0]
+		}
+	}
+	return sum
+}
+
+// exportedPatches lists the patches under exportDir, and the temporary
+// files a cut export may have left.
+func exportedPatches(t *testing.T, exportDir string) (patches, temps []string) {
+	t.Helper()
+	patches, _ = filepath.Glob(filepath.Join(exportDir, "*", "proj.patch"))
+	temps, _ = filepath.Glob(filepath.Join(exportDir, "*", ".proj.patch-*"))
+	return patches, temps
+}
+
+// recoverExports starts a server on cache, as the user's next session
+// would (no mounts, no export), and waits until its sweep has exported
+// what the dead server kept and deleted its instance directory.
+func recoverExports(t *testing.T, cache string) {
+	t.Helper()
+	p := start(t, startOptions{cache: cache})
+	p.waitLog(2*time.Minute, "orphan sweep done", nil)
+	if p.logs.find("exported the session's changes", nil) == nil {
+		t.Errorf("the next server did not export the kept changes:\n%s", p.logs.String())
+	}
+	p.endSession()
+}
+
+// checkNpmPatch checks that the patch holds the session's real changes
+// (and the big file, by its sha256 bigSum), applies to a clean copy of
+// folder, and names node_modules in one line; it returns the patch.
+func checkNpmPatch(t *testing.T, folder, patchFile, bigSum string) []byte {
+	t.Helper()
+	patch, err := os.ReadFile(patchFile)
+	must(t, err)
+	dst := t.TempDir()
+	if out, err := exec.Command("cp", "-a", folder+"/.", dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	apply := exec.Command("git", "apply", "-")
+	apply.Dir, apply.Stdin = dst, bytes.NewReader(patch)
+	if out, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("git apply %s: %v\n%s", patchFile, err, out)
+	}
+	for name, want := range map[string]string{"src/index.js": indexEdited, "src/routes.js": "export const routes = [];\n"} {
+		if got, _ := os.ReadFile(filepath.Join(dst, name)); string(got) != want {
+			t.Errorf("after git apply, %s holds %q, want %q", name, got, want)
+		}
+	}
+	if bigSum != "" {
+		data, err := os.ReadFile(filepath.Join(dst, "assets.bin"))
+		sum := sha256.Sum256(data)
+		if err != nil || hex.EncodeToString(sum[:]) != bigSum {
+			t.Errorf("after git apply, assets.bin is not the session's (%v)", err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dst, "node_modules")); err == nil {
+		t.Errorf("node_modules, which the folder ignores, is in the patch")
+	}
+	if n := bytes.Count(patch, []byte("# not in this patch: node_modules/")); n != 1 {
+		t.Errorf("%d lines name node_modules, want one summary line", n)
+	}
+	return patch
+}
