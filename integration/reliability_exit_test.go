@@ -16,9 +16,10 @@ import (
 
 // exitEnding is one way a server with --export-on-exit ends.
 type exitEnding struct {
-	name  string
-	args  []string // server flags besides the mount and the export
-	bigMB int      // a random file this big makes the export take seconds
+	name      string
+	transport string   // stdio when empty
+	args      []string // server flags besides the mount and the export
+	bigMB     int      // a random file this big makes the export take seconds
 	// mute: the server may be killed, or its stderr closed, before it can
 	// say where unexported changes are kept.
 	mute bool
@@ -63,6 +64,14 @@ var exitEndings = []exitEnding{
 	{name: "a 1 ms --shutdown-timeout", args: []string{"--shutdown-timeout", "1ms"}, end: func(t *testing.T, p *proc, _ string) {
 		sendSignal(t, p, syscall.SIGTERM)
 	}},
+	{name: "SIGTERM over streamable HTTP", transport: "http", end: func(t *testing.T, p *proc, _ string) {
+		sendSignal(t, p, syscall.SIGTERM)
+	}},
+	{name: "an HTTP session deleted then SIGKILL during its export", transport: "http", bigMB: 48, mute: true, end: func(t *testing.T, p *proc, exportDir string) {
+		_ = p.client.Close() // DELETE: the session ends, the server runs on
+		p.client = nil
+		whileExporting(t, exportDir, syscall.SIGKILL, p)
+	}},
 }
 
 // exitOutcome is what became of a session's changes after its server ended.
@@ -83,10 +92,14 @@ func checkExitOutcome(t *testing.T, cache, exportDir, folder, bigSum string, log
 		if logs != nil && !strings.Contains(logs.String(), "are kept") {
 			t.Errorf("the server's stderr does not say where the unexported changes are kept:\n%s", logs.String())
 		}
-		cli := exec.Command(winkBin, "export", "--cache-dir", cache)
-		out, err := cli.Output()
-		if err != nil || !strings.Contains(string(out), "+app.listen(8080);") {
-			t.Errorf("wink-mcp export does not find the kept session: %v\n%.2000s", err, out)
+		// HTTP servers keep warm containers, whose sessions are listed too.
+		found := false
+		for _, dir := range sessionDirs(t, cache) {
+			out, err := exec.Command(winkBin, "export", "--cache-dir", cache, "--session", filepath.Base(dir)).Output()
+			found = found || (err == nil && strings.Contains(string(out), "+app.listen(8080);"))
+		}
+		if !found {
+			t.Errorf("wink-mcp export does not find the kept session among %v", sessionDirs(t, cache))
 		}
 		recoverExports(t, cache)
 		patches, _ = exportedPatches(t, exportDir)
@@ -169,7 +182,7 @@ func TestReliabilityExit(t *testing.T) {
 				root, folder := npmProject(t)
 				cache, exportDir := t.TempDir(), t.TempDir()
 				args := append([]string{"--mount", folder, "--allowed-root", root, "--export-on-exit", exportDir}, e.args...)
-				p := start(t, startOptions{cache: cache, args: args})
+				p := start(t, startOptions{transport: e.transport, cache: cache, args: args})
 				sum := npmWork(t, p, e.bigMB)
 				e.end(t, p, exportDir)
 				p.waitExit(time.Minute)
@@ -208,7 +221,8 @@ func TestReliabilityExit(t *testing.T) {
 			}
 		})
 		recordPromise(promiseFigure{Class: "lost work at exit: a mounted npm project (20,000 ignored files in node_modules, real changes) with --export-on-exit, " +
-			"ended by stdin closed, SIGINT, SIGTERM, SIGKILL and a second SIGTERM mid-export, a 1 ms --shutdown-timeout, and the TypeScript SDK's stdio close three times",
+			"ended by stdin closed, SIGINT, SIGTERM, SIGKILL and a second SIGTERM mid-export, a 1 ms --shutdown-timeout, SIGTERM over HTTP, an HTTP DELETE then SIGKILL mid-export, " +
+			"and the TypeScript SDK's stdio close three times",
 			Tried: len(exitEndings) + 3, Broken: lost,
 			Measured: fmt.Sprintf("%d patches written at exit, %d kept and written by the next start, %d lost", written, recovered, lost)})
 	})
