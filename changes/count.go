@@ -29,13 +29,18 @@ func (n *counter) count(t tree, rel string, g *Group) error {
 	return n.slowCount(t, rel, g)
 }
 
-// add counts one entry that is not a directory; false when the budget is spent.
+// add counts one entry, a directory being walked into but not counted in
+// g; false when the budget is spent, which directories spend too, so that
+// a tree of empty directories is bounded as well.
 func (n *counter) add(info fs.FileInfo, g *Group) bool {
 	if n.left <= 0 {
 		g.Capped = true
 		return false
 	}
 	n.left--
+	if info.IsDir() {
+		return true
+	}
 	g.Files++
 	if info.Mode().IsRegular() || info.Mode()&fs.ModeSymlink != 0 {
 		g.Bytes += info.Size()
@@ -64,14 +69,13 @@ func (n *counter) slowCount(t tree, rel string, g *Group) error {
 		if err != nil {
 			return err
 		}
+		if !n.add(info, g) {
+			return errBudget
+		}
 		if info.IsDir() {
 			if err := n.slowCount(t, p, g); err != nil {
 				return err
 			}
-			continue
-		}
-		if !n.add(info, g) {
-			return errBudget
 		}
 	}
 	return nil
@@ -81,11 +85,11 @@ func (n *counter) slowCount(t tree, rel string, g *Group) error {
 // directory's entries, each described by fstatat without following it.
 func (d *dirTree) count(n *counter, rel string, g *Group) error {
 	return d.eachEntry(n.ctx, rel, func(entry string, info fs.FileInfo) error {
-		if info.IsDir() {
-			return d.count(n, join(rel, entry), g)
-		}
 		if !n.add(info, g) {
 			return errBudget
+		}
+		if info.IsDir() {
+			return d.count(n, join(rel, entry), g)
 		}
 		return nil
 	})
@@ -146,22 +150,22 @@ func (o *overlayTree) count(n *counter, rel string, g *Group) error {
 func (o *overlayTree) countUpper(n *counter, rel string, g *Group) error {
 	return o.upper.eachEntry(n.ctx, rel, func(entry string, info fs.FileInfo) error {
 		p := join(rel, entry)
-		switch {
-		case isWhiteout(info), o.markers.whiteoutFiles() && strings.HasPrefix(entry, whiteoutPrefix):
+		if isWhiteout(info) || (o.markers.whiteoutFiles() && strings.HasPrefix(entry, whiteoutPrefix)) {
 			return nil
-		case info.IsDir():
-			redirect, err := o.upperAttr(p, o.attrs.redirect)
-			if err != nil {
-				return err
-			}
-			if redirect != nil {
-				return n.slowCount(o, p, g)
-			}
-			return o.countUpper(n, p, g)
 		}
 		if !n.add(info, g) {
 			return errBudget
 		}
-		return nil
+		if !info.IsDir() {
+			return nil
+		}
+		redirect, err := o.upperAttr(p, o.attrs.redirect)
+		if err != nil {
+			return err
+		}
+		if redirect != nil {
+			return n.slowCount(o, p, g)
+		}
+		return o.countUpper(n, p, g)
 	})
 }

@@ -12,9 +12,10 @@ import (
 // KindDir is the kind of a Change that stands for a Group.
 const KindDir Kind = "directory"
 
-// MaxCounted bounds the entries counted for the groups of one listing;
-// past it a group's count is a lower bound (Group.Capped). Counting costs
-// a directory read and an fstatat per entry, about a microsecond.
+// MaxCounted bounds the entries (directories included) counted for the
+// groups of one listing; past it a group's count is a lower bound
+// (Group.Capped). Counting costs a directory read and an fstatat per
+// entry, about a microsecond.
 const MaxCounted = 1 << 20
 
 // Group makes a Change stand for many paths a patch leaves out, reported
