@@ -123,16 +123,18 @@ func (s *Session) exportOnEnd(ctx context.Context, ended time.Time, mounts []Mou
 	}
 	if !ok {
 		s.m.log.Error("the session's changes are kept for export", "session", s.hash, "kept_in", s.dir,
-			"how", exportHint(s.m.cfg.CacheDir, s.hash, filepath.Join(s.m.cfg.ExportDir, to)))
+			"how", exportHint(s.m.cfg.CacheDir, s.dir, filepath.Join(s.m.cfg.ExportDir, to)))
 	}
 	return ok
 }
 
-// exportHint says how the changes of a session kept for export reach the
-// export folder.
-func exportHint(cacheDir, hash, dir string) string {
+// exportHint says how the changes of the session in sessionDir, kept for
+// export, reach the export folder dir. `wink-mcp export` knows a session
+// by its directory's name, which a pooled container's session does not
+// share with its hash.
+func exportHint(cacheDir, sessionDir, dir string) string {
 	return fmt.Sprintf("the next wink-mcp to start with --cache-dir %s writes them to %s; or now: wink-mcp export --cache-dir %s --session %s --out %s",
-		cacheDir, dir, cacheDir, hash, dir)
+		cacheDir, dir, cacheDir, filepath.Base(sessionDir), dir)
 }
 
 // exportSession exports a session's changes to dir, logging what it
@@ -176,7 +178,7 @@ func keptForExport(cacheDir, instanceDir string) []string {
 			continue
 		}
 		dir := filepath.Join(instanceDir, sessionsDir, strings.TrimSuffix(filepath.Base(path), ".json"))
-		out = append(out, fmt.Sprintf("session %s in %s (%s)", p.Session, dir, exportHint(cacheDir, p.Session, p.folder())))
+		out = append(out, fmt.Sprintf("session %s in %s (%s)", p.Session, dir, exportHint(cacheDir, dir, p.folder())))
 	}
 	return out
 }
