@@ -96,17 +96,23 @@ func exportedPatches(t *testing.T, exportDir string) (patches, temps []string) {
 	return patches, temps
 }
 
-// recoverExports starts a server on cache, as the user's next session
-// would (no mounts, no export), and waits until its sweep has exported
-// what the dead server kept and deleted its instance directory.
-func recoverExports(t *testing.T, cache string) {
+// sweepWithNextServer starts a server on cache, as the user's next session
+// would (no mounts, no export), waits until its sweep has exported what a
+// dead server kept and deleted its instance directory, and returns its log.
+func sweepWithNextServer(t *testing.T, cache string) *logBuffer {
 	t.Helper()
 	p := start(t, startOptions{cache: cache})
 	p.waitLog(2*time.Minute, "orphan sweep done", nil)
-	if p.logs.find("exported the session's changes", nil) == nil {
-		t.Errorf("the next server did not export the kept changes:\n%s", p.logs.String())
-	}
 	p.endSession()
+	return p.logs
+}
+
+// recoverExports is sweepWithNextServer, which must export kept changes.
+func recoverExports(t *testing.T, cache string) {
+	t.Helper()
+	if logs := sweepWithNextServer(t, cache); logs.find("exported the session's changes", nil) == nil {
+		t.Errorf("the next server did not export the kept changes:\n%s", logs.String())
+	}
 }
 
 // checkNpmPatch checks that the patch holds the session's real changes

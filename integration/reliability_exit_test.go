@@ -111,6 +111,10 @@ func checkExitOutcome(t *testing.T, cache, exportDir, folder, bigSum string, log
 		return o
 	}
 	checkNpmPatch(t, folder, patches[0], bigSum)
+	if o.written && len(sessionDirs(t, cache)) > 0 {
+		// Killed after its export: what it left goes with the next start.
+		sweepWithNextServer(t, cache)
+	}
 	if _, temps := exportedPatches(t, exportDir); len(temps) > 0 {
 		t.Errorf("a cut export left temporary files: %v", temps)
 	}
