@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -150,4 +151,101 @@ func checkNpmPatch(t *testing.T, folder, patchFile, bigSum string) []byte {
 		t.Errorf("%d lines name node_modules, want one summary line", n)
 	}
 	return patch
+}
+
+// exitOutcome is what became of a session's changes after its server ended.
+type exitOutcome struct {
+	written, recovered, lost bool
+}
+
+// checkExitOutcome finds the session's patch: written by its server, or,
+// when the server could not, kept (`wink-mcp export` finds the session)
+// and written by the next server to start on cache. It checks the patch
+// and that nothing is left behind.
+func checkExitOutcome(t *testing.T, cache, exportDir, folder, bigSum string, logs *logBuffer) exitOutcome {
+	t.Helper()
+	var o exitOutcome
+	patches, _ := exportedPatches(t, exportDir)
+	o.written = len(patches) == 1
+	if !o.written {
+		if logs != nil && !strings.Contains(logs.String(), "are kept") {
+			t.Errorf("the server's stderr does not say where the unexported changes are kept:\n%s", logs.String())
+		}
+		// HTTP servers keep warm containers, whose sessions are listed too.
+		found := false
+		for _, dir := range sessionDirs(t, cache) {
+			out, err := exec.Command(winkBin, "export", "--cache-dir", cache, "--session", filepath.Base(dir)).Output()
+			found = found || (err == nil && strings.Contains(string(out), "+app.listen(8080);"))
+		}
+		if !found {
+			t.Errorf("wink-mcp export does not find the kept session among %v", sessionDirs(t, cache))
+		}
+		recoverExports(t, cache)
+		patches, _ = exportedPatches(t, exportDir)
+		o.recovered = len(patches) == 1
+	}
+	if len(patches) != 1 {
+		o.lost = true
+		t.Errorf("the session's changes are lost: patches %v, session directories left %v", patches, sessionDirs(t, cache))
+		return o
+	}
+	checkNpmPatch(t, folder, patches[0], bigSum)
+	if o.written && len(sessionDirs(t, cache)) > 0 {
+		// Killed after its export: what it left goes with the next start.
+		sweepWithNextServer(t, cache)
+	}
+	if _, temps := exportedPatches(t, exportDir); len(temps) > 0 {
+		t.Errorf("a cut export left temporary files: %v", temps)
+	}
+	if left := sessionDirs(t, cache); len(left) > 0 {
+		t.Errorf("session directories left after the export: %v", left)
+	}
+	return o
+}
+
+// tsExitResult is what stdio_exit.mjs prints.
+type tsExitResult struct {
+	ChangesMs, ChangesBytes, DiffMs, DiffBytes, CloseMs, Pid int
+	Diff                                                     string
+}
+
+// runTSExit runs one session through the TypeScript SDK's stdio client,
+// which ends it as the SDK does, and returns what it measured, the
+// server's log and, with the folder, where its changes went.
+func runTSExit(t *testing.T) (tsExitResult, exitOutcome) {
+	t.Helper()
+	script := filepath.Join("tsclient", "stdio_exit.mjs")
+	if _, err := os.Stat(filepath.Join("tsclient", "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		t.Fatal("the TypeScript SDK is missing: run npm ci in integration/tsclient (make setup does)")
+	}
+	root, folder := npmProject(t)
+	cache, exportDir, prefix := t.TempDir(), t.TempDir(), "wt"+randomHex(4)
+	t.Cleanup(func() { removeContainers(t, prefix) })
+	stderr := filepath.Join(t.TempDir(), "stderr")
+	var calls [][]any
+	for _, argv := range npmWorkCommands(0) {
+		calls = append(calls, []any{"podman_shell", map[string]any{"command": argv, "timeout_seconds": 120}})
+	}
+	spec, err := json.Marshal(map[string]any{"bin": winkBin, "stderr": stderr, "calls": calls, "args": []string{
+		"--image", testImage, "--cache-dir", cache, "--name-prefix", prefix, "--podman-url", "unix://" + podmanSocket,
+		"--log-format", "json", "--mount", folder, "--allowed-root", root, "--export-on-exit", exportDir}})
+	must(t, err)
+	cmd := exec.Command("node", script, string(spec))
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	out, err := cmd.Output()
+	var r tsExitResult
+	if err != nil || json.Unmarshal(out, &r) != nil {
+		log, _ := os.ReadFile(stderr)
+		t.Fatalf("%s: %v\n%s\n%s\nwink-mcp log:\n%s", script, err, out, errOut.String(), log)
+	}
+	waitUntil(t, time.Minute, "the server to be gone", func() bool { return !processAlive(r.Pid) })
+	log, _ := os.ReadFile(stderr)
+	// The SDK kills the server 4 s after closing its stdin: it may not
+	// have had the time to say anything.
+	o := checkExitOutcome(t, cache, exportDir, folder, "", nil)
+	if t.Failed() {
+		t.Logf("wink-mcp log:\n%s", log)
+	}
+	return r, o
 }
