@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"strings"
 )
 
 // Kind is what an entry is, as git sees it.
@@ -64,10 +63,13 @@ type Change struct {
 	Old *Entry
 	// New is the session's entry, nil if the session deleted the path.
 	New *Entry
-	// Ignored names the host folder's ignore rule that matches a path the
-	// session created ("sub/.gitignore:3: *.pyc"), unless the folder
-	// includes ignored files.
+	// Ignored names the host folder's ignore rule that matches the paths
+	// of a Group the session created ("sub/.gitignore:3: *.pyc"), unless
+	// the folder includes ignored files.
 	Ignored string
+	// Group, when set, makes the change stand for many paths under Path
+	// that a patch leaves out, counted rather than listed.
+	Group *Group
 }
 
 // LeftOut says why a patch leaves the change out, "" when it holds it:
@@ -75,7 +77,7 @@ type Change struct {
 // apply), files over ReadLimit, which are never read, and new files the
 // host folder's .gitignore rules ignore.
 func (c Change) LeftOut() string {
-	if c.Path == ".git" || strings.HasPrefix(c.Path, ".git/") {
+	if underGit(c.Path) {
 		return "under .git, git's own files, which a patch never changes"
 	}
 	for _, e := range []*Entry{c.New, c.Old} {
@@ -107,7 +109,11 @@ type comparison struct {
 	// candidates lists the names in the directory at rel, present in both
 	// trees, that may differ.
 	candidates func(rel string) ([]string, error)
-	out        []Change
+	// wholeDir says whether a directory only the current tree has is
+	// counted as one group instead of walked, and the rule ignoring it.
+	wholeDir func(rel string) (rule string, ok bool)
+	counter  *counter
+	out      []Change
 }
 
 // walk compares the directory at rel, present in both trees.
@@ -168,6 +174,9 @@ func (c *comparison) compareOnce(rel string) error {
 		if old != nil {
 			c.out = append(c.out, Change{Path: rel, Old: entryOf(old)})
 		}
+		if rule, ok := c.wholeDir(rel); ok {
+			return c.group(rel, rule)
+		}
 		return c.all(c.current, rel, false)
 	case old == nil && cur == nil:
 		return nil
@@ -208,7 +217,12 @@ func (c *comparison) all(t tree, rel string, deleted bool) error {
 			return err
 		}
 		if info.IsDir() {
-			if err := c.all(t, p, deleted); err != nil {
+			if rule, ok := c.wholeDir(p); ok && !deleted {
+				err = c.group(p, rule)
+			} else {
+				err = c.all(t, p, deleted)
+			}
+			if err != nil {
 				return err
 			}
 			continue

@@ -100,35 +100,22 @@ func (f *Folder) Close() error {
 
 // Changes lists the files and symlinks the session created, modified or
 // deleted, in walk order (a directory's entries sorted by name), as they are
-// now: entries that change while being read are read again. It stops when
-// ctx is done. No file over ReadLimit is read.
+// now: entries that change while being read are read again. What a patch
+// leaves out in bulk comes last, one Group per directory: new directories
+// the host folder ignores (counted, not walked), the new ignored files of a
+// directory, and everything under .git. It stops when ctx is done. No file
+// over ReadLimit is read.
 func (f *Folder) Changes(ctx context.Context) ([]Change, error) {
 	c := f.comparison(ctx)
 	if err := c.walk(""); err != nil {
 		return nil, err
 	}
-	f.markIgnored(c.out)
-	return c.out, nil
-}
-
-// markIgnored names, in each created path the host folder's ignore rules
-// match, the rule, unless the folder includes ignored files.
-func (f *Folder) markIgnored(changes []Change) {
-	if f.IncludeIgnored {
-		return
-	}
-	if f.ignore == nil {
-		f.ignore = newIgnoreRules(f.base)
-	}
-	for i := range changes {
-		if changes[i].Old == nil {
-			changes[i].Ignored = f.ignore.ignoredBy(changes[i].Path, false)
-		}
-	}
+	return f.classify(c.out), nil
 }
 
 func (f *Folder) comparison(ctx context.Context) *comparison {
-	return &comparison{ctx: ctx, base: f.base, current: f.current, candidates: f.candidates}
+	return &comparison{ctx: ctx, base: f.base, current: f.current, candidates: f.candidates,
+		wholeDir: f.wholeDir, counter: &counter{ctx: ctx, left: MaxCounted}}
 }
 
 // union lists the names in either tree's directory at rel.

@@ -135,13 +135,15 @@ func (o *overlayTree) locate(rel string) (place, error) {
 				if err != nil {
 					return place{}, err
 				}
+				// An absolute redirect names its lower directory from the
+				// root, whether or not the parent has a lower side: a host
+				// directory moved into a new one.
 				if opaque {
 					p.inLower = false
-				} else if p.inLower && redirect != nil {
+				} else if redirect != nil && (p.inLower || strings.HasPrefix(*redirect, "/")) {
 					p.lowerRel = redirectTarget(join(p.lowerRel, part), *redirect)
-					if info, err := o.lower.lstat(p.lowerRel); err != nil || !info.IsDir() {
-						p.inLower = false
-					}
+					info, err := o.lower.lstat(p.lowerRel)
+					p.inLower = err == nil && info.IsDir()
 					continue
 				}
 			}

@@ -31,22 +31,25 @@ type PatchOptions struct {
 	// Prefix is put before every path, such as the folder's place in the
 	// workspace ("project/"); "" gives paths relative to the folder.
 	Prefix string
+	// DeferLeftOut leaves the lines naming what the patch leaves out to
+	// the caller (WriteLeftOut), which can then write several folders'
+	// changes before any of them.
+	DeferLeftOut bool
 }
 
 // WritePatch writes changes, as Changes returned them, as a git patch that
 // `git apply` accepts in a clean copy of the host folder, and returns what
 // it left out, one line each. What git cannot hold (fifos, sockets,
-// devices), files over ReadLimit and new files the host folder ignores are
-// named in comment lines git ignores.
+// devices), files over ReadLimit, .git and new files the host folder
+// ignores are named in comment lines git ignores, after every change the
+// patch holds; a Group is one line.
 // An entry that changed since Changes saw it is written as it is now. It
 // stops, with ctx's error, when ctx is done.
 func (f *Folder) WritePatch(ctx context.Context, w io.Writer, changes []Change, opts PatchOptions) ([]string, error) {
 	bw := bufio.NewWriter(w)
 	var left []string
 	leave := func(format string, args ...any) {
-		line := fmt.Sprintf(format, args...)
-		fmt.Fprintf(bw, "# not in this patch: %s\n", line)
-		left = append(left, line)
+		left = append(left, fmt.Sprintf(format, args...))
 	}
 	for _, c := range changes {
 		if err := ctx.Err(); err != nil {
@@ -56,15 +59,14 @@ func (f *Folder) WritePatch(ctx context.Context, w io.Writer, changes []Change, 
 		if transient(err) {
 			fresh := f.comparison(ctx)
 			if err = fresh.compare(c.Path); err == nil {
-				f.markIgnored(fresh.out)
-				for _, now := range fresh.out {
+				for _, now := range f.classify(fresh.out) {
 					if err = f.writeChange(ctx, bw, now, opts, leave); err != nil {
 						break
 					}
 				}
 			}
 			if transient(err) {
-				leave("%s kept changing while the patch was written; diff again", c.Path)
+				leave("%s kept changing while the patch was written; diff again", opts.Prefix+c.Path)
 				err = nil
 			}
 		}
@@ -72,22 +74,41 @@ func (f *Folder) WritePatch(ctx context.Context, w io.Writer, changes []Change, 
 			return left, err
 		}
 	}
+	if !opts.DeferLeftOut {
+		if err := WriteLeftOut(bw, left); err != nil {
+			return left, err
+		}
+	}
 	return left, bw.Flush()
+}
+
+// WriteLeftOut writes the lines WritePatch returned as comments git ignores.
+func WriteLeftOut(w io.Writer, left []string) error {
+	for _, line := range left {
+		if _, err := fmt.Fprintf(w, "# not in this patch: %s\n", line); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeChange writes the patch of one change.
 func (f *Folder) writeChange(ctx context.Context, bw *bufio.Writer, c Change, opts PatchOptions, leave func(string, ...any)) error {
 	old, cur := c.Old, c.New
 	if why := c.LeftOut(); why != "" {
-		leave("%s (%s): %s", c.Path, c.Status(), why)
+		if c.Group != nil {
+			leave("%s (%s): %s", dirName(opts.Prefix+c.Path), c.Group.describe(c.Ignored != ""), why)
+		} else {
+			leave("%s (%s): %s", opts.Prefix+c.Path, c.Status(), why)
+		}
 		return nil
 	}
 	if old != nil && old.Kind == KindOther {
-		leave("%s was a fifo, socket or device", c.Path)
+		leave("%s was a fifo, socket or device", opts.Prefix+c.Path)
 		old = nil
 	}
 	if cur != nil && cur.Kind == KindOther {
-		leave("%s is a fifo, socket or device", c.Path)
+		leave("%s is a fifo, socket or device", opts.Prefix+c.Path)
 		cur = nil
 	}
 	switch {

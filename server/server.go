@@ -21,7 +21,8 @@ import (
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
-// DefaultShutdownTimeout bounds the removal of containers at shutdown.
+// DefaultShutdownTimeout bounds the wait for containers to be removed and
+// changes exported at shutdown; what is not exported by then is kept.
 const DefaultShutdownTimeout = 10 * time.Second
 
 // sweepTimeout bounds the start-up sweep of orphaned containers.
@@ -31,7 +32,9 @@ const sweepTimeout = 2 * time.Minute
 type Config struct {
 	// Workspace says how session containers are made.
 	Workspace workspace.Config
-	// ShutdownTimeout bounds the removal of containers when a session or the server ends.
+	// ShutdownTimeout bounds the wait for a session's container to be
+	// removed and its changes exported when it or the server ends; changes
+	// not exported by then are kept (workspace.ErrChangesKept).
 	ShutdownTimeout time.Duration
 	// HTTP configures the SSE and streamable HTTP transports.
 	HTTP HTTPConfig
@@ -218,6 +221,10 @@ func (s *Server) Close() error {
 	s.log.Info("server closed", "duration_ms", time.Since(start).Milliseconds())
 	return err
 }
+
+// KeptForExport describes the sessions whose changes wait to be exported
+// (--export-on-exit), with where they are kept and how to export them.
+func (s *Server) KeptForExport() []string { return s.mgr.KeptForExport() }
 
 // workspaceFor maps a tool call to its session's workspace.
 func (s *Server) workspaceFor(ctx context.Context) (workspace.Workspace, error) {

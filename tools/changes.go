@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/wink-mcp/wink-mcp/changes"
 	"github.com/wink-mcp/wink-mcp/display"
 	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/workspace"
@@ -34,10 +35,11 @@ func mountViews(ms []workspace.MountInfo) []MountView {
 type ChangeView struct {
 	Path         string `json:"path" jsonschema_description:"The path, relative to /workspace."`
 	Status       string `json:"status" jsonschema_description:"created, modified or deleted."`
-	Kind         string `json:"kind" jsonschema_description:"file, symlink or other (a fifo, socket or device, which a patch cannot carry)."`
-	SizeBytes    int64  `json:"size_bytes" jsonschema_description:"The size now; for a deleted path, the size it had."`
+	Kind         string `json:"kind" jsonschema_description:"file, symlink, other (a fifo, socket or device, which a patch cannot carry), or directory: one entry for many paths the patch leaves out (a new directory the folder's .gitignore ignores, the new ignored files of a directory, or .git), counted in files."`
+	SizeBytes    int64  `json:"size_bytes" jsonschema_description:"The size now; for a deleted path, the size it had; for a directory entry, its files' total."`
 	OldSizeBytes int64  `json:"old_size_bytes,omitempty" jsonschema_description:"For a modified path, the size the host copy has."`
-	LeftOut      string `json:"left_out,omitempty" jsonschema_description:"Why the exported patch and workspace_diff leave this change out (under .git, a file too large to read, or a new file the folder's .gitignore ignores); absent when the patch holds it."`
+	Files        int    `json:"files,omitempty" jsonschema_description:"For a directory entry, how many paths it stands for (a lower bound when counting stopped)."`
+	LeftOut      string `json:"left_out,omitempty" jsonschema_description:"Why the exported patch and workspace_diff leave this change out (under .git, a file too large to read, or new and ignored by the folder's .gitignore); absent when the patch holds it."`
 }
 
 // WorkspaceChangesParams are workspace_changes' arguments.
@@ -54,8 +56,8 @@ func (p *WorkspaceChangesParams) Validate() (err error) {
 // WorkspaceChangesResult is workspace_changes' result.
 type WorkspaceChangesResult struct {
 	Mounts    []MountView  `json:"mounts" jsonschema_description:"The host folders in the workspace."`
-	Changes   []ChangeView `json:"changes" jsonschema_description:"Files and symlinks created, modified or deleted in the host folders, in path order within each folder."`
-	Total     int          `json:"total" jsonschema_description:"How many paths changed."`
+	Changes   []ChangeView `json:"changes" jsonschema_description:"Files and symlinks created, modified or deleted in the host folders, in path order within each folder; then one directory entry per group of paths the patch leaves out."`
+	Total     int          `json:"total" jsonschema_description:"How many entries changes has in all, a directory entry counting once."`
 	Truncated bool         `json:"truncated" jsonschema_description:"True when only the first 2000 changes are listed; narrow with path."`
 }
 
@@ -63,7 +65,9 @@ type WorkspaceChangesResult struct {
 func (r WorkspaceChangesResult) Links() []Link {
 	links := make([]Link, 0, len(r.Changes))
 	for _, c := range r.Changes {
-		links = append(links, Link{c.Path, c.Status})
+		if c.Kind != string(changes.KindDir) {
+			links = append(links, Link{c.Path, c.Status})
+		}
 	}
 	return links
 }
@@ -80,6 +84,9 @@ func (r WorkspaceChangesResult) Text() string {
 	}
 	for _, c := range r.Changes {
 		fmt.Fprintf(&b, "\n%-8s %-7s %10d  %s", c.Status, c.Kind, c.SizeBytes, display.Text(c.Path))
+		if c.Kind == string(changes.KindDir) {
+			fmt.Fprintf(&b, " (%d paths)", c.Files)
+		}
 		if c.LeftOut != "" {
 			fmt.Fprintf(&b, "  (not in the patch: %s)", c.LeftOut)
 		}
@@ -94,8 +101,9 @@ func WorkspaceChanges(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 		title: "List changes to the mounted host folders",
 		description: "List the files and symlinks created, modified or deleted in the host folders mounted in /workspace " +
 			"(the workspace prompt lists them), with their sizes. The host copies never change: this is what the user " +
-			"would take back as a patch. Read-only and cheap; starts no container. At most 2000 changes; narrow with path. " +
-			"workspace_diff shows the changes themselves.",
+			"would take back as a patch. Paths the patch leaves out in bulk (a new directory the folder's .gitignore " +
+			"ignores, such as node_modules, or .git) come last, one counted entry per directory. Read-only and cheap; " +
+			"starts no container. At most 2000 changes; narrow with path. workspace_diff shows the changes themselves.",
 		annotations: annotate(true, false, true),
 		handle: func(ctx context.Context, ws workspace.Workspace, p WorkspaceChangesParams) (WorkspaceChangesResult, error) {
 			list, err := ws.Changes(ctx, p.Path)
@@ -105,7 +113,7 @@ func WorkspaceChanges(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 					r.Truncated = true
 					break
 				}
-				r.Changes = append(r.Changes, ChangeView{Path: c.Path, Status: string(c.Status), Kind: string(c.Kind), SizeBytes: c.Size, OldSizeBytes: c.OldSize, LeftOut: c.LeftOut})
+				r.Changes = append(r.Changes, ChangeView{Path: c.Path, Status: string(c.Status), Kind: string(c.Kind), SizeBytes: c.Size, OldSizeBytes: c.OldSize, Files: c.Files, LeftOut: c.LeftOut})
 			}
 			return r, err
 		},
@@ -170,8 +178,9 @@ func WorkspaceDiff(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 		description: "Show the changes to the host folders mounted in /workspace as a unified diff in git's format, paths " +
 			"relative to /workspace: `limit` lines (1-2000, default 2000) from the 0-based line `offset`; read on with a " +
 			"larger offset. Binary files, files that are not UTF-8 and files over 1 MiB are listed (\"Binary files ... " +
-			"differ\"), not shown. A line over 2000 characters is cut with a marker; a diff over 16 MiB stops there " +
-			"(narrow it with path). Read-only; starts no container.",
+			"differ\"), not shown. What the patch leaves out is named after every change, one \"# not in this patch\" " +
+			"line per path or per ignored directory. A line over 2000 characters is cut with a marker; a diff over 16 MiB " +
+			"stops there (narrow it with path). Read-only; starts no container.",
 		annotations: annotate(true, false, true),
 		handle: func(ctx context.Context, ws workspace.Workspace, p WorkspaceDiffParams) (WorkspaceDiffResult, error) {
 			d, err := ws.Diff(ctx, p.Path)

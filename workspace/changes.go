@@ -39,6 +39,10 @@ type FolderChange struct {
 	OldSize int64
 	// LeftOut says why a patch would leave the change out, "" if it would not.
 	LeftOut string
+	// Files, for a directory (KindDir) that stands for many paths a patch
+	// leaves out, counts them (a lower bound past changes.MaxCounted);
+	// Size is then their total.
+	Files int
 }
 
 // DiffResult is a unified diff of a session's changes.
@@ -49,13 +53,20 @@ type DiffResult struct {
 	Truncated bool
 }
 
-// Changes implements Workspace.
+// Changes implements Workspace: the changes of every folder, then the
+// groups of paths patches leave out (ignored directories, .git), one
+// entry each.
 func (s *Session) Changes(ctx context.Context, prefix string) ([]FolderChange, error) {
-	var out []FolderChange
+	var out, groups []FolderChange
 	err := s.eachFolder(ctx, prefix, func(mi MountInfo, f *changes.Folder, list []changes.Change) error {
 		for _, c := range list {
 			fc := FolderChange{Path: mi.Path + "/" + c.Path, Status: c.Status(), LeftOut: c.LeftOut()}
 			switch {
+			case c.Group != nil:
+				fc.Path = strings.TrimSuffix(fc.Path, "/") + "/"
+				fc.Kind, fc.Size, fc.Files = changes.KindDir, c.Group.Bytes, c.Group.Files
+				groups = append(groups, fc)
+				continue
 			case c.New == nil:
 				fc.Kind, fc.Size = c.Old.Kind, c.Old.Size
 			case c.Old == nil:
@@ -67,16 +78,22 @@ func (s *Session) Changes(ctx context.Context, prefix string) ([]FolderChange, e
 		}
 		return nil
 	})
-	return out, err
+	return append(out, groups...), err
 }
 
-// Diff implements Workspace.
+// Diff implements Workspace: every folder's changes, then the lines
+// naming what the diff leaves out.
 func (s *Session) Diff(ctx context.Context, prefix string) (DiffResult, error) {
 	w := &cappedBuffer{limit: MaxDiffBytes}
+	var left []string
 	err := s.eachFolder(ctx, prefix, func(mi MountInfo, f *changes.Folder, list []changes.Change) error {
-		_, err := f.WritePatch(ctx, w, list, changes.PatchOptions{TextLimit: DiffTextLimit, Prefix: mi.Path + "/"})
+		l, err := f.WritePatch(ctx, w, list, changes.PatchOptions{TextLimit: DiffTextLimit, Prefix: mi.Path + "/", DeferLeftOut: true})
+		left = append(left, l...)
 		return err
 	})
+	if err == nil {
+		err = changes.WriteLeftOut(w, left)
+	}
 	if errors.Is(err, errDiffFull) {
 		return DiffResult{Text: w.String(), Truncated: true}, nil
 	}
@@ -121,14 +138,16 @@ func (s *Session) eachFolder(ctx context.Context, prefix string, f func(MountInf
 	return nil
 }
 
-// changesUnder keeps the changes whose workspace path is prefix or inside it.
+// changesUnder keeps the changes whose workspace path is prefix or inside
+// it, and the groups whose directory holds prefix.
 func changesUnder(list []changes.Change, mountPath, prefix string) []changes.Change {
 	if prefix == "" || prefix == mountPath || strings.HasPrefix(mountPath, prefix+"/") {
 		return list
 	}
 	var out []changes.Change
 	for _, c := range list {
-		if p := mountPath + "/" + c.Path; p == prefix || strings.HasPrefix(p, prefix+"/") {
+		p := strings.TrimSuffix(mountPath+"/"+c.Path, "/")
+		if p == prefix || strings.HasPrefix(p, prefix+"/") || (c.Group != nil && strings.HasPrefix(prefix, p+"/")) {
 			out = append(out, c)
 		}
 	}

@@ -279,3 +279,28 @@ func diskUsed(dir string) int64 {
 	}
 	return int64(st.Blocks-st.Bfree) * st.Bsize
 }
+
+// mountForExport makes the files of a session left by a dead server
+// readable at dir: already there when its disk is still mounted (the
+// server was killed), else its image mounted read-only (the machine
+// restarted). release undoes what it did.
+func mountForExport(image, dir string) (release func(), err error) {
+	points, err := mountPoints()
+	if err != nil {
+		return nil, err
+	}
+	if slices.Contains(points, dir) {
+		return func() {}, nil
+	}
+	if _, err := os.Stat(image); err != nil || os.Geteuid() != 0 {
+		return func() {}, nil // no disk: the files are in dir itself
+	}
+	t := diskTools{mount: lookTool("mount")}
+	if t.mount == "" {
+		return nil, errors.New("its disk image needs the mount program, which is not on $PATH or in /usr/sbin or /sbin")
+	}
+	if err := t.mountKept(image, dir); err != nil {
+		return nil, fmt.Errorf("mounting its disk image %s to read it: %w", image, err)
+	}
+	return func() { _ = unmountDisk(dir) }, nil
+}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -83,9 +85,12 @@ func findSessions(cacheDir string) ([]SessionRecord, error) {
 
 // Export is what one mount's patch holds.
 type Export struct {
-	// Changed counts the paths that changed.
+	// Changed counts the paths that changed, which the patch holds or
+	// names; paths left out in bulk (ignored directories, .git) are not
+	// counted, only named in LeftOut.
 	Changed int
-	// LeftOut names the changes the patch does not hold, and why.
+	// LeftOut names the changes the patch does not hold, and why: one
+	// line a path, or a directory for paths left out in bulk.
 	LeftOut []string
 }
 
@@ -93,29 +98,55 @@ type Export struct {
 // its mounts as a git patch that `git apply` accepts in a clean copy of the
 // host folder. It stops when ctx is done.
 func ExportMount(ctx context.Context, sessionDir string, mi MountInfo, w io.Writer) (Export, error) {
-	folder, err := openFolder(sessionDir, mi)
+	folder, list, err := mountChanges(ctx, sessionDir, mi)
 	if err != nil || folder == nil {
 		return Export{}, err
 	}
 	defer folder.Close()
+	return writeExport(ctx, folder, list, w)
+}
+
+// mountChanges opens a mount's folder and lists its changes; the folder is
+// nil when the mount cannot have changed. The caller closes it.
+func mountChanges(ctx context.Context, sessionDir string, mi MountInfo) (*changes.Folder, []changes.Change, error) {
+	folder, err := openFolder(sessionDir, mi)
+	if err != nil || folder == nil {
+		return nil, nil, err
+	}
 	list, err := folder.Changes(ctx)
 	if err != nil {
-		return Export{}, err
+		folder.Close()
+		return nil, nil, err
 	}
-	left, err := folder.WritePatch(ctx, w, list, changes.PatchOptions{TextLimit: exportTextLimit, Binary: true})
-	return Export{Changed: len(list), LeftOut: left}, err
+	return folder, list, nil
+}
+
+// writeExport writes the patch of listed changes.
+func writeExport(ctx context.Context, folder *changes.Folder, list []changes.Change, w io.Writer) (Export, error) {
+	ex := Export{}
+	for _, c := range list {
+		if c.Group == nil {
+			ex.Changed++
+		}
+	}
+	var err error
+	ex.LeftOut, err = folder.WritePatch(ctx, w, list, changes.PatchOptions{TextLimit: exportTextLimit, Binary: true})
+	return ex, err
 }
 
 // ExportedPatch is a patch file ExportChanges wrote.
 type ExportedPatch struct {
 	Export
-	// Path is the patch file.
+	// Path is the patch file; "" when the mount's changes were all left
+	// out in bulk (LeftOut names them), which makes no patch.
 	Path string
 }
 
 // ExportChanges writes a patch of each changed mount of the session to
-// <dir>/<workspace path>.patch, each written whole or not at all (a patch
-// cut short by ctx leaves no file), and returns the files written.
+// <dir>/<workspace path>.patch and returns them. Each patch is written
+// whole or not at all (a patch cut short by ctx leaves no file) and is on
+// disk, synced, when it returns; a session that changed nothing a patch
+// can hold leaves nothing in dir, not even the directory.
 func ExportChanges(ctx context.Context, sessionDir string, mounts []MountInfo, dir string) ([]ExportedPatch, error) {
 	var written []ExportedPatch
 	var errs []error
@@ -123,21 +154,103 @@ func ExportChanges(ctx context.Context, sessionDir string, mounts []MountInfo, d
 		if mi.Mode == MountReadOnly {
 			continue
 		}
-		dst := filepath.Join(dir, filepath.FromSlash(mi.Path)+".patch")
-		var ex Export
-		n, err := writeAtomically(dst, func(w io.Writer) (int, error) {
-			var err error
-			ex, err = ExportMount(ctx, sessionDir, mi, w)
-			return ex.Changed, err
-		})
-		switch {
-		case err != nil:
+		p, err := exportOne(ctx, sessionDir, mi, filepath.Join(dir, filepath.FromSlash(mi.Path)+".patch"))
+		if err != nil {
 			errs = append(errs, fmt.Errorf("exporting the changes to %s: %w", mi.HostPath, err))
-		case n > 0:
-			written = append(written, ExportedPatch{Export: ex, Path: dst})
+		} else if p.Changed > 0 || len(p.LeftOut) > 0 {
+			written = append(written, p)
 		}
 	}
 	return written, errors.Join(errs...)
+}
+
+// exportOne writes one mount's patch to dst, if it has changes a patch
+// can hold.
+func exportOne(ctx context.Context, sessionDir string, mi MountInfo, dst string) (ExportedPatch, error) {
+	folder, list, err := mountChanges(ctx, sessionDir, mi)
+	if err != nil || folder == nil {
+		return ExportedPatch{}, err
+	}
+	defer folder.Close()
+	if !slices.ContainsFunc(list, func(c changes.Change) bool { return c.Group == nil }) {
+		ex, err := writeExport(ctx, folder, list, io.Discard) // names what was left out; reads nothing
+		return ExportedPatch{Export: ex}, err
+	}
+	var ex Export
+	err = writeDurably(dst, func(w io.Writer) error {
+		var err error
+		ex, err = writeExport(ctx, folder, list, w)
+		return err
+	})
+	return ExportedPatch{Export: ex, Path: dst}, err
+}
+
+// writeDurably writes dst whole or not at all, through a temporary file
+// beside it, and syncs the file and every directory it changed or made, so
+// that the patch is on disk before what depends on it (the session's
+// files) is deleted. Directories it made are removed when the write fails.
+func writeDurably(dst string, write func(io.Writer) error) error {
+	made, err := mkdirs(filepath.Dir(dst))
+	if err != nil {
+		return err
+	}
+	err = func() error {
+		tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+"-*")
+		if err != nil {
+			return err
+		}
+		err = write(tmp)
+		if err == nil {
+			err = tmp.Sync()
+		}
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp.Name(), dst)
+		}
+		if err != nil {
+			os.Remove(tmp.Name())
+			return err
+		}
+		dirs := []string{filepath.Dir(dst)}
+		for _, d := range made {
+			dirs = append(dirs, filepath.Dir(d))
+		}
+		for _, d := range dirs {
+			if err := syncDir(d); err != nil {
+				return fmt.Errorf("syncing %s: %w", d, err)
+			}
+		}
+		return nil
+	}()
+	if err != nil {
+		for i := len(made) - 1; i >= 0; i-- {
+			os.Remove(made[i]) // only if empty
+		}
+	}
+	return err
+}
+
+// mkdirs makes dir and its missing parents, returning those it made,
+// outermost first.
+func mkdirs(dir string) ([]string, error) {
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || d == filepath.Dir(d) {
+			break
+		}
+		missing = append([]string{d}, missing...)
+	}
+	for i, d := range missing {
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			for j := i - 1; j >= 0; j-- {
+				os.Remove(missing[j])
+			}
+			return nil, err
+		}
+	}
+	return missing, nil
 }
 
 // writeAtomically writes a file through a temporary one, keeping it only
@@ -165,24 +278,4 @@ func writeAtomically(dst string, write func(io.Writer) (int, error)) (int, error
 // ended, then its hash, so folders sort by time.
 func exportDirName(hash string, ended time.Time) string {
 	return ended.UTC().Format("20060102T150405Z") + "-" + hash
-}
-
-// exportOnEnd writes the session's changes under Config.ExportDir, logging
-// each patch written and what it left out; the session directory is
-// deleted after it. ctx bounds it (the shutdown timeout): a patch that
-// cannot finish in time is not written, and the log says so.
-func (s *Session) exportOnEnd(ctx context.Context, ended time.Time) {
-	dir := filepath.Join(s.m.cfg.ExportDir, exportDirName(s.hash, ended))
-	written, err := ExportChanges(ctx, s.dir, s.infoLocked().Mounts, dir)
-	for _, p := range written {
-		s.m.log.Info("exported the session's changes", "session", s.hash, "patch", p.Path, "changed", p.Changed, "left_out", len(p.LeftOut))
-		for _, line := range p.LeftOut {
-			s.m.log.Warn("left out of the exported patch", "session", s.hash, "patch", p.Path, "entry", line)
-		}
-	}
-	if err != nil {
-		s.m.log.Error("exporting the session's changes failed", "session", s.hash, "err", err)
-	} else if len(written) == 0 {
-		s.m.log.Info("the session changed no mounted folder; nothing exported", "session", s.hash)
-	}
 }

@@ -198,6 +198,10 @@ func (s *Session) moveTo(root string) error {
 			return err
 		}
 	}
+	// Its changes live on as the kept workspace's, exported when that ends.
+	if err := os.Remove(pendingPath(s.m.inst.dir, s.dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
 	return nil
 }
 

@@ -112,24 +112,29 @@ func probeLock(path string) (bool, error) {
 	}
 }
 
+// deadInstance is the directory of an instance that is no longer running;
+// kept when it asked for its files to be kept.
+type deadInstance struct {
+	dir  string
+	kept bool
+}
+
 // deadInstanceDirs lists the directories under cacheDir of instances that
-// are no longer running and did not ask for their files to be kept.
-func deadInstanceDirs(cacheDir string, self *instance) []string {
+// are no longer running.
+func deadInstanceDirs(cacheDir string, self *instance) []deadInstance {
 	entries, err := os.ReadDir(filepath.Join(cacheDir, instancesDir))
 	if err != nil {
 		return nil
 	}
-	var dead []string
+	var dead []deadInstance
 	for _, e := range entries {
 		if !e.IsDir() || e.Name() == self.id {
 			continue
 		}
 		dir := filepath.Join(cacheDir, instancesDir, e.Name())
-		if _, err := os.Lstat(filepath.Join(dir, keepMarker)); err == nil {
-			continue
-		}
-		if alive, err := probeLock(filepath.Join(dir, lockFile)); err == nil && !alive {
-			dead = append(dead, dir)
+		_, err := os.Lstat(filepath.Join(dir, keepMarker))
+		if alive, perr := probeLock(filepath.Join(dir, lockFile)); perr == nil && !alive {
+			dead = append(dead, deadInstance{dir: dir, kept: err == nil})
 		}
 	}
 	return dead

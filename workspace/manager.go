@@ -348,8 +348,24 @@ func (m *Manager) Close(ctx context.Context) error {
 	wg.Wait()
 	m.ending.Wait() // each bounded by its caller's context
 	m.finishLeftovers(ctx)
-	return m.inst.release(!m.cfg.KeepSessionDirs)
+	kept := m.KeptForExport()
+	err := m.inst.release(!m.cfg.KeepSessionDirs && len(kept) == 0)
+	if len(kept) > 0 {
+		err = errors.Join(err, fmt.Errorf("%w: %s", ErrChangesKept, strings.Join(kept, "; ")))
+	}
+	return err
 }
+
+// ErrChangesKept is returned by Close when some sessions' changes could
+// not be exported in time (Config.ExportDir): their files stay in the
+// cache directory, the error says where, and the next server to start on
+// it exports them, as `wink-mcp export` can.
+var ErrChangesKept = errors.New("changes not exported yet are kept")
+
+// KeptForExport describes the sessions of this server whose changes wait
+// to be exported, with where they are and how to export them; it is safe
+// to call while the server shuts down.
+func (m *Manager) KeptForExport() []string { return keptForExport(m.cfg.CacheDir, m.inst.dir) }
 
 // Prepare asks the Podman service what every container's creation needs
 // from it once per process (the host's facts, and the image, pulled if it
@@ -410,14 +426,28 @@ func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
 		m.log.Info("workspace "+EventOrphanRemoved, "event", EventOrphanRemoved, "container", c.Name,
 			"session", c.Labels[LabelSession], "instance", c.Labels[LabelInstance], "duration_ms", time.Since(start).Milliseconds())
 	}
-	for _, dir := range deadInstanceDirs(m.cfg.CacheDir, m.inst) {
-		// A server killed with SIGKILL leaves its sessions' disks mounted.
-		if err := unmountUnder(dir); err != nil {
-			errs = append(errs, err)
+	for _, dead := range deadInstanceDirs(m.cfg.CacheDir, m.inst) {
+		dir := dead.dir
+		unlock, ok := lockInstance(dir)
+		if !ok {
+			continue // another server sweeps it
+		}
+		// Sessions whose changes were never exported are exported first;
+		// those that cannot be stay, files and all.
+		if m.recoverExports(ctx, dir) > 0 || dead.kept {
+			unlock()
 			continue
 		}
-		if err := removeAll(dir); err != nil {
-			errs = append(errs, fmt.Errorf("deleting the directory of a dead instance: %w", err))
+		// A server killed with SIGKILL leaves its sessions' disks mounted.
+		err := unmountUnder(dir)
+		if err == nil {
+			if err = removeAll(dir); err != nil {
+				err = fmt.Errorf("deleting the directory of a dead instance: %w", err)
+			}
+		}
+		unlock()
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		m.log.Info("deleted the directory of a dead instance", "dir", dir)

@@ -700,6 +700,11 @@ func (s *Session) end(ctx context.Context) {
 	start := time.Now()
 	had := s.created
 	exportNow := s.m.cfg.ExportDir != "" && len(s.mounts) > 0
+	if exportNow {
+		// The files are final once the jobs have stopped: the export and
+		// the container's removal need not wait for each other.
+		s.stopJobsLocked(ctx)
+	}
 	if exportNow && s.m.cfg.FilesOnPodmanHost {
 		// The copies are on the Podman host: bring them back while a container holds them.
 		if err := s.pullForExportLocked(ctx); err != nil {
@@ -707,15 +712,20 @@ func (s *Session) end(ctx context.Context) {
 			exportNow = false
 		}
 	}
+	exported := make(chan bool, 1)
+	if exportNow {
+		mounts := s.infoLocked().Mounts
+		go func() { exported <- s.exportOnEnd(ctx, time.Now(), mounts) }()
+	} else {
+		exported <- true
+	}
 	if err := s.removeOrRetryLocked(ctx); err == nil && s.m.cfg.FilesOnPodmanHost {
 		if err := s.m.eng.RemoveWorkspace(ctx, s.name); err != nil {
 			s.m.log.Warn("removing the workspace volume at session end failed; retrying in the background", "session", s.hash, "volume", s.name, "err", err)
 			s.m.removeLater(s.name)
 		}
 	}
-	if exportNow {
-		s.exportOnEnd(ctx, time.Now())
-	}
+	saved := <-exported
 	switch {
 	case s.kept != nil:
 		s.unmountDiskLocked()
@@ -723,6 +733,9 @@ func (s *Session) end(ctx context.Context) {
 		s.m.log.Info("kept workspace released", "event", "workspace_released", "session", s.hash, "workspace", s.kept.name)
 	case s.m.cfg.KeepSessionDirs:
 		s.unmountDiskLocked()
+	case !saved && s.exportsOnEnd():
+		// Kept, disk and all, for the next server or `wink-mcp export`
+		// (exportOnEnd logged how): nothing unexported is deleted.
 	default:
 		s.deleteFilesLocked()
 		if err := removeAll(s.storeDir); err != nil {

@@ -266,6 +266,13 @@ func (s *Session) resolveMountsLocked(ctx context.Context, markers changes.Marke
 		}
 	}
 	s.readOnlyPaths.Store(&readOnly)
+	// Before any call can change them, so that no end (a kill included)
+	// deletes the changes before they are exported; without the marker,
+	// no container is made.
+	if err := s.markPendingLocked(); err != nil {
+		s.mountsResolved = false
+		return err
+	}
 	return nil
 }
 

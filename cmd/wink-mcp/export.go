@@ -24,7 +24,8 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 		fmt.Fprintf(stderr, "usage: wink-mcp export [--session HASH] [--out DIR] [--cache-dir DIR] [--export-ignored]\n\n"+
 			"Writes what a session changed in its mounted host folders as patches that `git apply` accepts in a clean copy\n"+
 			"of each folder. Sessions are found under the cache directory while their server runs, or afterwards when it\n"+
-			"ran with --keep-session-dirs. With one changeable folder and no --out, the patch goes to stdout.\n\n")
+			"ran with --keep-session-dirs or its export on exit could not finish. With one changeable folder and no --out, the patch\n"+
+			"goes to stdout.\n\n")
 		fs.PrintDefaults()
 	}
 	cache := workspace.DefaultConfig().CacheDir
@@ -59,7 +60,7 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 	}
 	switch {
 	case len(matches) == 0:
-		fmt.Fprintf(stderr, "wink-mcp export: no session with mounted folders under %s%s; sessions are kept after they end only with --keep-session-dirs\n",
+		fmt.Fprintf(stderr, "wink-mcp export: no session with mounted folders under %s%s; a session's files are kept after it ends with --keep-session-dirs, or until its export on exit is written\n",
 			cache, map[bool]string{true: " matches " + *session, false: ""}[*session != ""])
 		return 1
 	case len(matches) > 1:
@@ -82,15 +83,19 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 	defer stop()
 	if *out != "" {
 		written, err := workspace.ExportChanges(ctx, s.Dir, s.Mounts, *out)
+		patches := 0
 		for _, p := range written {
-			fmt.Fprintln(stdout, p.Path)
+			if p.Path != "" {
+				fmt.Fprintln(stdout, p.Path)
+				patches++
+			}
 			printLeftOut(stderr, p.LeftOut)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "wink-mcp export: %v\n", err)
 			return 1
 		}
-		if len(written) == 0 {
+		if patches == 0 {
 			fmt.Fprintln(stderr, "wink-mcp export: the session changed none of its mounted folders")
 		}
 		return 0

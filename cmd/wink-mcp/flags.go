@@ -102,7 +102,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.str(&w.AgentBinary, "agent-binary", "static Linux wink-mcp the containers run as their agent (default: this binary; for a Podman host of another system or architecture)", "WINK_AGENT_BINARY")
 	b.duration(&w.APITimeout, "podman-timeout", "deadline of each Podman API call", "WINK_PODMAN_TIMEOUT")
 	b.duration(&w.PullTimeout, "pull-timeout", "deadline of an image pull", "WINK_PULL_TIMEOUT")
-	b.duration(&cfg.ShutdownTimeout, "shutdown-timeout", "deadline for removing containers when a session or the server ends", "WINK_SHUTDOWN_TIMEOUT")
+	b.duration(&cfg.ShutdownTimeout, "shutdown-timeout", "how long a session's or the server's end waits for containers to be removed and changes exported; changes not exported by then are kept for the next start or wink-mcp export", "WINK_SHUTDOWN_TIMEOUT")
 	b.str(&opts.transport, "transport", "stdio, sse (at /sse) or http (streamable HTTP at /mcp)", "WINK_TRANSPORT")
 	b.str(&h.Addr, "addr", "address the sse and http transports listen on", "WINK_ADDR")
 	b.str(&opts.authTokenFile, "auth-token-file", "file of bearer tokens, one a line, that HTTP clients must send", "WINK_AUTH_TOKEN_FILE")

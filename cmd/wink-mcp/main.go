@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/doctor"
 	"github.com/wink-mcp/wink-mcp/server"
+	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
 func main() {
@@ -76,6 +78,9 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "wink-mcp: %v\n", err)
 		return 1
 	}
+	closed := make(chan struct{})
+	defer close(closed)
+	go exitOnSecondSignal(srv, log, stderr, closed)
 	log.Info("starting", "version", server.Version(), "transport", opts.transport)
 	if opts.service.connection != "" {
 		log.Info("podman connection chosen", "connection", opts.service.connection, "uri", cfg.Workspace.PodmanURL)
@@ -92,8 +97,41 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if closeErr != nil {
 		log.Warn("shutdown incomplete", "err", closeErr)
+		if errors.Is(closeErr, workspace.ErrChangesKept) {
+			fmt.Fprintf(stderr, "wink-mcp: %v\n", closeErr)
+		}
 	}
 	return 0
+}
+
+// exitOnSecondSignal exits at once when a second SIGINT or SIGTERM
+// arrives (the first starts the shutdown, which a client closing stdin
+// may have started before it): the shutdown stops waiting for containers
+// and exports, saying which sessions' changes are kept and how they will
+// be exported. Nothing unexported has been deleted by then (a session's
+// files go only after its patches are on disk), and the next wink-mcp
+// removes the containers left. It returns when closed is closed.
+func exitOnSecondSignal(srv *server.Server, log *slog.Logger, stderr io.Writer, closed <-chan struct{}) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	for n := 0; ; {
+		select {
+		case <-closed:
+			return
+		case <-sigs:
+			if n++; n < 2 {
+				continue
+			}
+		}
+		kept := srv.KeptForExport()
+		log.Error("a second signal: exiting without waiting for the shutdown", "kept_for_export", kept)
+		fmt.Fprintln(stderr, "wink-mcp: a second signal: exiting without waiting for containers to be removed (the next wink-mcp to start removes them)")
+		for _, k := range kept {
+			fmt.Fprintf(stderr, "wink-mcp: changes not exported yet are kept: %s\n", k)
+		}
+		os.Exit(1)
+	}
 }
 
 // runDoctor checks the host against the configuration serve would use,
