@@ -258,21 +258,44 @@ func useBuilt(t *testing.T, m *Manager, id string) ProfileChange {
 	return res
 }
 
+// TestPruneKeepsOnlyTheCurrentImages checks both prunes: a build's, of
+// its own profile's older images, and PruneProfileImages, of the file's
+// stale images and those that name no file; neither touches an image of
+// a profile of the same name in another file.
 func TestPruneKeepsOnlyTheCurrentImages(t *testing.T) {
 	m, eng := newProfileManager(t, nil)
+	image := func(name string, labels map[string]string) {
+		eng.mu.Lock()
+		defer eng.mu.Unlock()
+		if eng.imageLabels == nil {
+			eng.imageLabels = map[string]map[string]string{}
+		}
+		eng.images[name], eng.imageLabels[name] = true, labels
+	}
+	this := m.cfg.Profiles.ID
+	image("localhost/wink-profile:built-older", map[string]string{LabelProfile: "built", LabelProfileKey: "0", LabelProfileFile: this})
+	image("localhost/wink-profile:built-other", map[string]string{LabelProfile: "built", LabelProfileKey: "2", LabelProfileFile: "/elsewhere/p.yaml"})
 	res := useBuilt(t, m, "a")
 	eng.mu.Lock()
-	eng.images["localhost/wink-profile:gone-1"] = true
-	eng.imageLabels["localhost/wink-profile:gone-1"] = map[string]string{LabelProfile: "gone", LabelProfileKey: "1"}
+	older, other := eng.images["localhost/wink-profile:built-older"], eng.images["localhost/wink-profile:built-other"]
 	eng.mu.Unlock()
-	removed, err := m.PruneProfileImages(ctx)
-	if err != nil || !slices.Equal(removed, []string{"localhost/wink-profile:gone-1"}) {
-		t.Errorf("pruned %v, %v; want only the image of the profile no longer in the file", removed, err)
+	if older || !other {
+		t.Errorf("after a build: its own older image left %v, another file's left %v; want only the other file's", older, other)
+	}
+	image("localhost/wink-profile:gone-1", map[string]string{LabelProfile: "gone", LabelProfileKey: "1", LabelProfileFile: this})
+	image("localhost/wink-profile:legacy-1", map[string]string{LabelProfile: "built", LabelProfileKey: "1"})
+	removed, kept, err := m.PruneProfileImages(ctx)
+	slices.Sort(removed)
+	if err != nil || !slices.Equal(removed, []string{"localhost/wink-profile:gone-1", "localhost/wink-profile:legacy-1"}) {
+		t.Errorf("pruned %v, %v; want the image of the profile no longer in the file, and the one naming no file", removed, err)
+	}
+	if len(kept) != 1 || !strings.Contains(kept[0], "built-other") || !strings.Contains(kept[0], "/elsewhere/p.yaml") {
+		t.Errorf("kept %v; want the other file's image, naming its file", kept)
 	}
 	eng.mu.Lock()
 	defer eng.mu.Unlock()
-	if !eng.images[res.Image] {
-		t.Error("the current image was pruned")
+	if !eng.images[res.Image] || !eng.images["localhost/wink-profile:built-other"] {
+		t.Error("the current image, or another file's, was pruned")
 	}
 }
 
