@@ -75,6 +75,67 @@ func presentImage(ctx context.Context, eng engine.Engine, choices []string) (ima
 	return choices[len(choices)-1], "", true
 }
 
+// PlannedImage is the image a session's container runs or will run.
+type PlannedImage struct {
+	// Image names it; Profile is the session's profile, "" for none.
+	Image, Profile string
+	// Pending says how Image comes to be when it is not there yet (pulled,
+	// or built by the profile's setup), "" when it is.
+	Pending string
+}
+
+// SessionImage says which image the container of the session id runs, or,
+// before it has one, will start from: its profile's (the one it asked
+// for, else the default), built or not, else the server's image (the
+// first of its choices the engine has). It neither makes the session nor
+// pulls or builds anything.
+func (m *Manager) SessionImage(ctx context.Context, id string) PlannedImage {
+	m.mu.Lock()
+	s, made := m.sessions[id]
+	opts := m.options[id]
+	m.mu.Unlock()
+	p := m.defaultProfile()
+	if made {
+		info := s.Info()
+		if info.Image != "" {
+			return PlannedImage{Image: info.Image, Profile: info.Profile}
+		}
+		p, _ = m.cfg.Profiles.Get(info.Profile)
+	} else if opts.Profile != "" {
+		p, _ = m.cfg.Profiles.Get(opts.Profile)
+	}
+	return m.plannedImage(ctx, p)
+}
+
+// plannedImage is the image a new container of profile p (nil for none)
+// would start from. When the engine does not answer before ctx ends, it
+// is the preferred base, and for a profile with a setup, says so.
+func (m *Manager) plannedImage(ctx context.Context, p *profiles.Profile) PlannedImage {
+	const onFirstUse = "when the first command needs it"
+	out := PlannedImage{Profile: profileName(p)}
+	base, baseID, known := presentImage(ctx, m.eng, baseChoices(m.cfg, p))
+	out.Image = base
+	switch {
+	case p != nil && len(p.Setup) > 0 && !known:
+		out.Pending = fmt.Sprintf("profile `%s`'s setup builds the workspace's image from it", p.Name)
+		return out
+	case p == nil || len(p.Setup) == 0:
+		if baseID == "" && known {
+			out.Pending = "pulled " + onFirstUse
+		}
+		return out
+	case baseID == "":
+		out.Pending = fmt.Sprintf("pulled %s; profile `%s`'s setup then builds the workspace's image from it", onFirstUse, p.Name)
+		return out
+	}
+	key := p.ImageKey(baseID)
+	out.Image = profileImageName(p, key)
+	if _, built, err := findProfileImage(ctx, m.eng, p, key); err != nil || !built {
+		out.Pending = fmt.Sprintf("built from `%s` by profile `%s`'s setup %s", base, p.Name, onFirstUse)
+	}
+	return out
+}
+
 // ProfileImages describes the image of every profile, without building.
 func (m *Manager) ProfileImages(ctx context.Context) ([]ProfileImage, error) {
 	return profileImages(ctx, m.eng, m.cfg)
