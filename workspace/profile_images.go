@@ -88,7 +88,8 @@ type PlannedImage struct {
 // before it has one, will start from: its profile's (the one it asked
 // for, else the default), built or not, else the server's image (the
 // first of its choices the engine has). It neither makes the session nor
-// pulls or builds anything.
+// pulls or builds anything, and returns when ctx ends at the latest: then
+// with what the configuration tells (guessedImage).
 func (m *Manager) SessionImage(ctx context.Context, id string) PlannedImage {
 	m.mu.Lock()
 	s, made := m.sessions[id]
@@ -104,23 +105,41 @@ func (m *Manager) SessionImage(ctx context.Context, id string) PlannedImage {
 	} else if opts.Profile != "" {
 		p, _ = m.cfg.Profiles.Get(opts.Profile)
 	}
-	return m.plannedImage(ctx, p)
+	// The engine's calls end with ctx, but a connection being made holds
+	// them up: the answer is waited for no longer than ctx.
+	done := make(chan PlannedImage, 1)
+	go func() { done <- m.plannedImage(ctx, p) }()
+	select {
+	case planned := <-done:
+		return planned
+	case <-ctx.Done():
+		return m.guessedImage(p)
+	}
+}
+
+// guessedImage is the image a new container of profile p (nil for none)
+// would start from as far as the configuration tells, without the engine:
+// the preferred base, which a profile's setup builds from.
+func (m *Manager) guessedImage(p *profiles.Profile) PlannedImage {
+	out := PlannedImage{Profile: profileName(p), Image: baseChoices(m.cfg, p)[0]}
+	if p != nil && len(p.Setup) > 0 {
+		out.Pending = fmt.Sprintf("profile `%s`'s setup builds the workspace's image from it", p.Name)
+	}
+	return out
 }
 
 // plannedImage is the image a new container of profile p (nil for none)
-// would start from. When the engine does not answer before ctx ends, it
-// is the preferred base, and for a profile with a setup, says so.
+// would start from; guessedImage when the engine does not answer.
 func (m *Manager) plannedImage(ctx context.Context, p *profiles.Profile) PlannedImage {
 	const onFirstUse = "when the first command needs it"
 	out := PlannedImage{Profile: profileName(p)}
 	base, baseID, known := presentImage(ctx, m.eng, baseChoices(m.cfg, p))
 	out.Image = base
 	switch {
-	case p != nil && len(p.Setup) > 0 && !known:
-		out.Pending = fmt.Sprintf("profile `%s`'s setup builds the workspace's image from it", p.Name)
-		return out
+	case !known:
+		return m.guessedImage(p)
 	case p == nil || len(p.Setup) == 0:
-		if baseID == "" && known {
+		if baseID == "" {
 			out.Pending = "pulled " + onFirstUse
 		}
 		return out

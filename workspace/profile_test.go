@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -335,5 +336,34 @@ func TestAContainerOfABuiltProfileLooksItsImageUpOnce(t *testing.T) {
 	defer eng.mu.Unlock()
 	if n := eng.imageLookups - before; n != 1 {
 		t.Errorf("making the container looked the profile's image up %d times, want 1", n)
+	}
+}
+
+// TestSessionImageNamesOneImage checks what the prompt is told of a
+// session's image: the server's when it has no profile, its profile's
+// tag before the build (saying it is still to be built) and after, and,
+// when the answer cannot come in time, the preferred base at once.
+func TestSessionImageNamesOneImage(t *testing.T) {
+	m, eng := newProfileManager(t, nil)
+	if got := m.SessionImage(ctx, "plain"); got.Image != "test-image" || got.Profile != "" || got.Pending != "" {
+		t.Errorf("no profile: %+v", got)
+	}
+	m.Register("b", SessionOptions{Profile: "built"})
+	before := m.SessionImage(ctx, "b")
+	if !strings.HasPrefix(before.Image, ProfileImageRepo+":built-") || before.Profile != "built" || !strings.Contains(before.Pending, "built from `test-image`") {
+		t.Errorf("before the build: %+v", before)
+	}
+	built := useBuilt(t, m, "b")
+	if after := m.SessionImage(ctx, "b"); after.Image != built.Image || after.Image != before.Image || after.Pending != "" {
+		t.Errorf("after the build: %+v; want %s, built", after, built.Image)
+	}
+	m.Register("c", SessionOptions{Profile: "built"})
+	eng.mu.Lock() // an engine that does not answer
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	busy := m.SessionImage(short, "c")
+	eng.mu.Unlock()
+	if busy.Image != "test-image" || busy.Profile != "built" || !strings.Contains(busy.Pending, "profile `built`'s setup builds") {
+		t.Errorf("with no answer in time: %+v; want the preferred base, saying the profile's setup builds from it", busy)
 	}
 }
