@@ -246,7 +246,7 @@ func twoFilesOneName(t *testing.T) {
 	}
 	recordPromise(promiseFigure{Class: "profiles: one profile name in two files, two servers building at once, then four servers in turns, then a prune",
 		Tried: tried + 1, Broken: broken,
-		Measured: fmt.Sprintf("%d of %d sessions found their own file's image without building again; the prune kept the other file's", tried-broken, tried)})
+		Measured: fmt.Sprintf("%d of %d sessions ran their own file's image, each file's built once; the prune kept the other file's", tried-broken, tried)})
 }
 
 // promptImage asks the prompt, and reads the instructions, of sessions
