@@ -95,6 +95,10 @@ type Spec struct {
 	// only a profile's setup container has any (SetupCaps), and it runs as
 	// root; a session's container has none.
 	Caps []string
+	// TmpOnDisk leaves /tmp the image's own directory instead of a tmpfs
+	// of TmpBytes: a profile's setup container, whose writes there count
+	// with the rest of what it writes to its image.
+	TmpOnDisk bool
 	// Unlimited lists, comma-separated, the cgroup controllers whose
 	// limits the host cannot enforce (HostFacts.Unlimitable) and the
 	// container goes without, because the user accepted that.
@@ -170,6 +174,10 @@ type Engine interface {
 	// WrittenBytes is what the container has written to its own
 	// filesystem, mounts aside.
 	WrittenBytes(ctx context.Context, name string) (int64, error)
+	// ClearTmp removes everything in the /tmp of the container name, as
+	// its root, in the container: what a setup container (Spec.TmpOnDisk)
+	// left there, before Commit saves its files.
+	ClearTmp(ctx context.Context, name string) error
 	// Images returns the images with the label (key=value).
 	Images(ctx context.Context, label string) ([]Image, error)
 	// RemoveImage removes an image no container uses; a missing one is not

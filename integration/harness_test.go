@@ -48,6 +48,8 @@ type proc struct {
 	remote    *remoteHost   // the Podman host driven over ssh, when not this one
 	elicit    client.ElicitationHandler
 	protocol  string
+	// instructions are what the server's initialize answered with.
+	instructions string
 }
 
 type startOptions struct {
@@ -244,9 +246,11 @@ func (p *proc) connect(headers map[string]string) {
 	req.Params.ClientInfo = mcp.Implementation{Name: "wink-integration", Version: "0"}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := p.client.Initialize(ctx, req); err != nil {
+	res, err := p.client.Initialize(ctx, req)
+	if err != nil {
 		p.t.Fatalf("initialize: %v\n%s", err, p.logs.String())
 	}
+	p.instructions = res.Instructions
 }
 
 // call invokes a tool and returns its result, failing on protocol errors.

@@ -77,7 +77,7 @@ func TestReadmeProfilesBuild(t *testing.T) {
 	want := map[string]string{"python": "42", "node": "42\nnpm-ok", "go": "42\n/workspace/src"}
 	t.Cleanup(func() {
 		for name := range checks {
-			for _, image := range profileImagesOf(t, name) {
+			for _, image := range profileImagesOfFile(t, name, file) {
 				_, _ = podman(t, "rmi", "-f", image)
 			}
 		}
@@ -118,7 +118,7 @@ func TestReadmeProfilesBuild(t *testing.T) {
 		if got := strings.TrimSpace(out.Stdout); got != want[name] {
 			t.Errorf("%s: %v printed %q (stderr %q), want %q", name, checks[name], got, out.Stderr, want[name])
 		}
-		images := profileImagesOf(t, name)
+		images := profileImagesOfFile(t, name, file)
 		if len(images) != 1 {
 			t.Fatalf("%s: images %v", name, images)
 		}

@@ -48,6 +48,24 @@ func profileImagesOf(t *testing.T, name string) []string {
 	return strings.Fields(out)
 }
 
+// profileImagesOfFile lists the images the profiles file built for its
+// profile called name: another file's profile of that name has its own.
+func profileImagesOfFile(t *testing.T, name, file string) []string {
+	t.Helper()
+	id, err := filepath.EvalSymlinks(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var images []string
+	for _, image := range profileImagesOf(t, name) {
+		label, err := podman(t, "image", "inspect", "--format", `{{index .Labels "io.wink-mcp.profile-file"}}`, image)
+		if err == nil && strings.TrimSpace(label) == id {
+			images = append(images, image)
+		}
+	}
+	return images
+}
+
 // profilesCLI runs `wink-mcp profiles ARGS --profiles FILE` with the
 // harness's Podman service.
 func profilesCLI(t *testing.T, file, cache string, args ...string) (string, error) {
@@ -331,7 +349,7 @@ func TestBadProfileFilesNameTheLine(t *testing.T) {
 	for _, tc := range []struct{ text, want string }{
 		{"profiles:\n  a:\n    image: x\n    setup: make\n", "profiles.yaml:4: profile \"a\": setup: must be a list"},
 		{"profiles:\n  a:\n    limits:\n      memory: lots\n", "profiles.yaml:4: profile \"a\": limits.memory"},
-		{"profiles:\n  a:\n    egress:\n      setup: [\"${WINK_TEST_UNSET_HOST}\"]\n", "profiles.yaml:4: profile \"a\": egress.setup: ${WINK_TEST_UNSET_HOST} is not set"},
+		{"profiles:\n  a:\n    egress:\n      setup: [\"${WINK_TEST_UNSET_HOST}\"]\n", "profiles.yaml:4: profile \"a\": egress.setup[0]: ${WINK_TEST_UNSET_HOST} is not set"},
 		{"profiles:\n  a:\n    extends: b\n", "profiles.yaml:3: profile \"a\": extends: names no profile"},
 		{"profiles:\n  a: {image: [}\n", "profiles.yaml"},
 	} {

@@ -22,15 +22,13 @@ var (
 	namePattern    = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,39}$`)
 	envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 	imagePattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$`)
-	// variablePattern is a reference to the server's environment, ${NAME}.
-	variablePattern = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 )
 
 // proxyVariables are set by the egress proxy; a profile may not change them.
 var proxyVariables = []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY"}
 
 // Load reads and checks the profiles file at path. lookup reads the
-// server's environment, which ${NAME} in images and egress patterns refers to.
+// server's environment, which ${NAME} in every value refers to (see expand).
 func Load(path string, lookup func(string) (string, bool)) (*File, error) {
 	info, err := os.Stat(path)
 	if err != nil {
@@ -60,7 +58,8 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*File,
 	if doc.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("%s:%d: the file must be a mapping with a profiles: key", path, doc.Line)
 	}
-	f := &File{Path: path, Profiles: map[string]*Profile{}}
+	r.fileID = fileID(path)
+	f := &File{Path: path, ID: r.fileID, Profiles: map[string]*Profile{}}
 	var defaultNode *yaml.Node
 	r.pairs(doc, "", func(key string, k, v *yaml.Node) {
 		switch key {
@@ -105,6 +104,7 @@ type raw struct {
 // reader turns the YAML nodes into profiles, collecting every error.
 type reader struct {
 	path   string
+	fileID string
 	lookup func(string) (string, bool)
 	raw    map[string]*raw
 	errs   []error
@@ -146,8 +146,17 @@ func (r *reader) pairs(n *yaml.Node, profile string, f func(key string, k, v *ya
 	}
 }
 
-// str reads a scalar as text.
+// str reads a scalar as text, with ${NAME} expanded.
 func (r *reader) str(n *yaml.Node, profile, field string) (string, bool) {
+	s, ok := r.scalar(n, profile, field)
+	if !ok {
+		return "", false
+	}
+	return r.expand(s, n, profile, field)
+}
+
+// scalar reads a scalar as the file writes it.
+func (r *reader) scalar(n *yaml.Node, profile, field string) (string, bool) {
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
 		r.fail(n, profile, field, "must be a single value")
 		return "", false
@@ -189,7 +198,7 @@ func (r *reader) profile(name string, k, v *yaml.Node) {
 		r.fail(v, name, "profile", "must be a mapping of fields (description, extends, image, setup, env, workdir, limits, egress, mounts)")
 		return
 	}
-	rp := &raw{node: k, p: Profile{Name: name, File: r.path, Line: k.Line}}
+	rp := &raw{node: k, p: Profile{Name: name, File: r.path, FileID: r.fileID, Line: k.Line}}
 	r.raw[name] = rp
 	p := &rp.p
 	r.pairs(v, name, func(field string, k, v *yaml.Node) {
@@ -208,16 +217,7 @@ func (r *reader) profile(name string, k, v *yaml.Node) {
 				p.Image, _ = r.image(s, v, name)
 			}
 		case "setup":
-			p.Setup = r.strs(v, name, field, func(s string, n *yaml.Node) (string, bool) {
-				if strings.TrimSpace(s) == "" || len(s) > MaxCommandBytes {
-					r.fail(n, name, field, "a command must hold 1 to %d bytes", MaxCommandBytes)
-					return "", false
-				}
-				return s, true
-			})
-			if len(p.Setup) > MaxSetupCommands {
-				r.fail(v, name, field, "%d commands; at most %d (join them with &&)", len(p.Setup), MaxSetupCommands)
-			}
+			p.Setup, p.SetupSource = r.commands(v, name)
 		case "env":
 			p.Env = r.env(v, name)
 		case "workdir":
@@ -245,30 +245,43 @@ func (r *reader) profile(name string, k, v *yaml.Node) {
 	})
 }
 
-// image expands ${NAME} in an image reference and checks its form.
+// commands reads the setup commands: as they run (${NAME} expanded) and
+// as the file writes them.
+func (r *reader) commands(n *yaml.Node, profile string) (run, written []string) {
+	if n.Kind != yaml.SequenceNode {
+		r.fail(n, profile, "setup", "must be a list")
+		return nil, nil
+	}
+	for i, item := range n.Content {
+		item = deref(item)
+		field := fmt.Sprintf("setup[%d]", i)
+		text, ok := r.scalar(item, profile, field)
+		if !ok {
+			continue
+		}
+		command, ok := r.expand(text, item, profile, field)
+		if !ok {
+			continue
+		}
+		if strings.TrimSpace(command) == "" || len(command) > MaxCommandBytes {
+			r.fail(item, profile, "setup", "a command must hold 1 to %d bytes", MaxCommandBytes)
+			continue
+		}
+		run, written = append(run, command), append(written, text)
+	}
+	if len(run) > MaxSetupCommands {
+		r.fail(n, profile, "setup", "%d commands; at most %d (join them with &&)", len(run), MaxSetupCommands)
+	}
+	return run, written
+}
+
+// image checks the form of an image reference.
 func (r *reader) image(s string, n *yaml.Node, profile string) (string, bool) {
-	s, ok := r.expand(s, n, profile, "image")
-	if ok && !imagePattern.MatchString(s) {
+	if !imagePattern.MatchString(s) {
 		r.fail(n, profile, "image", "%q is not an image reference (such as localhost/wink-workspace:bookworm)", s)
 		return "", false
 	}
-	return s, ok
-}
-
-// expand replaces ${NAME} with the server's environment variable NAME,
-// which must be set.
-func (r *reader) expand(s string, n *yaml.Node, profile, field string) (string, bool) {
-	ok := true
-	out := variablePattern.ReplaceAllStringFunc(s, func(ref string) string {
-		name := variablePattern.FindStringSubmatch(ref)[1]
-		v, set := r.lookup(name)
-		if !set || v == "" {
-			r.fail(n, profile, field, "${%s} is not set in wink-mcp's environment", name)
-			ok = false
-		}
-		return v
-	})
-	return out, ok
+	return s, true
 }
 
 // env reads a mapping of variable names to values.
@@ -392,10 +405,6 @@ func (r *reader) egress(n *yaml.Node, profile string) Egress {
 	r.pairs(n, profile, func(key string, k, v *yaml.Node) {
 		field := "egress." + key
 		check := func(s string, item *yaml.Node) (string, bool) {
-			s, ok := r.expand(s, item, profile, field)
-			if !ok {
-				return "", false
-			}
 			if _, err := egress.ParsePolicy([]string{s}); err != nil {
 				r.fail(item, profile, field, "%v", err)
 				return "", false

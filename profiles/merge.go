@@ -40,6 +40,7 @@ func merge(parent, child *Profile) *Profile {
 	out.Image = cmp.Or(child.Image, parent.Image)
 	out.Workdir = cmp.Or(child.Workdir, parent.Workdir)
 	out.Setup = append(append([]string{}, parent.Setup...), child.Setup...)
+	out.SetupSource = append(append([]string{}, parent.SetupSource...), child.SetupSource...)
 	out.Env = maps.Clone(parent.Env)
 	if out.Env == nil {
 		out.Env = map[string]string{}

@@ -29,7 +29,12 @@ type Profile struct {
 	Image string
 	// Setup are shell commands (sh -c) run once, in order, as root in a
 	// hardened container from Image; the result is the profile's image.
+	// ${NAME} is expanded in them when the file is read.
 	Setup []string
+	// SetupSource are the setup commands as the file writes them, before
+	// expansion: what messages show, so that a value taken from the
+	// environment (a token, say) is not repeated to the model.
+	SetupSource []string
 	// Env is set in the container, for the setup commands and every
 	// session command.
 	Env map[string]string
@@ -46,6 +51,10 @@ type Profile struct {
 	// File and Line are where the profile is defined.
 	File string
 	Line int
+	// FileID identifies File whatever path named it (its absolute path,
+	// links resolved): part of the image key, so that the profiles of one
+	// name in two files never take or prune each other's images.
+	FileID string
 }
 
 // Limits are what a profile may change of the server's limits; zero
@@ -100,6 +109,8 @@ const (
 type File struct {
 	// Path is the file's path as given.
 	Path string
+	// ID identifies the file whatever path names it (Profile.FileID).
+	ID string
 	// Default is the profile of sessions that choose none ("" for none:
 	// the server's settings alone).
 	Default string
@@ -144,12 +155,14 @@ func (f *File) Get(name string) (*Profile, error) {
 
 // imageKeyFormat is part of every image key: bumped when what a build does
 // with the same inputs changes, so that older images are not reused.
-const imageKeyFormat = 1
+// Format 2 added the file's identity.
+const imageKeyFormat = 2
 
 // ImageKey is the SHA-256, in hex, of everything a profile's image is
-// built from: the profile's name, the base image's ID (so that a base
-// retagged to other content builds anew), the setup commands, the
-// environment and the setup's egress patterns, encoded without ambiguity.
+// built from: the profiles file's identity and the profile's name, the
+// base image's ID (so that a base retagged to other content builds anew),
+// the setup commands, the environment and the setup's egress patterns
+// (${NAME} expanded in each), encoded without ambiguity.
 func (p *Profile) ImageKey(baseID string) string {
 	env := make([][2]string, 0, len(p.Env))
 	for k, v := range p.Env {
@@ -158,12 +171,13 @@ func (p *Profile) ImageKey(baseID string) string {
 	slices.SortFunc(env, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
 	inputs, _ := json.Marshal(struct {
 		Format int         `json:"format"`
+		File   string      `json:"file"`
 		Name   string      `json:"name"`
 		Base   string      `json:"base"`
 		Setup  []string    `json:"setup"`
 		Env    [][2]string `json:"env"`
 		Egress []string    `json:"egress"`
-	}{imageKeyFormat, p.Name, baseID, p.Setup, env, p.Egress.Setup})
+	}{imageKeyFormat, p.FileID, p.Name, baseID, p.Setup, env, p.Egress.Setup})
 	sum := sha256.Sum256(inputs)
 	return hex.EncodeToString(sum[:])
 }

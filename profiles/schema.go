@@ -14,14 +14,14 @@ const SchemaID = "https://github.com/wink-mcp/wink-mcp/profiles/profiles.schema.
 
 type fileSchema struct {
 	Default  string                   `json:"default,omitempty" jsonschema_description:"The profile of sessions that choose none (--profile overrides it)."`
-	Profiles map[string]profileSchema `json:"profiles" jsonschema_description:"Profiles by name: 1-40 lowercase letters, digits, '_', '.' or '-'."`
+	Profiles map[string]profileSchema `json:"profiles" jsonschema_description:"Profiles by name: 1-40 lowercase letters, digits, '_', '.' or '-'. In every value, ${NAME} is wink-mcp's environment variable NAME, read when the file is, and $${NAME} the text ${NAME}."`
 }
 
 type profileSchema struct {
 	Description string            `json:"description,omitempty" jsonschema:"maxLength=500" jsonschema_description:"What the profile is for; the workspace prompt lists it."`
 	Extends     string            `json:"extends,omitempty" jsonschema_description:"A profile whose values this one starts from: its setup commands, egress patterns and mounts come first, its env is merged, the rest is replaced."`
-	Image       string            `json:"image,omitempty" jsonschema_description:"The base image (default: the server's). ${NAME} is the server's environment variable NAME."`
-	Setup       []string          `json:"setup,omitempty" jsonschema:"maxItems=64" jsonschema_description:"Shell commands run once, in order, as root in a hardened container from the image; the result is cached as the profile's image."`
+	Image       string            `json:"image,omitempty" jsonschema_description:"The base image (default: the server's)."`
+	Setup       []string          `json:"setup,omitempty" jsonschema:"maxItems=64" jsonschema_description:"Shell commands run once, in order, as root in a hardened container from the image; the result is cached as the profile's image. ${NAME} is wink-mcp's variable: write $NAME or $${NAME} for the shell's."`
 	Env         map[string]string `json:"env,omitempty" jsonschema_description:"Environment of the setup commands and of every command; stored in the image, so no secrets (see --env-pass)."`
 	Workdir     string            `json:"workdir,omitempty" jsonschema_description:"The default working directory of commands, under /workspace."`
 	Limits      limitsSchema      `json:"limits,omitempty"`

@@ -29,8 +29,12 @@ type Mount struct {
 
 // Info is what the prompt tells the model about its sandbox.
 type Info struct {
-	// Image is the container image the workspace runs.
+	// Image is the container image the workspace runs, or the one it will
+	// start from (its profile's when it has one).
 	Image string
+	// ImagePending says how Image comes to be when it is not there yet
+	// (pulled, built by the profile's setup), "" when it is.
+	ImagePending string
 	// Workspace is the workspace directory inside the container.
 	Workspace string
 	// ShellTimeoutSeconds is podman_shell's longest timeout.
@@ -113,7 +117,14 @@ func Text(info Info) string {
 	}
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "| setting | value |\n| --- | --- |\n")
-	fmt.Fprintf(&b, "| image | `%s` |\n", info.Image)
+	if info.ImagePending == "" {
+		fmt.Fprintf(&b, "| image | `%s` |\n", info.Image)
+	} else {
+		fmt.Fprintf(&b, "| image | `%s` (%s) |\n", info.Image, info.ImagePending)
+	}
+	if info.Profile != "" {
+		fmt.Fprintf(&b, "| profile | `%s` |\n", info.Profile)
+	}
 	fmt.Fprintf(&b, "| workspace | `%s` |\n", info.Workspace)
 	if info.Kept != "" {
 		fmt.Fprintf(&b, "| kept workspace | `%s` |\n", info.Kept)

@@ -37,6 +37,21 @@ func TestTextNamesTheSandboxAndItsSettings(t *testing.T) {
 	}
 }
 
+// TestTextNamesTheImageChosen checks the table's image and profile rows:
+// one image, how it comes to be when it is not there yet, and the profile.
+func TestTextNamesTheImageChosen(t *testing.T) {
+	text := Text(Info{Image: "localhost/wink-profile:go-1234", ImagePending: "built from `base:1` by profile `go`'s setup on first use",
+		Workspace: "/workspace", Profiles: []Profile{{Name: "go"}}, Profile: "go"})
+	for _, want := range []string{"| image | `localhost/wink-profile:go-1234` (built from `base:1` by profile `go`'s setup on first use) |", "| profile | `go` |"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
+	if bare := Text(Info{Image: "img:1", Workspace: "/workspace"}); !strings.Contains(bare, "| image | `img:1` |\n") || strings.Contains(bare, "| profile |") {
+		t.Errorf("an image that is there, without a profile:\n%s", bare)
+	}
+}
+
 func TestTextSaysWhatTheNetworkReaches(t *testing.T) {
 	sealed := Text(Info{Image: "i", Workspace: "/workspace"})
 	if !strings.Contains(sealed, "There is no network access") || !strings.Contains(sealed, "| network | none |") {

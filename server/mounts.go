@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -14,7 +15,7 @@ import (
 
 // promptInfo is the workspace prompt's settings for the request's session:
 // its own mounts once its container has been made (client roots included),
-// the configured ones before.
+// the configured ones before, and its image (plannedInfo).
 func (s *Server) promptInfo(ctx context.Context, base prompts.Info) prompts.Info {
 	if session := mcpserver.ClientSessionFromContext(ctx); session != nil && session.SessionID() != "" {
 		if ws, err := s.mgr.Session(session.SessionID()); err == nil {
@@ -22,12 +23,33 @@ func (s *Server) promptInfo(ctx context.Context, base prompts.Info) prompts.Info
 			if len(info.Mounts) > 0 {
 				base.Mounts, base.ClientRoots = promptMounts(info.Mounts), false
 			}
-			if info.Image != "" {
-				base.Image = info.Image
-			}
-			base.Unenforced, base.Kept, base.Profile = info.Unenforced, info.Kept, info.Profile
+			base.Unenforced, base.Kept = info.Unenforced, info.Kept
 		}
 	}
+	return s.plannedInfo(ctx, base, promptLookups)
+}
+
+// How long the image look-ups of plannedInfo may take: a prompt is asked
+// for by a user; an initialize is on the way to every first call, and
+// names the preferred image when the Podman service is slower than that.
+const (
+	promptLookups     = 2 * time.Second
+	initializeLookups = 250 * time.Millisecond
+)
+
+// plannedInfo names in base the image and the profile of the request's
+// session: the image its container runs, or the one it will start from,
+// never a list of candidates; its look-ups take at most budget. It makes
+// no session.
+func (s *Server) plannedInfo(ctx context.Context, base prompts.Info, budget time.Duration) prompts.Info {
+	id := ""
+	if session := mcpserver.ClientSessionFromContext(ctx); session != nil {
+		id = session.SessionID()
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	planned := s.mgr.SessionImage(ctx, id)
+	base.Image, base.ImagePending, base.Profile = planned.Image, planned.Pending, planned.Profile
 	return base
 }
 
@@ -57,4 +79,16 @@ func (s *Server) clientRoots(ctx context.Context) ([]string, error) {
 		paths = append(paths, u.Path)
 	}
 	return paths, nil
+}
+
+// instructSessions makes the instructions of each initialize (and
+// server/discover) name the image and the profile of the session that
+// asks, as its prompt does, rather than the server's candidates.
+func (s *Server) instructSessions(hooks *mcpserver.Hooks, base prompts.Info) {
+	hooks.AddAfterInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest, result *mcp.InitializeResult) {
+		result.Instructions = prompts.Text(s.plannedInfo(ctx, base, initializeLookups))
+	})
+	hooks.AddAfterDiscover(func(ctx context.Context, _ any, _ *mcp.DiscoverRequest, result *mcp.DiscoverResult) {
+		result.Instructions = prompts.Text(s.plannedInfo(ctx, base, initializeLookups))
+	})
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -122,7 +121,7 @@ func New(cfg Config) (*Server, error) {
 	hooks.AddOnRequestInitialization(s.checkRequest)
 	mgr.OnChange(s.notifyChanged)
 	mgr.OnEgressAsk(s.askEgress)
-	info := prompts.Info{Image: strings.Join(cfg.Workspace.ImageChoices(), " or "), Workspace: workspace.Root, ShellTimeoutSeconds: int(cfg.MaxCommandTimeout / time.Second),
+	info := prompts.Info{Image: cfg.Workspace.ImageChoices()[0], Workspace: workspace.Root, ShellTimeoutSeconds: int(cfg.MaxCommandTimeout / time.Second),
 		Mounts: promptMounts(mgr.Mounts()), ClientRoots: cfg.Workspace.MountRoots, Egress: cfg.Workspace.Egress, EgressAsk: cfg.Workspace.EgressAsk, Kept: cfg.KeptWorkspace}
 	var profileList []tools.Profile
 	var profileNames []string
@@ -131,6 +130,7 @@ func New(cfg Config) (*Server, error) {
 		info.Profiles = append(info.Profiles, prompts.Profile{Name: p.Name, Description: p.Description})
 		profileNames = append(profileNames, p.Name)
 	}
+	s.instructSessions(hooks, info)
 	s.mcp = mcpserver.NewMCPServer("wink-mcp", Version(),
 		mcpserver.WithToolCapabilities(false),
 		mcpserver.WithPromptCapabilities(false),

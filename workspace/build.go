@@ -33,6 +33,10 @@ const (
 	LabelProfile     = "io.wink-mcp.profile"
 	LabelProfileKey  = "io.wink-mcp.profile-key"
 	LabelProfileBase = "io.wink-mcp.profile-base"
+	// LabelProfileFile is the identity of the profiles file the image's
+	// profile comes from (profiles.Profile.FileID): only that file's
+	// builds and prunes remove it.
+	LabelProfileFile = "io.wink-mcp.profile-file"
 )
 
 // buildOutputLimit is what a setup command's result keeps of each stream;
@@ -213,7 +217,7 @@ func (m *Manager) runBuild(ctx context.Context, p *profiles.Profile, base, baseI
 		return "", false, err
 	}
 	m.log.Info("profile image built", "event", EventImageBuilt, "profile", p.Name, "image", image, "size_bytes", img.Size, "duration_ms", time.Since(start).Milliseconds())
-	m.pruneProfileImages(ctx, p.Name, key)
+	m.pruneProfileImages(ctx, p, key)
 	return image, true, nil
 }
 
@@ -222,7 +226,8 @@ func (m *Manager) runBuild(ctx context.Context, p *profiles.Profile, base, baseI
 func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, key, image string, b *build) (err error) {
 	s := m.newSession("", "setup-"+key[:20])
 	s.profile, s.setupBase = p, base
-	s.proxy = m.setupProxy(s, p)
+	refusals := &setupRefusals{profile: p}
+	s.proxy = m.setupProxy(s, p, refusals)
 	defer func() {
 		endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.APITimeout)
 		defer cancel()
@@ -239,10 +244,14 @@ func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, 
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	go m.watchSetupDisk(ctx, s.name, p, stop)
-	for i, command := range p.Setup {
+	for i, run := range p.Setup {
 		what := fmt.Sprintf("setup command %d of %d", i+1, len(p.Setup))
+		command := run // as written, ${NAME} unexpanded, for messages
+		if i < len(p.SetupSource) {
+			command = p.SetupSource[i]
+		}
 		b.setStatus(what + ": " + firstLine(command))
-		req := ExecRequest{Argv: []string{"sh", "-c", command}, Timeout: timeout, Grace: 2 * time.Second,
+		req := ExecRequest{Argv: []string{"sh", "-c", run}, Timeout: timeout, Grace: 2 * time.Second,
 			Capture: true, OutputLimit: buildOutputLimit, Env: map[string]string{},
 			Progress: func(pr Progress) {
 				if pr.Line != "" {
@@ -264,12 +273,16 @@ func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, 
 			if res.TimedOut {
 				status = fmt.Sprintf("was stopped at limits.setup_timeout (%s)", timeout)
 			}
-			return fmt.Errorf("%w: %s %s after %.1f s: %s\n%s", ErrSetupFailed, what, status,
-				float64(res.DurationMillis)/1000, command, outputTail(res))
+			return fmt.Errorf("%w: %s %s after %.1f s: %s\n%s%s", ErrSetupFailed, what, status,
+				float64(res.DurationMillis)/1000, command, outputTail(res), refusals.explain())
 		}
 	}
+	b.setStatus("emptying /tmp")
+	if err := m.eng.ClearTmp(ctx, s.name); err != nil {
+		return fmt.Errorf("%w: emptying its /tmp before saving the image: %v", ErrSetupFailed, err)
+	}
 	b.setStatus("saving the image " + image)
-	labels := map[string]string{LabelProfile: p.Name, LabelProfileKey: key, LabelProfileBase: baseID}
+	labels := map[string]string{LabelProfile: p.Name, LabelProfileKey: key, LabelProfileBase: baseID, LabelProfileFile: p.FileID}
 	// The container's owner labels would be every session's: neutralised.
 	for k := range s.labels() {
 		labels[k] = ""
@@ -303,7 +316,7 @@ func (m *Manager) watchSetupDisk(ctx context.Context, name string, p *profiles.P
 			continue // the next tick tries again; the command's own end is not this watch's business
 		}
 		if written > limit {
-			stop(fmt.Errorf("%w: it had written %s to the image, more than limits.setup_disk (%s); raise the limit or install less",
+			stop(fmt.Errorf("%w: it had written %s to the image (its /tmp, which is also HOME, included), more than limits.setup_disk (%s); raise the limit or install less",
 				errSetupDisk, checkpoints.FormatBytes(written), checkpoints.FormatBytes(limit)))
 			return
 		}
@@ -312,7 +325,8 @@ func (m *Manager) watchSetupDisk(ctx context.Context, name string, p *profiles.P
 
 // setupProxy returns the egress proxy of a setup container: p's setup
 // patterns alone, never the server's, and no one to ask; nil without any.
-func (m *Manager) setupProxy(s *Session, p *profiles.Profile) *egress.Session {
+// Its refusals are kept in refusals, for the error of a command that fails.
+func (m *Manager) setupProxy(s *Session, p *profiles.Profile, refusals *setupRefusals) *egress.Session {
 	if len(p.Egress.Setup) == 0 {
 		return nil
 	}
@@ -321,7 +335,8 @@ func (m *Manager) setupProxy(s *Session, p *profiles.Profile) *egress.Session {
 		m.log.Error("a profile's setup egress patterns no longer parse", "profile", p.Name, "err", err)
 		return nil
 	}
-	return egress.NewSession(egress.Config{Policy: policy, MaxBytes: m.cfg.EgressMaxBytes, MaxConns: m.cfg.EgressMaxConns, Log: m.log}, s.key)
+	refusals.policy = policy
+	return egress.NewSession(egress.Config{Policy: policy, MaxBytes: m.cfg.EgressMaxBytes, MaxConns: m.cfg.EgressMaxConns, Log: refusals.logger(m.log.Handler())}, s.key)
 }
 
 // lockBuild takes the lock of key's build across processes, waiting for

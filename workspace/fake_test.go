@@ -62,6 +62,7 @@ type fakeEngine struct {
 
 	imageVersion map[string]int // bumped to retag an image to new content
 	imageLabels  map[string]map[string]string
+	tmpClears    int
 	commits      int
 	imageLookups int           // calls of Images
 	specs        []engine.Spec // every container created, in order
@@ -119,6 +120,15 @@ func (f *fakeEngine) Commit(_ context.Context, name, image string, labels map[st
 }
 
 func (f *fakeEngine) WrittenBytes(context.Context, string) (int64, error) { return 0, nil }
+
+// ClearTmp only counts: the fake's "container" is this machine, whose /tmp
+// is not the setup's to empty.
+func (f *fakeEngine) ClearTmp(context.Context, string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tmpClears++
+	return nil
+}
 
 func (f *fakeEngine) Images(_ context.Context, label string) ([]engine.Image, error) {
 	f.mu.Lock()

@@ -507,10 +507,7 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 		Env:         s.containerEnv(),
 	}
 	if s.setupBase != "" {
-		// A setup container: root, with the capabilities package managers
-		// need, and only the profile's environment, which the image keeps
-		// (the proxy's is given to each command).
-		spec.Caps, spec.Env = engine.SetupCaps, s.profile.Env
+		setupSpec(&spec, s)
 	}
 	if m.cfg.FilesOnPodmanHost {
 		spec.WorkspaceVolume, spec.CopyAgent = s.name, true

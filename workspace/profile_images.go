@@ -2,9 +2,12 @@ package workspace
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/profiles"
 )
 
 // ProfileImage is a profile's image as ProfileImages finds it.
@@ -27,16 +30,9 @@ func profileImages(ctx context.Context, eng engine.Engine, cfg Config) ([]Profil
 	var out []ProfileImage
 	for _, p := range cfg.Profiles.All() {
 		pi := ProfileImage{Profile: p.Name, Description: p.Description}
-		choices := cfg.ImageChoices()
-		if p.Image != "" {
-			choices = []string{p.Image}
-		}
 		var baseID string
-		for _, c := range choices {
-			if id, err := eng.ImageID(ctx, c); err == nil {
-				pi.Base, baseID = c, id
-				break
-			}
+		if base, id, _ := presentImage(ctx, eng, baseChoices(cfg, p)); id != "" {
+			pi.Base, baseID = base, id
 		}
 		if baseID != "" && len(p.Setup) > 0 {
 			key := p.ImageKey(baseID)
@@ -54,19 +50,127 @@ func profileImages(ctx context.Context, eng engine.Engine, cfg Config) ([]Profil
 	return out, nil
 }
 
+// baseChoices are the images p's containers (or setup) may start from, in
+// order of preference: its own image, else the server's choices.
+func baseChoices(cfg Config, p *profiles.Profile) []string {
+	if p != nil && p.Image != "" {
+		return []string{p.Image}
+	}
+	return cfg.ImageChoices()
+}
+
+// presentImage is the first of choices eng has, with its ID, else the last
+// of them (which would be pulled) and "". When eng does not answer (ctx
+// ends, or it is unreachable), it is the first of them, and known is false.
+func presentImage(ctx context.Context, eng engine.Engine, choices []string) (image, id string, known bool) {
+	for _, c := range choices {
+		id, err := eng.ImageID(ctx, c)
+		if err == nil {
+			return c, id, true
+		}
+		if ctx.Err() != nil || errors.Is(err, engine.ErrUnreachable) || errors.Is(err, engine.ErrSlow) {
+			return choices[0], "", false
+		}
+	}
+	return choices[len(choices)-1], "", true
+}
+
+// PlannedImage is the image a session's container runs or will run.
+type PlannedImage struct {
+	// Image names it; Profile is the session's profile, "" for none.
+	Image, Profile string
+	// Pending says how Image comes to be when it is not there yet (pulled,
+	// or built by the profile's setup), "" when it is.
+	Pending string
+}
+
+// SessionImage says which image the container of the session id runs, or,
+// before it has one, will start from: its profile's (the one it asked
+// for, else the default), built or not, else the server's image (the
+// first of its choices the engine has). It neither makes the session nor
+// pulls or builds anything, and returns when ctx ends at the latest: then
+// with what the configuration tells (guessedImage).
+func (m *Manager) SessionImage(ctx context.Context, id string) PlannedImage {
+	m.mu.Lock()
+	s, made := m.sessions[id]
+	opts := m.options[id]
+	m.mu.Unlock()
+	p := m.defaultProfile()
+	if made {
+		info := s.Info()
+		if info.Image != "" {
+			return PlannedImage{Image: info.Image, Profile: info.Profile}
+		}
+		p, _ = m.cfg.Profiles.Get(info.Profile)
+	} else if opts.Profile != "" {
+		p, _ = m.cfg.Profiles.Get(opts.Profile)
+	}
+	// The engine's calls end with ctx, but a connection being made holds
+	// them up: the answer is waited for no longer than ctx.
+	done := make(chan PlannedImage, 1)
+	go func() { done <- m.plannedImage(ctx, p) }()
+	select {
+	case planned := <-done:
+		return planned
+	case <-ctx.Done():
+		return m.guessedImage(p)
+	}
+}
+
+// guessedImage is the image a new container of profile p (nil for none)
+// would start from as far as the configuration tells, without the engine:
+// the preferred base, which a profile's setup builds from.
+func (m *Manager) guessedImage(p *profiles.Profile) PlannedImage {
+	out := PlannedImage{Profile: profileName(p), Image: baseChoices(m.cfg, p)[0]}
+	if p != nil && len(p.Setup) > 0 {
+		out.Pending = fmt.Sprintf("profile `%s`'s setup builds the workspace's image from it", p.Name)
+	}
+	return out
+}
+
+// plannedImage is the image a new container of profile p (nil for none)
+// would start from; guessedImage when the engine does not answer.
+func (m *Manager) plannedImage(ctx context.Context, p *profiles.Profile) PlannedImage {
+	const onFirstUse = "when the first command needs it"
+	out := PlannedImage{Profile: profileName(p)}
+	base, baseID, known := presentImage(ctx, m.eng, baseChoices(m.cfg, p))
+	out.Image = base
+	switch {
+	case !known:
+		return m.guessedImage(p)
+	case p == nil || len(p.Setup) == 0:
+		if baseID == "" {
+			out.Pending = "pulled " + onFirstUse
+		}
+		return out
+	case baseID == "":
+		out.Pending = fmt.Sprintf("pulled %s; profile `%s`'s setup then builds the workspace's image from it", onFirstUse, p.Name)
+		return out
+	}
+	key := p.ImageKey(baseID)
+	out.Image = profileImageName(p, key)
+	if _, built, err := findProfileImage(ctx, m.eng, p, key); err != nil || !built {
+		out.Pending = fmt.Sprintf("built from `%s` by profile `%s`'s setup %s", base, p.Name, onFirstUse)
+	}
+	return out
+}
+
 // ProfileImages describes the image of every profile, without building.
 func (m *Manager) ProfileImages(ctx context.Context) ([]ProfileImage, error) {
 	return profileImages(ctx, m.eng, m.cfg)
 }
 
-// PruneProfileImages removes the profile images that no profile of this
-// configuration would use now: those of profiles no longer in the file,
-// and those of older inputs. One a container runs stays. It returns the
+// PruneProfileImages removes the profile images of this configuration's
+// profiles file that no profile of it would use now: those of profiles no
+// longer in the file, and those of older inputs; and those made before
+// images named their file, which no server finds any more. Another file's
+// images stay, whatever their profiles' names: they are returned as kept,
+// each with its file. One a container runs stays too. It returns the
 // images removed.
-func (m *Manager) PruneProfileImages(ctx context.Context) ([]string, error) {
+func (m *Manager) PruneProfileImages(ctx context.Context) (removed, kept []string, err error) {
 	current, err := m.ProfileImages(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	keep := map[string]bool{}
 	for _, pi := range current {
@@ -74,10 +178,15 @@ func (m *Manager) PruneProfileImages(ctx context.Context) ([]string, error) {
 	}
 	found, err := m.eng.Images(ctx, LabelProfile)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var removed []string
 	for _, img := range found {
+		if file := img.Labels[LabelProfileFile]; file != "" && file != m.cfg.Profiles.ID {
+			for _, ref := range img.Names {
+				kept = append(kept, fmt.Sprintf("%s (profiles file %s)", ref, file))
+			}
+			continue
+		}
 		for _, ref := range img.Names {
 			if keep[ref] {
 				continue
@@ -89,19 +198,20 @@ func (m *Manager) PruneProfileImages(ctx context.Context) ([]string, error) {
 			removed = append(removed, ref)
 		}
 	}
-	return removed, nil
+	return removed, kept, nil
 }
 
-// pruneProfileImages removes the images of the profile called name other
-// than key's; one a container still runs stays.
-func (m *Manager) pruneProfileImages(ctx context.Context, name, key string) {
-	found, err := m.eng.Images(ctx, LabelProfile+"="+name)
+// pruneProfileImages removes the images p's file made for p other than
+// key's; one a container still runs stays, and so do the images of a
+// profile of the same name in another file.
+func (m *Manager) pruneProfileImages(ctx context.Context, p *profiles.Profile, key string) {
+	found, err := m.eng.Images(ctx, LabelProfile+"="+p.Name)
 	if err != nil {
-		m.log.Warn("listing a profile's older images", "profile", name, "err", err)
+		m.log.Warn("listing a profile's older images", "profile", p.Name, "err", err)
 		return
 	}
 	for _, img := range found {
-		if img.Labels[LabelProfileKey] == key {
+		if img.Labels[LabelProfileKey] == key || img.Labels[LabelProfileFile] != p.FileID {
 			continue
 		}
 		refs := img.Names
@@ -110,10 +220,10 @@ func (m *Manager) pruneProfileImages(ctx context.Context, name, key string) {
 		}
 		for _, ref := range refs {
 			if err := m.eng.RemoveImage(ctx, ref); err != nil {
-				m.log.Info("an older image of a profile stays", "profile", name, "image", ref, "err", err)
+				m.log.Info("an older image of a profile stays", "profile", p.Name, "image", ref, "err", err)
 				continue
 			}
-			m.log.Info("removed an older image of a profile", "profile", name, "image", ref)
+			m.log.Info("removed an older image of a profile", "profile", p.Name, "image", ref)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -258,21 +259,44 @@ func useBuilt(t *testing.T, m *Manager, id string) ProfileChange {
 	return res
 }
 
+// TestPruneKeepsOnlyTheCurrentImages checks both prunes: a build's, of
+// its own profile's older images, and PruneProfileImages, of the file's
+// stale images and those that name no file; neither touches an image of
+// a profile of the same name in another file.
 func TestPruneKeepsOnlyTheCurrentImages(t *testing.T) {
 	m, eng := newProfileManager(t, nil)
+	image := func(name string, labels map[string]string) {
+		eng.mu.Lock()
+		defer eng.mu.Unlock()
+		if eng.imageLabels == nil {
+			eng.imageLabels = map[string]map[string]string{}
+		}
+		eng.images[name], eng.imageLabels[name] = true, labels
+	}
+	this := m.cfg.Profiles.ID
+	image("localhost/wink-profile:built-older", map[string]string{LabelProfile: "built", LabelProfileKey: "0", LabelProfileFile: this})
+	image("localhost/wink-profile:built-other", map[string]string{LabelProfile: "built", LabelProfileKey: "2", LabelProfileFile: "/elsewhere/p.yaml"})
 	res := useBuilt(t, m, "a")
 	eng.mu.Lock()
-	eng.images["localhost/wink-profile:gone-1"] = true
-	eng.imageLabels["localhost/wink-profile:gone-1"] = map[string]string{LabelProfile: "gone", LabelProfileKey: "1"}
+	older, other := eng.images["localhost/wink-profile:built-older"], eng.images["localhost/wink-profile:built-other"]
 	eng.mu.Unlock()
-	removed, err := m.PruneProfileImages(ctx)
-	if err != nil || !slices.Equal(removed, []string{"localhost/wink-profile:gone-1"}) {
-		t.Errorf("pruned %v, %v; want only the image of the profile no longer in the file", removed, err)
+	if older || !other {
+		t.Errorf("after a build: its own older image left %v, another file's left %v; want only the other file's", older, other)
+	}
+	image("localhost/wink-profile:gone-1", map[string]string{LabelProfile: "gone", LabelProfileKey: "1", LabelProfileFile: this})
+	image("localhost/wink-profile:legacy-1", map[string]string{LabelProfile: "built", LabelProfileKey: "1"})
+	removed, kept, err := m.PruneProfileImages(ctx)
+	slices.Sort(removed)
+	if err != nil || !slices.Equal(removed, []string{"localhost/wink-profile:gone-1", "localhost/wink-profile:legacy-1"}) {
+		t.Errorf("pruned %v, %v; want the image of the profile no longer in the file, and the one naming no file", removed, err)
+	}
+	if len(kept) != 1 || !strings.Contains(kept[0], "built-other") || !strings.Contains(kept[0], "/elsewhere/p.yaml") {
+		t.Errorf("kept %v; want the other file's image, naming its file", kept)
 	}
 	eng.mu.Lock()
 	defer eng.mu.Unlock()
-	if !eng.images[res.Image] {
-		t.Error("the current image was pruned")
+	if !eng.images[res.Image] || !eng.images["localhost/wink-profile:built-other"] {
+		t.Error("the current image, or another file's, was pruned")
 	}
 }
 
@@ -312,5 +336,34 @@ func TestAContainerOfABuiltProfileLooksItsImageUpOnce(t *testing.T) {
 	defer eng.mu.Unlock()
 	if n := eng.imageLookups - before; n != 1 {
 		t.Errorf("making the container looked the profile's image up %d times, want 1", n)
+	}
+}
+
+// TestSessionImageNamesOneImage checks what the prompt is told of a
+// session's image: the server's when it has no profile, its profile's
+// tag before the build (saying it is still to be built) and after, and,
+// when the answer cannot come in time, the preferred base at once.
+func TestSessionImageNamesOneImage(t *testing.T) {
+	m, eng := newProfileManager(t, nil)
+	if got := m.SessionImage(ctx, "plain"); got.Image != "test-image" || got.Profile != "" || got.Pending != "" {
+		t.Errorf("no profile: %+v", got)
+	}
+	m.Register("b", SessionOptions{Profile: "built"})
+	before := m.SessionImage(ctx, "b")
+	if !strings.HasPrefix(before.Image, ProfileImageRepo+":built-") || before.Profile != "built" || !strings.Contains(before.Pending, "built from `test-image`") {
+		t.Errorf("before the build: %+v", before)
+	}
+	built := useBuilt(t, m, "b")
+	if after := m.SessionImage(ctx, "b"); after.Image != built.Image || after.Image != before.Image || after.Pending != "" {
+		t.Errorf("after the build: %+v; want %s, built", after, built.Image)
+	}
+	m.Register("c", SessionOptions{Profile: "built"})
+	eng.mu.Lock() // an engine that does not answer
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	busy := m.SessionImage(short, "c")
+	eng.mu.Unlock()
+	if busy.Image != "test-image" || busy.Profile != "built" || !strings.Contains(busy.Pending, "profile `built`'s setup builds") {
+		t.Errorf("with no answer in time: %+v; want the preferred base, saying the profile's setup builds from it", busy)
 	}
 }

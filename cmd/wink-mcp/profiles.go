@@ -22,7 +22,7 @@ const profilesUsage = "usage: wink-mcp profiles list [flags]\n" +
 	"       wink-mcp profiles schema\n\n" +
 	"list shows each profile of --profiles FILE (WINK_PROFILES), its image and whether it is built;\n" +
 	"build runs the setup of the named profiles (default: all) unless their image is built;\n" +
-	"prune removes the profile images no profile of the file uses now (other files' profiles included);\n" +
+	"prune removes the images of the file's profiles that no profile of it uses now (other files' stay);\n" +
 	"schema prints the file's JSON Schema, for editors. The flags are serve's (see wink-mcp -h).\n"
 
 // runProfiles lists and builds the profiles' images, or prints the
@@ -86,9 +86,12 @@ func runProfiles(args []string, stdout, stderr io.Writer) int {
 	}
 	defer mgr.Close(context.WithoutCancel(ctx))
 	if cmd == "prune" {
-		removed, err := mgr.PruneProfileImages(ctx)
+		removed, kept, err := mgr.PruneProfileImages(ctx)
 		for _, image := range removed {
 			fmt.Fprintf(stdout, "removed %s\n", image)
+		}
+		for _, image := range kept {
+			fmt.Fprintf(stdout, "kept %s: another file's; prune it with that file\n", image)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "wink-mcp profiles prune: %v\n", err)

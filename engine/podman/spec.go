@@ -69,10 +69,11 @@ func podmanSpec(c engine.Spec) *specgen.SpecGenerator {
 		{Type: "nofile", Soft: c.NofileLimit, Hard: c.NofileLimit},
 		{Type: "nproc", Soft: c.NprocLimit, Hard: c.NprocLimit},
 	}
-	s.Mounts = []spec.Mount{
+	if !c.TmpOnDisk {
 		// "U" makes the container user own the tmpfs: runc resets a tmpfs to
 		// the mode of the image's /tmp, which may be root's 0755.
-		{Type: "tmpfs", Source: "tmpfs", Destination: "/tmp", Options: []string{"rw", "nosuid", "nodev", fmt.Sprintf("size=%d", c.TmpBytes), "mode=1777", "U"}},
+		s.Mounts = append(s.Mounts, spec.Mount{Type: "tmpfs", Source: "tmpfs", Destination: "/tmp",
+			Options: []string{"rw", "nosuid", "nodev", fmt.Sprintf("size=%d", c.TmpBytes), "mode=1777", "U"}})
 	}
 	if c.WorkspaceVolume != "" {
 		s.Volumes = []*specgen.NamedVolume{{Name: c.WorkspaceVolume, Dest: c.Root, Options: []string{"rw", "nosuid", "nodev"}}}

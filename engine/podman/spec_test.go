@@ -43,6 +43,25 @@ func TestPodmanSpecHardening(t *testing.T) {
 	}
 }
 
+// TestSetupTmpOnDisk checks that a setup container's /tmp is its own
+// directory, not a tmpfs, and that it keeps every other setting.
+func TestSetupTmpOnDisk(t *testing.T) {
+	spec := engine.Spec{Name: "wink-x", Image: "img", User: "0:0", Root: "/workspace", WorkspaceDir: "/cache/ws", AgentBinary: "/bin/wink-mcp",
+		Caps: engine.SetupCaps, Limits: engine.Limits{MemoryBytes: 1 << 30, CPUs: 1, PidsLimit: 256, TmpBytes: 256 << 20}}
+	session := podmanSpec(spec)
+	spec.TmpOnDisk = true
+	setup := podmanSpec(spec)
+	for _, m := range setup.Mounts {
+		if m.Destination == "/tmp" {
+			t.Errorf("a setup container has a /tmp mount: %+v", m)
+		}
+	}
+	if len(setup.Mounts) != len(session.Mounts)-1 || setup.NetNS != session.NetNS || !slices.Equal(setup.CapDrop, session.CapDrop) ||
+		*setup.NoNewPrivileges != *session.NoNewPrivileges || *setup.ResourceLimits.Memory.Limit != *session.ResourceLimits.Memory.Limit {
+		t.Errorf("TmpOnDisk changed more than /tmp: %+v", setup)
+	}
+}
+
 func TestCandidateURIs(t *testing.T) {
 	if got := candidateURIs("tcp://h:1", "/run/user/1"); !slices.Equal(got, []string{"tcp://h:1"}) {
 		t.Errorf("configured: %v", got)
