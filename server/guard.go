@@ -45,6 +45,7 @@ type guard struct {
 	profiles    *profiles.File // the profiles ?profile=NAME may name
 	log         *slog.Logger
 	next        http.Handler
+	parked      func() int // the handed-over workspaces waiting for an attach, each holding a slot (nil: none)
 }
 
 func newGuard(cfg HTTPConfig, store *sessionStore, profiles *profiles.File, log *slog.Logger, next http.Handler) *guard {
@@ -107,14 +108,36 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case opensSession(r) && g.badProfileParam(r) != nil:
 		refuse(http.StatusBadRequest, "profile name", "bad request: the "+profileParam+" parameter: "+g.badProfileParam(r).Error())
 		return
-	case opensSession(r) && g.store.count() >= g.maxSessions:
-		refuse(http.StatusServiceUnavailable, "session cap", "too many sessions: this server serves at most "+strconv.Itoa(g.maxSessions)+" at once; end one (DELETE) or raise --max-sessions")
+	case opensSession(r) && g.full():
+		refuse(http.StatusServiceUnavailable, "session cap", g.fullMessage())
 		return
 	}
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, g.maxBody)
 	}
 	g.next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)))
+}
+
+// full says whether the sessions and the handed-over workspaces waiting
+// for an attach fill the --max-sessions slots.
+func (g *guard) full() bool {
+	return g.store.count()+g.waiting() >= g.maxSessions
+}
+
+func (g *guard) waiting() int {
+	if g.parked == nil {
+		return 0
+	}
+	return g.parked()
+}
+
+// fullMessage is the answer to a new session past the cap.
+func (g *guard) fullMessage() string {
+	msg := "too many sessions: this server serves at most " + strconv.Itoa(g.maxSessions) + " at once"
+	if n := g.waiting(); n > 0 {
+		msg += ", counting " + strconv.Itoa(n) + " handed-over workspaces (workspace_handoff) that keep their containers until attached or expired"
+	}
+	return msg + "; end a session (DELETE), attach or let expire a handed-over workspace, or raise --max-sessions"
 }
 
 // badWorkspaceParam says what is wrong with the kept workspace a request

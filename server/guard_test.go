@@ -217,3 +217,20 @@ func TestHTTPConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// A handed-over workspace waiting for an attach holds a session's slot:
+// with one session and one waiting, a cap of 2 refuses a new session and
+// says why.
+func TestGuardCountsHandedOverWorkspaces(t *testing.T) {
+	store := newSessionStore()
+	g := guarded(t, HTTPConfig{Addr: "127.0.0.1:8080", MaxSessions: 2, MaxBodyBytes: 100}, store).(*guard)
+	store.add(newID(), "")
+	if got := send(g, "POST", "/mcp", nil, "{}").Code; got != 200 {
+		t.Errorf("one session, none waiting: %d", got)
+	}
+	g.parked = func() int { return 1 }
+	w := send(g, "POST", "/mcp", nil, "{}")
+	if w.Code != 503 || !strings.Contains(w.Body.String(), "counting 1 handed-over") || !strings.Contains(w.Body.String(), "--max-sessions") {
+		t.Errorf("one session and one handed-over workspace, cap 2: %d %q", w.Code, w.Body.String())
+	}
+}

@@ -106,8 +106,11 @@ func (s *Server) ServeHTTP(ctx context.Context, transport string) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
+	guard := newGuard(cfg, s.sessions, s.cfg.Workspace.Profiles, s.log, newExactIDs(s.log, handler))
+	guard.parked = s.mgr.Parked
+	s.mgr.SetParkLimit(s.parkLimit)
 	srv := &http.Server{
-		Handler:           bodyDeadline(cfg.BodyTimeout, newGuard(cfg, s.sessions, s.cfg.Workspace.Profiles, s.log, newExactIDs(s.log, handler))),
+		Handler:           bodyDeadline(cfg.BodyTimeout, guard),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,

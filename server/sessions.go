@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -162,4 +163,17 @@ func (m sessionIDs) Validate(id string) (bool, error) {
 func (m sessionIDs) Terminate(id string) (bool, error) {
 	m.store.remove(id)
 	return false, nil
+}
+
+// parkLimit refuses a handoff that would keep more workspaces in this
+// server than --max-sessions: a handed-over workspace keeps its container
+// and jobs until it is attached or expires, so it holds a session's slot.
+func (s *Server) parkLimit(waiting int) error {
+	open, max := s.sessions.count(), s.cfg.HTTP.MaxSessions
+	if open+waiting+1 <= max {
+		return nil
+	}
+	return fmt.Errorf("handing the workspace over would keep %d workspaces in this server, past --max-sessions %d: %d sessions are open and %d handed-over workspaces "+
+		"wait for workspace_attach, each keeping its container and jobs. Attach one (workspace_attach, from a session whose workspace holds no work yet), "+
+		"let one expire, or ask the user to raise --max-sessions", open+waiting+1, max, open, waiting)
 }
