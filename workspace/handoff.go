@@ -101,6 +101,8 @@ func (m *Manager) handoff(ctx context.Context, s *Session, ttl time.Duration) (H
 			return Handoff{}, err
 		}
 	}
+	// Taken before the manager's lock: a session's lock is taken before it.
+	meter := s.egressMeter()
 	m.mu.Lock()
 	if m.closed || m.sessions[s.id] != s {
 		m.mu.Unlock()
@@ -119,7 +121,7 @@ func (m *Manager) handoff(ctx context.Context, s *Session, ttl time.Duration) (H
 	}
 	fresh := m.newSession(s.id, newWarmKey())
 	fresh.hash, fresh.principal, fresh.stdio = s.hash, s.principal, s.stdio
-	fresh.useMeter(s.egressMeter()) // the session's count goes on; the workspace handed over shares it until attached
+	fresh.useMeter(meter) // the session's count goes on; the workspace handed over shares it until attached
 	if s.stdio {
 		// It waits on the disk within the session's disk limit.
 		fresh.handedOver = s.handedOverAfter(keptRoot(m.cfg.CacheDir, name), fromHandoff)
@@ -209,6 +211,7 @@ func (m *Manager) attach(ctx context.Context, s *Session, handle string) (Attach
 	if err != nil {
 		return Attached{}, err
 	}
+	s.takeMeterOf(taken)
 	s.end(ctx)
 	m.log.Info("workspace attached", "event", "attach", "session", taken.hash, "workspace", name)
 	return Attached{Workspace: name, Info: taken.Info()}, nil
@@ -245,7 +248,6 @@ func (m *Manager) newKeptSessionFor(s *Session, name string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.takeMeterOf(taken)
 	taken.handedOver = s.handedOver // still waiting within this session's disk limit
 	m.sessions[s.id] = taken
 	return taken, nil

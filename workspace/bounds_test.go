@@ -1,0 +1,69 @@
+package workspace
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The egress count is the session's: the giver's fresh workspace and the
+// workspace handed over share it, an attaching session's count is raised
+// to the workspace's and counts it from then on, and a profile's proxy
+// goes on counting.
+func TestEgressMeterSurvivesHandoffAndAttach(t *testing.T) {
+	m, _, _ := newTestManager(t, nil)
+	m.Register("a", SessionOptions{Principal: "p"})
+	m.Register("b", SessionOptions{Principal: "p"})
+	a, _ := m.Session("a")
+	a.egressMeter().RaiseTo(1000)
+	h, err := a.Handoff(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, _ := m.Session("a")
+	if got := fresh.egressMeter(); got != a.egressMeter() || got.Used() != 1000 {
+		t.Errorf("the giver's fresh workspace counts from %d, on its own meter: %v", got.Used(), got != a.egressMeter())
+	}
+	b, _ := m.Session("b")
+	b.egressMeter().RaiseTo(10)
+	own := b.egressMeter()
+	if _, err := b.Attach(ctx, h.Handle); err != nil {
+		t.Fatal(err)
+	}
+	taken, _ := m.Session("b")
+	if taken.egressMeter() != own || own.Used() != 1000 {
+		t.Errorf("after the attach: the session's own meter %v, at %d; want its own, raised to 1000", taken.egressMeter() == own, own.Used())
+	}
+}
+
+// A waiting handoff holds a slot: the limit is asked with the count of
+// waiting workspaces, and its refusal changes nothing.
+func TestParkLimitRefusesAHandoff(t *testing.T) {
+	m, eng, _ := newTestManager(t, nil)
+	m.SetParkLimit(func(waiting int) error {
+		if waiting >= 1 {
+			return errors.New("past --max-sessions")
+		}
+		return nil
+	})
+	m.Register("a", SessionOptions{})
+	a, _ := m.Session("a")
+	if _, err := a.WriteFile(ctx, "f", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Handoff(ctx, time.Minute); err != nil || m.Parked() != 1 {
+		t.Fatalf("the first handoff: %v, %d waiting", err, m.Parked())
+	}
+	a2, _ := m.Session("a")
+	if _, err := a2.WriteFile(ctx, "g", "y"); err != nil {
+		t.Fatal(err)
+	}
+	before := eng.count()
+	if _, err := a2.Handoff(ctx, time.Minute); err == nil || !strings.Contains(err.Error(), "--max-sessions") {
+		t.Fatalf("the second handoff = %v", err)
+	}
+	if same, _ := m.Session("a"); same != a2 || m.Parked() != 1 || eng.count() != before {
+		t.Errorf("a refused handoff changed the session (%v), the waiting count (%d) or the containers (%d, was %d)", same != a2, m.Parked(), eng.count(), before)
+	}
+}
