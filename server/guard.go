@@ -69,6 +69,11 @@ func newGuard(cfg HTTPConfig, store *sessionStore, profiles *profiles.File, log 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	refuse := func(status int, reason, message string) {
 		g.log.Info("http request refused", "status", status, "reason", reason, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+		// The connection closes after the answer: net/http would otherwise
+		// read the unread body first, and a client that sent its headers
+		// with "Expect: 100-continue" would be told to continue, then wait
+		// the whole --body-timeout for its refusal.
+		w.Header().Set("Connection", "close")
 		http.Error(w, message, status)
 	}
 	if !g.hostAllowed(r.Host) {
