@@ -15,12 +15,15 @@ import (
 // model could once reset by handing its workspace over, switching profile
 // or restarting: containers against --max-sessions, the host disk against
 // --disk-limit, egress bytes against --egress-max-bytes, and the task
-// results the server keeps.
+// results the server keeps, and the session cap against a crowd.
 func TestReliabilityBounds(t *testing.T) {
 	t.Run("handed-over containers count against --max-sessions", parkedCountAsSessions)
 	t.Run("handed-over workspaces share the session's --disk-limit", handedOverShareTheDisk)
 	t.Run("the egress count survives every transition", egressSurvivesTransitions)
 	t.Run("task results are bounded and go with their session", taskResultsAreBounded)
+	t.Run("a crowd of new sessions never passes --max-sessions (HTTP)", crowdStaysUnderTheCap("http"))
+	t.Run("a crowd of new sessions never passes --max-sessions (SSE)", crowdStaysUnderTheCap("sse"))
+	t.Run("a handoff racing new sessions for the last slot", handoffRacesTheCrowd)
 }
 
 // parkedCountAsSessions: with --max-sessions 2, a session that starts a

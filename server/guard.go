@@ -35,6 +35,8 @@ func principalFrom(ctx context.Context) string {
 // Origin allowlists (403, against DNS rebinding and cross-site requests),
 // the bearer token (401), the session's owner (404: an unknown, ended or
 // foreign session looks the same), the session cap (503), and the body size.
+// A request that opens a session holds its slot from the check on (see
+// sessionStore), and gives it back when it is over without one.
 type guard struct {
 	tokens      [][sha256.Size]byte // digests of the accepted tokens; none means none is required
 	hosts       map[string]bool     // allowed Host names, lowercase, without port
@@ -45,12 +47,18 @@ type guard struct {
 	profiles    *profiles.File // the profiles ?profile=NAME may name
 	log         *slog.Logger
 	next        http.Handler
-	parked      func() int // the handed-over workspaces waiting for an attach, each holding a slot (nil: none)
+	// reserve holds a slot for a request that may open a session, if one
+	// is free, and says how many handed-over workspaces hold one.
+	reserve func(*slot) (waiting int, ok bool)
+	// opened, when set, is told the session an opening request made once
+	// the request is over, to end one that did not come to be.
+	opened func(id string)
 }
 
 func newGuard(cfg HTTPConfig, store *sessionStore, profiles *profiles.File, log *slog.Logger, next http.Handler) *guard {
 	g := &guard{hosts: map[string]bool{}, origins: map[string]bool{}, store: store, maxSessions: cfg.MaxSessions, maxBody: cfg.MaxBodyBytes,
 		profiles: profiles, log: log, next: next}
+	g.reserve = func(sl *slot) (int, bool) { return 0, store.reserve(sl, g.maxSessions) }
 	for _, t := range cfg.AuthTokens {
 		g.tokens = append(g.tokens, sha256.Sum256([]byte(t)))
 	}
@@ -113,33 +121,38 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case opensSession(r) && g.badProfileParam(r) != nil:
 		refuse(http.StatusBadRequest, "profile name", "bad request: the "+profileParam+" parameter: "+g.badProfileParam(r).Error())
 		return
-	case opensSession(r) && g.full():
-		refuse(http.StatusServiceUnavailable, "session cap", g.fullMessage())
-		return
+	}
+	ctx := context.WithValue(r.Context(), principalKey{}, principal)
+	if opensSession(r) {
+		sl := &slot{}
+		if id == "" {
+			if waiting, ok := g.reserve(sl); !ok {
+				refuse(http.StatusServiceUnavailable, "session cap", g.fullMessage(waiting))
+				return
+			}
+		}
+		defer g.settle(sl)
+		ctx = context.WithValue(ctx, slotKey{}, sl)
 	}
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, g.maxBody)
 	}
-	g.next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)))
+	g.next.ServeHTTP(w, r.WithContext(ctx))
 }
 
-// full says whether the sessions and the handed-over workspaces waiting
-// for an attach fill the --max-sessions slots.
-func (g *guard) full() bool {
-	return g.store.count()+g.waiting() >= g.maxSessions
-}
-
-func (g *guard) waiting() int {
-	if g.parked == nil {
-		return 0
+// settle gives back the slot of a request that is over without a session,
+// and tells opened of the session it made.
+func (g *guard) settle(sl *slot) {
+	if id := g.store.release(sl); id != "" && g.opened != nil {
+		g.opened(id)
 	}
-	return g.parked()
 }
 
-// fullMessage is the answer to a new session past the cap.
-func (g *guard) fullMessage() string {
+// fullMessage is the answer to a new session past the cap, n handed-over
+// workspaces waiting.
+func (g *guard) fullMessage(n int) string {
 	msg := "too many sessions: this server serves at most " + strconv.Itoa(g.maxSessions) + " at once"
-	if n := g.waiting(); n > 0 {
+	if n > 0 {
 		msg += ", counting " + strconv.Itoa(n) + " handed-over workspaces (workspace_handoff) that keep their containers until attached or expired"
 	}
 	return msg + "; end a session (DELETE), attach or let expire a handed-over workspace, or raise --max-sessions"
@@ -164,10 +177,10 @@ func (g *guard) badProfileParam(r *http.Request) error {
 	return err
 }
 
-// opensSession reports whether a request without a session id starts one:
-// a streamable HTTP POST (initialize) or an SSE stream. These are the only
-// routes that make sessions, so the cap is checked here and counted in the
-// session store, whatever the route.
+// opensSession reports whether a request is on a route that makes
+// sessions: a streamable HTTP POST (an initialize makes one, even sent
+// with a session's id) or an SSE stream. These are the only such routes,
+// so each gets a slot (see sessionStore) whatever the route.
 func opensSession(r *http.Request) bool {
 	return r.Method == http.MethodPost && r.URL.Path == streamablePath || r.Method == http.MethodGet && r.URL.Path == ssePath
 }

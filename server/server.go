@@ -110,6 +110,11 @@ func New(cfg Config) (*Server, error) {
 		s.results.endSession(session.SessionID())
 		mgr.EndSession(ctx, session.SessionID())
 	})
+	hooks.AddAfterInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest, _ *mcp.InitializeResult) {
+		if session := mcpserver.ClientSessionFromContext(ctx); session != nil {
+			s.sessions.initialized(session.SessionID())
+		}
+	})
 	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, _ *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
 		if session := mcpserver.ClientSessionFromContext(ctx); session != nil {
 			logs.want(session.SessionID())

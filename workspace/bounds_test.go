@@ -52,8 +52,8 @@ func TestParkLimitRefusesAHandoff(t *testing.T) {
 	if _, err := a.WriteFile(ctx, "f", "x"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Handoff(ctx, time.Minute); err != nil || m.Parked() != 1 {
-		t.Fatalf("the first handoff: %v, %d waiting", err, m.Parked())
+	if _, err := a.Handoff(ctx, time.Minute); err != nil || parkedIn(m) != 1 {
+		t.Fatalf("the first handoff: %v, %d waiting", err, parkedIn(m))
 	}
 	a2, _ := m.Session("a")
 	if _, err := a2.WriteFile(ctx, "g", "y"); err != nil {
@@ -63,7 +63,13 @@ func TestParkLimitRefusesAHandoff(t *testing.T) {
 	if _, err := a2.Handoff(ctx, time.Minute); err == nil || !strings.Contains(err.Error(), "--max-sessions") {
 		t.Fatalf("the second handoff = %v", err)
 	}
-	if same, _ := m.Session("a"); same != a2 || m.Parked() != 1 || eng.count() != before {
-		t.Errorf("a refused handoff changed the session (%v), the waiting count (%d) or the containers (%d, was %d)", same != a2, m.Parked(), eng.count(), before)
+	if same, _ := m.Session("a"); same != a2 || parkedIn(m) != 1 || eng.count() != before {
+		t.Errorf("a refused handoff changed the session (%v), the waiting count (%d) or the containers (%d, was %d)", same != a2, parkedIn(m), eng.count(), before)
 	}
+}
+
+// parkedIn is how many handed-over workspaces wait in m.
+func parkedIn(m *Manager) (n int) {
+	m.CountParked(func(waiting int) { n = waiting })
+	return n
 }

@@ -24,12 +24,15 @@ func (m *Manager) SetParkLimit(limit func(waiting int) error) {
 	m.mu.Unlock()
 }
 
-// Parked returns how many handed-over workspaces wait in this process for
-// workspace_attach, each with its container and jobs.
-func (m *Manager) Parked() int {
+// CountParked calls count with how many handed-over workspaces wait in
+// this process for workspace_attach, each with its container and jobs,
+// holding the lock a handoff counts them under (SetParkLimit): what count
+// decides cannot interleave with a handoff's own check. count must not
+// call the Manager.
+func (m *Manager) CountParked(count func(waiting int)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.parked) + m.parking
+	count(len(m.parked) + m.parking)
 }
 
 // expireParked ends a workspace handed over in this process that nobody
