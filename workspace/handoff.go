@@ -101,8 +101,15 @@ func (m *Manager) handoff(ctx context.Context, s *Session, ttl time.Duration) (H
 			return Handoff{}, err
 		}
 	}
-	// Taken before the manager's lock: a session's lock is taken before it.
-	meter := s.egressMeter()
+	// Made before the manager's lock, as it takes the sessions' (see the
+	// package doc's lock order); no one else has it until it is stored.
+	fresh := m.newSession(s.id, newWarmKey())
+	fresh.hash, fresh.principal, fresh.stdio = s.hash, s.principal, s.stdio
+	fresh.useMeter(s.egressMeter()) // the session's count goes on; the workspace handed over shares it until attached
+	if s.stdio {
+		// It waits on the disk within the session's disk limit.
+		fresh.handedOver = s.handedOverAfter(keptRoot(m.cfg.CacheDir, name), fromHandoff)
+	}
 	m.mu.Lock()
 	if m.closed || m.sessions[s.id] != s {
 		m.mu.Unlock()
@@ -118,13 +125,6 @@ func (m *Manager) handoff(ctx context.Context, s *Session, ttl time.Duration) (H
 			}
 		}
 		m.parking++
-	}
-	fresh := m.newSession(s.id, newWarmKey())
-	fresh.hash, fresh.principal, fresh.stdio = s.hash, s.principal, s.stdio
-	fresh.useMeter(meter) // the session's count goes on; the workspace handed over shares it until attached
-	if s.stdio {
-		// It waits on the disk within the session's disk limit.
-		fresh.handedOver = s.handedOverAfter(keptRoot(m.cfg.CacheDir, name), fromHandoff)
 	}
 	m.sessions[s.id] = fresh
 	m.mu.Unlock()
