@@ -108,6 +108,9 @@ func (c *countingConn) CloseWrite() error {
 func (c *countingConn) Close() error {
 	if c.closed.CompareAndSwap(false, true) {
 		c.s.open.Add(-1)
+		if c.n.Load() > 0 {
+			c.s.counter().ended()
+		}
 	}
 	return c.Conn.Close()
 }

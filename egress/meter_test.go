@@ -63,3 +63,33 @@ func TestMeterRaiseTo(t *testing.T) {
 		t.Fatalf("after RaiseTo(10), RaiseTo(3): %d", m.Used())
 	}
 }
+
+// A meter's listeners hear of each 1/16 of its cap crossed, of a raise and
+// of a connection's end, and nothing once they stop.
+func TestMeterTellsItsListeners(t *testing.T) {
+	m := NewMeter(1600, 0) // a step of 100 bytes
+	calls := 0
+	stop := m.Listen(func() { calls++ })
+	for _, tc := range []struct {
+		what string
+		do   func()
+		want int
+	}{
+		{"50 bytes, within the first step", func() { m.add(50) }, 0},
+		{"60 more, crossing 100", func() { m.add(60) }, 1},
+		{"350 more, crossing 200 to 400 at once", func() { m.add(350) }, 2},
+		{"a raise", func() { m.RaiseTo(1000) }, 3},
+		{"a raise below the count", func() { m.RaiseTo(10) }, 3},
+		{"a connection's end", func() { m.ended() }, 4},
+	} {
+		tc.do()
+		if calls != tc.want {
+			t.Errorf("after %s: %d calls, want %d", tc.what, calls, tc.want)
+		}
+	}
+	stop()
+	m.add(500)
+	if calls != 4 {
+		t.Errorf("a stopped listener was called: %d calls", calls)
+	}
+}
