@@ -1,9 +1,12 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -159,4 +162,53 @@ func egressSurvivesTransitions(t *testing.T) {
 	if e.got > 3*(maxBytes+64<<10) {
 		t.Errorf("the sessions received %d bytes, past 3 caps of %d", e.got, maxBytes)
 	}
+}
+
+// egressSurvivesAKill: a kept workspace's session uses up --egress-max-bytes
+// 2m and its server is killed with SIGKILL, which never releases the
+// workspace; a new process opens it, and its next download is refused:
+// the count went on from what the record held at the kill.
+func egressSurvivesAKill(t *testing.T) {
+	const maxBytes = 2 << 20
+	e := &egressMeter{t: t, port: bytesServer(t)}
+	cache := t.TempDir()
+	args := []string{"--workspace", "killed", "--egress", "localhost:" + e.port, "--egress-max-bytes", "2m", "--warm", "0"}
+	a := start(t, startOptions{cache: cache, image: pythonImage, args: args})
+	e.exhaust(a)
+	counted := int64(0)
+	for _, r := range a.logs.records() {
+		if n, ok := r["session_bytes"].(float64); ok && r["msg"] == "egress allowed" {
+			counted = max(counted, int64(n))
+		}
+	}
+	// The record follows the count while the server runs: wait for it
+	// (within 20 s), as a crash may come at any moment after.
+	recorded := func() int64 {
+		var rec struct {
+			EgressBytes int64 `json:"egress_bytes"`
+		}
+		data, _ := os.ReadFile(filepath.Join(cache, "workspaces", "killed", "workspace.json"))
+		json.Unmarshal(data, &rec)
+		return rec.EgressBytes
+	}
+	for deadline := time.Now().Add(20 * time.Second); recorded() < counted && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	atKill := recorded()
+	if err := a.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	a.waitExit(20 * time.Second)
+	b := start(t, startOptions{cache: cache, image: pythonImage, args: args})
+	refused := e.refusedAfter(b, "its server was killed with SIGKILL and a new process opened the kept workspace")
+	if atKill < maxBytes {
+		t.Errorf("the record held %d egress bytes when the server was killed, %d counted, against a cap of %d", atKill, counted, maxBytes)
+	}
+	broken, next := 0, "refused"
+	if !refused || atKill < maxBytes {
+		broken, next = 1, "let through"
+	}
+	recordBound(t, promiseFigure{Class: "egress bytes: a kept workspace's session uses up --egress-max-bytes 2m, its server is killed with SIGKILL, a new process opens the workspace",
+		Tried: 1, Broken: broken,
+		Measured: fmt.Sprintf("the server counted %d bytes and the workspace's record held %d when it was killed; the new process's next download was %s", counted, atKill, next)})
 }

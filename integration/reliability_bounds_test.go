@@ -20,6 +20,7 @@ func TestReliabilityBounds(t *testing.T) {
 	t.Run("handed-over containers count against --max-sessions", parkedCountAsSessions)
 	t.Run("handed-over workspaces share the session's --disk-limit", handedOverShareTheDisk)
 	t.Run("the egress count survives every transition", egressSurvivesTransitions)
+	t.Run("the egress count survives a kill -9", egressSurvivesAKill)
 	t.Run("task results are bounded and go with their session", taskResultsAreBounded)
 	t.Run("a crowd of new sessions never passes --max-sessions (HTTP)", crowdStaysUnderTheCap("http"))
 	t.Run("a crowd of new sessions never passes --max-sessions (SSE)", crowdStaysUnderTheCap("sse"))

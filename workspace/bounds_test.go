@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/egress"
 )
 
 // The egress count is the session's: the giver's fresh workspace and the
@@ -72,4 +74,32 @@ func TestParkLimitRefusesAHandoff(t *testing.T) {
 func parkedIn(m *Manager) (n int) {
 	m.CountParked(func(waiting int) { n = waiting })
 	return n
+}
+
+// A kept workspace's record follows its session's egress count while the
+// session has it, not only when it is released: a server killed with
+// SIGKILL leaves the count for the next owner. A session that takes the
+// workspace over records its own meter from then on, and the release
+// writes the last count.
+func TestKeptWorkspaceRecordsItsEgressAsItGoes(t *testing.T) {
+	m, _, _ := newTestManager(t, nil)
+	m.Register("a", SessionOptions{Workspace: "w"})
+	a, err := m.Session("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := func() int64 {
+		rec, _ := readRecord(a.kept.root)
+		return rec.EgressBytes
+	}
+	a.egressMeter().RaiseTo(1 << 20)
+	waitFor(t, "the record to hold the count", func() bool { return recorded() == 1<<20 })
+	other := egress.NewMeter(0, 3<<20)
+	a.useMeter(other)
+	waitFor(t, "the record to follow the session's new meter", func() bool { return recorded() == 3<<20 })
+	other.RaiseTo(4 << 20)
+	m.EndSession(ctx, "a") // the release writes the last count at once
+	if got := recorded(); got != 4<<20 {
+		t.Errorf("after the release the record holds %d, want %d", got, 4<<20)
+	}
 }

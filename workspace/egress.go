@@ -23,6 +23,9 @@ func (s *Session) useMeter(mt *egress.Meter) {
 	if s.proxy != nil {
 		s.proxy.SetMeter(mt)
 	}
+	if s.kept != nil && s.kept.egress != nil {
+		s.kept.egress.follow(mt)
+	}
 }
 
 // egressMeter returns the meter the session counts its egress with.

@@ -205,6 +205,7 @@ func (m *Manager) persist(ctx context.Context, s *Session, name string, expires 
 	s.retire(ctx)
 	used := s.egressMeter().Used()
 	if s.kept != nil {
+		s.kept.stopRecordingEgress() // reserve writes the record
 		// Reserved before the lock goes, so that no name opens it between.
 		err := reserve(s.kept.root, s.kept.name, s.principal, expires, used)
 		s.kept.release(used)

@@ -253,6 +253,7 @@ func (m *Manager) newKeptSession(id, hash string, opts SessionOptions) (*Session
 		k.release(0)
 		return nil, err
 	}
+	k.recordEgress(s.meter, m.log)
 	m.log.Info("kept workspace opened", "event", "workspace_opened", "session", hash, "workspace", k.name)
 	return s, nil
 }

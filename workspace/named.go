@@ -66,7 +66,7 @@ type WorkspaceRecord struct {
 	HandoffUntil time.Time `json:"handoff_until,omitzero"`
 	// EgressBytes is what its sessions' egress proxies have carried in
 	// all, which the next session that opens it goes on counting from
-	// (--egress-max-bytes).
+	// (--egress-max-bytes); kept up to date while a session has it.
 	EgressBytes int64 `json:"egress_bytes,omitempty"`
 	// FromHandoff says a stdio session's handoff made it of the session's
 	// own workspace: it is deleted once nothing holds it (see
@@ -82,6 +82,9 @@ type keptWorkspace struct {
 	egressBytes int64
 	// fromHandoff is its record's FromHandoff: it goes with its session.
 	fromHandoff bool
+	// egress keeps its record's EgressBytes up to date while it is owned
+	// (nil until its session counts).
+	egress *egressRecorder
 }
 
 func (k *keptWorkspace) sessionDir() string { return filepath.Join(k.root, keptSessionDir) }
@@ -150,6 +153,7 @@ func claimWorkspace(cacheDir string, opts SessionOptions, inst *instance, sessio
 // release records the last use, and the egress bytes its session's
 // meter counted, and gives the workspace up.
 func (k *keptWorkspace) release(egressBytes int64) {
+	k.stopRecordingEgress()
 	if rec, err := readRecord(k.root); err == nil {
 		rec.LastUsed = time.Now().UTC()
 		rec.EgressBytes = max(rec.EgressBytes, egressBytes)

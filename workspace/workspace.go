@@ -19,7 +19,8 @@
 //  4. warmPool.mu;
 //  5. the leaves, which take no other lock while held: Session.storeMu,
 //     Session.portsMu, a snapshot's, the gate's list of running commands,
-//     Manager.builds.mu and Manager.rootsMu.
+//     Manager.builds.mu, Manager.rootsMu, and a kept workspace's egress
+//     recorder's (then its egress.Meter's).
 //
 // So a session may reach into the manager (its end retries a failed
 // removal through it), and the manager never waits for a session's lock
