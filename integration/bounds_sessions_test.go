@@ -260,5 +260,5 @@ func handoffRacesTheCrowd(t *testing.T) {
 	}
 	recordBound(t, promiseFigure{Class: fmt.Sprintf("sessions: a handoff and %d initializes race for the last --max-sessions slot (HTTP)", crowd),
 		Tried: crowd + 1, Broken: broken,
-		Measured: fmt.Sprintf("%d took it (the handoff: %v); the others were refused naming --max-sessions", won, handedOver)})
+		Measured: fmt.Sprintf("%d took it (%s); the others were refused naming --max-sessions", won, map[bool]string{true: "the handoff", false: "an initialize"}[handedOver])})
 }
