@@ -22,7 +22,7 @@ type countingConn struct {
 }
 
 func (c *countingConn) over() bool {
-	return c.enforce.Load() && c.s.transferred.Load() >= c.s.cfg.MaxBytes
+	return c.enforce.Load() && c.s.counter().over()
 }
 
 func (c *countingConn) Read(p []byte) (int, error) {
@@ -45,7 +45,7 @@ func (c *countingConn) Write(p []byte) (int, error) {
 
 func (c *countingConn) count(n int) {
 	c.n.Add(int64(n))
-	c.s.transferred.Add(int64(n))
+	c.s.counter().add(n)
 }
 
 // total is what the connection has carried so far (0 for nil).
@@ -76,6 +76,9 @@ func (c *countingConn) CloseWrite() error {
 func (c *countingConn) Close() error {
 	if c.closed.CompareAndSwap(false, true) {
 		c.s.release()
+		if c.n.Load() > 0 {
+			c.s.counter().ended()
+		}
 	}
 	return c.Conn.Close()
 }

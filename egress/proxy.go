@@ -43,6 +43,9 @@ type Config struct {
 	// close (0: DefaultQueueWait).
 	MaxConns  int
 	QueueWait time.Duration
+	// Meter, when set, counts the session's bytes against its cap instead
+	// of a meter of MaxBytes the proxy makes for itself.
+	Meter *Meter
 	// Resolve looks a name up; nil uses the system's resolver.
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 	// Ask, when set, asks the user whether the session may reach a host no
@@ -52,12 +55,12 @@ type Config struct {
 }
 
 // Session is one workspace session's proxy. It outlives the session's
-// containers, so its byte count does too.
+// containers; its byte count lives in its meter, which may outlive it.
 type Session struct {
 	cfg         Config
 	id          atomic.Pointer[string]
 	own         *ownAddrs
-	transferred atomic.Int64
+	byteCounter atomic.Pointer[Meter]
 	slots       chan struct{} // one for each open connection
 	waiting     atomic.Int64  // connections waiting for a slot
 	transport   *http.Transport
@@ -80,6 +83,10 @@ func NewSession(cfg Config, id string) *Session {
 	}
 	s := &Session{cfg: cfg, own: &ownAddrs{}, slots: make(chan struct{}, cfg.MaxConns)}
 	s.SetID(id)
+	if cfg.Meter == nil {
+		cfg.Meter = NewMeter(cfg.MaxBytes, 0)
+	}
+	s.SetMeter(cfg.Meter)
 	s.transport = &http.Transport{
 		Proxy:                  nil,
 		DialContext:            s.dialVetted,
@@ -98,8 +105,14 @@ func (s *Session) SetID(id string) { s.id.Store(&id) }
 
 func (s *Session) sessionID() string { return *s.id.Load() }
 
-// Transferred returns the bytes the session's connections have carried.
-func (s *Session) Transferred() int64 { return s.transferred.Load() }
+// SetMeter makes m count what the proxy carries from now on (a workspace
+// that another session takes over counts against that session's cap).
+func (s *Session) SetMeter(m *Meter) { s.byteCounter.Store(m) }
+
+func (s *Session) counter() *Meter { return s.byteCounter.Load() }
+
+// Transferred returns the bytes counted by the proxy's meter.
+func (s *Session) Transferred() int64 { return s.counter().Used() }
 
 // Serve answers the proxy connections ln accepts until it fails or closes.
 func (s *Session) Serve(ln net.Listener) error {
@@ -250,9 +263,9 @@ func (s *Session) dialVetted(ctx context.Context, _, _ string) (net.Conn, error)
 
 // capRefusal is the refusal of a session past its byte cap, or nil.
 func (s *Session) capRefusal(host string, port int) *refusal {
-	if n := s.transferred.Load(); n >= s.cfg.MaxBytes {
+	if m := s.counter(); m.over() {
 		return &refusal{status: http.StatusForbidden, host: host, port: port,
-			reason: fmt.Sprintf("this session has transferred %d bytes, its cap (--egress-max-bytes) is %d", n, s.cfg.MaxBytes),
+			reason: fmt.Sprintf("this session has transferred %d bytes, its cap (--egress-max-bytes) is %d", m.Used(), m.Max()),
 			remedy: "Ask the user to restart wink-mcp with a larger --egress-max-bytes."}
 	}
 	return nil
@@ -371,7 +384,7 @@ func (s *Session) forward(w http.ResponseWriter, r *http.Request) {
 func (s *Session) logAllowed(t *target, kind string, bytes int64, start time.Time) {
 	s.cfg.Log.Info("egress allowed", "event", "egress", "session", s.sessionID(), "allowed", true, "kind", kind,
 		"host", t.host, "port", t.port, "rule", t.rule.Pattern, "bytes", bytes,
-		"session_bytes", s.transferred.Load(), "duration_ms", time.Since(start).Milliseconds())
+		"session_bytes", s.Transferred(), "duration_ms", time.Since(start).Milliseconds())
 }
 
 func (s *Session) logRefused(f *refusal, start time.Time) {

@@ -247,7 +247,8 @@ func TestHandoffOverStreamableHTTP(t *testing.T) {
 }
 
 // TestHandoffBetweenStdioProcesses hands a workspace from one stdio
-// server to another process: files and checkpoints go over disk.
+// server to another process: files and checkpoints go over disk, and go
+// with the session that attached them.
 func TestHandoffBetweenStdioProcesses(t *testing.T) {
 	cache := t.TempDir()
 	a := start(t, startOptions{cache: cache})
@@ -273,5 +274,11 @@ func TestHandoffBetweenStdioProcesses(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Join(cache, "handoffs")); len(entries) != 0 {
 		t.Errorf("handle files left: %d", len(entries))
+	}
+	// A handed-over workspace is still a session's own: it goes with the
+	// session that attached it.
+	b.endSession()
+	if entries, _ := os.ReadDir(filepath.Join(cache, "workspaces")); len(entries) != 0 {
+		t.Errorf("the handed-over workspace outlived the session that attached it: %d left", len(entries))
 	}
 }

@@ -30,6 +30,8 @@ func principalFrom(ctx context.Context) string {
 // Origin allowlists (403, against DNS rebinding and cross-site requests),
 // the bearer token (401), the session's owner (404: an unknown, ended or
 // foreign session looks the same), the session cap (503), and the body size.
+// A request that opens a session holds its slot from the check on (see
+// sessionStore), and gives it back when it is over without one.
 type guard struct {
 	tokens      [][sha256.Size]byte // digests of the accepted tokens; none means none is required
 	rules       hostguard.Rules     // the Host and Origin allowlists
@@ -39,11 +41,18 @@ type guard struct {
 	profiles    *profiles.File // the profiles ?profile=NAME may name
 	log         *slog.Logger
 	next        http.Handler
+	// reserve holds a slot for a request that may open a session, if one
+	// is free, and says how many handed-over workspaces hold one.
+	reserve func(*slot) (waiting int, ok bool)
+	// opened, when set, is told the session an opening request made once
+	// the request is over, to end one that did not come to be.
+	opened func(id string)
 }
 
 func newGuard(cfg HTTPConfig, store *sessionStore, profiles *profiles.File, log *slog.Logger, next http.Handler) *guard {
 	g := &guard{rules: hostguard.New(cfg.AllowedHosts, cfg.AllowedOrigins, []string{cfg.Addr}), store: store, maxSessions: cfg.MaxSessions,
 		maxBody: cfg.MaxBodyBytes, profiles: profiles, log: log, next: next}
+	g.reserve = func(sl *slot) (int, bool) { return 0, store.reserve(sl, g.maxSessions) }
 	for _, t := range cfg.AuthTokens {
 		g.tokens = append(g.tokens, sha256.Sum256([]byte(t)))
 	}
@@ -53,6 +62,11 @@ func newGuard(cfg HTTPConfig, store *sessionStore, profiles *profiles.File, log 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	refuse := func(status int, reason, message string) {
 		g.log.Info("http request refused", "status", status, "reason", reason, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+		// The connection closes after the answer: net/http would otherwise
+		// read the unread body first, and a client that sent its headers
+		// with "Expect: 100-continue" would be told to continue, then wait
+		// the whole --body-timeout for its refusal.
+		w.Header().Set("Connection", "close")
 		http.Error(w, message, status)
 	}
 	if f := g.rules.Check(r); f != nil {
@@ -88,14 +102,41 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case opensSession(r) && g.badProfileParam(r) != nil:
 		refuse(http.StatusBadRequest, "profile name", "bad request: the "+profileParam+" parameter: "+g.badProfileParam(r).Error())
 		return
-	case opensSession(r) && g.store.count() >= g.maxSessions:
-		refuse(http.StatusServiceUnavailable, "session cap", "too many sessions: this server serves at most "+strconv.Itoa(g.maxSessions)+" at once; end one (DELETE) or raise --max-sessions")
-		return
+	}
+	ctx := context.WithValue(r.Context(), principalKey{}, principal)
+	if opensSession(r) {
+		sl := &slot{}
+		if id == "" {
+			if waiting, ok := g.reserve(sl); !ok {
+				refuse(http.StatusServiceUnavailable, "session cap", g.fullMessage(waiting))
+				return
+			}
+		}
+		defer g.settle(sl)
+		ctx = context.WithValue(ctx, slotKey{}, sl)
 	}
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, g.maxBody)
 	}
-	g.next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)))
+	g.next.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// settle gives back the slot of a request that is over without a session,
+// and tells opened of the session it made.
+func (g *guard) settle(sl *slot) {
+	if id := g.store.release(sl); id != "" && g.opened != nil {
+		g.opened(id)
+	}
+}
+
+// fullMessage is the answer to a new session past the cap, n handed-over
+// workspaces waiting.
+func (g *guard) fullMessage(n int) string {
+	msg := "too many sessions: this server serves at most " + strconv.Itoa(g.maxSessions) + " at once"
+	if n > 0 {
+		msg += ", counting " + strconv.Itoa(n) + " handed-over workspaces (workspace_handoff) that keep their containers until attached or expired"
+	}
+	return msg + "; end a session (DELETE), attach or let expire a handed-over workspace, or raise --max-sessions"
 }
 
 // badWorkspaceParam says what is wrong with the kept workspace a request
@@ -117,10 +158,10 @@ func (g *guard) badProfileParam(r *http.Request) error {
 	return err
 }
 
-// opensSession reports whether a request without a session id starts one:
-// a streamable HTTP POST (initialize) or an SSE stream. These are the only
-// routes that make sessions, so the cap is checked here and counted in the
-// session store, whatever the route.
+// opensSession reports whether a request is on a route that makes
+// sessions: a streamable HTTP POST (an initialize makes one, even sent
+// with a session's id) or an SSE stream. These are the only such routes,
+// so each gets a slot (see sessionStore) whatever the route.
 func opensSession(r *http.Request) bool {
 	return r.Method == http.MethodPost && r.URL.Path == streamablePath || r.Method == http.MethodGet && r.URL.Path == ssePath
 }

@@ -126,7 +126,8 @@ func TestGuardSessions(t *testing.T) {
 	theirs := map[string]string{"Authorization": "Bearer another-token-of-length-32-chars"}
 	principal := send(h, "POST", "/mcp", mine, "").Body.String()
 	principal = strings.TrimPrefix(strings.Fields(principal)[1], "principal=")
-	id := sessionIDs{store: store, principal: principal}.Generate()
+	id := newID()
+	store.add(id, principal)
 	with := func(headers map[string]string, session string) map[string]string {
 		out := map[string]string{"Mcp-Session-Id": session}
 		for k, v := range headers {
@@ -216,4 +217,26 @@ func TestHTTPConfigValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A handed-over workspace waiting for an attach holds a session's slot:
+// with one session and one waiting, a cap of 2 refuses a new session and
+// says why.
+func TestGuardCountsHandedOverWorkspaces(t *testing.T) {
+	store := newSessionStore()
+	g := guarded(t, HTTPConfig{Addr: "127.0.0.1:8080", MaxSessions: 2, MaxBodyBytes: 100}, store).(*guard)
+	store.add(newID(), "")
+	if got := send(g, "POST", "/mcp", nil, "{}").Code; got != 200 {
+		t.Errorf("one session, none waiting: %d", got)
+	}
+	g.reserve = func(sl *slot) (int, bool) { return 1, store.reserve(sl, 2-1) }
+	w := send(g, "POST", "/mcp", nil, "{}")
+	if w.Code != 503 || !strings.Contains(w.Body.String(), "counting 1 handed-over") || !strings.Contains(w.Body.String(), "--max-sessions") {
+		t.Errorf("one session and one handed-over workspace, cap 2: %d %q", w.Code, w.Body.String())
+	}
+}
+
+// add records a session outside any request.
+func (st *sessionStore) add(id, principal string) {
+	st.open(&slot{}, id, principal)
 }

@@ -98,17 +98,20 @@ func (c HTTPConfig) Validate() error {
 // timeout, and closes every connection, which cancels what is still running.
 func (s *Server) ServeHTTP(ctx context.Context, transport string) error {
 	cfg := s.cfg.HTTP
-	handler, closeTransport, err := s.transportHandler(ctx, transport)
+	tr, err := s.transportHandler(ctx, transport)
 	if err != nil {
 		return err
 	}
-	defer closeTransport()
+	defer tr.close()
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
+	guard := newGuard(cfg, s.sessions, s.cfg.Workspace.Profiles, s.log, newExactIDs(s.log, tr.handler))
+	guard.reserve, guard.opened = s.reserveSlot, tr.opened
+	s.mgr.SetParkLimit(s.parkLimit)
 	srv := &http.Server{
-		Handler:           bodyDeadline(cfg.BodyTimeout, newGuard(cfg, s.sessions, s.cfg.Workspace.Profiles, s.log, newExactIDs(s.log, handler))),
+		Handler:           bodyDeadline(cfg.BodyTimeout, guard),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
@@ -137,16 +140,25 @@ func (s *Server) ServeHTTP(ctx context.Context, transport string) error {
 	return srv.Close() // cut streams and whatever still runs
 }
 
+// httpTransport is an mcp-go HTTP transport as ServeHTTP serves it.
+type httpTransport struct {
+	handler http.Handler
+	close   func()
+	// opened ends a session whose opening request is over but which did
+	// not come to be (see guard.opened).
+	opened func(id string)
+}
+
 // transportHandler builds the mcp-go transport for transport; streamable
 // HTTP sessions are expired when idle until ctx is done.
-func (s *Server) transportHandler(ctx context.Context, transport string) (http.Handler, func(), error) {
+func (s *Server) transportHandler(ctx context.Context, transport string) (httpTransport, error) {
 	// mcp-go's transports log session ids at info level; ours never do.
 	quiet := slog.New(minLevel{Handler: s.log.Handler(), min: slog.LevelWarn})
 	switch transport {
 	case TransportHTTP:
 		h := mcpserver.NewStreamableHTTPServer(s.mcp,
 			mcpserver.WithEndpointPath(streamablePath),
-			mcpserver.WithSessionIdManagerResolver(sessionIDResolver{store: s.sessions, register: s.mgr.Register}),
+			mcpserver.WithSessionIdManagerResolver(sessionIDResolver{store: s.sessions, reserve: s.reserveSlot, register: s.mgr.Register}),
 			// Not mcp-go's idle TTL, which counts from a request's start and so
 			// ends a session in the middle of a long call: see expireIdle.
 			// The 2026-07-28 revision has no sessions, so no session to give a container to.
@@ -160,14 +172,22 @@ func (s *Server) transportHandler(ctx context.Context, transport string) (http.H
 		mux := http.NewServeMux()
 		mux.Handle(streamablePath, h)
 		go s.expireIdle(ctx, h)
-		return mux, func() { _ = h.Shutdown(context.Background()) }, nil
+		// A session whose initialize failed still got an id: it is ended
+		// at once rather than holding a slot until it expires unconfirmed.
+		opened := func(id string) {
+			if s.sessions.uninitialized(id) {
+				s.log.Info("http session ended: its initialize failed", "session", s.mgr.SessionHash(id))
+				endStreamable(ctx, h, id)
+			}
+		}
+		return httpTransport{handler: mux, close: func() { _ = h.Shutdown(context.Background()) }, opened: opened}, nil
 	case TransportSSE:
 		h := mcpserver.NewSSEServer(s.mcp,
 			mcpserver.WithSSEEndpoint(ssePath),
 			mcpserver.WithMessageEndpoint(messagePath),
 			mcpserver.WithSessionIDGenerator(func(ctx context.Context, r *http.Request) (string, error) {
-				return sessionIDs{store: s.sessions, principal: principalFrom(ctx), workspace: r.URL.Query().Get(workspaceParam),
-					profile: r.URL.Query().Get(profileParam), register: s.mgr.Register}.Generate(), nil
+				return sessionIDs{store: s.sessions, slot: slotFrom(ctx), reserve: s.reserveSlot, principal: principalFrom(ctx),
+					workspace: r.URL.Query().Get(workspaceParam), profile: r.URL.Query().Get(profileParam), register: s.mgr.Register}.Generate(), nil
 			}),
 			mcpserver.WithSSEContextFunc(func(ctx context.Context, _ *http.Request) context.Context { return s.requestContext(ctx) }),
 			mcpserver.WithKeepAlive(true),
@@ -176,9 +196,19 @@ func (s *Server) transportHandler(ctx context.Context, transport string) (http.H
 		mux := http.NewServeMux()
 		mux.Handle(ssePath, h.SSEHandler())
 		mux.Handle(messagePath, h.MessageHandler())
-		return mux, func() {}, nil
+		// A session is its stream: one still recorded when its stream is
+		// over was never registered (mcp-go refused it), and ends now.
+		opened := func(id string) {
+			if s.sessions.has(id) {
+				s.sessions.remove(id)
+				end, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+				defer cancel()
+				s.mgr.EndSession(end, id)
+			}
+		}
+		return httpTransport{handler: mux, close: func() {}, opened: opened}, nil
 	}
-	return nil, nil, fmt.Errorf("unknown transport %q: want stdio, sse or http", transport)
+	return httpTransport{}, fmt.Errorf("unknown transport %q: want stdio, sse or http", transport)
 }
 
 // workspaceParam is the query parameter of the URL a client connects to
@@ -195,6 +225,7 @@ const profileParam = "profile"
 // bound to the request's principal and the workspace it names.
 type sessionIDResolver struct {
 	store    *sessionStore
+	reserve  func(*slot) (int, bool)
 	register func(id string, opts workspace.SessionOptions)
 }
 
@@ -202,8 +233,8 @@ func (r sessionIDResolver) ResolveSessionIdManager(req *http.Request) mcpserver.
 	if req == nil {
 		return sessionIDs{store: r.store} // the transport's own sweeper
 	}
-	return sessionIDs{store: r.store, principal: principalFrom(req.Context()), workspace: req.URL.Query().Get(workspaceParam),
-		profile: req.URL.Query().Get(profileParam), register: r.register}
+	return sessionIDs{store: r.store, slot: slotFrom(req.Context()), reserve: r.reserve, principal: principalFrom(req.Context()),
+		workspace: req.URL.Query().Get(workspaceParam), profile: req.URL.Query().Get(profileParam), register: r.register}
 }
 
 // expireIdle ends the streamable HTTP sessions that have had no request in
@@ -225,15 +256,21 @@ func (s *Server) expireIdle(ctx context.Context, transport http.Handler) {
 		}
 		for _, id := range s.sessions.idle(idle) {
 			s.log.Info("http session expired", "session", s.mgr.SessionHash(id), "idle_timeout", idle.String())
-			end, err := http.NewRequestWithContext(ctx, http.MethodDelete, "http://localhost"+streamablePath, nil)
-			if err != nil {
-				return
-			}
-			end.RemoteAddr = "127.0.0.1:0"
-			end.Header.Set(mcpserver.HeaderKeySessionID, id)
-			transport.ServeHTTP(discardResponse{header: http.Header{}}, end)
+			endStreamable(ctx, transport, id)
 		}
 	}
+}
+
+// endStreamable ends a streamable HTTP session as its client's DELETE
+// would: mcp-go forgets it, and the server's hook ends its workspace.
+func endStreamable(ctx context.Context, transport http.Handler, id string) {
+	end, err := http.NewRequestWithContext(ctx, http.MethodDelete, "http://localhost"+streamablePath, nil)
+	if err != nil {
+		return
+	}
+	end.RemoteAddr = "127.0.0.1:0"
+	end.Header.Set(mcpserver.HeaderKeySessionID, id)
+	transport.ServeHTTP(discardResponse{header: http.Header{}}, end)
 }
 
 // discardResponse is a ResponseWriter that drops what it is given.

@@ -241,3 +241,32 @@ func TestIdleExpiryWaitsForRequestsInFlight(t *testing.T) {
 		t.Errorf("a request of the expired session: %d, want 404", code)
 	}
 }
+
+// A refused request whose client waits to be told to continue before
+// sending its body gets the refusal at once, not after --body-timeout (an
+// hour here) spent waiting for the body. The client gives up after 20 s.
+func TestRefusalsDoNotWaitForTheBody(t *testing.T) {
+	s := httpTestServer(t, func(c *Config) { c.HTTP.MaxSessions, c.HTTP.BodyTimeout = 1, time.Hour })
+	base := serveHTTP(t, s, TransportHTTP)
+	initialize(t, base)
+	host := strings.TrimPrefix(base, "http://")
+	for _, tc := range []struct {
+		name, host string
+		want       int
+	}{
+		{"past the session cap", host, http.StatusServiceUnavailable},
+		{"a foreign Host", "attacker.example", http.StatusForbidden},
+	} {
+		conn, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n", tc.host)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil || resp.StatusCode != tc.want {
+			t.Errorf("%s, the body held back: %v %v, want %d", tc.name, resp, err, tc.want)
+		}
+	}
+}

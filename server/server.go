@@ -59,6 +59,7 @@ type Server struct {
 	sessions  *sessionStore
 	clients   clientSessions
 	tasks     taskCounts
+	results   taskResults
 	subs      *subscriptions
 	calls     *callTracker
 	sweepDone chan struct{}
@@ -110,7 +111,13 @@ func New(cfg Config) (*Server, error) {
 		defer cancel()
 		s.sessions.remove(session.SessionID())
 		s.subs.drop(session.SessionID())
+		s.results.endSession(session.SessionID())
 		mgr.EndSession(ctx, session.SessionID())
+	})
+	hooks.AddAfterInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest, _ *mcp.InitializeResult) {
+		if session := mcpserver.ClientSessionFromContext(ctx); session != nil {
+			s.sessions.initialized(session.SessionID())
+		}
 	})
 	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, _ *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
 		if session := mcpserver.ClientSessionFromContext(ctx); session != nil {
@@ -119,6 +126,7 @@ func New(cfg Config) (*Server, error) {
 	})
 	s.trackUnsubscriptions(hooks)
 	hooks.AddOnRequestInitialization(s.checkRequest)
+	hooks.AddBeforeCallTool(s.boundTaskTTL)
 	mgr.OnChange(s.notifyChanged)
 	mgr.OnEgressAsk(s.askEgress)
 	info := prompts.Info{Image: cfg.Workspace.ImageChoices()[0], Workspace: workspace.Root, ShellTimeoutSeconds: int(cfg.MaxCommandTimeout / time.Second),
@@ -143,6 +151,7 @@ func New(cfg Config) (*Server, error) {
 		mcpserver.WithPromptCompletionProvider(profileCompleter{profileNames}),
 		mcpserver.WithInstructions(prompts.Text(info)),
 		mcpserver.WithHooks(hooks),
+		mcpserver.WithToolHandlerMiddleware(s.holdTaskResults), // outermost: it holds what observe answers
 		mcpserver.WithToolHandlerMiddleware(s.observe),
 		mcpserver.WithTaskCapabilities(true, true, true),
 		mcpserver.WithTaskHooks(s.taskHooks()),

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -24,12 +26,32 @@ const unconfirmedTTL = time.Minute
 
 // sessionStore records the HTTP sessions this server issued, the principal
 // (a digest of the bearer token, or "" without one) each belongs to, and
-// its activity. It is the one place sessions are counted against the cap.
-// It is safe for concurrent use.
+// its activity. It is the one place sessions are counted against the cap:
+// a request that may open one holds a slot from its headers (the guard's
+// check) until its session is recorded or the request is over, so a crowd
+// of requests cannot pass the check together. It is safe for concurrent
+// use.
 type sessionStore struct {
 	mu       sync.Mutex
 	sessions map[string]*sessionState
+	reserved int // the slots held by requests that have not opened their session yet
 	now      func() time.Time
+}
+
+// slot is a --max-sessions slot a request that may open a session holds:
+// reserved until the request opens its session, or is over.
+type slot struct {
+	held bool   // reserved, and neither a session yet nor released
+	id   string // the session it became, once opened
+}
+
+// slotKey carries a request's slot in its context.
+type slotKey struct{}
+
+// slotFrom returns the slot the guard gave the request of ctx, or nil.
+func slotFrom(ctx context.Context) *slot {
+	sl, _ := ctx.Value(slotKey{}).(*slot)
+	return sl
 }
 
 // sessionState is one session's owner and activity.
@@ -40,6 +62,8 @@ type sessionState struct {
 	// requests counts the requests that named it; 0 until the client comes back after initialize.
 	requests int
 	last     time.Time // when a request of it last began or ended
+	// initialized says its initialize was answered with success.
+	initialized bool
 }
 
 func newSessionStore() *sessionStore {
@@ -53,11 +77,67 @@ func newID() string {
 	return "wink-" + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// add records a session.
-func (st *sessionStore) add(id, principal string) {
+// reserve holds sl, if the sessions and the slots held are fewer than
+// limit, and reports whether it holds it.
+func (st *sessionStore) reserve(sl *slot, limit int) bool {
 	st.mu.Lock()
+	defer st.mu.Unlock()
+	if sl.held || len(st.sessions)+st.reserved >= limit {
+		return sl.held
+	}
+	st.reserved++
+	sl.held = true
+	return true
+}
+
+// open records session id of principal in the slot sl holds.
+func (st *sessionStore) open(sl *slot, id, principal string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if sl.held {
+		st.reserved--
+		sl.held = false
+	}
+	sl.id = id
 	st.sessions[id] = &sessionState{principal: principal, last: st.now()}
-	st.mu.Unlock()
+}
+
+// release gives up sl, if it still holds a slot, and returns the session
+// it became ("" for none).
+func (st *sessionStore) release(sl *slot) string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if sl.held {
+		st.reserved--
+		sl.held = false
+	}
+	return sl.id
+}
+
+// initialized records that session id's initialize succeeded.
+func (st *sessionStore) initialized(id string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if s, ok := st.sessions[id]; ok {
+		s.initialized = true
+	}
+}
+
+// uninitialized reports whether id is a live session whose initialize
+// did not succeed.
+func (st *sessionStore) uninitialized(id string) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s, ok := st.sessions[id]
+	return ok && !s.initialized
+}
+
+// has reports whether id is a live session.
+func (st *sessionStore) has(id string) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	_, ok := st.sessions[id]
+	return ok
 }
 
 // owns reports whether id is a live session of principal.
@@ -95,11 +175,12 @@ func (st *sessionStore) remove(id string) {
 	st.mu.Unlock()
 }
 
-// count is the number of live sessions.
+// count is the number of live sessions and of the slots held for
+// sessions being opened.
 func (st *sessionStore) count() int {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return len(st.sessions)
+	return len(st.sessions) + st.reserved
 }
 
 // idle lists the sessions with no request in flight and none for idle (or
@@ -125,7 +206,12 @@ func (st *sessionStore) idle(idle time.Duration) []string {
 // id is recorded, with the principal of the request that asked for it, the
 // moment it is generated, so the client's next request already finds it.
 type sessionIDs struct {
-	store     *sessionStore
+	store *sessionStore
+	// slot is the slot the request's session takes (nil: no request, no session).
+	slot *slot
+	// reserve holds a slot for a request that came without one: an
+	// initialize sent with a session's id still opens a new session.
+	reserve   func(*slot) (waiting int, ok bool)
 	principal string
 	// workspace is the kept workspace the initialize asked for, "" for none.
 	workspace string
@@ -137,10 +223,17 @@ type sessionIDs struct {
 
 var _ mcpserver.SessionIdManager = sessionIDs{}
 
-// Generate issues and records a new id.
+// Generate issues and records a new id, in the request's slot; past the
+// cap it issues none ("": mcp-go then makes no session).
 func (m sessionIDs) Generate() string {
+	if m.slot == nil || m.reserve == nil {
+		return ""
+	}
+	if _, ok := m.reserve(m.slot); !ok {
+		return ""
+	}
 	id := newID()
-	m.store.add(id, m.principal)
+	m.store.open(m.slot, id, m.principal)
 	if m.register != nil {
 		m.register(id, workspace.SessionOptions{Workspace: m.workspace, Profile: m.profile, Principal: m.principal})
 	}
@@ -162,4 +255,30 @@ func (m sessionIDs) Validate(id string) (bool, error) {
 func (m sessionIDs) Terminate(id string) (bool, error) {
 	m.store.remove(id)
 	return false, nil
+}
+
+// parkLimit refuses a handoff that would keep more workspaces in this
+// server than --max-sessions: a handed-over workspace keeps its container
+// and jobs until it is attached or expires, so it holds a session's slot.
+// It is called under the manager's lock, as reserveSlot counts, so the two
+// never both take the last slot.
+func (s *Server) parkLimit(waiting int) error {
+	open, max := s.sessions.count(), s.cfg.HTTP.MaxSessions
+	if open+waiting+1 <= max {
+		return nil
+	}
+	return fmt.Errorf("handing the workspace over would keep %d workspaces in this server, past --max-sessions %d: %d sessions are open and %d handed-over workspaces "+
+		"wait for workspace_attach, each keeping its container and jobs. Attach one (workspace_attach, from a session whose workspace holds no work yet), "+
+		"let one expire, or ask the user to raise --max-sessions", open+waiting+1, max, open, waiting)
+}
+
+// reserveSlot holds a --max-sessions slot in sl for a request that may
+// open a session, if the open sessions, the slots held and the handed-over
+// workspaces waiting for an attach leave one, and says how many wait. It
+// counts under the manager's lock, as a handoff does (parkLimit).
+func (s *Server) reserveSlot(sl *slot) (waiting int, ok bool) {
+	s.mgr.CountParked(func(n int) {
+		waiting, ok = n, s.sessions.reserve(sl, s.cfg.HTTP.MaxSessions-n)
+	})
+	return waiting, ok
 }

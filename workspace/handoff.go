@@ -51,14 +51,6 @@ type Attached struct {
 	Info      ContainerInfo
 }
 
-// parked is a workspace handed over in this process and not yet attached.
-type parked struct {
-	s         *Session
-	principal string
-	expires   time.Time
-	timer     *time.Timer
-}
-
 // handoffRecord is a handle's file, for a workspace handed over to another process.
 type handoffRecord struct {
 	Workspace string    `json:"workspace"`
@@ -99,21 +91,51 @@ func (m *Manager) handoff(ctx context.Context, s *Session, ttl time.Duration) (H
 	if s.stdio && m.cfg.FilesOnPodmanHost {
 		return Handoff{}, errors.New("a workspace whose files are on the Podman host (--files-on-podman-host) can only be handed to a session of the same server, over HTTP or SSE")
 	}
+	// Over stdio the workspace goes to disk under this name.
+	name, fromHandoff := "handoff-"+newWarmKey(), true // nobody can name it: reserved once written
+	if s.stdio {
+		if s.kept != nil {
+			name, fromHandoff = s.kept.name, s.kept.fromHandoff
+		}
+		if err := s.checkHandoffDisk(); err != nil {
+			return Handoff{}, err
+		}
+	}
+	// Made before the manager's lock, as it takes the sessions' (see the
+	// package doc's lock order); no one else has it until it is stored.
+	fresh := m.newSession(s.id, newWarmKey())
+	fresh.hash, fresh.principal, fresh.stdio = s.hash, s.principal, s.stdio
+	fresh.useMeter(s.egressMeter()) // the session's count goes on; the workspace handed over shares it until attached
+	if s.stdio {
+		// It waits on the disk within the session's disk limit.
+		fresh.handedOver = s.handedOverAfter(keptRoot(m.cfg.CacheDir, name), fromHandoff)
+	}
 	m.mu.Lock()
 	if m.closed || m.sessions[s.id] != s {
 		m.mu.Unlock()
 		return Handoff{}, ErrSessionEnded
 	}
-	fresh := m.newSession(s.id, newWarmKey())
-	fresh.hash, fresh.principal, fresh.stdio = s.hash, s.principal, s.stdio
+	if !s.stdio {
+		// Checked and counted under one lock, so a crowd of handoffs
+		// cannot pass the limit together.
+		if m.parkLimit != nil {
+			if err := m.parkLimit(len(m.parked) + m.parking); err != nil {
+				m.mu.Unlock()
+				return Handoff{}, err
+			}
+		}
+		m.parking++
+	}
 	m.sessions[s.id] = fresh
 	m.mu.Unlock()
 
 	h := Handoff{Handle: newHandle(), Expires: time.Now().Add(ttl).UTC()}
 	if s.stdio {
-		name, err := m.persist(ctx, s, h.Expires)
-		if err != nil {
+		if err := m.persist(ctx, s, name, h.Expires); err != nil {
 			return Handoff{}, err
+		}
+		if fromHandoff {
+			m.expireHandedOver(name, h.Expires)
 		}
 		h.Workspace = name
 		rec := handoffRecord{Workspace: name, Principal: s.principal, Expires: h.Expires}
@@ -126,83 +148,18 @@ func (m *Manager) handoff(ctx context.Context, s *Session, ttl time.Duration) (H
 	key := handleKey(h.Handle)
 	p := &parked{s: s, principal: s.principal, expires: h.Expires}
 	m.mu.Lock()
+	m.parking--
+	if m.parked == nil { // closed meanwhile: Close has ended every other session
+		m.mu.Unlock()
+		s.end(ctx)
+		return Handoff{}, ErrSessionEnded
+	}
 	p.timer = time.AfterFunc(ttl, func() { m.expireParked(key) })
 	m.parked[key] = p
 	m.mu.Unlock()
 	h.KeptContainer = true
 	m.log.Info("workspace handed over", "event", "handoff", "session", s.hash, "container", s.name, "expires", h.Expires)
 	return h, nil
-}
-
-// expireParked ends a workspace handed over in this process that nobody
-// attached in time.
-func (m *Manager) expireParked(key string) {
-	m.mu.Lock()
-	p, ok := m.parked[key]
-	delete(m.parked, key)
-	if ok {
-		m.ending.Add(1) // Close waits for it
-	}
-	m.mu.Unlock()
-	if !ok {
-		return
-	}
-	defer m.ending.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.APITimeout)
-	defer cancel()
-	m.log.Info("a handed-over workspace was not attached in time and is removed", "event", "handoff_expired", "container", p.s.name)
-	p.s.end(ctx)
-}
-
-// persist moves a workspace to disk as a kept workspace, reserved for its
-// handle until expires, stopping its container. It returns its name.
-func (m *Manager) persist(ctx context.Context, s *Session, expires time.Time) (string, error) {
-	s.retire(ctx)
-	if s.kept != nil {
-		// Reserved before the lock goes, so that no name opens it between.
-		err := reserve(s.kept.root, s.kept.name, s.principal, expires)
-		s.kept.release()
-		return s.kept.name, err
-	}
-	name := "handoff-" + newWarmKey() // nobody can name it: reserved once written
-	root := keptRoot(m.cfg.CacheDir, name)
-	if err := s.moveTo(root); err != nil {
-		return "", fmt.Errorf("keeping the workspace for its handle: %w", err)
-	}
-	return name, reserve(root, name, s.principal, expires)
-}
-
-// reserve records that the kept workspace at root waits for a handle
-// until expires.
-func reserve(root, name, principal string, expires time.Time) error {
-	rec, err := readRecord(root)
-	if err != nil {
-		now := time.Now().UTC()
-		rec = WorkspaceRecord{Name: name, Created: now, LastUsed: now}
-	}
-	rec.Principal, rec.HandoffUntil = principal, expires
-	return writeJSON(filepath.Join(root, recordFile), rec)
-}
-
-// moveTo moves an ephemeral session's files to a kept workspace's place.
-// The container is gone and the disk unmounted.
-func (s *Session) moveTo(root string) error {
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return err
-	}
-	k := &keptWorkspace{root: root}
-	// What was never made (a disk where disks are not limited, a store
-	// before any checkpoint) is not there to move.
-	for _, mv := range [][2]string{{s.dir, k.sessionDir()}, {s.storeDir, k.storeDir()}, {s.diskFile, k.diskImage()}} {
-		if err := os.Rename(mv[0], mv[1]); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-	}
-	// Its changes live on as the kept workspace's, exported when that ends.
-	if err := os.Remove(pendingPath(s.m.inst.dir, s.dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
 }
 
 // Attach implements Workspace: the session takes over the workspace the
@@ -237,11 +194,15 @@ func (m *Manager) attach(ctx context.Context, s *Session, handle string) (Attach
 		taken.lastUsed.Store(time.Now().UnixNano())
 		m.sessions[s.id] = taken
 		m.mu.Unlock()
+		s.takeMeterOf(taken)
 		s.end(ctx)
 		m.log.Info("workspace attached", "event", "attach", "session", taken.hash, "container", taken.name)
 		return Attached{KeptContainer: true, Info: taken.Info()}, nil
 	}
 	m.mu.Unlock()
+	if err := s.checkAttachDisk(key); err != nil {
+		return Attached{}, err
+	}
 	name, err := m.claimHandle(key, s.principal)
 	if err != nil {
 		return Attached{}, err
@@ -250,6 +211,7 @@ func (m *Manager) attach(ctx context.Context, s *Session, handle string) (Attach
 	if err != nil {
 		return Attached{}, err
 	}
+	s.takeMeterOf(taken)
 	s.end(ctx)
 	m.log.Info("workspace attached", "event", "attach", "session", taken.hash, "workspace", name)
 	return Attached{Workspace: name, Info: taken.Info()}, nil
@@ -286,6 +248,7 @@ func (m *Manager) newKeptSessionFor(s *Session, name string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	taken.handedOver = s.handedOver // still waiting within this session's disk limit
 	m.sessions[s.id] = taken
 	return taken, nil
 }

@@ -48,6 +48,14 @@ type Manager struct {
 	closed   bool
 	ending   sync.WaitGroup // EndSession calls still removing a container; Close waits for them
 
+	// parking counts the handoffs under way that will park a workspace;
+	// parkLimit, when set, says why one more may not be parked.
+	parking   int
+	parkLimit func(waiting int) error
+	// handoffTimers delete the workspaces handed to another process that
+	// nobody attached (expireHandedOver).
+	handoffTimers []*time.Timer
+
 	// leftovers are retries of removals that failed at session end (see
 	// removeLater); leftoverCtx ends them when Close runs out of time.
 	leftovers     sync.WaitGroup
@@ -240,10 +248,13 @@ func (m *Manager) newKeptSession(id, hash string, opts SessionOptions) (*Session
 	s := m.newSession(id, hash)
 	s.principal, s.stdio, s.kept = opts.Principal, opts.Stdio, k
 	s.dir, s.diskFile, s.storeDir = k.sessionDir(), k.diskImage(), k.storeDir()
+	// The count goes on from what it carried under its earlier owners.
+	s.meter.RaiseTo(k.egressBytes)
 	if _, err := s.checkpointStore(); err != nil { // finds a restore its last owner did not finish
-		k.release()
+		k.release(0)
 		return nil, err
 	}
+	k.recordEgress(s.meter, m.log)
 	m.log.Info("kept workspace opened", "event", "workspace_opened", "session", hash, "workspace", k.name)
 	return s, nil
 }
@@ -257,6 +268,7 @@ func (m *Manager) newSession(id, key string) *Session {
 	s.lastUsed.Store(time.Now().UnixNano())
 	s.opened = time.Now()
 	s.owner.Store(&id)
+	s.meter = egress.NewMeter(m.cfg.EgressMaxBytes, 0)
 	s.setProfileLocked(m.defaultProfile())
 	return s
 }
@@ -332,6 +344,9 @@ func (m *Manager) Close(ctx context.Context) error {
 		sessions[key] = p.s
 	}
 	m.parked = nil
+	for _, t := range m.handoffTimers {
+		t.Stop() // the next wink-mcp to start deletes what they would have
+	}
 	m.mu.Unlock()
 
 	m.stopReaper()
@@ -425,6 +440,9 @@ func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
 		removed++
 		m.log.Info("workspace "+EventOrphanRemoved, "event", EventOrphanRemoved, "container", c.Name,
 			"session", c.Labels[LabelSession], "instance", c.Labels[LabelInstance], "duration_ms", time.Since(start).Milliseconds())
+	}
+	if err := m.sweepHandedOver(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	for _, dead := range deadInstanceDirs(m.cfg.CacheDir, m.inst) {
 		dir := dead.dir

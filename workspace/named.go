@@ -64,12 +64,27 @@ type WorkspaceRecord struct {
 	// HandoffUntil, while in the future, reserves it for the holder of
 	// the handle it was handed over with: no name opens it.
 	HandoffUntil time.Time `json:"handoff_until,omitzero"`
+	// EgressBytes is what its sessions' egress proxies have carried in
+	// all, which the next session that opens it goes on counting from
+	// (--egress-max-bytes); kept up to date while a session has it.
+	EgressBytes int64 `json:"egress_bytes,omitempty"`
+	// FromHandoff says a stdio session's handoff made it of the session's
+	// own workspace: it is deleted once nothing holds it (see
+	// handoff_disk.go), unless someone opens it by name, which keeps it.
+	FromHandoff bool `json:"from_handoff,omitempty"`
 }
 
 // keptWorkspace is a kept workspace some session of this process owns.
 type keptWorkspace struct {
 	name, root string
 	lock       *os.File
+	// egressBytes is its record's EgressBytes when it was claimed.
+	egressBytes int64
+	// fromHandoff is its record's FromHandoff: it goes with its session.
+	fromHandoff bool
+	// egress keeps its record's EgressBytes up to date while it is owned
+	// (nil until its session counts).
+	egress *egressRecorder
 }
 
 func (k *keptWorkspace) sessionDir() string { return filepath.Join(k.root, keptSessionDir) }
@@ -121,22 +136,27 @@ func claimWorkspace(cacheDir string, opts SessionOptions, inst *instance, sessio
 		return nil, fmt.Errorf("workspace %q is reserved until %s for the session given its handle (workspace_attach)", name, rec.HandoffUntil.Format(time.RFC3339))
 	}
 	rec.LastUsed, rec.HandoffUntil = time.Now().UTC(), time.Time{}
+	rec.FromHandoff = rec.FromHandoff && opts.handedOver // opened by its name, it is kept as any other
 	if err := writeJSON(filepath.Join(root, recordFile), rec); err != nil {
-		k.release()
+		k.release(0)
 		return nil, err
 	}
+	k.egressBytes, k.fromHandoff = rec.EgressBytes, rec.FromHandoff
 	owner := WorkspaceOwner{PID: os.Getpid(), Host: inst.host, Instance: inst.id, Session: sessionHash, Since: time.Now().UTC()}
 	if err := writeJSON(filepath.Join(root, ownerFile), owner); err != nil {
-		k.release()
+		k.release(0)
 		return nil, err
 	}
 	return k, nil
 }
 
-// release records the last use and gives the workspace up.
-func (k *keptWorkspace) release() {
+// release records the last use, and the egress bytes its session's
+// meter counted, and gives the workspace up.
+func (k *keptWorkspace) release(egressBytes int64) {
+	k.stopRecordingEgress()
 	if rec, err := readRecord(k.root); err == nil {
 		rec.LastUsed = time.Now().UTC()
+		rec.EgressBytes = max(rec.EgressBytes, egressBytes)
 		_ = writeJSON(filepath.Join(k.root, recordFile), rec)
 	}
 	os.Remove(filepath.Join(k.root, ownerFile))

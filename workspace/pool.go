@@ -37,7 +37,7 @@ type warmPool struct {
 	size int
 
 	mu     sync.Mutex
-	ready  []*Session
+	ready  []pooled
 	making int
 	closed bool
 	wake   chan struct{} // a container is ready: see whether to make another
@@ -45,6 +45,14 @@ type warmPool struct {
 
 	stop context.CancelFunc
 	done chan struct{}
+}
+
+// pooled is a ready entry and the end of its channel, read when it was
+// added: take checks it without the entry's lock, which the package's
+// lock order puts before the manager's (see the package doc).
+type pooled struct {
+	s    *Session
+	done <-chan struct{}
 }
 
 func newWarmPool(m *Manager, size int) *warmPool {
@@ -56,7 +64,8 @@ func newWarmPool(m *Manager, size int) *warmPool {
 
 // take returns a ready entry whose channel is still open, or nil; entries
 // whose channel died while they waited are removed, never handed out. It
-// never blocks on the service.
+// never blocks on the service, nor on an entry's lock (Manager.Session
+// calls it under the manager's).
 func (p *warmPool) take() *Session {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -64,21 +73,13 @@ func (p *warmPool) take() *Session {
 	for len(p.ready) > 0 {
 		e := p.ready[0]
 		p.ready = p.ready[1:]
-		e.mu.Lock()
-		alive := e.client != nil
-		if alive {
-			select {
-			case <-e.client.Done():
-				alive = false
-			default:
-			}
+		select {
+		case <-e.done:
+		default:
+			return e.s
 		}
-		e.mu.Unlock()
-		if alive {
-			return e
-		}
-		p.m.log.Warn("a pooled container went bad while it waited; removed, not handed out", "container", e.name)
-		go p.discard(e)
+		p.m.log.Warn("a pooled container went bad while it waited; removed, not handed out", "container", e.s.name)
+		go p.discard(e.s)
 	}
 	return nil
 }
@@ -146,11 +147,19 @@ func (p *warmPool) make(ctx context.Context) bool {
 	e := p.m.newSession("", newWarmKey())
 	start := time.Now()
 	_, err := e.Start(ctx)
+	var done <-chan struct{}
+	if err == nil {
+		e.mu.Lock()
+		if e.client != nil {
+			done = e.client.Done()
+		}
+		e.mu.Unlock()
+	}
 	p.mu.Lock()
 	p.making--
-	keep := err == nil && !p.closed
+	keep := done != nil && !p.closed
 	if keep {
-		p.ready = append(p.ready, e)
+		p.ready = append(p.ready, pooled{s: e, done: done})
 	}
 	p.mu.Unlock()
 	if keep {
@@ -175,7 +184,7 @@ func (p *warmPool) close(ctx context.Context) {
 	p.stop()
 	var wg sync.WaitGroup
 	for _, e := range ready {
-		wg.Go(func() { e.end(ctx) })
+		wg.Go(func() { e.s.end(ctx) })
 	}
 	wg.Wait()
 	<-p.done

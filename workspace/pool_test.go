@@ -15,7 +15,7 @@ func readyEntries(p *warmPool) []string {
 	defer p.mu.Unlock()
 	var names []string
 	for _, e := range p.ready {
-		names = append(names, e.name)
+		names = append(names, e.s.name)
 	}
 	return names
 }
@@ -55,7 +55,7 @@ func TestPoolNeverHandsOutAContainerThatDiedWhileWaiting(t *testing.T) {
 	dead := readyEntries(m.pool)[0]
 	eng.kill(dead)
 	m.pool.mu.Lock()
-	e := m.pool.ready[0]
+	e := m.pool.ready[0].s
 	m.pool.mu.Unlock()
 	waitChannelEnd(t, e)
 	s, _ := m.Session("s")
@@ -101,7 +101,7 @@ func TestCloseRemovesThePool(t *testing.T) {
 	dirs := []string{}
 	m.pool.mu.Lock()
 	for _, e := range m.pool.ready {
-		dirs = append(dirs, e.dir)
+		dirs = append(dirs, e.s.dir)
 	}
 	m.pool.mu.Unlock()
 	if err := m.Close(ctx); err != nil {

@@ -176,6 +176,7 @@ func (m *Manager) sessionProxy(s *Session, p *profiles.Profile) *egress.Session 
 	if m.egress != nil {
 		cfg = *m.egress
 	}
+	cfg.Meter = s.meter // a new profile's proxy goes on counting
 	if len(extra) > 0 {
 		// Checked when the profiles file was read.
 		policy, err := egress.ParsePolicy(append(append([]string{}, m.cfg.Egress...), extra...))

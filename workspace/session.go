@@ -58,6 +58,9 @@ type Session struct {
 	kept *keptWorkspace
 	// stdio says the client is a local process over stdio (SessionOptions.Stdio).
 	stdio bool
+	// handedOver are the roots of the kept workspaces this session handed
+	// to another process; while they wait, they share its disk limit.
+	handedOver []string
 
 	// mu serialises the container's lifecycle: concurrent first calls wait
 	// for one creation instead of racing to make two containers.
@@ -72,6 +75,9 @@ type Session struct {
 	// through tunnel, which lives as long as the channel.
 	proxy  *egress.Session
 	tunnel *yamux.Session
+	// meter counts the session's egress against --egress-max-bytes; every
+	// proxy the session makes counts into it (see useMeter).
+	meter *egress.Meter
 	// portsMu guards ports, the container ports shown on this machine, and
 	// portsClosed, set when the session ends.
 	portsMu     sync.Mutex
@@ -146,6 +152,10 @@ func (s *Session) mountDiskLocked(ctx context.Context) error {
 	size := s.limits().DiskBytes
 	if s.disk || s.m.disk == nil || size == 0 || s.setupBase != "" {
 		return nil
+	}
+	size, err := s.diskBudget(size)
+	if err != nil {
+		return err
 	}
 	mount := s.m.disk.mountDisk
 	if s.kept != nil {
@@ -727,9 +737,16 @@ func (s *Session) end(ctx context.Context) {
 	}
 	saved := <-exported
 	switch {
+	case s.kept != nil && s.kept.fromHandoff:
+		// A handed-over workspace is still a session's own: it goes with it.
+		s.unmountDiskLocked()
+		s.kept.release(s.meter.Used())
+		if err := RemoveKept(s.m.cfg.CacheDir, s.kept.name); err != nil {
+			s.m.log.Warn("deleting the handed-over workspace at session end", "session", s.hash, "workspace", s.kept.name, "err", err)
+		}
 	case s.kept != nil:
 		s.unmountDiskLocked()
-		s.kept.release()
+		s.kept.release(s.meter.Used())
 		s.m.log.Info("kept workspace released", "event", "workspace_released", "session", s.hash, "workspace", s.kept.name)
 	case s.m.cfg.KeepSessionDirs:
 		s.unmountDiskLocked()

@@ -7,6 +7,28 @@
 // The Manager maps sessions to containers, removes idle ones, recreates dead
 // ones, and at start-up removes containers left by wink-mcp servers that
 // died, never those of a server that is still running.
+//
+// Locks are taken in this order, never against it, so that no two
+// goroutines can each hold a lock the other waits for:
+//
+//  1. a session's gate (the files and processes a call, a checkpoint or a
+//     restore shares or takes whole), or its pullMu (never both);
+//  2. Session.mu;
+//  3. Manager.mu, under which the server's callbacks (the park limit,
+//     CountParked's count) take only locks of their own;
+//  4. warmPool.mu;
+//  5. the leaves, which take no other lock while held: Session.storeMu,
+//     Session.portsMu, a snapshot's, the gate's list of running commands,
+//     Manager.builds.mu, Manager.rootsMu, and a kept workspace's egress
+//     recorder's (then its egress.Meter's).
+//
+// So a session may reach into the manager (its end retries a failed
+// removal through it), and the manager never waits for a session's lock
+// while it holds its own: what it needs of a session it reads before (a
+// handoff's meter), or from what the session left readable without it (a
+// pooled container's channel). A lock may be tried against the order
+// (TryLock, TryAcquire: the idle reaper and its automatic checkpoint), since
+// a try never waits.
 package workspace
 
 import (

@@ -1,0 +1,254 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/checkpoints"
+)
+
+// A stdio session hands its workspace to another process over the disk: a
+// kept workspace made for the handle (FromHandoff in its record). Such a
+// workspace is still the session's own, not one a user chose to keep, so
+// it lives only while it waits for its handle or a session has it open:
+// unclaimed at its expiry, or let go by the session that attached it, it
+// is deleted. While it waits, it shares its giver's disk limit: the
+// giver's next workspace gets what the waiting ones leave of the limit,
+// so the host disk loses at most the limit per session, however often a
+// model hands its work over.
+
+// minDiskBytes is the smallest filesystem a session is given: --disk-limit's
+// minimum.
+const minDiskBytes = 16 << 20
+
+// diskBudget returns the size of the filesystem the session's next
+// workspace may have: its disk limit less what the workspaces it handed
+// over, still waiting, take.
+func (s *Session) diskBudget(limit int64) (int64, error) {
+	held := s.heldDisk()
+	if held == 0 {
+		return limit, nil
+	}
+	if limit-held < minDiskBytes {
+		return 0, s.budgetError(limit, held)
+	}
+	return limit - held, nil
+}
+
+// budgetError says why the session has no disk left for a workspace.
+func (s *Session) budgetError(limit, held int64) error {
+	return fmt.Errorf("the workspaces this session handed over (workspace_handoff), still waiting for workspace_attach, take %s of its disk limit of %s "+
+		"(--disk-limit, shared with them until they are attached or expire), which leaves less than the %s a workspace needs. "+
+		"Attach one in another process, wait until one expires (they are deleted then), or hand over less",
+		checkpoints.FormatBytes(held), checkpoints.FormatBytes(limit), checkpoints.FormatBytes(minDiskBytes))
+}
+
+// heldDisk sums what the workspaces the session handed over to another
+// process take on the disk while they wait for their handles.
+func (s *Session) heldDisk() int64 {
+	var n int64
+	for _, root := range s.handedOver {
+		rec, err := readRecord(root)
+		if err != nil || !rec.FromHandoff || !time.Now().Before(rec.HandoffUntil) {
+			continue // deleted, attached or expired
+		}
+		n += keptDiskBytes(root)
+	}
+	return n
+}
+
+// keptDiskBytes is what the files of the kept workspace at root take on
+// the disk.
+func keptDiskBytes(root string) int64 {
+	if info, err := os.Stat(filepath.Join(root, keptDiskImage)); err == nil {
+		return allocatedBytes(info)
+	}
+	return treeBytes(filepath.Join(root, keptSessionDir))
+}
+
+// checkHandoffDisk refuses, before anything moves, a handoff to another
+// process after which the session's next workspace would have less disk
+// than a workspace needs.
+func (s *Session) checkHandoffDisk() error {
+	s.mu.Lock()
+	limit := s.limits().DiskBytes
+	limited := s.m.disk != nil && limit > 0
+	image, ownFiles := s.diskFile, s.kept == nil || s.kept.fromHandoff
+	s.mu.Unlock()
+	if !limited {
+		return nil
+	}
+	held := s.heldDisk()
+	if ownFiles {
+		if info, err := os.Stat(image); err == nil {
+			held += allocatedBytes(info)
+		}
+	}
+	if limit-held < minDiskBytes {
+		return s.budgetError(limit, held)
+	}
+	return nil
+}
+
+// checkAttachDisk refuses, before its handle is used, an attach of the
+// workspace another process handed over (its handle's digest is key)
+// whose filesystem would not fit beside the ones this session handed
+// over that still wait: attaching moves it into this session's limit.
+func (s *Session) checkAttachDisk(key string) error {
+	s.mu.Lock()
+	limit := s.limits().DiskBytes
+	limited := s.m.disk != nil && limit > 0 && len(s.handedOver) > 0
+	s.mu.Unlock()
+	var rec handoffRecord
+	if !limited || readJSON(filepath.Join(s.m.cfg.CacheDir, handoffsDir, key+".json"), &rec) != nil || rec.Principal != s.principal {
+		return nil // claimHandle gives the one answer to a bad handle
+	}
+	info, err := os.Stat(filepath.Join(keptRoot(s.m.cfg.CacheDir, rec.Workspace), keptDiskImage))
+	if err != nil {
+		return nil
+	}
+	if held := s.heldDisk(); held+info.Size() > limit {
+		return fmt.Errorf("the workspace's filesystem (%s) does not fit beside the ones this session handed over that wait for workspace_attach (%s) "+
+			"within its disk limit of %s (--disk-limit); attach it from another session, or after those are attached or expire",
+			checkpoints.FormatBytes(info.Size()), checkpoints.FormatBytes(held), checkpoints.FormatBytes(limit))
+	}
+	return nil
+}
+
+// handedOverAfter is the list of waiting workspaces a session's fresh
+// workspace inherits when it hands over the one at root.
+func (s *Session) handedOverAfter(root string, fromHandoff bool) []string {
+	list := slices.Clone(s.handedOver)
+	if fromHandoff {
+		list = append(list, root)
+	}
+	return list
+}
+
+// expireHandedOver deletes, when its handle expires, a workspace handed
+// to another process that nobody attached.
+func (m *Manager) expireHandedOver(name string, expires time.Time) {
+	t := time.AfterFunc(time.Until(expires)+time.Second, func() {
+		if deleted, err := removeUnclaimed(m.cfg.CacheDir, name); deleted {
+			m.log.Info("a handed-over workspace was not attached in time and is deleted", "event", "handoff_expired", "workspace", name)
+		} else if err != nil {
+			m.log.Warn("deleting a handed-over workspace nobody attached", "workspace", name, "err", err)
+		}
+	})
+	m.mu.Lock()
+	m.handoffTimers = append(m.handoffTimers, t)
+	m.mu.Unlock()
+}
+
+// removeUnclaimed deletes the kept workspace name when a handoff made it
+// and nothing holds it: no session has it open and its handle has
+// expired. It reports whether it deleted it.
+func removeUnclaimed(cacheDir, name string) (bool, error) {
+	root := keptRoot(cacheDir, name)
+	rec, err := readRecord(root)
+	if err != nil || !rec.FromHandoff || time.Now().Before(rec.HandoffUntil) {
+		return false, nil
+	}
+	if alive, err := probeLock(filepath.Join(root, lockFile)); err != nil || alive {
+		return false, nil
+	}
+	if err := RemoveKept(cacheDir, name); err != nil {
+		if errors.Is(err, ErrWorkspaceInUse) {
+			return false, nil // opened since
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// sweepHandedOver deletes the workspaces handoffs made that nothing holds
+// any more (their giver's process ended before they expired, or the
+// process that attached one was killed) and the handle files past their
+// expiry.
+func (m *Manager) sweepHandedOver(ctx context.Context) error {
+	list, err := ListKept(m.cfg.CacheDir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, k := range list {
+		if ctx.Err() != nil {
+			break
+		}
+		if deleted, err := removeUnclaimed(m.cfg.CacheDir, k.Name); deleted {
+			m.log.Info("deleted a handed-over workspace nobody holds", "event", "handoff_expired", "workspace", k.Name)
+		} else if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	dir := filepath.Join(m.cfg.CacheDir, handoffsDir)
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		var rec handoffRecord
+		path := filepath.Join(dir, e.Name())
+		if readJSON(path, &rec) == nil && time.Now().After(rec.Expires) {
+			os.Remove(path)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// persist moves a workspace to disk as the kept workspace name (its own,
+// when it has one), reserved for its handle until expires, stopping its
+// container.
+func (m *Manager) persist(ctx context.Context, s *Session, name string, expires time.Time) error {
+	s.retire(ctx)
+	used := s.egressMeter().Used()
+	if s.kept != nil {
+		s.kept.stopRecordingEgress() // reserve writes the record
+		// Reserved before the lock goes, so that no name opens it between.
+		err := reserve(s.kept.root, s.kept.name, s.principal, expires, used)
+		s.kept.release(used)
+		return err
+	}
+	root := keptRoot(m.cfg.CacheDir, name)
+	if err := s.moveTo(root); err != nil {
+		return fmt.Errorf("keeping the workspace for its handle: %w", err)
+	}
+	return reserve(root, name, s.principal, expires, used)
+}
+
+// reserve records that the kept workspace at root waits for a handle
+// until expires, and the egress bytes it has carried; one it makes is
+// marked as made by a handoff.
+func reserve(root, name, principal string, expires time.Time, egressBytes int64) error {
+	rec, err := readRecord(root)
+	if err != nil {
+		now := time.Now().UTC()
+		rec = WorkspaceRecord{Name: name, Created: now, LastUsed: now, FromHandoff: true}
+	}
+	rec.Principal, rec.HandoffUntil = principal, expires
+	rec.EgressBytes = max(rec.EgressBytes, egressBytes)
+	return writeJSON(filepath.Join(root, recordFile), rec)
+}
+
+// moveTo moves an ephemeral session's files to a kept workspace's place.
+// The container is gone and the disk unmounted.
+func (s *Session) moveTo(root string) error {
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return err
+	}
+	k := &keptWorkspace{root: root}
+	// What was never made (a disk where disks are not limited, a store
+	// before any checkpoint) is not there to move.
+	for _, mv := range [][2]string{{s.dir, k.sessionDir()}, {s.storeDir, k.storeDir()}, {s.diskFile, k.diskImage()}} {
+		if err := os.Rename(mv[0], mv[1]); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	// Its changes live on as the kept workspace's, exported when that ends.
+	if err := os.Remove(pendingPath(s.m.inst.dir, s.dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
