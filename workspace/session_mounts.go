@@ -23,6 +23,7 @@ import (
 //	<session>/mounts.json          the session's mounts, for `wink-mcp export`
 //	<session>/mounts/<n>/upper     an overlay mount's changes
 //	<session>/mounts/<n>/work      the overlay's work directory
+//	<session>/mounts/<n>/lower     a link to an overlay mount's host folder
 //	<session>/mounts/<n>/base      a copy mount's files as they were copied
 const (
 	mountsManifest = "mounts.json"
@@ -71,10 +72,12 @@ func (m sessionMount) info(sessionDir string) MountInfo {
 	return MountInfo{HostPath: m.HostPath, Path: m.Path, Mode: m.Mode, Dir: rel, FromRoot: m.fromRoot, Overlay: m.markers, ExportIgnored: m.ignored}
 }
 
-// upper, work and base are the mount's directories by role.
+// upper, work and base are the mount's directories by role; lower links
+// to the host folder.
 func (m sessionMount) upper() string { return filepath.Join(m.dir, "upper") }
 func (m sessionMount) work() string  { return filepath.Join(m.dir, "work") }
 func (m sessionMount) base() string  { return filepath.Join(m.dir, "base") }
+func (m sessionMount) lower() string { return filepath.Join(m.dir, "lower") }
 
 // writeManifest records the mounts of the session called hash in its
 // directory.
@@ -149,12 +152,26 @@ func prepareMounts(workspaceDir string, mounts []sessionMount, uid, gid int) err
 	return nil
 }
 
-// makeOverlayDirs makes an overlay mount's upper and work directories.
+// makeOverlayDirs makes an overlay mount's upper and work directories, and
+// the link to its host folder the container mounts: Podman writes the
+// folder's path into the overlay's mount options, where the kernel reads
+// ',' as the end of an option and '\' as an escape (a folder "a,b" was
+// "no such file or directory"), and a link in the session directory
+// names it with none of them (CheckOverlayPath checks that directory).
 func makeOverlayDirs(m sessionMount) error {
 	for _, d := range []string{m.upper(), m.work()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("creating the overlay directories of %s: %w", m.Path, err)
 		}
+	}
+	if target, err := os.Readlink(m.lower()); err == nil && target == m.HostPath {
+		return nil
+	}
+	if err := os.Remove(m.lower()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("replacing the link to %s: %w", m.HostPath, err)
+	}
+	if err := os.Symlink(m.HostPath, m.lower()); err != nil {
+		return fmt.Errorf("linking to %s for its overlay: %w", m.HostPath, err)
 	}
 	return nil
 }
