@@ -9,9 +9,12 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/wink-mcp/wink-mcp/checkpoints"
 )
 
 // Name and Title of the workspace prompt.
@@ -61,6 +64,18 @@ type Info struct {
 	// Chosen is the profile the user picked for the task with the
 	// prompt's profile argument, "" when none was picked.
 	Chosen string
+	// CommandTimeoutSeconds is podman_shell's timeout when a call gives
+	// none (the profile's), 0 for the tool's default of 30 seconds.
+	CommandTimeoutSeconds int
+	// IdleTimeout is how long the container stays without a call, and
+	// MaxJobAge how long running jobs keep it past that (0: as long as
+	// they run); 0 leaves idleness unmentioned.
+	IdleTimeout, MaxJobAge time.Duration
+	// ExportOnExit says the changes to mounted folders are written as
+	// patches for the user when the session ends.
+	ExportOnExit bool
+	// EgressMaxBytes is what the egress proxy carries at most, both ways.
+	EgressMaxBytes int64
 }
 
 // Profile is a profile the prompt lists.
@@ -72,12 +87,24 @@ type Profile struct {
 func Text(info Info) string {
 	var b strings.Builder
 	if info.Kept == "" {
-		fmt.Fprintf(&b, "You have an isolated Linux container powered by Podman, created for this session and removed when it ends.\n\n")
+		fmt.Fprintf(&b, "You have an isolated Linux container powered by Podman, made for this session. When the session ends, the container and the files in `%s` go with it, unless you first hand the workspace to another session with `workspace_handoff`: it then waits for that session's `workspace_attach` until the handle expires.", info.Workspace)
 	} else {
-		fmt.Fprintf(&b, "You have an isolated Linux container powered by Podman, working in the kept workspace %q: its files, checkpoints and changes to mounted folders stay when the session ends, and the next session that opens it finds them (in a new container: processes do not stay).\n\n", info.Kept)
+		fmt.Fprintf(&b, "You have an isolated Linux container powered by Podman, working in the kept workspace %q: its files, checkpoints and changes to mounted folders stay when the session ends, and the next session that opens it finds them (in a new container: processes do not stay).", info.Kept)
 	}
+	if info.IdleTimeout > 0 {
+		jobs := "while background jobs run"
+		if info.MaxJobAge > 0 {
+			jobs = "while background jobs run, for up to " + duration(info.MaxJobAge)
+		}
+		fmt.Fprintf(&b, " After %s without a call the container is removed (kept %s) and the next call makes a new one on the same files: processes end, files stay.", duration(info.IdleTimeout), jobs)
+	}
+	b.WriteString("\n\n")
 	fmt.Fprintf(&b, "- The file tools (ls, read_file, write_file, edit_file, glob, grep, rm) mirror a virtual filesystem interface but operate on `%s` inside the container. Their paths are relative to `%s`.\n", info.Workspace, info.Workspace)
-	fmt.Fprintf(&b, "- `podman_shell` runs commands (at most %d seconds each; 30 by default) in the same environment, starting in `%s`; files written by either are immediately visible to the other. Start servers, watchers and long builds with `background: true` and follow them with the `job` tool (status, paged output, signals, input); a server a job runs answers other commands on 127.0.0.1, and `workspace_port` shows it to the user at a URL on their machine until the job ends (a server started without `background` stops when its call returns). A truncated output names the job id that keeps all of it. `action: start` gives a command the user can paste to open a shell in the container.\n", info.ShellTimeoutSeconds, info.Workspace)
+	defaultTimeout := 30
+	if info.CommandTimeoutSeconds > 0 {
+		defaultTimeout = info.CommandTimeoutSeconds
+	}
+	fmt.Fprintf(&b, "- `podman_shell` runs commands (at most %d seconds each; %d when a call gives no timeout) in the same environment, starting in `%s`; files written by either are immediately visible to the other. Start servers, watchers and long builds with `background: true` and follow them with the `job` tool (status, paged output, signals, input); a server a job runs answers other commands on 127.0.0.1, and `workspace_port` shows it to the user at a URL on their machine until the job ends (a server started without `background` stops when its call returns). A truncated output names the job id that keeps all of it. `action: start` gives a command the user can paste to open a shell in the container.\n", info.ShellTimeoutSeconds, defaultTimeout, info.Workspace)
 	network := "There is no network access"
 	switch {
 	case info.EgressAsk:
@@ -85,13 +112,16 @@ func Text(info Info) string {
 	case len(info.Egress) > 0:
 		network = "The only network access is an HTTP proxy (already set in HTTP_PROXY and HTTPS_PROXY, which pip, npm, apt, go, git and curl follow) to the hosts the table allows; anything else is refused with a 403 whose text names the host: tell the user which host you need and why, and they can allow it"
 	}
+	if info.EgressMaxBytes > 0 && (info.EgressAsk || len(info.Egress) > 0) {
+		network += fmt.Sprintf("; past %s carried in all (both ways), every request is refused with a 403 that says so", checkpoints.FormatBytes(info.EgressMaxBytes))
+	}
 	if info.Unenforced == "" {
 		fmt.Fprintf(&b, "- %s. There is no privileged operation: you run as an unprivileged user with no capabilities, and memory, CPU and process counts are limited.\n", network)
 	} else {
 		fmt.Fprintf(&b, "- %s. There is no privileged operation: you run as an unprivileged user with no capabilities. This host cannot enforce the %s limits: the container shares the user's machine without them, so do not run anything that could exhaust it.\n", network, info.Unenforced)
 	}
 	fmt.Fprintf(&b, "- Do not assume files outside `%s` exist, and keep your work inside it; `/tmp` is a small scratch area.\n", info.Workspace)
-	fmt.Fprintf(&b, "- `workspace_checkpoint` saves all of `%s` (mounted folders' changes included) cheaply; take one before a risky change. `workspace_restore` puts it back exactly, stopping running commands and jobs first, and can itself be undone; `workspace_checkpoint_diff` shows what changed since. `workspace_handoff` gives the workspace to another session, which takes it with `workspace_attach`.\n", info.Workspace)
+	fmt.Fprintf(&b, "- `workspace_checkpoint` saves all of `%s` (mounted folders' changes included) cheaply; take one before a risky change. `workspace_restore` puts it back exactly, stopping running commands and jobs first, and can itself be undone; `workspace_checkpoint_diff` shows what changed since. `workspace_handoff` gives the workspace to another session, which takes it with `workspace_attach` (with its running container, jobs and open ports when both sessions are served by this server). `workspace_info` reports the workspace's state: its container, limits and what is used of them, jobs, checkpoints and ports.\n", info.Workspace)
 	if len(info.Profiles) > 0 {
 		current := "none yet: the image in the table"
 		if info.Profile != "" {
@@ -110,7 +140,14 @@ func Text(info Info) string {
 		}
 	}
 	if len(info.Mounts) > 0 || info.ClientRoots {
-		fmt.Fprintf(&b, "- The user's host folders are mounted in `%s` (see the table). Edit `overlay` folders freely: the copy on the host never changes, and your changes are kept for the user to review and apply as a patch; `workspace_changes` lists them and `workspace_diff` shows them. `ro` folders are read-only. `copy` folders are a filtered copy of the host folder, tracked the same way.\n", info.Workspace)
+		kept := "the user takes them as a patch while the session lasts (`wink-mcp export`), and they go with the session when it ends"
+		switch {
+		case info.Kept != "":
+			kept = "they stay in the kept workspace for the user to take as a patch (`wink-mcp export`)"
+		case info.ExportOnExit:
+			kept = "they are written as a patch for the user when the session ends"
+		}
+		fmt.Fprintf(&b, "- The user's host folders are mounted in `%s` (see the table). Edit `overlay` folders freely: the copy on the host never changes, and your changes are kept for the user to review and apply: %s; `workspace_changes` lists them and `workspace_diff` shows them. `ro` folders are read-only. `copy` folders are a filtered copy of the host folder, tracked the same way.\n", info.Workspace, kept)
 	}
 	if info.ClientRoots {
 		fmt.Fprintf(&b, "- Folders your client declares as its roots are mounted as well, when the first tool runs.\n")
@@ -213,4 +250,21 @@ func shown(s string) string {
 		return s
 	}
 	return fmt.Sprintf("%s... (%d bytes)", s[:most], len(s))
+}
+
+// duration says d in words: "15 minutes", "2 hours", "90 seconds".
+func duration(d time.Duration) string {
+	unit := func(n int64, one string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return fmt.Sprintf("%d %ss", n, one)
+	}
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		return unit(int64(d/time.Hour), "hour")
+	case d >= time.Minute && d%time.Minute == 0:
+		return unit(int64(d/time.Minute), "minute")
+	}
+	return unit(int64((d+time.Second-1)/time.Second), "second")
 }

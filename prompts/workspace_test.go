@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -94,8 +95,32 @@ func TestTextSaysWhatOutlivesTheSession(t *testing.T) {
 			t.Errorf("a kept workspace's text lacks %q:\n%s", want, kept)
 		}
 	}
-	if bare := Text(Info{Image: "i", Workspace: "/workspace"}); !strings.Contains(bare, "removed when it ends") || strings.Contains(bare, "kept workspace") {
-		t.Errorf("a session's own workspace is described as kept:\n%s", bare)
+	bare := Text(Info{Image: "i", Workspace: "/workspace"})
+	if !strings.Contains(bare, "When the session ends, the container and the files in `/workspace` go with it, unless you first hand the workspace to another session") ||
+		strings.Contains(bare, "kept workspace") || strings.Contains(bare, "without a call") {
+		t.Errorf("a session's own workspace is described as kept, or idleness is mentioned without a timeout:\n%s", bare)
+	}
+	for _, tc := range []struct {
+		info Info
+		want []string
+	}{
+		{Info{IdleTimeout: 15 * time.Minute, MaxJobAge: 2 * time.Hour},
+			[]string{"After 15 minutes without a call the container is removed (kept while background jobs run, for up to 2 hours)", "processes end, files stay"}},
+		{Info{IdleTimeout: 90 * time.Second}, []string{"After 90 seconds without a call the container is removed (kept while background jobs run)"}},
+		{Info{CommandTimeoutSeconds: 300}, []string{"300 when a call gives no timeout"}},
+		{Info{Mounts: []Mount{{HostPath: "/p", WorkspacePath: "p", Mode: "overlay"}}}, []string{"while the session lasts (`wink-mcp export`), and they go with the session when it ends"}},
+		{Info{Mounts: []Mount{{HostPath: "/p", WorkspacePath: "p", Mode: "overlay"}}, ExportOnExit: true}, []string{"written as a patch for the user when the session ends"}},
+		{Info{Mounts: []Mount{{HostPath: "/p", WorkspacePath: "p", Mode: "overlay"}}, Kept: "k"}, []string{"they stay in the kept workspace"}},
+		{Info{Egress: []string{"pypi.org"}, EgressMaxBytes: 4 << 30}, []string{"past 4.0 GiB carried in all (both ways), every request is refused with a 403 that says so"}},
+		{Info{}, []string{"`workspace_info` reports", "with its running container, jobs and open ports when both sessions are served by this server", "30 when a call gives no timeout"}},
+	} {
+		tc.info.Image, tc.info.Workspace = "i", "/workspace"
+		text := Text(tc.info)
+		for _, want := range tc.want {
+			if !strings.Contains(text, want) {
+				t.Errorf("%+v: text lacks %q:\n%s", tc.info, want, text)
+			}
+		}
 	}
 }
 

@@ -50,6 +50,9 @@ func (s *Server) plannedInfo(ctx context.Context, base prompts.Info, budget time
 	defer cancel()
 	planned := s.mgr.SessionImage(ctx, id)
 	base.Image, base.ImagePending, base.Profile = planned.Image, planned.Pending, planned.Profile
+	if p, err := s.cfg.Workspace.Profiles.Get(planned.Profile); planned.Profile != "" && err == nil {
+		base.CommandTimeoutSeconds = int(p.Limits.CommandTimeout / time.Second)
+	}
 	return base
 }
 

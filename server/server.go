@@ -130,7 +130,8 @@ func New(cfg Config) (*Server, error) {
 	mgr.OnChange(s.notifyChanged)
 	mgr.OnEgressAsk(s.askEgress)
 	info := prompts.Info{Image: cfg.Workspace.ImageChoices()[0], Workspace: workspace.Root, ShellTimeoutSeconds: int(cfg.MaxCommandTimeout / time.Second),
-		Mounts: promptMounts(mgr.Mounts()), ClientRoots: cfg.Workspace.MountRoots, Egress: cfg.Workspace.Egress, EgressAsk: cfg.Workspace.EgressAsk, Kept: cfg.KeptWorkspace}
+		Mounts: promptMounts(mgr.Mounts()), ClientRoots: cfg.Workspace.MountRoots, Egress: cfg.Workspace.Egress, EgressAsk: cfg.Workspace.EgressAsk, Kept: cfg.KeptWorkspace,
+		IdleTimeout: cfg.Workspace.IdleTimeout, MaxJobAge: cfg.Workspace.MaxJobAge, ExportOnExit: cfg.Workspace.ExportDir != "", EgressMaxBytes: cfg.Workspace.EgressMaxBytes}
 	var profileList []tools.Profile
 	var profileNames []string
 	for _, p := range cfg.Workspace.Profiles.All() {

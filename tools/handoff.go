@@ -39,9 +39,10 @@ func WorkspaceHandoff(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 		name:  "workspace_handoff",
 		title: "Hand this workspace to another session",
 		description: "Give this session's workspace (its files, the changes to mounted folders, its checkpoints, and, where the " +
-			"other session is served by the same server, its running container and jobs) a one-time handle that another " +
-			"session of the same client passes to workspace_attach; this session goes on with a fresh, empty workspace. The " +
-			"handle works once, until it expires (default 15 minutes).",
+			"other session is served by the same server, its running container, jobs and open ports) a one-time handle that " +
+			"another session of the same client passes to workspace_attach; this session goes on with a fresh, empty workspace. " +
+			"The handle works once, until it expires (default 15 minutes); a workspace not attached by then is removed if it kept " +
+			"its container, and otherwise stays on disk as a kept workspace the user can list and remove (wink-mcp workspaces).",
 		annotations: annotate(false, true, false),
 		handle: func(ctx context.Context, ws workspace.Workspace, p WorkspaceHandoffParams) (WorkspaceHandoffResult, error) {
 			ttl := workspace.DefaultHandoffTTL
@@ -80,8 +81,8 @@ func WorkspaceAttach(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 		name:  "workspace_attach",
 		title: "Take over a workspace another session handed over",
 		description: "Take over the workspace another session of the same client handed over with workspace_handoff, by its " +
-			"handle: this session's own workspace, which must hold no work yet, is replaced by it. A wrong, used or expired " +
-			"handle is refused.",
+			"handle: this session's own workspace, which must hold no work yet, is replaced by it, with the running container, " +
+			"jobs and open ports it kept (kept_container). A wrong, used or expired handle is refused.",
 		annotations: annotate(false, true, false),
 		handle: func(ctx context.Context, ws workspace.Workspace, p WorkspaceAttachParams) (WorkspaceAttachResult, error) {
 			a, err := ws.Attach(ctx, p.Handle)

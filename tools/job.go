@@ -182,8 +182,9 @@ func Job(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"so nothing is lost to truncation); signal sends TERM (then KILL after grace_seconds), INT, HUP or KILL to everything " +
 			"the job started and nothing else; input writes to its stdin (close_stdin ends it); forget drops a finished job and the " +
 			"kept output that takes the workspace's disk. Up to 16 jobs run at once; the 32 most recent finished ones are kept. " +
-			"Jobs end with the session (unless its container is handed over with workspace_handoff), and do not survive the " +
-			"container being recreated.",
+			"Jobs end with the session (unless its container is handed over with workspace_handoff), with a restore " +
+			"(workspace_restore), a profile switch with restart and action=stop, and do not survive the container being recreated. " +
+			"A container idle past the server's timeout is kept while jobs run, for a time the server sets (2 hours by default).",
 		annotations: annotate(false, true, false),
 		handle:      runJob,
 	})

@@ -89,7 +89,8 @@ func WorkspacePort(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"reachable until the job ends or is signalled; one started in the foreground ends, and stops answering, when its call returns. "+
 			"A connection while nothing listens gets an error page at once. The URL answers only requests that name it 127.0.0.1 or "+
 			"localhost and come from no web page or one on the user's machine (other pages are refused). At most %d ports; they close "+
-			"when the session ends.", workspace.MaxPorts),
+			"when the session ends, and go with a workspace handed over with its container (workspace_handoff), open for the session "+
+			"that attaches it.", workspace.MaxPorts),
 		annotations: annotate(false, false, true),
 		handle: func(ctx context.Context, ws workspace.Workspace, p WorkspacePortParams) (WorkspacePortResult, error) {
 			r := WorkspacePortResult{Action: p.Action}

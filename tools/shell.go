@@ -193,7 +193,7 @@ func Shell(workspaceFor WorkspaceFor, log *slog.Logger, maxTimeout time.Duration
 			"device (at most an HTTP proxy to the hosts the user allows; see the workspace prompt), no capabilities and runs " +
 			"as an unprivileged user. `command` is an argv array, not a shell string: use " +
 			"[\"sh\", \"-c\", \"...\"] for pipes, globs and redirection. Limits: command at most 4096 bytes; stdin at most " +
-			fmt.Sprintf("48000 characters; env at most 64 entries; timeout_seconds 1-%d (default 30). On timeout the command and every ", maxSeconds) +
+			fmt.Sprintf("48000 characters; env at most 64 entries; timeout_seconds 1-%d (default 30, or the profile's). On timeout the command and every ", maxSeconds) +
 			"process it started get SIGTERM, then SIGKILL after grace_seconds (default 2); exit_code is 124, timed_out is true " +
 			"and ended_by names the signal. Processes a command leaves running in the background are killed when it exits: " +
 			"for servers, watchers and long work use background=true, which returns a job id at once (the job tool follows it). " +

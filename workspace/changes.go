@@ -120,8 +120,11 @@ func (s *Session) eachFolder(ctx context.Context, prefix string, f func(MountInf
 			return err
 		}
 		folder, err := openFolder(s.dir, mi)
-		if err != nil || folder == nil {
+		if err != nil {
 			return err
+		}
+		if folder == nil {
+			continue // read-only, or not made yet: the mounts after it may have changed
 		}
 		list, err := folder.Changes(ctx)
 		if err == nil {

@@ -48,3 +48,25 @@ func TestIgnoredDirectoriesComeLastAsOneEntry(t *testing.T) {
 		t.Errorf("the diff does not put b's hunk before a's left-out line:\n%s", diff.Text)
 	}
 }
+
+// TestChangesReadEveryFolderAfterAReadOnlyOne: a read-only mount, which
+// cannot change, does not end the listing; the folders mounted after it
+// are read too (they were skipped when it came first).
+func TestChangesReadEveryFolderAfterAReadOnlyOne(t *testing.T) {
+	root, folder := hostTree(t, map[string]string{"a.txt": "a\n"})
+	m, _, _ := newTestManager(t, func(c *Config) {
+		c.Mounts = []Mount{{HostPath: folder, Path: "ro", Mode: MountReadOnly}, {HostPath: folder, Path: "cp", Mode: MountCopy}}
+		c.AllowedRoots = []string{root}
+	})
+	s, _ := m.Session("s")
+	if _, err := s.WriteFile(ctx, "cp/a.txt", "a, edited\n"); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.Changes(ctx, "")
+	if err != nil || len(list) != 1 || list[0].Path != "cp/a.txt" {
+		t.Errorf("changes %+v, %v; want cp/a.txt", list, err)
+	}
+	if diff, err := s.Diff(ctx, ""); err != nil || !strings.Contains(diff.Text, "+a, edited") {
+		t.Errorf("diff %q, %v; want cp/a.txt's hunk", diff.Text, err)
+	}
+}

@@ -22,6 +22,8 @@ func TestConfigValidate(t *testing.T) {
 		{name: "nproc below pids", mutate: func(c *Config) { c.NprocLimit = 10 }, wantErr: "nproc"},
 		{name: "no inotify shares", mutate: func(c *Config) { c.InotifyShares = 0 }, wantErr: "--inotify-shares 0 must be between 1 and 1024"},
 		{name: "too many inotify shares", mutate: func(c *Config) { c.InotifyShares = 1025 }, wantErr: "--inotify-shares 1025"},
+		{name: "overlay cache with a comma", mutate: func(c *Config) { c.CacheDir, c.Mounts = "/tmp/a,b", []Mount{{HostPath: "/src"}} }, wantErr: "--cache-dir /tmp/a,b holds ','"},
+		{name: "roots cache with a backslash", mutate: func(c *Config) { c.CacheDir, c.MountRoots = `/tmp/a\b`, true }, wantErr: `holds '\'`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -31,5 +33,11 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("Validate = %v, want an error containing %q", err, tt.wantErr)
 			}
 		})
+	}
+	// Copies and read-only mounts put no cache path in mount options.
+	c := DefaultConfig()
+	c.CacheDir, c.Mounts = "/tmp/a,b", []Mount{{HostPath: "/src", Mode: MountCopy}, {HostPath: "/ro", Mode: MountReadOnly}}
+	if err := c.Validate(); err != nil && strings.Contains(err.Error(), "--cache-dir") {
+		t.Errorf("Validate = %v, want no refusal of a cache directory without overlays", err)
 	}
 }

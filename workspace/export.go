@@ -19,8 +19,12 @@ import (
 type SessionRecord struct {
 	// Dir is the session directory.
 	Dir string
-	// Hash names the session, as the logs do.
+	// Hash names the session, as the logs do (the name of Dir, which may
+	// differ for a session given a pooled container, names it too).
 	Hash string
+	// Workspace names the kept workspace the record is, "" for a session
+	// directory (see OpenKept).
+	Workspace string
 	// Alive is true while the server that owns it runs.
 	Alive bool
 	// Mounts are the host folders in its workspace.
@@ -67,17 +71,24 @@ func findSessions(cacheDir string) ([]SessionRecord, error) {
 	var out []SessionRecord
 	for _, mf := range manifests {
 		dir := filepath.Dir(mf)
-		mounts, err := ReadManifest(dir)
+		m, err := readManifest(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // its session ended since the listing
+		}
 		if err != nil {
 			return nil, err
 		}
 		info, err := os.Stat(mf)
 		if err != nil {
-			return nil, err
+			continue
 		}
 		instanceDir := filepath.Dir(filepath.Dir(dir))
 		alive, _ := probeLock(filepath.Join(instanceDir, lockFile))
-		out = append(out, SessionRecord{Dir: dir, Hash: filepath.Base(dir), Alive: alive, Mounts: mounts, Modified: info.ModTime()})
+		hash := m.Session
+		if hash == "" {
+			hash = filepath.Base(dir)
+		}
+		out = append(out, SessionRecord{Dir: dir, Hash: hash, Alive: alive, Mounts: m.Mounts, Modified: info.ModTime()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Modified.After(out[j].Modified) })
 	return out, nil

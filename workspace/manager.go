@@ -536,7 +536,11 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 		if mt.Mode == MountCopy {
 			continue
 		}
-		spec.Mounts = append(spec.Mounts, engine.Mount{Source: mt.HostPath, Destination: Root + "/" + mt.Path,
+		source := mt.HostPath
+		if mt.Mode == MountOverlay {
+			source = mt.lower() // see makeOverlayDirs
+		}
+		spec.Mounts = append(spec.Mounts, engine.Mount{Source: source, Destination: Root + "/" + mt.Path,
 			ReadOnly: mt.Mode == MountReadOnly, Upper: mt.upper(), Work: mt.work()})
 	}
 	return spec

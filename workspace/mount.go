@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/wink-mcp/wink-mcp/glob"
@@ -273,4 +274,20 @@ func (c Config) CheckMounts() ([]MountInfo, string, error) {
 		user = cmp.Or(plan.owner, DefaultUser)
 	}
 	return mountInfos(plan.mounts), user, nil
+}
+
+// overlayOptionChar returns the first character of path that an overlay
+// mount's options cannot carry (the kernel splits them at ',' and
+// unescapes '\'), or 0. A host folder's path never reaches those options
+// (see makeOverlayDirs); the cache directory's does.
+func overlayOptionChar(path string) rune {
+	if i := strings.IndexAny(path, ",\\"); i >= 0 {
+		return rune(path[i])
+	}
+	return 0
+}
+
+// overlays says whether some session may mount a folder as an overlay.
+func (c Config) overlays() bool {
+	return c.MountRoots || slices.ContainsFunc(c.allMounts(), func(m Mount) bool { return m.Mode == "" || m.Mode == MountOverlay })
 }

@@ -142,6 +142,10 @@ type Session struct {
 	// readOnlyPaths are the workspace paths of the read-only mounts, set
 	// when the mounts are fixed.
 	readOnlyPaths atomic.Pointer[[]string]
+	// recordedAs is the session hash the mounts' manifest and export
+	// marker were written under (guarded by mu), "" before: see
+	// recordMountsLocked.
+	recordedAs string
 }
 
 var _ Workspace = (*Session)(nil)
@@ -387,6 +391,11 @@ func (s *Session) ensure(ctx context.Context) (*wire.Client, error) {
 	defer s.mu.Unlock()
 	if s.ended {
 		return nil, ErrSessionEnded
+	}
+	// A pooled container a session took, or a handed-over workspace
+	// another attached, is recorded as theirs before their first call.
+	if err := s.recordMountsLocked(); err != nil {
+		return nil, err
 	}
 	if s.client != nil {
 		select {
@@ -709,7 +718,8 @@ func (s *Session) end(ctx context.Context) {
 	}
 	start := time.Now()
 	had := s.created
-	exportNow := s.m.cfg.ExportDir != "" && len(s.mounts) > 0
+	// A pooled container no session took holds nobody's work.
+	exportNow := s.m.cfg.ExportDir != "" && len(s.mounts) > 0 && s.id != ""
 	if exportNow {
 		// The files are final once the jobs have stopped: the export and
 		// the container's removal need not wait for each other.

@@ -23,6 +23,7 @@ import (
 //	<session>/mounts.json          the session's mounts, for `wink-mcp export`
 //	<session>/mounts/<n>/upper     an overlay mount's changes
 //	<session>/mounts/<n>/work      the overlay's work directory
+//	<session>/mounts/<n>/lower     a link to an overlay mount's host folder
 //	<session>/mounts/<n>/base      a copy mount's files as they were copied
 const (
 	mountsManifest = "mounts.json"
@@ -50,7 +51,10 @@ type MountInfo struct {
 
 // manifest is the content of mounts.json.
 type manifest struct {
-	Mounts []MountInfo `json:"mounts"`
+	// Session is the hash of the session that owns the workspace, as its
+	// logs name it ("" in manifests written before it was recorded).
+	Session string      `json:"session,omitempty"`
+	Mounts  []MountInfo `json:"mounts"`
 }
 
 // sessionMount is a mount as one session has it.
@@ -68,14 +72,17 @@ func (m sessionMount) info(sessionDir string) MountInfo {
 	return MountInfo{HostPath: m.HostPath, Path: m.Path, Mode: m.Mode, Dir: rel, FromRoot: m.fromRoot, Overlay: m.markers, ExportIgnored: m.ignored}
 }
 
-// upper, work and base are the mount's directories by role.
+// upper, work and base are the mount's directories by role; lower links
+// to the host folder.
 func (m sessionMount) upper() string { return filepath.Join(m.dir, "upper") }
 func (m sessionMount) work() string  { return filepath.Join(m.dir, "work") }
 func (m sessionMount) base() string  { return filepath.Join(m.dir, "base") }
+func (m sessionMount) lower() string { return filepath.Join(m.dir, "lower") }
 
-// writeManifest records the session's mounts in its directory.
-func writeManifest(sessionDir string, mounts []sessionMount) error {
-	var mf manifest
+// writeManifest records the mounts of the session called hash in its
+// directory.
+func writeManifest(sessionDir, hash string, mounts []sessionMount) error {
+	mf := manifest{Session: hash}
 	for _, m := range mounts {
 		mf.Mounts = append(mf.Mounts, m.info(sessionDir))
 	}
@@ -92,20 +99,25 @@ func writeManifest(sessionDir string, mounts []sessionMount) error {
 
 // ReadManifest returns the mounts recorded in a session directory.
 func ReadManifest(sessionDir string) ([]MountInfo, error) {
+	mf, err := readManifest(sessionDir)
+	return mf.Mounts, err
+}
+
+func readManifest(sessionDir string) (manifest, error) {
+	var mf manifest
 	data, err := os.ReadFile(filepath.Join(sessionDir, mountsManifest))
 	if err != nil {
-		return nil, err
+		return mf, err
 	}
-	var mf manifest
 	if err := json.Unmarshal(data, &mf); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", filepath.Join(sessionDir, mountsManifest), err)
+		return manifest{}, fmt.Errorf("reading %s: %w", filepath.Join(sessionDir, mountsManifest), err)
 	}
 	for _, m := range mf.Mounts {
 		if !strings.HasPrefix(m.Dir, mountsDir+"/") || strings.Contains(m.Dir, "..") {
-			return nil, fmt.Errorf("%s names a mount directory %q outside the session", mountsManifest, m.Dir)
+			return manifest{}, fmt.Errorf("%s names a mount directory %q outside the session", mountsManifest, m.Dir)
 		}
 	}
-	return mf.Mounts, nil
+	return mf, nil
 }
 
 // prepareMounts makes the directories the session's mounts need, copies
@@ -140,12 +152,26 @@ func prepareMounts(workspaceDir string, mounts []sessionMount, uid, gid int) err
 	return nil
 }
 
-// makeOverlayDirs makes an overlay mount's upper and work directories.
+// makeOverlayDirs makes an overlay mount's upper and work directories, and
+// the link to its host folder the container mounts: Podman writes the
+// folder's path into the overlay's mount options, where the kernel reads
+// ',' as the end of an option and '\' as an escape (a folder "a,b" was
+// "no such file or directory"), and a link in the session directory
+// names it with none of them (CheckOverlayPath checks that directory).
 func makeOverlayDirs(m sessionMount) error {
 	for _, d := range []string{m.upper(), m.work()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("creating the overlay directories of %s: %w", m.Path, err)
 		}
+	}
+	if target, err := os.Readlink(m.lower()); err == nil && target == m.HostPath {
+		return nil
+	}
+	if err := os.Remove(m.lower()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("replacing the link to %s: %w", m.HostPath, err)
+	}
+	if err := os.Symlink(m.HostPath, m.lower()); err != nil {
+		return fmt.Errorf("linking to %s for its overlay: %w", m.HostPath, err)
 	}
 	return nil
 }
@@ -254,9 +280,6 @@ func (s *Session) resolveMountsLocked(ctx context.Context, markers changes.Marke
 			}
 			list[i].ignored = m.cfg.ExportIgnored
 		}
-		if err := writeManifest(s.dir, list); err != nil {
-			return err
-		}
 	}
 	s.mounts, s.mountsResolved = list, true
 	var readOnly []string
@@ -269,10 +292,33 @@ func (s *Session) resolveMountsLocked(ctx context.Context, markers changes.Marke
 	// Before any call can change them, so that no end (a kill included)
 	// deletes the changes before they are exported; without the marker,
 	// no container is made.
-	if err := s.markPendingLocked(); err != nil {
+	if err := s.recordMountsLocked(); err != nil {
 		s.mountsResolved = false
 		return err
 	}
+	return nil
+}
+
+// recordMountsLocked writes, for `wink-mcp export` and the next server's
+// sweep, the manifest of the session's mounts and the marker of its
+// pending export, under the hash of the session that owns the workspace
+// now. A pooled container no session has taken records nothing: it is no
+// session, and nothing in it is anyone's work. A session that takes it
+// (or attaches a handed-over workspace) records before its first call
+// reaches the agent (see ensure).
+func (s *Session) recordMountsLocked() error {
+	if !s.mountsResolved || s.id == "" || s.recordedAs == s.hash {
+		return nil
+	}
+	if len(s.mounts) > 0 {
+		if err := writeManifest(s.dir, s.hash, s.mounts); err != nil {
+			return err
+		}
+	}
+	if err := s.markPendingLocked(); err != nil {
+		return err
+	}
+	s.recordedAs = s.hash
 	return nil
 }
 
@@ -290,7 +336,7 @@ func (s *Session) forgetMountsLocked(ctx context.Context) error {
 			return fmt.Errorf("deleting the files of the old mounts: %w", err)
 		}
 	}
-	s.mounts, s.mountsResolved = nil, false
+	s.mounts, s.mountsResolved, s.recordedAs = nil, false, ""
 	return nil
 }
 

@@ -14,18 +14,21 @@ import (
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
-// runExport writes a session's changes to its mounted folders as git
-// patches: to stdout when it has one folder that can change, else into
-// --out. It exits 2 on bad flags or when the session is ambiguous.
+// runExport writes the changes of a session, or of a kept workspace, to
+// its mounted folders as git patches: to stdout when it has one folder
+// that can change, else into --out. It exits 2 on bad flags or when the
+// session is ambiguous, and then lists the sessions with the flag that
+// picks each.
 func runExport(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("wink-mcp export", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: wink-mcp export [--session HASH] [--out DIR] [--cache-dir DIR] [--export-ignored]\n\n"+
+		fmt.Fprintf(stderr, "usage: wink-mcp export [--session HASH | --workspace NAME] [--out DIR] [--cache-dir DIR] [--export-ignored]\n\n"+
 			"Writes what a session changed in its mounted host folders as patches that `git apply` accepts in a clean copy\n"+
 			"of each folder. Sessions are found under the cache directory while their server runs, or afterwards when it\n"+
-			"ran with --keep-session-dirs or its export on exit could not finish. With one changeable folder and no --out, the patch\n"+
-			"goes to stdout.\n\n")
+			"ran with --keep-session-dirs or its export on exit could not finish; kept workspaces (--workspace) always.\n"+
+			"Without --session or --workspace it exports the only one that changed something, or lists them with the\n"+
+			"flag that picks each. With one changeable folder and no --out, the patch goes to stdout.\n\n")
 		fs.PrintDefaults()
 	}
 	cache := workspace.DefaultConfig().CacheDir
@@ -33,7 +36,8 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 		cache = v
 	}
 	fs.StringVar(&cache, "cache-dir", cache, "the cache directory the server used [WINK_CACHE]")
-	session := fs.String("session", "", "the session's hash, or its start (see the list without it, or the server's logs)")
+	session := fs.String("session", "", "the session's hash, or its start (as the server's logs name it; see the list without it)")
+	kept := fs.String("workspace", "", "the kept workspace's name (see wink-mcp workspaces)")
 	out := fs.String("out", "", "write one <workspace path>.patch per folder here")
 	ignored := fs.Bool("export-ignored", false, "put in the patches the new files a folder's .gitignore ignores, whatever the server did")
 	if err := fs.Parse(args); err != nil {
@@ -46,41 +50,29 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 		fmt.Fprintf(stderr, "wink-mcp export: unexpected argument %q (see -h)\n", fs.Arg(0))
 		return 2
 	}
-	sessions, release, err := workspace.FindSessions(cache)
-	if err != nil {
-		fmt.Fprintf(stderr, "wink-mcp export: %v\n", err)
-		return 1
-	}
-	defer release()
-	var matches []workspace.SessionRecord
-	for _, s := range sessions {
-		if strings.HasPrefix(s.Hash, *session) {
-			matches = append(matches, s)
-		}
-	}
-	switch {
-	case len(matches) == 0:
-		fmt.Fprintf(stderr, "wink-mcp export: no session with mounted folders under %s%s; a session's files are kept after it ends with --keep-session-dirs, or until its export on exit is written\n",
-			cache, map[bool]string{true: " matches " + *session, false: ""}[*session != ""])
-		return 1
-	case len(matches) > 1:
-		fmt.Fprintf(stderr, "wink-mcp export: %d sessions; choose one with --session:\n", len(matches))
-		for _, s := range matches {
-			fmt.Fprintf(stderr, "  %s  %s  %s\n", s.Hash, s.Modified.Format("2006-01-02 15:04"), describeMounts(s))
-		}
+	if *session != "" && *kept != "" {
+		fmt.Fprintln(stderr, "wink-mcp export: --session and --workspace each pick what to export; give one of them")
 		return 2
 	}
-	s := matches[0]
+	// Ctrl-C stops a long export cleanly: no partial patch file is left.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	candidates, release, code := exportCandidates(cache, *session, *kept, stderr)
+	defer release()
+	if code >= 0 {
+		return code
+	}
+	s, code := chooseExport(ctx, candidates, *session, cache, stderr)
+	if code >= 0 {
+		return code
+	}
 	if s.Err != nil {
-		fmt.Fprintf(stderr, "wink-mcp export: session %s cannot be read: %v\n", s.Hash, s.Err)
+		fmt.Fprintf(stderr, "wink-mcp export: %s cannot be read: %v\n", describeWhat(s), s.Err)
 		return 1
 	}
 	for i := range s.Mounts {
 		s.Mounts[i].ExportIgnored = s.Mounts[i].ExportIgnored || *ignored
 	}
-	// Ctrl-C stops a long export cleanly: no partial patch file is left.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	if *out != "" {
 		written, err := workspace.ExportChanges(ctx, s.Dir, s.Mounts, *out)
 		patches := 0
@@ -96,7 +88,7 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 			return 1
 		}
 		if patches == 0 {
-			fmt.Fprintln(stderr, "wink-mcp export: the session changed none of its mounted folders")
+			fmt.Fprintf(stderr, "wink-mcp export: %s changed none of its mounted folders; no patch written\n", describeWhat(s))
 		}
 		return 0
 	}
@@ -106,8 +98,12 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 			changeable = append(changeable, m)
 		}
 	}
+	if len(changeable) == 0 {
+		fmt.Fprintf(stderr, "wink-mcp export: %s mounts its folders read-only (%s): nothing to export\n", describeWhat(s), describeMounts(s))
+		return 0
+	}
 	if len(changeable) != 1 {
-		fmt.Fprintf(stderr, "wink-mcp export: session %s has %d folders that can change (%s); write their patches with --out DIR\n", s.Hash, len(changeable), describeMounts(s))
+		fmt.Fprintf(stderr, "wink-mcp export: %s has %d folders that can change (%s); write their patches with --out DIR\n", describeWhat(s), len(changeable), describeMounts(s))
 		return 2
 	}
 	ex, err := workspace.ExportMount(ctx, s.Dir, changeable[0], stdout)
@@ -116,7 +112,11 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 		return 1
 	}
 	printLeftOut(stderr, ex.LeftOut)
-	fmt.Fprintf(stderr, "wink-mcp export: %d changed paths in %s\n", ex.Changed, changeable[0].HostPath)
+	if ex.Changed == 0 {
+		fmt.Fprintf(stderr, "wink-mcp export: %s changed nothing in %s; the patch is empty\n", describeWhat(s), display.Text(changeable[0].HostPath))
+		return 0
+	}
+	fmt.Fprintf(stderr, "wink-mcp export: %s: %s in %s\n", describeWhat(s), plural(ex.Changed, "changed path", "changed paths"), display.Text(changeable[0].HostPath))
 	return 0
 }
 
@@ -127,17 +127,15 @@ func printLeftOut(stderr io.Writer, left []string) {
 	}
 }
 
+// describeMounts names a session's mounted folders, or why they cannot
+// be read.
 func describeMounts(s workspace.SessionRecord) string {
 	if s.Err != nil {
-		return "ended, cannot be read: " + s.Err.Error()
+		return "cannot be read: " + s.Err.Error()
 	}
 	var parts []string
 	for _, m := range s.Mounts {
-		parts = append(parts, fmt.Sprintf("%s at /workspace/%s (%s)", m.HostPath, m.Path, m.Mode))
+		parts = append(parts, fmt.Sprintf("%s at /workspace/%s (%s)", display.Text(m.HostPath), display.Text(m.Path), m.Mode))
 	}
-	state := "ended"
-	if s.Alive {
-		state = "running"
-	}
-	return state + ": " + strings.Join(parts, ", ")
+	return strings.Join(parts, ", ")
 }

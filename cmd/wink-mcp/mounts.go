@@ -38,7 +38,7 @@ func parseMount(spec string) (workspace.Mount, error) {
 	case 3:
 		m.Path, options = parts[1], parts[2]
 	default:
-		return fail("it has more than two ':'; host paths holding ':' cannot be mounted")
+		return fail("it has more than two ':'; for a host path holding ':', give a symlink to the folder, which is mounted as the folder it names")
 	}
 	if options == "" {
 		return m, nil
@@ -100,6 +100,7 @@ func expandHome(p string) string {
 
 // pathList binds a repeatable flag of paths; its environment variable
 // separates them with ';' (paths and --mount values may hold ',' and ':').
+// Each flag is one value, whole: a folder named "a;b" can be given there.
 func (b *binder) pathList(p *[]string, name, usage string, envs ...string) {
 	add := func(s string) {
 		for _, item := range strings.Split(s, ";") {
@@ -114,10 +115,10 @@ func (b *binder) pathList(p *[]string, name, usage string, envs ...string) {
 		}
 	}
 	b.fs.Func(name, fmt.Sprintf("%s [%s, ';'-separated]", usage, strings.Join(envs, ", ")), func(s string) error {
-		if strings.TrimSpace(s) == "" {
+		if s = strings.TrimSpace(s); s == "" {
 			return errors.New("empty value")
 		}
-		add(s)
+		*p = append(*p, s)
 		return nil
 	})
 }

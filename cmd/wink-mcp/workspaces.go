@@ -81,6 +81,7 @@ func runWorkspaces(args []string, lookup func(string) (string, bool), stdout, st
 			return fail(err)
 		}
 		printKept(stdout, k)
+		printKeptMounts(stdout, cache, k.Name)
 		return 0
 	case cmd == "rm" && len(rest) == 2:
 		if err := workspace.RemoveKept(cache, rest[1]); err != nil {
@@ -127,5 +128,23 @@ func printKept(w io.Writer, k workspace.KeptWorkspace) {
 	}
 	if k.Err != nil {
 		fmt.Fprintf(w, "error      %v\n", k.Err)
+	}
+}
+
+// printKeptMounts names the host folders a kept workspace mounts, and how
+// to export their changes.
+func printKeptMounts(w io.Writer, cache, name string) {
+	rec, release, err := workspace.OpenKept(cache, name)
+	if err != nil {
+		return
+	}
+	defer release()
+	switch {
+	case rec.Err != nil:
+		fmt.Fprintf(w, "mounts     cannot be read: %v\n", rec.Err)
+	case len(rec.Mounts) == 0:
+		fmt.Fprintln(w, "mounts     none")
+	default:
+		fmt.Fprintf(w, "mounts     %s\nexport     wink-mcp export%s --workspace %s (their changes as patches)\n", describeMounts(rec), cacheFlag(cache), name)
 	}
 }
