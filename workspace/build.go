@@ -95,6 +95,11 @@ func (m *Manager) BuildProfile(ctx context.Context, name string, progress func(P
 // profileImage returns the image sessions under p start from, building it
 // first when its setup has not run; built says this call waited for that.
 func (m *Manager) profileImage(ctx context.Context, p *profiles.Profile, progress func(Progress)) (image string, built bool, err error) {
+	defer func() {
+		if err == nil && p != nil {
+			m.known.set(p.Name, image)
+		}
+	}()
 	if p == nil {
 		image, err := m.ensureImage(ctx)
 		return image, false, err

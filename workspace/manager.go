@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/egress"
@@ -60,7 +59,7 @@ type Manager struct {
 	stopReaper context.CancelFunc
 	reaperDone chan struct{}
 
-	chosenImage atomic.Value // the image ensureImage chose last, when Config.Image is empty
+	known knownImages // the images new containers start from, as last found
 }
 
 // NewManager checks cfg, takes this instance's lock under the cache
@@ -397,7 +396,7 @@ func (m *Manager) ensureImage(ctx context.Context) (string, error) {
 	if err != nil {
 		return image, withImageRemedy(err)
 	}
-	if m.cfg.Image == "" && m.chosenImage.Swap(image) != image {
+	if m.known.set("", image) != image && m.cfg.Image == "" {
 		m.log.Info("image chosen", "image", image, "choices", m.cfg.ImageChoices())
 	}
 	return image, nil

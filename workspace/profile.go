@@ -159,6 +159,7 @@ func (s *Session) profileChangeErrLocked(p *profiles.Profile, restart bool) erro
 // sessions get.
 func (s *Session) setProfileLocked(p *profiles.Profile) {
 	s.profile = p
+	s.seen.Store(&PlannedImage{Profile: profileName(p)})
 	s.proxy = s.m.sessionProxy(s, p)
 }
 
