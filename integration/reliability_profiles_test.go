@@ -25,6 +25,7 @@ func TestReliabilityProfiles(t *testing.T) {
 	t.Run("setup egress refusals", setupRefusals)
 	t.Run("two files one profile name", twoFilesOneName)
 	t.Run("the prompt's image", promptImage)
+	t.Run("instant initialize", instantInitialize)
 }
 
 // profileVariables gives every field of a profile a ${NAME}, then changes
@@ -269,14 +270,16 @@ func promptImage(t *testing.T) {
 	server := start(t, startOptions{transport: "http", args: []string{"--profiles", file, "--lazy", "--warm", "0"}})
 	q := server.sibling(nil, "?profile=q-"+nonce)
 	texts = append(texts, seen{"?profile=: prompt", q.promptText()}, seen{"?profile=: instructions", q.instructions})
-	// An initialize waits a moment at most for the Podman service: when it
-	// is slower, the instructions name the base and say the profile's setup
-	// builds from it, still one image.
+	// An initialize never waits for the Podman service: unless this process
+	// has found the image already, the instructions name the configured
+	// choice, the next one if the service lacks it, and say the profile's
+	// setup builds from it, still one image.
 	fallback := func(profile string) string {
 		return "| image | `" + testImage + "` (profile `" + profile + "`'s setup builds"
 	}
 	want := map[string][][]string{
-		"no --image": {{"| image | `" + workspace.LocalImage + "` |"}},
+		"no --image": {{"| image | `" + workspace.LocalImage + "` |"},
+			{"| image | `" + workspace.LocalImage + "` (if the Podman service has it; else `" + workspace.DefaultImage + "`, pulled if missing) |"}},
 		"--profile": {{"| image | `localhost/wink-profile:p-" + nonce + "-", "built from `" + testImage + "`", "| profile | `p-" + nonce + "` |"},
 			{fallback("p-" + nonce), "| profile | `p-" + nonce + "` |"}},
 		"?profile=":   {{"| image | `localhost/wink-profile:q-" + nonce + "-", "| profile | `q-" + nonce + "` |"}, {fallback("q-" + nonce), "| profile | `q-" + nonce + "` |"}},
