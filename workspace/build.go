@@ -340,8 +340,8 @@ func (m *Manager) setupProxy(s *Session, p *profiles.Profile, refusals *setupRef
 		m.log.Error("a profile's setup egress patterns no longer parse", "profile", p.Name, "err", err)
 		return nil
 	}
-	refusals.policy = policy
-	return egress.NewSession(egress.Config{Policy: policy, MaxBytes: m.cfg.EgressMaxBytes, MaxConns: m.cfg.EgressMaxConns, Log: refusals.logger(m.log.Handler())}, s.key)
+	return egress.NewSession(egress.Config{Policy: policy, MaxBytes: m.cfg.EgressMaxBytes, MaxConns: m.cfg.EgressMaxConns,
+		Wording: setupWording(p), OnRefusal: refusals.note, Log: m.log}, s.key)
 }
 
 // lockBuild takes the lock of key's build across processes, waiting for

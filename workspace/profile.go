@@ -184,7 +184,7 @@ func (m *Manager) sessionProxy(s *Session, p *profiles.Profile) *egress.Session 
 			m.log.Error("a profile's egress patterns no longer parse", "err", err)
 			return nil
 		}
-		cfg.Policy = policy
+		cfg.Policy, cfg.Wording = policy, sessionWording(p)
 	}
 	if m.cfg.EgressAsk {
 		cfg.Ask = func(ctx context.Context, host string, port int) (bool, error) {
