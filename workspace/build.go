@@ -282,9 +282,9 @@ func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, 
 				float64(res.DurationMillis)/1000, command, outputTail(res), refusals.explain())
 		}
 	}
-	b.setStatus("emptying /tmp")
-	if err := m.eng.ClearTmp(ctx, s.name); err != nil {
-		return fmt.Errorf("%w: emptying its /tmp before saving the image: %v", ErrSetupFailed, err)
+	b.setStatus("emptying " + strings.Join(setupScratch, " and "))
+	if err := m.eng.ClearDirs(ctx, s.name, setupScratch); err != nil {
+		return fmt.Errorf("%w: emptying %s before saving the image: %v", ErrSetupFailed, strings.Join(setupScratch, " and "), err)
 	}
 	b.setStatus("saving the image " + image)
 	labels := map[string]string{LabelProfile: p.Name, LabelProfileKey: key, LabelProfileBase: baseID, LabelProfileFile: p.FileID}
@@ -321,7 +321,7 @@ func (m *Manager) watchSetupDisk(ctx context.Context, name string, p *profiles.P
 			continue // the next tick tries again; the command's own end is not this watch's business
 		}
 		if written > limit {
-			stop(fmt.Errorf("%w: it had written %s to the image (its /tmp, which is also HOME, included), more than limits.setup_disk (%s); raise the limit or install less",
+			stop(fmt.Errorf("%w: it had written %s to the image (its /tmp, which is also HOME, and /workspace included), more than limits.setup_disk (%s); raise the limit or install less",
 				errSetupDisk, checkpoints.FormatBytes(written), checkpoints.FormatBytes(limit)))
 			return
 		}

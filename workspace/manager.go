@@ -505,13 +505,13 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 		Unlimited:   host.Unlimitable,
 		Env:         s.containerEnv(),
 	}
-	if s.setupBase != "" {
-		setupSpec(&spec, s)
-	}
 	if m.cfg.FilesOnPodmanHost {
 		spec.WorkspaceVolume, spec.CopyAgent = s.name, true
 	} else {
 		spec.WorkspaceDir = s.workspaceDir()
+	}
+	if s.setupBase != "" {
+		setupSpec(&spec, s)
 	}
 	for _, mt := range s.mounts {
 		if mt.Mode == MountCopy {
