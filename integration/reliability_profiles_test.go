@@ -26,6 +26,7 @@ func TestReliabilityProfiles(t *testing.T) {
 	t.Run("two files one profile name", twoFilesOneName)
 	t.Run("the prompt's image", promptImage)
 	t.Run("instant initialize", instantInitialize)
+	t.Run("setup workspace bound", setupWorkspaceBound)
 }
 
 // profileVariables gives every field of a profile a ${NAME}, then changes
@@ -108,7 +109,7 @@ func setupTmp(t *testing.T) {
     image: IMAGE
     limits: {tmp: 16m}
     setup:
-      - head -c 67108864 /dev/zero > /tmp/big && mkdir /tmp/.cache && echo x > /tmp/.cache/x && echo fits > /etc/tmp-ok
+      - head -c 67108864 /dev/zero > /tmp/big && mkdir /tmp/.cache /workspace/.w && echo x > /tmp/.cache/x && echo x > /workspace/x && echo fits > /etc/tmp-ok
   tmpfill-NONCE:
     image: IMAGE
     limits: {setup_disk: 32m}
@@ -125,10 +126,12 @@ func setupTmp(t *testing.T) {
 		t.Errorf("the setup's mark: %q %q", out.Stdout, out.Stderr)
 	}
 	if images := profileImagesOf(t, "tmp-"+nonce); len(images) == 1 {
-		left, err := podman(t, "run", "--rm", "--network", "none", "--entrypoint", "/bin/ls", images[0], "-A", "/tmp")
-		if err != nil || strings.TrimSpace(left) != "" {
-			broken++
-			t.Errorf("the image keeps the setup's /tmp: %q %v", left, err)
+		for _, dir := range []string{"/tmp", "/workspace"} {
+			left, err := podman(t, "run", "--rm", "--network", "none", "--entrypoint", "/bin/ls", images[0], "-A", dir)
+			if err != nil || strings.TrimSpace(left) != "" {
+				broken++
+				t.Errorf("the image keeps the setup's %s: %q %v", dir, left, err)
+			}
 		}
 	}
 	res = p.call("workspace_profile", map[string]any{"name": "tmpfill-" + nonce, "restart": true})
@@ -138,7 +141,7 @@ func setupTmp(t *testing.T) {
 	}
 	recordPromise(promiseFigure{Class: "profiles: a setup writing 64 MiB to /tmp where sessions have 16 MiB, and one filling /tmp without end",
 		Tried: 2, Broken: broken,
-		Measured: "the first built, its /tmp left out of the image; the second was stopped at limits.setup_disk (32 MiB) with an error naming /tmp"})
+		Measured: "the first built, its /tmp and /workspace left out of the image; the second was stopped at limits.setup_disk (32 MiB) with an error naming /tmp"})
 }
 
 // setupRefusals runs setups that reach hosts their proxy refuses: the
