@@ -15,8 +15,21 @@ import (
 // with the Podman service answering, with nothing at the socket's path,
 // and with a socket that takes connections and never answers (a service
 // that hangs). Its answer carries the instructions, which name the
-// session's image: none of the three may wait for the service.
+// session's image: none of the three may wait for the service. With
+// cfg.baselineBin, that binary's three rows follow, as baselines.
 func measureInitialize(ctx context.Context, cfg config) []measurement {
+	rows := measureInitializeOf(ctx, cfg, "")
+	if cfg.baselineBin != "" {
+		baseline := cfg
+		baseline.bin = cfg.baselineBin
+		rows = append(rows, measureInitializeOf(ctx, baseline, "baseline ("+cfg.baselineBin+"): ")...)
+	}
+	return rows
+}
+
+// measureInitializeOf is measureInitialize of cfg.bin, its rows' names
+// prefixed with prefix; only rows without one have a target.
+func measureInitializeOf(ctx context.Context, cfg config, prefix string) []measurement {
 	dir, err := os.MkdirTemp("", "wink-bench-init-")
 	if err != nil {
 		return []measurement{failed("initialize", err)}
@@ -44,8 +57,10 @@ func measureInitialize(ctx context.Context, cfg config) []measurement {
 			return err
 		}
 		initialize := func(int) error { return s.initialize() }
-		m := measureSetup(c.name, cfg.coldSamples, start, initialize, func() { s.close() })
-		m.Target, m.Met = "p50 <= 2 ms", m.P50 <= 2 && m.Errors == 0
+		m := measureSetup(prefix+c.name, cfg.coldSamples, start, initialize, func() { s.close() })
+		if prefix == "" {
+			m.Target, m.Met = "p50 <= 2 ms", m.P50 <= 2 && m.Errors == 0
+		}
 		out = append(out, m)
 	}
 	return out

@@ -25,6 +25,7 @@ type config struct {
 	httpSamples, burst      int
 	egressSamples           int
 	only                    string
+	baselineBin             string // another build, measured beside bin where a measurement offers it
 }
 
 func main() {
@@ -40,6 +41,7 @@ func main() {
 	flag.IntVar(&cfg.sessions, "sessions", 20, "concurrent sessions in the load measurement")
 	flag.IntVar(&cfg.sessionOps, "session-ops", 100, "calls per concurrent session")
 	flag.IntVar(&cfg.egressSamples, "egress-samples", 5, "downloads through the egress proxy, and directly")
+	flag.StringVar(&cfg.baselineBin, "baseline-bin", "", "another wink-mcp binary (an older build) whose initialize rows are measured beside -bin's, as baselines")
 	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints, initialize, profiles or watch), print it and write it to -out")
 	flag.Parse()
 	if err := run(cfg); err != nil {
