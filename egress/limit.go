@@ -3,6 +3,7 @@ package egress
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -128,10 +129,12 @@ func (s *Session) turnAway(c net.Conn, waited time.Duration) {
 	if waited > 0 {
 		why = fmt.Sprintf("this session has %d proxy connections open, wink-mcp's limit (--egress-max-conns %d), and none closed in the %s this one waited", limit, limit, waited.Round(time.Second))
 	}
-	body := "wink-mcp egress proxy refused the connection: " + why + ". Close some connections, or ask the user to restart wink-mcp with a larger --egress-max-conns.\n"
-	wire.Refuse(c, fmt.Sprintf("HTTP/1.1 503 wink-mcp egress limit --egress-max-conns %d\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", limit, len(body), body))
+	remedy := "Close some connections, or ask the user to restart wink-mcp with a larger --egress-max-conns."
+	body := "wink-mcp egress proxy refused the connection: " + why + ". " + remedy + "\n"
 	s.cfg.Log.Info("egress refused", "event", "egress", "session", s.sessionID(), "allowed", false, "status", 503,
 		"reason", strings.TrimSuffix(why, "."), "waited_ms", waited.Milliseconds(), "bytes", 0)
+	s.tell(Refusal{Status: http.StatusServiceUnavailable, Reason: why, Remedy: remedy})
+	wire.Refuse(c, fmt.Sprintf("HTTP/1.1 503 wink-mcp egress limit --egress-max-conns %d\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", limit, len(body), body))
 }
 
 // release gives back the slot a connection held.

@@ -51,7 +51,12 @@ type Config struct {
 	// Ask, when set, asks the user whether the session may reach a host no
 	// pattern allows; yes allows that host and port for the session.
 	Ask func(ctx context.Context, host string, port int) (bool, error)
-	Log *slog.Logger
+	// Wording is how refusals name Policy and say what would allow a host.
+	Wording Wording
+	// OnRefusal, when set, is told of every connection the proxy refuses,
+	// as the client is, besides the log record. It must not block.
+	OnRefusal func(Refusal)
+	Log       *slog.Logger
 }
 
 // Session is one workspace session's proxy. It outlives the session's
@@ -144,25 +149,6 @@ func (s *Session) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.forward(w, r)
 }
 
-// refusal is why a connection was not made, as the model reads it.
-type refusal struct {
-	status       int
-	host, reason string
-	port         int
-	remedy       string
-}
-
-func (f *refusal) write(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Connection", "close")
-	w.WriteHeader(f.status)
-	fmt.Fprintf(w, "wink-mcp egress proxy refused %s: %s.", net.JoinHostPort(f.host, strconv.Itoa(f.port)), f.reason)
-	if f.remedy != "" {
-		fmt.Fprintf(w, " %s", f.remedy)
-	}
-	fmt.Fprintln(w)
-}
-
 // target is a destination that passed the checks: where to dial.
 type target struct {
 	host  string
@@ -196,8 +182,8 @@ func (s *Session) vet(ctx context.Context, rawHost string, port int) (*target, *
 	}
 	if !ok {
 		return nil, &refusal{status: http.StatusForbidden, host: host, port: port,
-			reason: fmt.Sprintf("no --egress pattern allows it (allowed: %s)", describe(s.cfg.Policy)),
-			remedy: fmt.Sprintf("Ask the user to start wink-mcp with --egress %s if this host is needed.", suggest(host, port))}
+			reason: fmt.Sprintf("no %s pattern allows it (allowed: %s)", s.cfg.Wording.patterns(), describe(s.cfg.Policy)),
+			remedy: s.cfg.Wording.allow(suggest(host, port))}
 	}
 	var addrs []netip.Addr
 	if literal {
@@ -221,7 +207,7 @@ func (s *Session) vet(ctx context.Context, rawHost string, port int) (*target, *
 	}
 	if len(public) == 0 {
 		return nil, &refusal{status: http.StatusForbidden, host: host, port: port, reason: why + " (rule " + rule.Pattern + ")",
-			remedy: fmt.Sprintf("Only a pattern naming exactly this host and port reaches such an address: --egress %s.", net.JoinHostPort(host, strconv.Itoa(port)))}
+			remedy: "Only a pattern naming exactly this host and port reaches such an address. " + s.cfg.Wording.allow(net.JoinHostPort(host, strconv.Itoa(port)))}
 	}
 	return &target{host: host, port: port, addrs: public, rule: rule}, nil
 }
@@ -286,9 +272,10 @@ func (s *Session) admit(w http.ResponseWriter, r *http.Request, host string, por
 	return t
 }
 
-// refuse logs a refusal and answers it.
+// refuse logs a refusal, tells Config.OnRefusal and answers it.
 func (s *Session) refuse(w http.ResponseWriter, f *refusal, start time.Time) {
 	s.logRefused(f, start)
+	s.tell(Refusal{Host: f.host, Port: f.port, Status: f.status, Reason: f.reason, Remedy: f.remedy})
 	f.write(w)
 }
 

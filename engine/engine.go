@@ -99,6 +99,11 @@ type Spec struct {
 	// of TmpBytes: a profile's setup container, whose writes there count
 	// with the rest of what it writes to its image.
 	TmpOnDisk bool
+	// WorkspaceInContainer makes Root a directory of the container's own
+	// filesystem, made when missing, instead of WorkspaceDir or
+	// WorkspaceVolume: a profile's setup container, whose writes there
+	// count with the rest of what it writes, and which no host holds.
+	WorkspaceInContainer bool
 	// Unlimited lists, comma-separated, the cgroup controllers whose
 	// limits the host cannot enforce (HostFacts.Unlimitable) and the
 	// container goes without, because the user accepted that.
@@ -174,10 +179,11 @@ type Engine interface {
 	// WrittenBytes is what the container has written to its own
 	// filesystem, mounts aside.
 	WrittenBytes(ctx context.Context, name string) (int64, error)
-	// ClearTmp removes everything in the /tmp of the container name, as
-	// its root, in the container: what a setup container (Spec.TmpOnDisk)
-	// left there, before Commit saves its files.
-	ClearTmp(ctx context.Context, name string) error
+	// ClearDirs removes everything in each of dirs of the container name,
+	// as its root, in the container: what a setup container left in its
+	// /tmp and workspace (Spec.TmpOnDisk, Spec.WorkspaceInContainer),
+	// before Commit saves its files.
+	ClearDirs(ctx context.Context, name string, dirs []string) error
 	// Images returns the images with the label (key=value).
 	Images(ctx context.Context, label string) ([]Image, error)
 	// RemoveImage removes an image no container uses; a missing one is not

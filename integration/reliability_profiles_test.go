@@ -25,6 +25,8 @@ func TestReliabilityProfiles(t *testing.T) {
 	t.Run("setup egress refusals", setupRefusals)
 	t.Run("two files one profile name", twoFilesOneName)
 	t.Run("the prompt's image", promptImage)
+	t.Run("instant initialize", instantInitialize)
+	t.Run("setup workspace bound", setupWorkspaceBound)
 }
 
 // profileVariables gives every field of a profile a ${NAME}, then changes
@@ -107,7 +109,7 @@ func setupTmp(t *testing.T) {
     image: IMAGE
     limits: {tmp: 16m}
     setup:
-      - head -c 67108864 /dev/zero > /tmp/big && mkdir /tmp/.cache && echo x > /tmp/.cache/x && echo fits > /etc/tmp-ok
+      - head -c 67108864 /dev/zero > /tmp/big && mkdir /tmp/.cache /workspace/.w && echo x > /tmp/.cache/x && echo x > /workspace/x && echo fits > /etc/tmp-ok
   tmpfill-NONCE:
     image: IMAGE
     limits: {setup_disk: 32m}
@@ -124,10 +126,12 @@ func setupTmp(t *testing.T) {
 		t.Errorf("the setup's mark: %q %q", out.Stdout, out.Stderr)
 	}
 	if images := profileImagesOf(t, "tmp-"+nonce); len(images) == 1 {
-		left, err := podman(t, "run", "--rm", "--network", "none", "--entrypoint", "/bin/ls", images[0], "-A", "/tmp")
-		if err != nil || strings.TrimSpace(left) != "" {
-			broken++
-			t.Errorf("the image keeps the setup's /tmp: %q %v", left, err)
+		for _, dir := range []string{"/tmp", "/workspace"} {
+			left, err := podman(t, "run", "--rm", "--network", "none", "--entrypoint", "/bin/ls", images[0], "-A", dir)
+			if err != nil || strings.TrimSpace(left) != "" {
+				broken++
+				t.Errorf("the image keeps the setup's %s: %q %v", dir, left, err)
+			}
 		}
 	}
 	res = p.call("workspace_profile", map[string]any{"name": "tmpfill-" + nonce, "restart": true})
@@ -137,27 +141,35 @@ func setupTmp(t *testing.T) {
 	}
 	recordPromise(promiseFigure{Class: "profiles: a setup writing 64 MiB to /tmp where sessions have 16 MiB, and one filling /tmp without end",
 		Tried: 2, Broken: broken,
-		Measured: "the first built, its /tmp left out of the image; the second was stopped at limits.setup_disk (32 MiB) with an error naming /tmp"})
+		Measured: "the first built, its /tmp and /workspace left out of the image; the second was stopped at limits.setup_disk (32 MiB) with an error naming /tmp"})
 }
 
 // setupRefusals runs setups that reach hosts their proxy refuses: the
 // error of the call, and of `wink-mcp profiles build`, names each host,
-// why, and the pattern to add.
+// why, and the pattern to add; the proxy's own answer, which a command
+// may print, speaks of egress.setup, not of --egress, and a profile
+// session's speaks of both --egress and egress.session.
 func setupRefusals(t *testing.T) {
 	file, nonce := profilesFile(t, `profiles:
   refused-NONCE:
     image: PY_IMAGE
     egress: {setup: ["localhost"]}
     setup:
-      - curl -fsS --max-time 20 https://not-allowed.example.org/; NO_PROXY= no_proxy= curl -fsS --max-time 20 http://localhost/; exit 3
+      - curl -fsS --max-time 20 https://not-allowed.example.org/; NO_PROXY= no_proxy= curl -fsS --max-time 20 http://localhost/; curl -sS --max-time 20 http://body.example.org/; exit 3
   offline-NONCE:
     image: IMAGE
     setup: ["wget -q -O- http://example.org/"]
+  sess-NONCE:
+    image: PY_IMAGE
+    egress: {session: ["pkg.example.org"]}
 `)
 	p := start(t, startOptions{transport: "http", args: []string{"--profiles", file, "--warm", "0"}})
-	want := []string{"not-allowed.example.org:443: no pattern of egress.setup allows it (egress.setup: localhost)",
-		`add "not-allowed.example.org" to egress.setup of profile "refused-` + nonce + `"`,
-		"localhost:80: it resolves to 127.0.0.1", `add "localhost:80" to egress.setup`}
+	profile := `profile "refused-` + nonce + `"`
+	want := []string{"not-allowed.example.org:443: no egress.setup pattern allows it (allowed: localhost)",
+		`add "not-allowed.example.org" to egress.setup of ` + profile,
+		"localhost:80: it resolves to 127.0.0.1", `add "localhost:80" to egress.setup`,
+		// curl printed the proxy's answer: the setup's terms, not the server's flag.
+		`wink-mcp egress proxy refused body.example.org:80: no egress.setup pattern allows it (allowed: localhost). If the setup needs it, add "body.example.org" to egress.setup of ` + profile}
 	tool := textOf(p.call("workspace_profile", map[string]any{"name": "refused-" + nonce}))
 	cli, _ := profilesCLI(t, file, t.TempDir(), "build", "refused-"+nonce)
 	broken := 0
@@ -168,15 +180,25 @@ func setupRefusals(t *testing.T) {
 				t.Errorf("%s's error lacks %q:\n%s", where.name, w, where.text)
 			}
 		}
+		if strings.Contains(where.text, "--egress ") {
+			broken++
+			t.Errorf("%s's error speaks of --egress, which a setup does not use:\n%s", where.name, where.text)
+		}
+	}
+	session := p.sibling(nil, "?profile=sess-"+nonce)
+	answer := rawProxy(t, session, "CONNECT other.example.org:443 HTTP/1.1\r\n\r\n")
+	if !strings.Contains(answer, `Ask the user to start wink-mcp with --egress other.example.org, or to add "other.example.org" to egress.session of profile "sess-`+nonce+`"`) {
+		broken++
+		t.Errorf("a profile session's refusal: %q; want it to name --egress and the profile's egress.session", answer)
 	}
 	offline := textOf(p.call("workspace_profile", map[string]any{"name": "offline-" + nonce}))
 	if !strings.Contains(offline, "the setup has none, because egress.setup of profile \"offline-"+nonce+"\"") {
 		broken++
 		t.Errorf("a setup without egress.setup: %q; want it to say it has no network", offline)
 	}
-	recordPromise(promiseFigure{Class: "profiles: setup commands reaching a host egress.setup does not name and one resolving to loopback, and a setup with no egress.setup",
-		Tried: 2*len(want) + 1, Broken: broken,
-		Measured: "the tool's error and `profiles build`'s output name each refused host, why (no pattern, a loopback address) and the pattern to add; a setup without egress.setup says it has no network"})
+	recordPromise(promiseFigure{Class: "profiles: setup commands reaching a host egress.setup does not name and one resolving to loopback, a setup with no egress.setup, a profile session's refusal",
+		Tried: 2*len(want) + 4, Broken: broken,
+		Measured: "the tool's error and `profiles build`'s output name each refused host, why (no pattern, a loopback address) and the pattern to add, from the proxy's own refusals, and never --egress; the proxy's answer a command printed names egress.setup; a setup without egress.setup says it has no network; a profile session's refusal names --egress and egress.session"})
 }
 
 // twoFilesOneName builds a profile of one name from two files, with two
@@ -269,14 +291,16 @@ func promptImage(t *testing.T) {
 	server := start(t, startOptions{transport: "http", args: []string{"--profiles", file, "--lazy", "--warm", "0"}})
 	q := server.sibling(nil, "?profile=q-"+nonce)
 	texts = append(texts, seen{"?profile=: prompt", q.promptText()}, seen{"?profile=: instructions", q.instructions})
-	// An initialize waits a moment at most for the Podman service: when it
-	// is slower, the instructions name the base and say the profile's setup
-	// builds from it, still one image.
+	// An initialize never waits for the Podman service: unless this process
+	// has found the image already, the instructions name the configured
+	// choice, the next one if the service lacks it, and say the profile's
+	// setup builds from it, still one image.
 	fallback := func(profile string) string {
 		return "| image | `" + testImage + "` (profile `" + profile + "`'s setup builds"
 	}
 	want := map[string][][]string{
-		"no --image": {{"| image | `" + workspace.LocalImage + "` |"}},
+		"no --image": {{"| image | `" + workspace.LocalImage + "` |"},
+			{"| image | `" + workspace.LocalImage + "` (if the Podman service has it; else `" + workspace.DefaultImage + "`, pulled if missing) |"}},
 		"--profile": {{"| image | `localhost/wink-profile:p-" + nonce + "-", "built from `" + testImage + "`", "| profile | `p-" + nonce + "` |"},
 			{fallback("p-" + nonce), "| profile | `p-" + nonce + "` |"}},
 		"?profile=":   {{"| image | `localhost/wink-profile:q-" + nonce + "-", "| profile | `q-" + nonce + "` |"}, {fallback("q-" + nonce), "| profile | `q-" + nonce + "` |"}},

@@ -26,34 +26,44 @@ func (s *Server) promptInfo(ctx context.Context, base prompts.Info) prompts.Info
 			base.Unenforced, base.Kept = info.Unenforced, info.Kept
 		}
 	}
-	return s.plannedInfo(ctx, base, promptLookups)
+	return s.plannedInfo(ctx, base)
 }
 
-// How long the image look-ups of plannedInfo may take: a prompt is asked
-// for by a user; an initialize is on the way to every first call, and
-// names the preferred image when the Podman service is slower than that.
-const (
-	promptLookups     = 2 * time.Second
-	initializeLookups = 250 * time.Millisecond
-)
+// promptLookups is how long the prompt's image look-ups may take: a
+// prompt is asked for by a user, who may wait a moment; an initialize
+// never waits (knownInfo).
+const promptLookups = 2 * time.Second
 
 // plannedInfo names in base the image and the profile of the request's
 // session: the image its container runs, or the one it will start from,
-// never a list of candidates; its look-ups take at most budget. It makes
-// no session.
-func (s *Server) plannedInfo(ctx context.Context, base prompts.Info, budget time.Duration) prompts.Info {
-	id := ""
-	if session := mcpserver.ClientSessionFromContext(ctx); session != nil {
-		id = session.SessionID()
-	}
-	ctx, cancel := context.WithTimeout(ctx, budget)
+// never a list of candidates; its look-ups take at most promptLookups. It
+// makes no session.
+func (s *Server) plannedInfo(ctx context.Context, base prompts.Info) prompts.Info {
+	ctx, cancel := context.WithTimeout(ctx, promptLookups)
 	defer cancel()
-	planned := s.mgr.SessionImage(ctx, id)
+	planned := s.mgr.SessionImage(ctx, requestSession(ctx))
 	base.Image, base.ImagePending, base.Profile = planned.Image, planned.Pending, planned.Profile
 	if p, err := s.cfg.Workspace.Profiles.Get(planned.Profile); planned.Profile != "" && err == nil {
 		base.CommandTimeoutSeconds = int(p.Limits.CommandTimeout / time.Second)
 	}
 	return base
+}
+
+// knownInfo is plannedInfo without asking the engine, for the answers on
+// the way to every first call: what this process knows of the session's
+// image, else what the configuration says.
+func (s *Server) knownInfo(ctx context.Context, base prompts.Info) prompts.Info {
+	planned := s.mgr.KnownSessionImage(requestSession(ctx))
+	base.Image, base.ImagePending, base.Profile = planned.Image, planned.Pending, planned.Profile
+	return base
+}
+
+// requestSession is the ID of the request's MCP session, "" for none.
+func requestSession(ctx context.Context) string {
+	if session := mcpserver.ClientSessionFromContext(ctx); session != nil {
+		return session.SessionID()
+	}
+	return ""
 }
 
 func promptMounts(ms []workspace.MountInfo) []prompts.Mount {
@@ -86,12 +96,13 @@ func (s *Server) clientRoots(ctx context.Context) ([]string, error) {
 
 // instructSessions makes the instructions of each initialize (and
 // server/discover) name the image and the profile of the session that
-// asks, as its prompt does, rather than the server's candidates.
+// asks, as its prompt does, from what is known without the engine, so
+// that neither waits for the Podman service.
 func (s *Server) instructSessions(hooks *mcpserver.Hooks, base prompts.Info) {
 	hooks.AddAfterInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest, result *mcp.InitializeResult) {
-		result.Instructions = prompts.Text(s.plannedInfo(ctx, base, initializeLookups))
+		result.Instructions = prompts.Text(s.knownInfo(ctx, base))
 	})
 	hooks.AddAfterDiscover(func(ctx context.Context, _ any, _ *mcp.DiscoverRequest, result *mcp.DiscoverResult) {
-		result.Instructions = prompts.Text(s.plannedInfo(ctx, base, initializeLookups))
+		result.Instructions = prompts.Text(s.knownInfo(ctx, base))
 	})
 }

@@ -95,6 +95,11 @@ func (m *Manager) BuildProfile(ctx context.Context, name string, progress func(P
 // profileImage returns the image sessions under p start from, building it
 // first when its setup has not run; built says this call waited for that.
 func (m *Manager) profileImage(ctx context.Context, p *profiles.Profile, progress func(Progress)) (image string, built bool, err error) {
+	defer func() {
+		if err == nil && p != nil {
+			m.known.set(p.Name, image)
+		}
+	}()
 	if p == nil {
 		image, err := m.ensureImage(ctx)
 		return image, false, err
@@ -277,9 +282,9 @@ func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, 
 				float64(res.DurationMillis)/1000, command, outputTail(res), refusals.explain())
 		}
 	}
-	b.setStatus("emptying /tmp")
-	if err := m.eng.ClearTmp(ctx, s.name); err != nil {
-		return fmt.Errorf("%w: emptying its /tmp before saving the image: %v", ErrSetupFailed, err)
+	b.setStatus("emptying " + strings.Join(setupScratch, " and "))
+	if err := m.eng.ClearDirs(ctx, s.name, setupScratch); err != nil {
+		return fmt.Errorf("%w: emptying %s before saving the image: %v", ErrSetupFailed, strings.Join(setupScratch, " and "), err)
 	}
 	b.setStatus("saving the image " + image)
 	labels := map[string]string{LabelProfile: p.Name, LabelProfileKey: key, LabelProfileBase: baseID, LabelProfileFile: p.FileID}
@@ -316,7 +321,7 @@ func (m *Manager) watchSetupDisk(ctx context.Context, name string, p *profiles.P
 			continue // the next tick tries again; the command's own end is not this watch's business
 		}
 		if written > limit {
-			stop(fmt.Errorf("%w: it had written %s to the image (its /tmp, which is also HOME, included), more than limits.setup_disk (%s); raise the limit or install less",
+			stop(fmt.Errorf("%w: it had written %s to the image (its /tmp, which is also HOME, and /workspace included), more than limits.setup_disk (%s); raise the limit or install less",
 				errSetupDisk, checkpoints.FormatBytes(written), checkpoints.FormatBytes(limit)))
 			return
 		}
@@ -335,8 +340,8 @@ func (m *Manager) setupProxy(s *Session, p *profiles.Profile, refusals *setupRef
 		m.log.Error("a profile's setup egress patterns no longer parse", "profile", p.Name, "err", err)
 		return nil
 	}
-	refusals.policy = policy
-	return egress.NewSession(egress.Config{Policy: policy, MaxBytes: m.cfg.EgressMaxBytes, MaxConns: m.cfg.EgressMaxConns, Log: refusals.logger(m.log.Handler())}, s.key)
+	return egress.NewSession(egress.Config{Policy: policy, MaxBytes: m.cfg.EgressMaxBytes, MaxConns: m.cfg.EgressMaxConns,
+		Wording: setupWording(p), OnRefusal: refusals.note, Log: m.log}, s.key)
 }
 
 // lockBuild takes the lock of key's build across processes, waiting for

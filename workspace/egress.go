@@ -83,7 +83,7 @@ func (s *Session) openTunnelLocked(ctx context.Context) error {
 	}
 	s.tunnel = mux
 	if s.proxy == nil {
-		go refuseEgress(mux) // the tunnel carries port previews only
+		go refuseEgress(mux, s.egressOff()) // the tunnel carries port previews only
 		return nil
 	}
 	go func() {
@@ -94,13 +94,20 @@ func (s *Session) openTunnelLocked(ctx context.Context) error {
 	return nil
 }
 
-// egressOff answers a connection to the proxy of a session without egress.
-const egressOff = "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n" +
-	"wink-mcp egress proxy: this workspace has no network; ask the user to start wink-mcp with --egress naming the hosts it needs.\n"
+// egressOff is the answer to a connection to the proxy of a container
+// without egress: what would give it some, a setup's or a session's.
+func (s *Session) egressOff() string {
+	why := "this workspace has no network; ask the user to start wink-mcp with --egress naming the hosts it needs."
+	if s.setupBase != "" && s.profile != nil {
+		why = "this setup has no network: egress.setup of " + profileAt(s.profile) + " names no host; add the hosts the setup needs there."
+	}
+	return "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n" +
+		"wink-mcp egress proxy: " + why + "\n"
+}
 
 // refuseEgress answers every proxy connection of a tunnel opened for port
-// previews in a session without egress.
-func refuseEgress(mux *yamux.Session) {
+// previews in a container without egress with egressOff.
+func refuseEgress(mux *yamux.Session, egressOff string) {
 	for {
 		st, err := mux.AcceptStream()
 		if err != nil {

@@ -63,6 +63,7 @@ type fakeEngine struct {
 	imageVersion map[string]int // bumped to retag an image to new content
 	imageLabels  map[string]map[string]string
 	tmpClears    int
+	cleared      []string // the directories ClearDirs was last asked to empty
 	commits      int
 	imageLookups int           // calls of Images
 	specs        []engine.Spec // every container created, in order
@@ -121,12 +122,13 @@ func (f *fakeEngine) Commit(_ context.Context, name, image string, labels map[st
 
 func (f *fakeEngine) WrittenBytes(context.Context, string) (int64, error) { return 0, nil }
 
-// ClearTmp only counts: the fake's "container" is this machine, whose /tmp
-// is not the setup's to empty.
-func (f *fakeEngine) ClearTmp(context.Context, string) error {
+// ClearDirs only records: the fake's "container" is this machine, whose
+// /tmp is not the setup's to empty.
+func (f *fakeEngine) ClearDirs(_ context.Context, _ string, dirs []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tmpClears++
+	f.cleared = dirs
 	return nil
 }
 
@@ -195,6 +197,13 @@ func (f *fakeEngine) Start(_ context.Context, name string) error {
 	dir := c.spec.WorkspaceDir
 	if v := c.spec.WorkspaceVolume; v != "" {
 		dir = f.volumes[v]
+	}
+	if c.spec.WorkspaceInContainer {
+		// The container's own /workspace: a directory no session has.
+		dir = filepath.Join(f.volumeDir, "own-"+name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
 	}
 	a, err := agent.New(agent.Config{Workspace: dir, Self: f.self})
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/egress"
@@ -68,7 +67,7 @@ type Manager struct {
 	stopReaper context.CancelFunc
 	reaperDone chan struct{}
 
-	chosenImage atomic.Value // the image ensureImage chose last, when Config.Image is empty
+	known knownImages // the images new containers start from, as last found
 }
 
 // NewManager checks cfg, takes this instance's lock under the cache
@@ -412,7 +411,7 @@ func (m *Manager) ensureImage(ctx context.Context) (string, error) {
 	if err != nil {
 		return image, withImageRemedy(err)
 	}
-	if m.cfg.Image == "" && m.chosenImage.Swap(image) != image {
+	if m.known.set("", image) != image && m.cfg.Image == "" {
 		m.log.Info("image chosen", "image", image, "choices", m.cfg.ImageChoices())
 	}
 	return image, nil
@@ -524,13 +523,13 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 		Unlimited:   host.Unlimitable,
 		Env:         s.containerEnv(),
 	}
-	if s.setupBase != "" {
-		setupSpec(&spec, s)
-	}
 	if m.cfg.FilesOnPodmanHost {
 		spec.WorkspaceVolume, spec.CopyAgent = s.name, true
 	} else {
 		spec.WorkspaceDir = s.workspaceDir()
+	}
+	if s.setupBase != "" {
+		setupSpec(&spec, s)
 	}
 	for _, mt := range s.mounts {
 		if mt.Mode == MountCopy {

@@ -159,6 +159,7 @@ func (s *Session) profileChangeErrLocked(p *profiles.Profile, restart bool) erro
 // sessions get.
 func (s *Session) setProfileLocked(p *profiles.Profile) {
 	s.profile = p
+	s.seen.Store(&PlannedImage{Profile: profileName(p)})
 	s.proxy = s.m.sessionProxy(s, p)
 }
 
@@ -184,7 +185,7 @@ func (m *Manager) sessionProxy(s *Session, p *profiles.Profile) *egress.Session 
 			m.log.Error("a profile's egress patterns no longer parse", "err", err)
 			return nil
 		}
-		cfg.Policy = policy
+		cfg.Policy, cfg.Wording = policy, sessionWording(p)
 	}
 	if m.cfg.EgressAsk {
 		cfg.Ask = func(ctx context.Context, host string, port int) (bool, error) {

@@ -89,21 +89,11 @@ type PlannedImage struct {
 // for, else the default), built or not, else the server's image (the
 // first of its choices the engine has). It neither makes the session nor
 // pulls or builds anything, and returns when ctx ends at the latest: then
-// with what the configuration tells (guessedImage).
+// with what this process knows without the engine (KnownSessionImage).
 func (m *Manager) SessionImage(ctx context.Context, id string) PlannedImage {
-	m.mu.Lock()
-	s, made := m.sessions[id]
-	opts := m.options[id]
-	m.mu.Unlock()
-	p := m.defaultProfile()
-	if made {
-		info := s.Info()
-		if info.Image != "" {
-			return PlannedImage{Image: info.Image, Profile: info.Profile}
-		}
-		p, _ = m.cfg.Profiles.Get(info.Profile)
-	} else if opts.Profile != "" {
-		p, _ = m.cfg.Profiles.Get(opts.Profile)
+	image, p := m.sessionImage(id)
+	if image != "" {
+		return PlannedImage{Image: image, Profile: profileName(p)}
 	}
 	// The engine's calls end with ctx, but a connection being made holds
 	// them up: the answer is waited for no longer than ctx.
@@ -113,23 +103,13 @@ func (m *Manager) SessionImage(ctx context.Context, id string) PlannedImage {
 	case planned := <-done:
 		return planned
 	case <-ctx.Done():
-		return m.guessedImage(p)
+		return m.knownImage(p)
 	}
-}
-
-// guessedImage is the image a new container of profile p (nil for none)
-// would start from as far as the configuration tells, without the engine:
-// the preferred base, which a profile's setup builds from.
-func (m *Manager) guessedImage(p *profiles.Profile) PlannedImage {
-	out := PlannedImage{Profile: profileName(p), Image: baseChoices(m.cfg, p)[0]}
-	if p != nil && len(p.Setup) > 0 {
-		out.Pending = fmt.Sprintf("profile `%s`'s setup builds the workspace's image from it", p.Name)
-	}
-	return out
 }
 
 // plannedImage is the image a new container of profile p (nil for none)
-// would start from; guessedImage when the engine does not answer.
+// would start from; knownImage when the engine does not answer. An image
+// found present is recorded as p's.
 func (m *Manager) plannedImage(ctx context.Context, p *profiles.Profile) PlannedImage {
 	const onFirstUse = "when the first command needs it"
 	out := PlannedImage{Profile: profileName(p)}
@@ -137,10 +117,12 @@ func (m *Manager) plannedImage(ctx context.Context, p *profiles.Profile) Planned
 	out.Image = base
 	switch {
 	case !known:
-		return m.guessedImage(p)
+		return m.knownImage(p)
 	case p == nil || len(p.Setup) == 0:
 		if baseID == "" {
 			out.Pending = "pulled " + onFirstUse
+		} else {
+			m.known.set(out.Profile, base)
 		}
 		return out
 	case baseID == "":
@@ -151,6 +133,8 @@ func (m *Manager) plannedImage(ctx context.Context, p *profiles.Profile) Planned
 	out.Image = profileImageName(p, key)
 	if _, built, err := findProfileImage(ctx, m.eng, p, key); err != nil || !built {
 		out.Pending = fmt.Sprintf("built from `%s` by profile `%s`'s setup %s", base, p.Name, onFirstUse)
+	} else {
+		m.known.set(out.Profile, out.Image)
 	}
 	return out
 }

@@ -89,6 +89,11 @@ func TestProfileGivesTheContainerItsSettings(t *testing.T) {
 	if setup.User != "0:0" || !slices.Equal(setup.Caps, engine.SetupCaps) || setup.Image != "test-image" {
 		t.Errorf("setup spec %+v", setup)
 	}
+	// Its /tmp and /workspace are its own, and emptied before the commit.
+	if !setup.TmpOnDisk || !setup.WorkspaceInContainer || setup.WorkspaceDir != "" || setup.WorkspaceVolume != "" ||
+		!slices.Equal(eng.cleared, []string{"/tmp", "/workspace"}) {
+		t.Errorf("setup spec %+v, emptied %v: want /tmp and /workspace the container's own, both emptied", setup, eng.cleared)
+	}
 	if _, ok := setup.Env["TOKEN"]; ok || setup.Env["GIT_CONFIG_COUNT"] != "" || setup.Env["BUILT"] != "1" {
 		t.Errorf("setup env %v: want the profile's alone", setup.Env)
 	}
@@ -342,7 +347,7 @@ func TestAContainerOfABuiltProfileLooksItsImageUpOnce(t *testing.T) {
 // TestSessionImageNamesOneImage checks what the prompt is told of a
 // session's image: the server's when it has no profile, its profile's
 // tag before the build (saying it is still to be built) and after, and,
-// when the answer cannot come in time, the preferred base at once.
+// when the answer cannot come in time, at once what this process found.
 func TestSessionImageNamesOneImage(t *testing.T) {
 	m, eng := newProfileManager(t, nil)
 	if got := m.SessionImage(ctx, "plain"); got.Image != "test-image" || got.Profile != "" || got.Pending != "" {
@@ -363,7 +368,27 @@ func TestSessionImageNamesOneImage(t *testing.T) {
 	defer cancel()
 	busy := m.SessionImage(short, "c")
 	eng.mu.Unlock()
-	if busy.Image != "test-image" || busy.Profile != "built" || !strings.Contains(busy.Pending, "profile `built`'s setup builds") {
-		t.Errorf("with no answer in time: %+v; want the preferred base, saying the profile's setup builds from it", busy)
+	if busy.Image != built.Image || busy.Profile != "built" || busy.Pending != "" {
+		t.Errorf("with no answer in time: %+v; want %s, as the build found it", busy, built.Image)
+	}
+}
+
+// TestSetupMakesNoVolumeOnAPodmanHost: with the sessions' files on the
+// Podman host, a setup's /workspace is still its container's own, not a
+// volume of that host, unbounded by limits.setup_disk.
+func TestSetupMakesNoVolumeOnAPodmanHost(t *testing.T) {
+	m, eng := newProfileManager(t, func(c *Config) { c.FilesOnPodmanHost = true })
+	useBuilt(t, m, "a")
+	eng.mu.Lock()
+	defer eng.mu.Unlock()
+	for _, sp := range eng.specs {
+		if strings.Contains(sp.Name, "setup-") && (sp.WorkspaceVolume != "" || !sp.WorkspaceInContainer || !sp.CopyAgent) {
+			t.Errorf("setup spec %+v: want its own /workspace and the agent copied", sp)
+		}
+	}
+	for v := range eng.volumes {
+		if strings.Contains(v, "setup-") {
+			t.Errorf("a setup made the volume %s", v)
+		}
 	}
 }

@@ -93,6 +93,10 @@ type Session struct {
 	rootsOwner     string // "uid:gid" owning the client's writable roots, if it chose the user
 	user           string // the "uid:gid" of the last container made
 	image          string // the image of the last container made
+	// seen is the image of the last container made ("" until one is, or
+	// after a change of profile) and the profile, for KnownSessionImage,
+	// which must not wait for the lock a container being made holds.
+	seen atomic.Pointer[PlannedImage]
 	// profile is the session's profile (nil: the server's settings alone),
 	// which its next container is made from.
 	profile *profiles.Profile
@@ -486,6 +490,7 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 		}
 	}
 	s.image = image
+	s.seen.Store(&PlannedImage{Image: image, Profile: profileName(s.profile)})
 	steps.done("image")
 	if err := s.mountDiskLocked(ctx); err != nil {
 		return nil, err

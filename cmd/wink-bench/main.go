@@ -25,6 +25,7 @@ type config struct {
 	httpSamples, burst      int
 	egressSamples           int
 	only                    string
+	baselineBin             string // another build, measured beside bin where a measurement offers it
 }
 
 func main() {
@@ -40,7 +41,8 @@ func main() {
 	flag.IntVar(&cfg.sessions, "sessions", 20, "concurrent sessions in the load measurement")
 	flag.IntVar(&cfg.sessionOps, "session-ops", 100, "calls per concurrent session")
 	flag.IntVar(&cfg.egressSamples, "egress-samples", 5, "downloads through the egress proxy, and directly")
-	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints, profiles or watch), print it and write it to -out")
+	flag.StringVar(&cfg.baselineBin, "baseline-bin", "", "another wink-mcp binary (an older build) whose initialize rows are measured beside -bin's, as baselines")
+	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints, initialize, profiles or watch), print it and write it to -out")
 	flag.Parse()
 	if err := run(cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "wink-bench: %v\n", err)
@@ -61,6 +63,11 @@ func run(cfg config) error {
 		fmt.Fprintf(os.Stderr, "measuring the watch's cost to a command writing 10,000 files...\n")
 		watched, unwatched := measureWatchCost(ctx, cfg)
 		rep.Measurements = []measurement{watched, unwatched}
+		return rep.write(cfg.out)
+	}
+	if cfg.only == "initialize" {
+		fmt.Fprintf(os.Stderr, "measuring initialize of new processes...\n")
+		rep.Measurements = measureInitialize(ctx, cfg)
 		return rep.write(cfg.out)
 	}
 	if cfg.only == "profiles" {
@@ -119,6 +126,8 @@ func run(cfg config) error {
 
 	fmt.Fprintf(os.Stderr, "measuring the watch's cost to a command writing 10,000 files...\n")
 	watched, unwatched := measureWatchCost(ctx, cfg)
+	fmt.Fprintf(os.Stderr, "measuring initialize of new processes...\n")
+	initializes := measureInitialize(ctx, cfg)
 	fmt.Fprintf(os.Stderr, "measuring first calls of new processes...\n")
 	first, firstLazy, firstLater, err := measureFirstCalls(ctx, cfg)
 	if err != nil {
@@ -159,9 +168,10 @@ func run(cfg config) error {
 	fixed.Target, fixed.Met = "p99 <= 20 ms", fixed.P99 <= 20 && fixed.Errors == 0
 	ckLater.Target, ckLater.Met = "p99 <= 1 s", ckLater.P99 <= 1000 && ckLater.Errors == 0
 	ckRestore.Target, ckRestore.Met = "p99 <= 1 s", ckRestore.P99 <= 1000 && ckRestore.Errors == 0
-	rep.Measurements = []measurement{protocol, reads, viaMCPGo, writes, edits, greps, shells, baseline, watched, unwatched,
+	rep.Measurements = append([]measurement{protocol, reads, viaMCPGo, writes, edits, greps, shells, baseline, watched, unwatched}, initializes...)
+	rep.Measurements = append(rep.Measurements,
 		first, firstLazy, firstLater, profileCached, profileUncached, load, httpWarm, httpCold, burstWarm, burstCold, burst2, fixed, egress, egressDirect, egressCeiling,
-		ckFirst, ckLater, ckRestore}
+		ckFirst, ckLater, ckRestore)
 	rep.ClosedLoopCallsPerSecond = load.CallsPerSecond
 	rep.ReadSpeedup = baseline.P50 / reads.P50
 	rep.SpeedupMet = rep.ReadSpeedup >= 50

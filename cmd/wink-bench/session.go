@@ -70,12 +70,7 @@ func startSessionIn(_ context.Context, cfg config, cache string, extra ...string
 		return nil, err
 	}
 	s := &session{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), cache: cache, keepCache: keep}
-	if _, err := s.request("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
-		"clientInfo": map[string]any{"name": "wink-bench", "version": "1"}}); err != nil {
-		s.close()
-		return nil, fmt.Errorf("initialize: %w", err)
-	}
-	if _, err := io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+	if err := s.initialize(); err != nil {
 		s.close()
 		return nil, err
 	}

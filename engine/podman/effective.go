@@ -51,7 +51,10 @@ func checkEffective(spec engine.Spec, data *define.InspectContainerData) error {
 		want(hc.CpuShares == cpuShares, "CPU shares %d, want %d", hc.CpuShares, cpuShares)
 	}
 
-	expected := map[string]bool{spec.Root: true} // destination → writable
+	expected := map[string]bool{} // destination → writable
+	if !spec.WorkspaceInContainer {
+		expected[spec.Root] = true
+	}
 	if !spec.CopyAgent {
 		expected[engine.AgentPath] = false
 	}

@@ -75,9 +75,12 @@ func podmanSpec(c engine.Spec) *specgen.SpecGenerator {
 		s.Mounts = append(s.Mounts, spec.Mount{Type: "tmpfs", Source: "tmpfs", Destination: "/tmp",
 			Options: []string{"rw", "nosuid", "nodev", fmt.Sprintf("size=%d", c.TmpBytes), "mode=1777", "U"}})
 	}
-	if c.WorkspaceVolume != "" {
+	switch {
+	case c.WorkspaceInContainer:
+		s.CreateWorkingDir = ptr(true)
+	case c.WorkspaceVolume != "":
 		s.Volumes = []*specgen.NamedVolume{{Name: c.WorkspaceVolume, Dest: c.Root, Options: []string{"rw", "nosuid", "nodev"}}}
-	} else {
+	default:
 		s.Mounts = append(s.Mounts, spec.Mount{Type: "bind", Source: c.WorkspaceDir, Destination: c.Root, Options: []string{"rw", "nosuid", "nodev"}})
 	}
 	if !c.CopyAgent {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/containers/podman/v5/libpod/define"
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/wink-mcp/wink-mcp/engine"
 )
@@ -59,6 +60,43 @@ func TestSetupTmpOnDisk(t *testing.T) {
 	if len(setup.Mounts) != len(session.Mounts)-1 || setup.NetNS != session.NetNS || !slices.Equal(setup.CapDrop, session.CapDrop) ||
 		*setup.NoNewPrivileges != *session.NoNewPrivileges || *setup.ResourceLimits.Memory.Limit != *session.ResourceLimits.Memory.Limit {
 		t.Errorf("TmpOnDisk changed more than /tmp: %+v", setup)
+	}
+}
+
+// TestSetupWorkspaceInContainer checks that a setup container's
+// /workspace is neither a host directory nor a volume but its own, made
+// when the image lacks it, that it keeps every other setting, and that a
+// mount at /workspace is then drift.
+func TestSetupWorkspaceInContainer(t *testing.T) {
+	spec := engine.Spec{Name: "wink-x", Image: "img", User: "0:0", Root: "/workspace", AgentBinary: "/bin/wink-mcp",
+		Caps: engine.SetupCaps, Limits: testLimits, TmpOnDisk: true}
+	for _, where := range []engine.Spec{{WorkspaceDir: "/cache/ws"}, {WorkspaceVolume: "wink-x", CopyAgent: true}} {
+		spec.WorkspaceDir, spec.WorkspaceVolume, spec.CopyAgent = where.WorkspaceDir, where.WorkspaceVolume, where.CopyAgent
+		session := podmanSpec(spec)
+		spec.WorkspaceInContainer = true
+		setup := podmanSpec(spec)
+		spec.WorkspaceInContainer = false
+		kept := len(session.Mounts) + len(session.Volumes) - 1
+		if slices.ContainsFunc(setup.Mounts, func(m rspec.Mount) bool { return m.Destination == "/workspace" }) || len(setup.Volumes) != 0 ||
+			setup.CreateWorkingDir == nil || !*setup.CreateWorkingDir || setup.WorkDir != "/workspace" || len(setup.Mounts) != kept {
+			t.Errorf("from %+v: mounts %+v, volumes %+v, workdir %s (made: %v); want /workspace the container's own",
+				where, setup.Mounts, setup.Volumes, setup.WorkDir, setup.CreateWorkingDir)
+		}
+		if setup.NetNS != session.NetNS || !slices.Equal(setup.CapDrop, session.CapDrop) || !slices.Equal(setup.CapAdd, session.CapAdd) ||
+			*setup.NoNewPrivileges != *session.NoNewPrivileges || *setup.ResourceLimits.Memory.Limit != *session.ResourceLimits.Memory.Limit {
+			t.Errorf("WorkspaceInContainer changed more than /workspace: %+v", setup)
+		}
+	}
+	spec.WorkspaceInContainer, spec.WorkspaceDir, spec.WorkspaceVolume, spec.CopyAgent = true, "", "", false
+	d := inspected(spec)
+	d.EffectiveCaps, d.BoundingCaps = engine.SetupCaps, engine.SetupCaps
+	d.Mounts = d.Mounts[1:] // the agent alone
+	if err := checkEffective(spec, d); err != nil {
+		t.Errorf("a setup container without a /workspace mount was refused: %v", err)
+	}
+	d.Mounts = append(d.Mounts, define.InspectMount{Type: "bind", Source: "/c/w", Destination: "/workspace", RW: true})
+	if err := checkEffective(spec, d); !errors.Is(err, engine.ErrSettingsDrift) {
+		t.Errorf("a mount at /workspace of a setup container: %v, want it refused", err)
 	}
 }
 
