@@ -146,6 +146,13 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 // ready, else with none until a call (or Session.Prestart) makes it.
 func (m *Manager) Session(id string) (*Session, error) {
 	m.mu.Lock()
+	_, made := m.sessions[id]
+	name := m.options[id].Workspace
+	m.mu.Unlock()
+	if !made && name != "" {
+		awaitKeptOwner(m.cfg.CacheDir, name, m.log) // not under m.mu: it may take seconds
+	}
+	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed || m.ended.has(id) {
 		return nil, ErrSessionEnded
