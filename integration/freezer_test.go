@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -61,4 +62,38 @@ func freezeThread(t *testing.T, pid int) (thaw func()) {
 	})
 	t.Cleanup(thaw)
 	return thaw
+}
+
+// lockWaitLog is what a server logs when it waits for an exiting
+// process's lock.
+const lockWaitLog = "waiting for an exiting process to release its lock"
+
+// restartWhileExiting kills p with SIGKILL while one of its threads is
+// frozen (see freezeThread), so that its main thread is a zombie, which
+// is all a client (or waitExit) sees, while its locks are still held, and
+// starts a new server with opts. The thread is let go once the new server
+// logs that it waits for such a lock, or when release is called.
+func (p *proc) restartWhileExiting(opts startOptions) (next *proc, release func()) {
+	p.t.Helper()
+	thaw := freezeThread(p.t, p.cmd.Process.Pid)
+	must(p.t, p.cmd.Process.Signal(syscall.SIGKILL))
+	p.waitExit(10 * time.Second)
+	next = start(p.t, opts)
+	released := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer thaw()
+		for next.logs.find(lockWaitLog, nil) == nil {
+			select {
+			case <-released:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return next, sync.OnceFunc(func() {
+		close(released)
+		<-done
+	})
 }

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -207,37 +206,20 @@ func TestReliabilityCheckpoints(t *testing.T) {
 }
 
 // killDuring sends req, kills the server with SIGKILL after the delay at,
-// and starts a new one with opts, which it returns once a first call has
-// answered. A thread of the killed server is frozen through the kill, as
-// one stuck in a write on a loaded disk is: the new server starts while
-// the old one's main thread is a zombie and its locks are still held. It
-// must wait for them, saying so in its log (the thread is let go then),
-// not refuse the workspace as owned by the dead process.
+// and starts a new one with opts (see restartWhileExiting), which it
+// returns once a first call has answered: the new server must wait for
+// the killed one's locks, not refuse the workspace as owned by it.
 func (p *proc) killDuring(req mcp.CallToolRequest, at time.Duration, opts startOptions) *proc {
 	p.t.Helper()
 	go p.client.CallTool(context.Background(), req)
 	time.Sleep(at)
-	thaw := freezeThread(p.t, p.cmd.Process.Pid)
-	must(p.t, p.cmd.Process.Signal(syscall.SIGKILL))
-	p.waitExit(10 * time.Second)
-	next := start(p.t, opts)
-	answered := make(chan struct{})
-	go func() {
-		defer thaw()
-		for next.logs.find("waiting for an exiting process to release its lock", nil) == nil {
-			select {
-			case <-answered:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}()
+	next, release := p.restartWhileExiting(opts)
 	res := next.call("podman_shell", map[string]any{"command": []string{"true"}})
-	close(answered)
+	release()
 	if res.IsError {
 		p.t.Fatalf("the first call after the restart: %s", textOf(res))
 	}
-	if next.logs.find("waiting for an exiting process to release its lock", nil) == nil {
+	if next.logs.find(lockWaitLog, nil) == nil {
 		p.t.Errorf("the new server did not wait for the killed one's lock: the test did not try what it names")
 	}
 	return next

@@ -435,6 +435,7 @@ func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
 	}
 	for _, dead := range deadInstanceDirs(m.cfg.CacheDir, m.inst) {
 		dir := dead.dir
+		awaitExitingHolder(filepath.Join(dir, lockFile), m.log) // dead, but still exiting: its lock goes with its last thread
 		unlock, ok := lockInstance(dir)
 		if !ok {
 			continue // another server sweeps it
