@@ -46,6 +46,11 @@ type Agent struct {
 	self      string
 	log       *slog.Logger
 
+	// tmp is the temporary directory commands use; tmpOnWorkspace says it
+	// is on /workspace's filesystem (see fullNow).
+	tmp            string
+	tmpOnWorkspace bool
+
 	mu       sync.Mutex
 	children map[int]struct{} // supervisors started and not yet reaped
 
@@ -107,8 +112,9 @@ func New(cfg Config) (*Agent, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	guardCtx, stopGuard := context.WithCancel(context.Background())
+	tmp := os.TempDir()
 	return &Agent{workspace: cfg.Workspace, root: root, self: self, log: log, children: map[int]struct{}{}, jobs: newJobs(), watch: newWatcher(root),
-		guardCtx: guardCtx, stopGuard: stopGuard, notes: map[int][]string{}}, nil
+		guardCtx: guardCtx, stopGuard: stopGuard, notes: map[int][]string{}, tmp: tmp, tmpOnWorkspace: sameFilesystem(cfg.Workspace, tmp)}, nil
 }
 
 // Close lets the waiting supervisors exit and releases the workspace handle.
@@ -239,7 +245,7 @@ func (a *Agent) handle(ctx context.Context, req wire.Request, report func(wire.P
 	case wire.OpJobInput:
 		result, werr = dispatch(req.Args, a.jobInput)
 	case wire.OpJobList:
-		result, werr = a.listJobs()
+		result, werr = dispatch(req.Args, a.listJobs)
 	case wire.OpScan:
 		result, werr = dispatch(req.Args, a.scan)
 	case wire.OpReadFiles:

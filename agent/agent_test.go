@@ -33,6 +33,12 @@ func TestMain(m *testing.M) {
 func startAgent(t *testing.T) (*wire.Client, string) {
 	t.Helper()
 	dir := t.TempDir()
+	return startAgentIn(t, dir), dir
+}
+
+// startAgentIn serves a new agent on the workspace dir and returns a client to it.
+func startAgentIn(t *testing.T, dir string) *wire.Client {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +58,7 @@ func startAgent(t *testing.T) (*wire.Client, string) {
 		<-served
 		a.Close()
 	})
-	return wire.NewClient(clientSide, clientSide), dir
+	return wire.NewClient(clientSide, clientSide)
 }
 
 func run(t *testing.T, c *wire.Client, args wire.ExecArgs) (*wire.ExecResult, error) {

@@ -5,8 +5,6 @@ package agent
 import (
 	"slices"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/wink-mcp/wink-mcp/wire"
 )
 
@@ -15,20 +13,18 @@ const maxReportedOutputs = 5
 
 // diskSpace answers OpDiskSpace: the free space of /workspace's
 // filesystem, and the kept outputs of finished jobs, which take space on
-// it that no file in /workspace shows.
+// it that no file in /workspace shows; when it is full, the entries of
+// /workspace that take the most of what is short.
 func (a *Agent) diskSpace() (*wire.DiskSpace, *wire.Error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(a.workspace, &st); err != nil {
+	res, err := statDisk(a.workspace)
+	if err != nil {
 		return nil, wire.Errorf(wire.CodeInternal, "reading the free space of /workspace: %v", err)
 	}
-	res := &wire.DiskSpace{TotalBytes: int64(st.Blocks) * st.Bsize, FreeBytes: int64(st.Bavail) * st.Bsize,
-		FreeFiles: int64(st.Ffree), TotalFiles: int64(st.Files), BlockSize: st.Bsize}
 	for _, j := range a.jobs.list() {
 		if j.running() {
 			continue
 		}
-		out, _, _ := j.out.state()
-		errs, _, _ := j.errs.state()
+		out, errs := j.out.onWorkspaceDisk(), j.errs.onWorkspaceDisk()
 		if out+errs > 0 {
 			res.Outputs = append(res.Outputs, wire.KeptOutput{ID: j.id, Bytes: out + errs})
 			res.KeptBytes += out + errs
@@ -36,7 +32,10 @@ func (a *Agent) diskSpace() (*wire.DiskSpace, *wire.Error) {
 	}
 	slices.SortFunc(res.Outputs, func(x, y wire.KeptOutput) int { return int(y.Bytes - x.Bytes) })
 	res.Outputs = res.Outputs[:min(len(res.Outputs), maxReportedOutputs)]
-	return res, nil
+	if res.Full() {
+		res.Top, res.TopPartial = topUses(a.workspace, res.NoFreeFiles())
+	}
+	return &res, nil
 }
 
 // forgetJob answers OpJobForget: a finished job's record and kept output

@@ -57,6 +57,8 @@ type runOutcome struct {
 	duration time.Duration
 	// oom says what the memory limit killed while it ran, nil for nothing.
 	oom *wire.OOM
+	// full says which filesystems it left full.
+	full fullDisks
 	// notes are what the agent told the command (see tellCommand).
 	notes []string
 }
@@ -147,6 +149,7 @@ func (a *Agent) run(ctx context.Context, spec runSpec) (*runOutcome, *wire.Error
 		out.exitCode = got.reply.ExitCode
 	}
 	out.oom = oomReport(oomBefore, out.exitCode, out.timedOut)
+	out.full = a.fullNow()
 	return out, nil
 }
 
@@ -227,6 +230,7 @@ func (a *Agent) exec(ctx context.Context, args wire.ExecArgs, report func(wire.P
 		EndedBy:        out.endedBy,
 		DurationMillis: out.duration.Milliseconds(),
 		OOM:            out.oom,
+		DiskFull:       a.diskReport(out.full),
 	}
 	res.Stdout, res.StdoutTruncated = out.stdout.text()
 	res.Stderr, res.StderrTruncated = out.stderr.text()

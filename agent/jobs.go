@@ -62,6 +62,8 @@ type job struct {
 	// killed while it ran, once it ended.
 	oomBefore int64
 	oom       *wire.OOM
+	// full says which filesystems it left full, once it ended.
+	full fullDisks
 }
 
 // info describes j.
@@ -165,7 +167,7 @@ func (a *Agent) keepOutput(argv []string, dir string, start time.Time, out *runO
 		return ""
 	}
 	j := &job{kind: "command", argv: argv, dir: dir, started: start, done: make(chan struct{}),
-		ended: start.Add(out.duration), exitCode: out.exitCode, endedBy: out.endedBy, oom: out.oom}
+		ended: start.Add(out.duration), exitCode: out.exitCode, endedBy: out.endedBy, oom: out.oom, full: out.full}
 	j.out, j.errs = keptStream(out.stdout), keptStream(out.stderr)
 	close(j.done)
 	if a.jobs.add(j) != nil {
@@ -229,7 +231,7 @@ func (a *Agent) startJob(args wire.JobStartArgs) (*wire.JobStartResult, *wire.Er
 	if startErr != nil {
 		return nil, startErr
 	}
-	res := &wire.JobStartResult{Job: j.info()}
+	res := &wire.JobStartResult{Job: a.jobInfo(j)}
 	res.Stdout, _ = j.out.page(0, firstOutputBytes, false)
 	res.Stderr, _ = j.errs.page(0, firstOutputBytes, false)
 	return res, nil
@@ -331,8 +333,9 @@ func (a *Agent) superviseJob(j *job, st *streams, copied <-chan struct{}, replie
 		got, endedBy = a.stopCommand(j.sup, replies, grace)
 	}
 	st.wait(copied, waitDelay)
+	full := a.fullNow()
 	j.mu.Lock()
-	j.ended = time.Now()
+	j.ended, j.full = time.Now(), full
 	switch {
 	case timedOut:
 		j.exitCode = 124
@@ -395,7 +398,7 @@ func (a *Agent) signalJob(args wire.JobSignalArgs) (*wire.JobInfo, *wire.Error) 
 	j.mu.Lock()
 	if j.sup == nil || !j.ended.IsZero() {
 		j.mu.Unlock()
-		in := j.info()
+		in := a.jobInfo(j)
 		return &in, nil // already ended: nothing to signal, the info says how it ended
 	}
 	sup := j.sup
@@ -430,7 +433,7 @@ func (a *Agent) signalJob(args wire.JobSignalArgs) (*wire.JobInfo, *wire.Error) 
 			j.mu.Unlock()
 		}
 	}
-	in := j.info()
+	in := a.jobInfo(j)
 	return &in, nil
 }
 
@@ -446,14 +449,18 @@ func (a *Agent) stopAllJobs(args wire.JobStopAllArgs) (*wire.JobListResult, *wir
 		}
 	}
 	wg.Wait()
-	return a.listJobs()
+	return a.listJobs(wire.JobListArgs{})
 }
 
 // listJobs answers OpJobList.
-func (a *Agent) listJobs() (*wire.JobListResult, *wire.Error) {
+func (a *Agent) listJobs(args wire.JobListArgs) (*wire.JobListResult, *wire.Error) {
 	res := &wire.JobListResult{Jobs: []wire.JobInfo{}}
+	reports := map[fullDisks]*wire.DiskFull{} // the disks are looked at once per list
 	for _, j := range a.jobs.list() {
 		in := j.info()
+		if args.Disk {
+			in.DiskFull = a.jobDisks(j, reports)
+		}
 		res.Jobs = append(res.Jobs, in)
 		if in.State == wire.JobRunning && j.kind == "job" {
 			res.Running++
@@ -494,7 +501,7 @@ func (a *Agent) jobOutput(args wire.JobOutputArgs) (*wire.JobOutputResult, *wire
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInternal, "reading the output: %v", err)
 	}
-	return &wire.JobOutputResult{Job: j.info(), Chunk: chunk}, nil
+	return &wire.JobOutputResult{Job: a.jobInfo(j), Chunk: chunk}, nil
 }
 
 // jobInput answers OpJobInput: it writes to the job's stdin, waiting at
@@ -524,7 +531,7 @@ func (a *Agent) jobInput(args wire.JobInputArgs) (*wire.JobInputResult, *wire.Er
 	if args.Close {
 		j.closeStdin()
 	}
-	return &wire.JobInputResult{Job: j.info(), Written: n}, nil
+	return &wire.JobInputResult{Job: a.jobInfo(j), Written: n}, nil
 }
 
 // inputTimeout bounds a write to a job's stdin.
@@ -536,6 +543,6 @@ func (a *Agent) jobStatus(args wire.JobArgs) (*wire.JobInfo, *wire.Error) {
 	if werr != nil {
 		return nil, werr
 	}
-	in := j.info()
+	in := a.jobInfo(j)
 	return &in, nil
 }

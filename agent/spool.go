@@ -30,6 +30,8 @@ type spool struct {
 	size    int64
 	dropped int64
 	why     string
+	// inTmp says the file is in /tmp, not on the workspace's filesystem.
+	inTmp bool
 }
 
 // openSpool makes a spool near dir.
@@ -43,7 +45,7 @@ func openSpool(dir string) (*spool, error) {
 		return nil, err
 	}
 	_ = os.Remove(f.Name())
-	return &spool{f: f}, nil
+	return &spool{f: f, inTmp: true}, nil
 }
 
 // stderrReserve is the start of a job's stderr kept on disk for it when
@@ -77,6 +79,17 @@ func (s *spool) Write(p []byte) (int, error) {
 		s.why = "storing the output failed after " + strconv.FormatInt(s.size, 10) + " bytes" + ": " + unwrapPath(err).Error()
 	}
 	return len(p), nil
+}
+
+// onWorkspaceDisk returns the bytes stored on the workspace's filesystem:
+// all of them, unless the spool had to go to /tmp.
+func (s *spool) onWorkspaceDisk() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inTmp {
+		return 0
+	}
+	return s.size
 }
 
 // state returns the bytes stored and dropped, and why any were dropped.

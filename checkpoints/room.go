@@ -40,7 +40,7 @@ func (s *Store) roomLocked(n int64, lookAtDisk bool) error {
 	}
 	if free, ok := freeBytes(s.dir); ok && free < n+diskMargin {
 		return fmt.Errorf("%w: the disk holding %s has %s free, and this checkpoint needs %s more with %s to spare; free space there or move --cache-dir",
-			ErrOverCap, s.dir, FormatBytes(free), FormatBytes(n), FormatBytes(diskMargin))
+			ErrDiskFull, s.dir, FormatBytes(free), FormatBytes(n), FormatBytes(diskMargin))
 	}
 	return nil
 }
@@ -106,3 +106,12 @@ func (b *Build) end(abandon bool) {
 		_, _ = s.collect()
 	}
 }
+
+// diskFull is ErrDiskFull: a store out of room on its disk, which callers
+// asking whether a checkpoint fits see as ErrOverCap.
+type diskFull struct{}
+
+func (diskFull) Error() string { return "the cache disk is full" }
+
+// Is makes ErrDiskFull an ErrOverCap for errors.Is.
+func (diskFull) Is(target error) bool { return target == ErrOverCap }

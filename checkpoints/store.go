@@ -44,8 +44,12 @@ const (
 var (
 	// ErrNotFound means no checkpoint has the ID asked for.
 	ErrNotFound = errors.New("no such checkpoint")
-	// ErrOverCap means the store would pass its cap.
+	// ErrOverCap means the store would pass its cap, or its disk's room
+	// (then the error is also ErrDiskFull).
 	ErrOverCap = errors.New("the checkpoint store is full")
+	// ErrDiskFull means the disk holding the store has no room for what a
+	// checkpoint would write; errors.Is counts it an ErrOverCap too.
+	ErrDiskFull error = diskFull{}
 	// ErrCorrupt means an object's content does not match its name.
 	ErrCorrupt = errors.New("the checkpoint store is damaged")
 )

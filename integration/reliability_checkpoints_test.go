@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -207,14 +206,23 @@ func TestReliabilityCheckpoints(t *testing.T) {
 }
 
 // killDuring sends req, kills the server with SIGKILL after the delay at,
-// and starts a new one with opts, which it returns.
+// and starts a new one with opts (see restartWhileExiting), which it
+// returns once a first call has answered: the new server must wait for
+// the killed one's locks, not refuse the workspace as owned by it.
 func (p *proc) killDuring(req mcp.CallToolRequest, at time.Duration, opts startOptions) *proc {
 	p.t.Helper()
 	go p.client.CallTool(context.Background(), req)
 	time.Sleep(at)
-	must(p.t, p.cmd.Process.Signal(syscall.SIGKILL))
-	p.waitExit(10 * time.Second)
-	return start(p.t, opts)
+	next, release := p.restartWhileExiting(opts)
+	res := next.call("podman_shell", map[string]any{"command": []string{"true"}})
+	release()
+	if res.IsError {
+		p.t.Fatalf("the first call after the restart: %s", textOf(res))
+	}
+	if next.logs.find(lockWaitLog, nil) == nil {
+		p.t.Errorf("the new server did not wait for the killed one's lock: the test did not try what it names")
+	}
+	return next
 }
 
 // killAt is when round of rounds kills an operation that takes whole: the

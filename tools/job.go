@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -101,6 +102,7 @@ type JobView struct {
 	DroppedReason string   `json:"dropped_reason,omitempty" jsonschema_description:"Why output was dropped."`
 	StdinOpen     bool     `json:"stdin_open" jsonschema_description:"Whether action input can still write to it."`
 	OutOfMemory   string   `json:"out_of_memory,omitempty" jsonschema_description:"Once exited: set when the workspace's memory limit killed processes while it ran: whether the job itself was killed (exit_code 137), how many, and the limit."`
+	DiskFull      string   `json:"disk_full,omitempty" jsonschema_description:"Once exited: set when it left the workspace's disk or /tmp full (no space, or no inode): what takes the space now and which call frees it, or that it has been freed since."`
 }
 
 // JobResult is the job tool's result.
@@ -123,13 +125,23 @@ func (r JobResult) Text() string {
 		if len(r.Jobs) == 0 {
 			return "no jobs"
 		}
+		var notes []string
 		for _, j := range r.Jobs {
 			b.WriteString(j.line() + "\n")
+			if j.DiskFull != "" && !slices.Contains(notes, j.DiskFull) {
+				notes = append(notes, j.DiskFull)
+			}
+		}
+		for _, n := range notes { // the same disks: said once, not per job
+			b.WriteString("disk full: " + n + "\n")
 		}
 		return strings.TrimSuffix(b.String(), "\n")
 	}
 	if r.Job != nil {
 		b.WriteString(r.Job.line())
+		if r.Job.DiskFull != "" {
+			b.WriteString("\ndisk full: " + r.Job.DiskFull)
+		}
 	}
 	switch r.Action {
 	case JobOutput:
@@ -168,7 +180,8 @@ func (v JobView) line() string {
 func jobView(in workspace.JobInfo) *JobView {
 	return &JobView{ID: in.ID, Kind: in.Kind, Command: in.Argv, State: in.State, ExitCode: in.ExitCode, EndedBy: in.EndedBy,
 		DurationMS: in.DurationMillis, StdoutBytes: in.StdoutBytes, StderrBytes: in.StderrBytes,
-		DroppedBytes: in.DroppedBytes, DroppedReason: in.DroppedReason, StdinOpen: in.StdinOpen, OutOfMemory: oomNote(in.OOM)}
+		DroppedBytes: in.DroppedBytes, DroppedReason: in.DroppedReason, StdinOpen: in.StdinOpen, OutOfMemory: oomNote(in.OOM),
+		DiskFull: workspace.DiskFullNote(in.DiskFull, "the "+in.Kind)}
 }
 
 // Job returns the job tool.

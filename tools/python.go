@@ -91,6 +91,7 @@ type PythonResult struct {
 	Writes    []PythonWriteOutcome `json:"writes" jsonschema_description:"What became of each requested write: applied, or why not."`
 	Succeeded bool                 `json:"succeeded" jsonschema_description:"True when the code ran without an exception or a timeout."`
 	TimedOut  bool                 `json:"timed_out" jsonschema_description:"True when the code was killed after 5 seconds."`
+	DiskFull  string               `json:"disk_full,omitempty" jsonschema_description:"Set when the code ended with the workspace's disk or /tmp full (no space, or no inode): what takes the space and which call frees it."`
 }
 
 // PythonWriteOutcome is what became of one requested write.
@@ -114,6 +115,9 @@ func (r PythonResult) Text() string {
 		b.WriteString(*r.ValueRepr)
 	default:
 		b.WriteString("ok (no value)")
+	}
+	if r.DiskFull != "" {
+		fmt.Fprintf(&b, "\ndisk full: %s", r.DiskFull)
 	}
 	if r.Stdout != "" {
 		fmt.Fprintf(&b, "\n--- stdout ---\n%s", strings.TrimSuffix(r.Stdout, "\n"))
@@ -159,7 +163,7 @@ func Python(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			}
 			return PythonResult{
 				ValueRepr: r.ValueRepr, Stdout: r.Stdout, Stderr: r.Stderr, Globals: r.Globals,
-				Reads: r.Reads, Writes: writes, Succeeded: r.Ok, TimedOut: r.TimedOut,
+				Reads: r.Reads, Writes: writes, Succeeded: r.Ok, TimedOut: r.TimedOut, DiskFull: workspace.DiskFullNote(r.DiskFull, "the code"),
 			}, err
 		},
 	})

@@ -133,6 +133,7 @@ type ShellResult struct {
 	TimedOut    bool     `json:"timed_out" jsonschema_description:"True when the timeout killed the command."`
 	EndedBy     string   `json:"ended_by,omitempty" jsonschema_description:"The signal that ended a timed-out or cancelled command: SIGTERM when it exited within grace_seconds, else SIGKILL."`
 	OutOfMemory string   `json:"out_of_memory,omitempty" jsonschema_description:"Set when the workspace's memory limit killed processes while the command ran: whether the command itself was killed (exit_code 137), how many, and the limit."`
+	DiskFull    string   `json:"disk_full,omitempty" jsonschema_description:"Set when the command ended with the workspace's disk or /tmp full (no space, or no inode): what takes the space and which call frees it."`
 	OutputJob   string   `json:"output_job,omitempty" jsonschema_description:"When stdout or stderr was truncated: the job id whose whole output the job tool pages (action output)."`
 	Job         string   `json:"job,omitempty" jsonschema_description:"With background: the job's id."`
 	JobState    string   `json:"job_state,omitempty" jsonschema_description:"With background: running, or exited when it ended within the first wait."`
@@ -162,6 +163,9 @@ func (r ShellResult) Text() string {
 		fmt.Fprintf(&b, "exit %d in %d ms (cwd %s): %s\n", r.ExitCode, r.DurationMS, r.Cwd, r.OutOfMemory)
 	default:
 		fmt.Fprintf(&b, "exit %d in %d ms (cwd %s)\n", r.ExitCode, r.DurationMS, r.Cwd)
+	}
+	if r.DiskFull != "" {
+		fmt.Fprintf(&b, "disk full: %s\n", r.DiskFull)
 	}
 	if r.OutputJob != "" {
 		fmt.Fprintf(&b, "output truncated: the whole of it is kept; page it with the job tool: action=output id=%s stream=stdout|stderr offset=<byte>\n", r.OutputJob)
@@ -269,10 +273,11 @@ func runShell(ctx context.Context, ws workspace.Workspace, p ShellParams, log *s
 	res.DurationMS = out.DurationMillis
 	res.TimedOut, res.EndedBy, res.OutputJob = out.TimedOut, out.EndedBy, out.OutputJob
 	res.OutOfMemory = oomNote(out.OOM)
+	res.DiskFull = workspace.DiskFullNote(out.DiskFull, "the command")
 	res.Stdout = stream(out.Stdout, out.StdoutTruncated, capture)
 	res.Stderr = stream(out.Stderr, out.StderrTruncated, capture)
 	log.Info("podman_shell finished", "container", res.Container, "argv0", p.Command[0], "args", len(p.Command)-1,
-		"exit_code", res.ExitCode, "timed_out", res.TimedOut, "out_of_memory", res.OutOfMemory != "", "duration_ms", res.DurationMS,
+		"exit_code", res.ExitCode, "timed_out", res.TimedOut, "out_of_memory", res.OutOfMemory != "", "disk_full", res.DiskFull != "", "duration_ms", res.DurationMS,
 		"stdout_bytes", res.StdoutBytes, "stderr_bytes", res.StderrBytes,
 		"stdout_preview", preview(out.Stdout), "stderr_preview", preview(out.Stderr))
 	return res, nil
@@ -295,6 +300,7 @@ func startJob(ctx context.Context, ws workspace.Workspace, p ShellParams, env ma
 		res.ExitCode = *j.ExitCode
 	}
 	res.OutOfMemory = oomNote(j.OOM)
+	res.DiskFull = workspace.DiskFullNote(j.DiskFull, "the job")
 	res.Stdout = stream(started.Stdout.Data, started.Stdout.Next < j.StdoutBytes, true)
 	res.Stderr = stream(started.Stderr.Data, started.Stderr.Next < j.StderrBytes, true)
 	return res, nil

@@ -256,6 +256,8 @@ type PythonResult struct {
 	// Changes are the workspace changes the code made itself, outside
 	// Writes, seen when it ended (see ExecResult.Changes).
 	Changes []Change `json:"changes,omitempty"`
+	// DiskFull is as in ExecResult.
+	DiskFull *DiskFull `json:"disk_full,omitempty"`
 }
 
 // CutLine shortens a line (without its ending) longer than MaxLineChars

@@ -68,6 +68,9 @@ type JobInfo struct {
 	// OOM, once it exited, says the container's memory limit killed
 	// processes while it ran.
 	OOM *OOM `json:"oom,omitempty"`
+	// DiskFull, once it exited, says it left a filesystem it writes to
+	// full (see ExecResult.DiskFull), with their state as it is asked for.
+	DiskFull *DiskFull `json:"disk_full,omitempty"`
 }
 
 // JobStartResult answers OpJobStart: the job, and the output that came
@@ -128,6 +131,13 @@ type JobInputArgs struct {
 type JobInputResult struct {
 	Job     JobInfo `json:"job"`
 	Written int     `json:"written"`
+}
+
+// JobListArgs are the arguments of OpJobList. Disk asks for the state of
+// the disks a finished job left full (JobInfo.DiskFull), which the
+// server's own looks at the jobs do not need.
+type JobListArgs struct {
+	Disk bool `json:"disk,omitempty"`
 }
 
 // JobListResult answers OpJobList.

@@ -154,6 +154,9 @@ type ExecResult struct {
 	// OOM, when set, says the container's memory limit killed processes
 	// while the command ran.
 	OOM *OOM `json:"oom,omitempty"`
+	// DiskFull, when set, says the command left a filesystem it writes to
+	// full, and what takes the space.
+	DiskFull *DiskFull `json:"disk_full,omitempty"`
 }
 
 // OOM is what the container's memory limit did while a command ran, as

@@ -240,6 +240,9 @@ func (s *Session) skipPaths() []string {
 
 // checkpointError names a checkpoint error for the model.
 func checkpointError(err error) error {
+	if errors.Is(err, checkpoints.ErrDiskFull) {
+		return fmt.Errorf("%w; deleting checkpoints you no longer need (workspace_checkpoint_delete) frees space there too", err)
+	}
 	if errors.Is(err, checkpoints.ErrOverCap) {
 		return fmt.Errorf("%w; delete checkpoints you no longer need (workspace_checkpoint_delete), or start the server with a larger --checkpoint-limit", err)
 	}

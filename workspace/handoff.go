@@ -239,6 +239,7 @@ func (m *Manager) claimHandle(key, principal string) (string, error) {
 // newKeptSessionFor replaces the session s with one that owns the kept
 // workspace name, reserved for the handle just claimed.
 func (m *Manager) newKeptSessionFor(s *Session, name string) (*Session, error) {
+	awaitKeptOwner(m.cfg.CacheDir, name, m.log)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed || m.sessions[s.id] != s {

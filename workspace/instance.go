@@ -92,7 +92,8 @@ func (i *instance) release(removeDir bool) error {
 
 // probeLock reports whether the instance owning the lock file at path is
 // alive, by trying to take the lock. A missing file means a dead instance
-// (instances delete their lock only after removing their containers).
+// (instances delete their lock only after removing their containers), and
+// so does a lock still held by a process that has exited.
 func probeLock(path string) (bool, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|noFollow, 0)
 	if errors.Is(err, os.ErrNotExist) {
@@ -106,7 +107,9 @@ func probeLock(path string) (bool, error) {
 	case err == nil:
 		return false, nil
 	case errors.Is(err, errLocked):
-		return true, nil
+		// A holder that has exited is no owner, though the kernel has not
+		// released its lock yet (see exitingHolder).
+		return exitingHolder(path) == 0, nil
 	default:
 		return false, err
 	}

@@ -100,7 +100,7 @@ func jobQuery(op string) bool {
 // Jobs implements Workspace.
 func (s *Session) Jobs(ctx context.Context) (JobList, error) {
 	var res JobList
-	err := s.call(ctx, wire.OpJobList, struct{}{}, &res, nil)
+	err := s.call(ctx, wire.OpJobList, wire.JobListArgs{Disk: true}, &res, nil)
 	return res, err
 }
 

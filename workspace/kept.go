@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -97,6 +98,7 @@ func RemoveKept(cacheDir, name string) error {
 		return err
 	}
 	root := keptRoot(cacheDir, name)
+	awaitExitingHolder(filepath.Join(root, lockFile), slog.New(slog.DiscardHandler))
 	lock, err := os.OpenFile(filepath.Join(root, lockFile), os.O_RDWR|noFollow, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, err := os.Stat(root); err != nil {

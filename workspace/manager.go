@@ -153,6 +153,13 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 // ready, else with none until a call (or Session.Prestart) makes it.
 func (m *Manager) Session(id string) (*Session, error) {
 	m.mu.Lock()
+	_, made := m.sessions[id]
+	name := m.options[id].Workspace
+	m.mu.Unlock()
+	if !made && name != "" {
+		awaitKeptOwner(m.cfg.CacheDir, name, m.log) // not under m.mu: it may take seconds
+	}
+	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed || m.ended.has(id) {
 		return nil, ErrSessionEnded
@@ -445,6 +452,7 @@ func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
 	}
 	for _, dead := range deadInstanceDirs(m.cfg.CacheDir, m.inst) {
 		dir := dead.dir
+		awaitExitingHolder(filepath.Join(dir, lockFile), m.log) // dead, but still exiting: its lock goes with its last thread
 		unlock, ok := lockInstance(dir)
 		if !ok {
 			continue // another server sweeps it

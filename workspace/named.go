@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -97,7 +98,8 @@ func keptRoot(cacheDir, name string) string { return filepath.Join(cacheDir, wor
 // claimWorkspace takes the kept workspace name for a session of inst,
 // making it when it does not exist. It fails, naming the owner, when
 // another session (of this process or another) owns it, and when it
-// belongs to another principal.
+// belongs to another principal. It does not wait for an owner that is
+// exiting: its caller does, with awaitKeptOwner, before it takes its locks.
 func claimWorkspace(cacheDir string, opts SessionOptions, inst *instance, sessionHash string) (*keptWorkspace, error) {
 	name, principal := opts.Workspace, opts.Principal
 	if err := CheckWorkspaceName(name); err != nil {
@@ -113,6 +115,10 @@ func claimWorkspace(cacheDir string, opts SessionOptions, inst *instance, sessio
 	}
 	if err := tryLock(lock); err != nil {
 		lock.Close()
+		if pid := exitingHolder(lock.Name()); pid != 0 && errors.Is(err, errLocked) {
+			return nil, fmt.Errorf("%w: workspace %q is still locked by wink-mcp process %d, which has exited: a thread of it that has not left the kernel, or a process that inherited its descriptors, holds the lock; try again in a moment",
+				ErrWorkspaceInUse, name, pid)
+		}
 		if errors.Is(err, errLocked) {
 			return nil, fmt.Errorf("%w: workspace %q is owned by %s; end that session (close its client), or choose another workspace name", ErrWorkspaceInUse, name, describeOwner(root))
 		}
@@ -148,6 +154,16 @@ func claimWorkspace(cacheDir string, opts SessionOptions, inst *instance, sessio
 		return nil, err
 	}
 	return k, nil
+}
+
+// awaitKeptOwner waits, within exitingHolderWait, for the last owner of
+// the kept workspace name to finish exiting when it has exited with the
+// workspace's lock still held (a server killed with SIGKILL and started
+// again at once).
+func awaitKeptOwner(cacheDir, name string, log *slog.Logger) {
+	if CheckWorkspaceName(name) == nil {
+		awaitExitingHolder(filepath.Join(keptRoot(cacheDir, name), lockFile), log)
+	}
 }
 
 // release records the last use, and the egress bytes its session's

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
+	"github.com/wink-mcp/wink-mcp/display"
 	"github.com/wink-mcp/wink-mcp/wire"
 )
 
@@ -115,25 +116,65 @@ func (e *noRoomError) Error() string {
 }
 
 // diskAdvice says how full the workspace's disk is, what takes the space
-// and which calls free it. files, when not negative, is what the files in
-// /workspace hold.
+// (or the inodes, when none is free) and which calls free it. files, when
+// not negative, is what the files in /workspace hold.
 func diskAdvice(d wire.DiskSpace, files int64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "the workspace's disk of %s has %s free", checkpoints.FormatBytes(d.TotalBytes), checkpoints.FormatBytes(d.FreeBytes))
+	if d.NoFreeFiles() {
+		fmt.Fprintf(&b, "the workspace's disk of %s can make no more files: all its %d inodes are in use (%s of space free)",
+			checkpoints.FormatBytes(d.TotalBytes), d.TotalFiles, checkpoints.FormatBytes(d.FreeBytes))
+	} else {
+		fmt.Fprintf(&b, "the workspace's disk of %s has %s free", checkpoints.FormatBytes(d.TotalBytes), checkpoints.FormatBytes(d.FreeBytes))
+	}
 	if files >= 0 {
 		fmt.Fprintf(&b, "; the files in /workspace hold %s", checkpoints.FormatBytes(files))
 	}
-	if d.KeptBytes > 0 {
+	b.WriteString(topNote(d, "in /workspace"))
+	rm := "rm on files you no longer need (workspace_checkpoint saves them first)"
+	if len(d.Top) > 0 {
+		rm = fmt.Sprintf("rm on what you no longer need (such as rm path=%s, a directory goes whole; workspace_checkpoint saves it first)",
+			display.Text(strings.TrimPrefix(d.Top[0].Path, Root+"/")))
+	}
+	switch {
+	case d.NoFreeFiles():
+		fmt.Fprintf(&b, ". Free inodes with %s", rm)
+	case d.KeptBytes > 0:
 		var jobs []string
 		for _, o := range d.Outputs {
 			jobs = append(jobs, fmt.Sprintf("job %s: %s", o.ID, checkpoints.FormatBytes(o.Bytes)))
 		}
-		fmt.Fprintf(&b, ", and the kept output of finished jobs %s (%s). Free space with job action=forget id=%s (it drops a finished job's kept output), or rm files you no longer need (workspace_checkpoint saves them first)",
-			checkpoints.FormatBytes(d.KeptBytes), strings.Join(jobs, ", "), d.Outputs[0].ID)
-	} else {
-		b.WriteString(". Free space with rm on files you no longer need (workspace_checkpoint saves them first)")
+		fmt.Fprintf(&b, "; the kept output of finished jobs takes %s (%s). Free space with job action=forget id=%s (it drops a finished job's kept output), or %s",
+			checkpoints.FormatBytes(d.KeptBytes), strings.Join(jobs, ", "), d.Outputs[0].ID, rm)
+	default:
+		fmt.Fprintf(&b, ". Free space with %s", rm)
 	}
 	return b.String()
+}
+
+// topNote names the entries of a full filesystem that take the most of
+// what is short (see wire.DiskSpace.Top), where says where they are;
+// "" when the agent named none.
+func topNote(d wire.DiskSpace, where string) string {
+	if len(d.Top) == 0 {
+		return ""
+	}
+	var uses []string
+	for _, u := range d.Top {
+		name := display.Text(strings.TrimPrefix(u.Path, Root+"/"))
+		if d.NoFreeFiles() {
+			uses = append(uses, fmt.Sprintf("%s (%d files and directories)", name, u.Entries))
+		} else {
+			uses = append(uses, fmt.Sprintf("%s (%s)", name, checkpoints.FormatBytes(u.Bytes)))
+		}
+	}
+	what := "the largest entries"
+	if d.NoFreeFiles() {
+		what = "the entries with the most files"
+	}
+	if d.TopPartial {
+		what += " (counted in part)"
+	}
+	return fmt.Sprintf("; %s %s: %s", what, where, strings.Join(uses, ", "))
 }
 
 // diskSpace asks the agent how full the workspace's disk is.
