@@ -32,8 +32,9 @@ type SessionRecord struct {
 }
 
 // FindSessions lists the session directories under cacheDir that have
-// mounts, newest first: those of running servers, and those kept with
-// KeepSessionDirs. The disks of kept sessions are mounted read-only to be
+// mounts, newest first: those of running servers, those kept with
+// KeepSessionDirs or for their export, and the handed-over workspaces
+// whose changes wait to be exported (named by the workspace). The disks of kept sessions are mounted read-only to be
 // read; the caller must call release when done with the records. A kept
 // session whose disk cannot be mounted is listed last, with Err set.
 func FindSessions(cacheDir string) (records []SessionRecord, release func(), err error) {
@@ -49,8 +50,8 @@ func FindSessions(cacheDir string) (records []SessionRecord, release func(), err
 		return nil, func() {}, err
 	}
 	for dir, err := range failed {
-		r := SessionRecord{Dir: dir, Hash: filepath.Base(dir), Err: err}
-		image := filepath.Join(filepath.Dir(filepath.Dir(dir)), disksDir, r.Hash+".img")
+		name, image := sessionImage(dir)
+		r := SessionRecord{Dir: dir, Hash: name, Err: err}
 		if info, statErr := os.Stat(image); statErr == nil {
 			r.Modified = info.ModTime()
 		}
@@ -64,10 +65,16 @@ func findSessions(cacheDir string) ([]SessionRecord, error) {
 	if err != nil {
 		return nil, err
 	}
+	for dir := range exportableKept(cacheDir) {
+		manifests = append(manifests, filepath.Join(dir, mountsManifest))
+	}
 	var out []SessionRecord
 	for _, mf := range manifests {
 		dir := filepath.Dir(mf)
 		mounts, err := ReadManifest(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a handed-over workspace whose mounts were never used
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -75,9 +82,13 @@ func findSessions(cacheDir string) ([]SessionRecord, error) {
 		if err != nil {
 			return nil, err
 		}
-		instanceDir := filepath.Dir(filepath.Dir(dir))
-		alive, _ := probeLock(filepath.Join(instanceDir, lockFile))
-		out = append(out, SessionRecord{Dir: dir, Hash: filepath.Base(dir), Alive: alive, Mounts: mounts, Modified: info.ModTime()})
+		lock := filepath.Join(filepath.Dir(filepath.Dir(dir)), lockFile) // its instance's
+		if isKeptSessionDir(dir) {
+			lock = filepath.Join(filepath.Dir(dir), lockFile) // its workspace's
+		}
+		alive, _ := probeLock(lock)
+		name, _ := sessionImage(dir)
+		out = append(out, SessionRecord{Dir: dir, Hash: name, Alive: alive, Mounts: mounts, Modified: info.ModTime()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Modified.After(out[j].Modified) })
 	return out, nil

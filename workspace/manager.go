@@ -363,8 +363,9 @@ func (m *Manager) Close(ctx context.Context) error {
 	wg.Wait()
 	m.ending.Wait() // each bounded by its caller's context
 	m.finishLeftovers(ctx)
-	kept := m.KeptForExport()
+	kept := keptForExport(m.cfg.CacheDir, m.inst.dir)
 	err := m.inst.release(!m.cfg.KeepSessionDirs && len(kept) == 0)
+	kept = append(kept, handedOverKept(m.cfg.CacheDir)...)
 	if len(kept) > 0 {
 		err = errors.Join(err, fmt.Errorf("%w: %s", ErrChangesKept, strings.Join(kept, "; ")))
 	}
@@ -377,10 +378,13 @@ func (m *Manager) Close(ctx context.Context) error {
 // it exports them, as `wink-mcp export` can.
 var ErrChangesKept = errors.New("changes not exported yet are kept")
 
-// KeptForExport describes the sessions of this server whose changes wait
-// to be exported, with where they are and how to export them; it is safe
-// to call while the server shuts down.
-func (m *Manager) KeptForExport() []string { return keptForExport(m.cfg.CacheDir, m.inst.dir) }
+// KeptForExport describes the sessions of this server, and the
+// handed-over workspaces nothing holds, whose changes wait to be
+// exported, with where they are and how to export them; it is safe to
+// call while the server shuts down.
+func (m *Manager) KeptForExport() []string {
+	return append(keptForExport(m.cfg.CacheDir, m.inst.dir), handedOverKept(m.cfg.CacheDir)...)
+}
 
 // Prepare asks the Podman service what every container's creation needs
 // from it once per process (the host's facts, and the image, pulled if it

@@ -709,7 +709,10 @@ func (s *Session) end(ctx context.Context) {
 	}
 	start := time.Now()
 	had := s.created
-	exportNow := s.m.cfg.ExportDir != "" && len(s.mounts) > 0
+	// A handed-over workspace exports by its own marker, once its
+	// container is gone (endHandedOverLocked).
+	handedOver := s.kept != nil && s.kept.fromHandoff
+	exportNow := s.m.cfg.ExportDir != "" && len(s.mounts) > 0 && !handedOver
 	if exportNow {
 		// The files are final once the jobs have stopped: the export and
 		// the container's removal need not wait for each other.
@@ -737,13 +740,9 @@ func (s *Session) end(ctx context.Context) {
 	}
 	saved := <-exported
 	switch {
-	case s.kept != nil && s.kept.fromHandoff:
-		// A handed-over workspace is still a session's own: it goes with it.
-		s.unmountDiskLocked()
-		s.kept.release(s.meter.Used())
-		if err := RemoveKept(s.m.cfg.CacheDir, s.kept.name); err != nil {
-			s.m.log.Warn("deleting the handed-over workspace at session end", "session", s.hash, "workspace", s.kept.name, "err", err)
-		}
+	case handedOver:
+		// Still a session's own: it goes with it, once its changes are exported.
+		s.endHandedOverLocked(ctx)
 	case s.kept != nil:
 		s.unmountDiskLocked()
 		s.kept.release(s.meter.Used())

@@ -24,8 +24,8 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 		fmt.Fprintf(stderr, "usage: wink-mcp export [--session HASH] [--out DIR] [--cache-dir DIR] [--export-ignored]\n\n"+
 			"Writes what a session changed in its mounted host folders as patches that `git apply` accepts in a clean copy\n"+
 			"of each folder. Sessions are found under the cache directory while their server runs, or afterwards when it\n"+
-			"ran with --keep-session-dirs or its export on exit could not finish. With one changeable folder and no --out, the patch\n"+
-			"goes to stdout.\n\n")
+			"ran with --keep-session-dirs or its export on exit could not finish; a handed-over workspace whose export waits goes by its\n"+
+			"name (handoff-...). With one changeable folder and no --out, the patch goes to stdout.\n\n")
 		fs.PrintDefaults()
 	}
 	cache := workspace.DefaultConfig().CacheDir
@@ -33,7 +33,7 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 		cache = v
 	}
 	fs.StringVar(&cache, "cache-dir", cache, "the cache directory the server used [WINK_CACHE]")
-	session := fs.String("session", "", "the session's hash, or its start (see the list without it, or the server's logs)")
+	session := fs.String("session", "", "the session's hash, or its start, or a handed-over workspace's name (see the list without it, or the server's logs)")
 	out := fs.String("out", "", "write one <workspace path>.patch per folder here")
 	ignored := fs.Bool("export-ignored", false, "put in the patches the new files a folder's .gitignore ignores, whatever the server did")
 	if err := fs.Parse(args); err != nil {
