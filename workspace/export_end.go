@@ -102,7 +102,7 @@ func (s *Session) markPendingLocked() error {
 	if !s.exportsOnEnd() {
 		return nil
 	}
-	if err := writePending(pendingPath(s.m.inst.dir, s.dir), pendingExport{Session: s.hash, ExportDir: s.m.cfg.ExportDir}); err != nil {
+	if err := writePending(pendingPath(s.m.inst.dir, s.dir), pendingExport{Session: s.hash(), ExportDir: s.m.cfg.ExportDir}); err != nil {
 		return fmt.Errorf("recording that the session's changes are to be exported: %w", err)
 	}
 	return nil
@@ -116,20 +116,20 @@ func (s *Session) markPendingLocked() error {
 // finish is not written, and the session's files stay.
 func (s *Session) exportOnEnd(ctx context.Context, ended time.Time, mounts []MountInfo) bool {
 	marker := pendingPath(s.m.inst.dir, s.dir)
-	to := exportDirName(s.hash, ended)
+	to := exportDirName(s.hash(), ended)
 	if s.exportsOnEnd() {
-		if err := writePending(marker, pendingExport{Session: s.hash, ExportDir: s.m.cfg.ExportDir, To: to}); err != nil {
-			s.m.log.Warn("recording the export's folder", "session", s.hash, "err", err)
+		if err := writePending(marker, pendingExport{Session: s.hash(), ExportDir: s.m.cfg.ExportDir, To: to}); err != nil {
+			s.m.log.Warn("recording the export's folder", "session", s.hash(), "err", err)
 		}
 	}
-	ok := exportSession(ctx, s.m.log, s.hash, s.dir, mounts, filepath.Join(s.m.cfg.ExportDir, to))
+	ok := exportSession(ctx, s.m.log, s.hash(), s.dir, mounts, filepath.Join(s.m.cfg.ExportDir, to))
 	if ok && s.exportsOnEnd() {
 		if err := os.Remove(marker); err != nil && !errors.Is(err, os.ErrNotExist) {
-			s.m.log.Warn("removing the pending export's marker", "session", s.hash, "err", err)
+			s.m.log.Warn("removing the pending export's marker", "session", s.hash(), "err", err)
 		}
 	}
 	if !ok {
-		s.m.log.Error("the session's changes are kept for export", "session", s.hash, "kept_in", s.dir,
+		s.m.log.Error("the session's changes are kept for export", "session", s.hash(), "kept_in", s.dir,
 			"how", exportHint(s.m.cfg.CacheDir, filepath.Base(s.dir), filepath.Join(s.m.cfg.ExportDir, to)))
 	}
 	return ok

@@ -187,8 +187,8 @@ func (m *Manager) Session(id string) (*Session, error) {
 		s = m.pool.take() // pooled containers run the default profile
 	}
 	if s != nil {
-		s.id, s.hash, s.principal, s.stdio = id, hash, opts.Principal, opts.Stdio
-		s.owner.Store(&id)
+		s.serve(id, hash)
+		s.principal, s.stdio = opts.Principal, opts.Stdio // before any call can find it
 		if s.proxy != nil {
 			s.proxy.SetID(hash)
 		}
@@ -262,12 +262,12 @@ func (m *Manager) newKeptSession(id, hash string, opts SessionOptions) (*Session
 // newSession returns a session without a container whose container and
 // directory are named after key.
 func (m *Manager) newSession(id, key string) *Session {
-	s := &Session{m: m, id: id, hash: key, key: key, name: containerName(m.cfg.NamePrefix, key), dir: m.inst.sessionDir(key),
+	s := &Session{m: m, key: key, name: containerName(m.cfg.NamePrefix, key), dir: m.inst.sessionDir(key),
 		diskFile: filepath.Join(m.inst.dir, disksDir, key+".img"), gate: newGate(), storeDir: m.inst.storeDir(key)}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.lastUsed.Store(time.Now().UnixNano())
 	s.opened = time.Now()
-	s.owner.Store(&id)
+	s.serve(id, key)
 	s.meter = egress.NewMeter(m.cfg.EgressMaxBytes, 0)
 	s.setProfileLocked(m.defaultProfile())
 	return s

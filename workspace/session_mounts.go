@@ -310,7 +310,7 @@ func (s *Session) clientRoots(ctx context.Context, configured []sessionMount) []
 	defer cancel()
 	paths, err := f(ctx)
 	if err != nil {
-		m.log.Warn("the client's roots are not mounted: listing them failed", "session", s.hash, "err", err)
+		m.log.Warn("the client's roots are not mounted: listing them failed", "session", s.hash(), "err", err)
 		return nil
 	}
 	plan := s.mountPlan()
@@ -326,7 +326,7 @@ func (s *Session) clientRoots(ctx context.Context, configured []sessionMount) []
 			err = fmt.Errorf("its workspace path %q is taken", r.Path)
 		}
 		if err != nil {
-			m.log.Warn("a client root is not mounted", "session", s.hash, "root", p, "err", err)
+			m.log.Warn("a client root is not mounted", "session", s.hash(), "root", p, "err", err)
 			continue
 		}
 		o := fmt.Sprintf("%d:%d", r.uid, r.gid)
@@ -335,7 +335,7 @@ func (s *Session) clientRoots(ctx context.Context, configured []sessionMount) []
 		}
 		if r.uid == 0 || (m.cfg.User == "" && o != owner) {
 			r.Mode = MountReadOnly
-			m.log.Warn("a client root is mounted read-only: the workspace user could not edit it", "session", s.hash, "root", p, "owner", o)
+			m.log.Warn("a client root is mounted read-only: the workspace user could not edit it", "session", s.hash(), "root", p, "owner", o)
 		}
 		taken = append(taken, r.Path)
 		out = append(out, r)
