@@ -54,9 +54,14 @@ var handoffEndings = []handoffEnding{
 		waitUntil(t, time.Minute, "the handle to expire", func() bool { return time.Now().After(r.handoff.Expires.Add(time.Second)) })
 		sweepWithNextServer(t, r.cache)
 	}},
-	{name: "the attaching session ends (stdin closed)", ttl: 600, end: func(t *testing.T, r *handoffRun) {
-		b := r.attach(t)
+	{name: "the attaching session, exporting elsewhere, ends (stdin closed)", ttl: 600, end: func(t *testing.T, r *handoffRun) {
+		other := t.TempDir()
+		b := r.attach(t, "--export-on-exit", other)
 		b.endSession()
+		// The change is the giver's session's: it goes where that said.
+		if entries, _ := os.ReadDir(other); len(entries) > 0 {
+			t.Errorf("the attaching server's own export folder got %d entries", len(entries))
+		}
 	}},
 	{name: "the attaching server stops (SIGTERM) and the export folder cannot be written", ttl: 600, blocked: true, end: func(t *testing.T, r *handoffRun) {
 		b := r.attach(t)
@@ -101,12 +106,12 @@ func handOver(t *testing.T, ttl int, blocked bool) *handoffRun {
 }
 
 // attach ends the giver, then starts another stdio process on the same
-// cache and mounts, without --export-on-exit, which attaches the
-// workspace and makes a change of its own.
-func (r *handoffRun) attach(t *testing.T) *proc {
+// cache and mounts, with args (no --export-on-exit unless they say),
+// which attaches the workspace and makes a change of its own.
+func (r *handoffRun) attach(t *testing.T, args ...string) *proc {
 	t.Helper()
 	r.giver.endSession()
-	b := start(t, startOptions{cache: r.cache, args: r.mountArgs})
+	b := start(t, startOptions{cache: r.cache, args: append(args, r.mountArgs...)})
 	decodeStructured(t, b.call("workspace_attach", map[string]any{"handle": r.handoff.Handle}), &tools.WorkspaceAttachResult{})
 	b.run("sh", "-c", "printf 'export const b = 1;\\n' > proj/src/b.js")
 	r.attached = true
