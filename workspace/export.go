@@ -34,9 +34,10 @@ type SessionRecord struct {
 // FindSessions lists the session directories under cacheDir that have
 // mounts, newest first: those of running servers, those kept with
 // KeepSessionDirs or for their export, and the handed-over workspaces
-// whose changes wait to be exported (named by the workspace). The disks of kept sessions are mounted read-only to be
-// read; the caller must call release when done with the records. A kept
-// session whose disk cannot be mounted is listed last, with Err set.
+// whose changes wait to be exported (Hash is the workspace's name). The
+// disks of kept sessions are mounted read-only to be read; the caller
+// must call release when done with the records. A kept session whose
+// disk cannot be mounted is listed last, with Err set.
 func FindSessions(cacheDir string) (records []SessionRecord, release func(), err error) {
 	mounted, failed := mountKeptDisks(cacheDir)
 	release = func() {

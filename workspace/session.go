@@ -60,7 +60,8 @@ type Session struct {
 	// never change: an attach keeps them (see Manager.attach).
 	stdio bool
 	// handedOver are the roots of the kept workspaces this session handed
-	// to another process; while they wait, they share its disk limit.
+	// to another process; while they wait (for an attach, or for their
+	// export), they share its disk limit.
 	handedOver []string
 
 	// mu serialises the container's lifecycle: concurrent first calls wait
