@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/tools"
 )
 
 // TestReliabilityBounds tries, through the binary and Podman, the bounds a
@@ -19,6 +21,7 @@ import (
 func TestReliabilityBounds(t *testing.T) {
 	t.Run("handed-over containers count against --max-sessions", parkedCountAsSessions)
 	t.Run("handed-over workspaces share the session's --disk-limit", handedOverShareTheDisk)
+	t.Run("a handed-over workspace kept for its export still shares --disk-limit", keptForExportShareTheDisk)
 	t.Run("the egress count survives every transition", egressSurvivesTransitions)
 	t.Run("the egress count survives a kill -9", egressSurvivesAKill)
 	t.Run("task results are bounded and go with their session", taskResultsAreBounded)
@@ -134,6 +137,58 @@ func handedOverShareTheDisk(t *testing.T) {
 		Tried: rounds + 1, Broken: broken,
 		Measured: fmt.Sprintf("the session's disk images took at most %.1f MiB of the host (the limit is 64 MiB); %d of %d handoffs refused naming --disk-limit; the unattached ones were deleted at their expiry and 50 MB fitted again",
 			float64(most)/(1<<20), refused, rounds)})
+}
+
+// keptForExportShareTheDisk: with --disk-limit 64m and --export-on-exit
+// into a folder that cannot be written, a stdio session writes 50 MB and
+// a change to its mounted folder, and hands its workspace over; nobody
+// attaches it, its export fails at its expiry and it is kept for it.
+// While it is, the session still cannot use more than the limit; once
+// another start exports it (the folder writable again) and deletes it,
+// the session has its whole disk again.
+func keptForExportShareTheDisk(t *testing.T) {
+	const limit = 64 << 20
+	root, folder := npmProject(t)
+	cache, blocker := t.TempDir(), filepath.Join(t.TempDir(), "blocked")
+	must(t, os.WriteFile(blocker, nil, 0o600))
+	exportDir := filepath.Join(blocker, "patches")
+	p := start(t, startOptions{cache: cache, args: []string{"--disk-limit", "64m", "--warm", "0", "--mount", folder, "--allowed-root", root, "--export-on-exit", exportDir}})
+	p.run("sh", "-c", "head -c 50000000 /dev/zero > big && sed -i s/3000/8080/ proj/src/index.js")
+	var h tools.WorkspaceHandoffResult
+	decodeStructured(t, p.call("workspace_handoff", map[string]any{"expires_in_seconds": 2}), &h)
+	kept := filepath.Join(cache, "workspaces", h.Workspace)
+	waitUntil(t, 2*time.Minute, "the expired workspace to be kept for its export, or deleted", func() bool {
+		return p.logs.find("the handed-over workspace's changes are kept for export", nil) != nil || !fileExists(kept)
+	})
+	tried, broken, state := 3, 0, "kept for its export"
+	if !fileExists(kept) {
+		state = "deleted unexported"
+		t.Errorf("the handed-over workspace was deleted though its export could not be written")
+		broken++
+	}
+	write := p.call("podman_shell", map[string]any{"command": []string{"sh", "-c", "head -c 50000000 /dev/zero > big && echo written"}})
+	held := diskImagesBytes(t, cache)
+	if held > limit || strings.Contains(textOf(write), "written") {
+		t.Errorf("while the workspace waits for its export, the session wrote 50 MB more (%s); the disk images take %d bytes, against --disk-limit %d", textOf(write), held, limit)
+		broken++
+	} else if !strings.Contains(textOf(write), "--disk-limit") || !strings.Contains(textOf(write), "exported") {
+		t.Errorf("the refusal does not name the limit and the export it waits for: %s", textOf(write))
+		broken++
+	}
+	must(t, os.Remove(blocker))
+	sweepWithNextServer(t, cache)
+	patches, _ := filepath.Glob(filepath.Join(exportDir, "*", "proj.patch"))
+	again := p.run("sh", "-c", "head -c 50000000 /dev/zero > big && echo written")
+	fitted := map[bool]string{true: "fitted", false: "did not fit"}
+	if len(patches) != 1 || fileExists(kept) || strings.TrimSpace(again.Stdout) != "written" {
+		t.Errorf("after the next start: patches %v, workspace kept %v, 50 MB written %q %q", patches, fileExists(kept), again.Stdout, again.Stderr)
+		broken++
+	}
+	recordBound(t, promiseFigure{Class: "disk: a stdio session writes 50 MB and a change to a mounted folder under --disk-limit 64m, hands its workspace over, and its export at expiry cannot be written",
+		Tried: tried, Broken: broken,
+		Measured: fmt.Sprintf("at its expiry the workspace was %s; the session's disk images then took %.1f MiB (the limit is 64 MiB) and 50 MB more %s; "+
+			"the next start wrote %d patch, and 50 MB %s again", state, float64(held)/(1<<20), fitted[strings.Contains(textOf(write), "written")],
+			len(patches), fitted[strings.TrimSpace(again.Stdout) == "written"])})
 }
 
 // diskImagesBytes sums what the filesystem images under a cache directory

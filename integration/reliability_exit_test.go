@@ -131,6 +131,32 @@ func TestReliabilityExit(t *testing.T) {
 			Measured: fmt.Sprintf("%d patches written at exit, %d kept and written by the next start, %d lost", written, recovered, lost)})
 	})
 
+	t.Run("every end of a handed-over workspace", func(t *testing.T) {
+		exported, kept, lost := 0, 0, 0
+		for _, e := range handoffEndings {
+			t.Run(e.name, func(t *testing.T) {
+				r := handOver(t, e.ttl, e.blocked)
+				e.end(t, r)
+				o := checkHandoffOutcome(t, r, e.blocked)
+				switch {
+				case o.lost:
+					lost++
+				case o.kept:
+					kept++
+				case o.exported:
+					exported++
+				}
+			})
+		}
+		t.Logf("%d exported where due by the process that ended the workspace, %d kept for wink-mcp export and the next start, %d lost", exported, kept, lost)
+		recordPromise(promiseFigure{Class: "lost work at the end of a handed-over workspace: a stdio session with --export-on-exit changes a mounted folder and hands its workspace to another process; " +
+			"the handle expires in the giver's process, or at the next start after the giver ended; the process that attached it ends (with its own --export-on-exit elsewhere), " +
+			"stops with the export folder unwritable, or is killed with SIGKILL before a new start",
+			Tried: len(handoffEndings), Broken: lost,
+			Measured: fmt.Sprintf("%d exported where the giver's flag said by the process that ended it, %d kept where wink-mcp export found them and exported by the next start, %d lost",
+				exported, kept, lost)})
+	})
+
 	t.Run("ignored trees", func(t *testing.T) {
 		root, folder := npmProject(t)
 		exportDir := t.TempDir()

@@ -143,7 +143,7 @@ func (s *Session) saveWith(ctx context.Context, client *wire.Client, st *checkpo
 	snap.steps.done("commit")
 	s.saveIndex(snap.index)
 	snap.steps.done("index")
-	s.m.log.Info("workspace checkpoint", "event", "checkpoint", "session", s.hash, "checkpoint", cp.ID, "auto", cp.Auto,
+	s.m.log.Info("workspace checkpoint", "event", "checkpoint", "session", s.hash(), "checkpoint", cp.ID, "auto", cp.Auto,
 		"files", cp.Files, "bytes", cp.Bytes, "added_bytes", cp.Added, "fetched_files", snap.fetched, "duration_ms", time.Since(start).Milliseconds(),
 		"steps", snap.steps.String())
 	return cp, snap.entries, nil
@@ -156,7 +156,7 @@ func (s *Session) saveIndex(idx checkpoints.Index) {
 	st := s.store
 	s.storeMu.Unlock()
 	if err := st.SaveIndex(idx); err != nil {
-		s.m.log.Warn("saving the checkpoint index failed; the next checkpoint reads every file again", "session", s.hash, "err", err)
+		s.m.log.Warn("saving the checkpoint index failed; the next checkpoint reads every file again", "session", s.hash(), "err", err)
 	}
 }
 
@@ -187,7 +187,7 @@ func (s *Session) pruneAuto(st *checkpoints.Store, keep ...string) {
 		return // it may need one of them
 	}
 	if _, err := st.Delete(auto[:len(auto)-keptAutoCheckpoints]...); err != nil {
-		s.m.log.Warn("deleting old automatic checkpoints", "session", s.hash, "err", err)
+		s.m.log.Warn("deleting old automatic checkpoints", "session", s.hash(), "err", err)
 	}
 }
 
@@ -209,7 +209,7 @@ func (s *Session) autoCheckpointLocked(ctx context.Context, why string) {
 		_, _, err = s.saveWith(ctx, s.client, st, Checkpoint{Auto: why})
 	}
 	if err != nil {
-		s.m.log.Warn("automatic checkpoint failed", "session", s.hash, "why", why, "err", err)
+		s.m.log.Warn("automatic checkpoint failed", "session", s.hash(), "why", why, "err", err)
 		return
 	}
 	s.pruneAuto(st)

@@ -86,8 +86,8 @@ func (s *Session) Restore(ctx context.Context, id string) (RestoreResult, error)
 	s.pruneAuto(st, target.ID)
 	res.Removed, res.Written, res.Unchanged = counts.Removed, counts.Written, counts.Unchanged
 	res.Duration = time.Since(start)
-	s.m.changed(ctx, s.id, s.touched.paths()...)
-	s.m.log.Info("workspace restored", "event", "restore", "session", s.hash, "checkpoint", id, "before", res.Before.ID,
+	s.m.changed(ctx, s.id(), s.touched.paths()...)
+	s.m.log.Info("workspace restored", "event", "restore", "session", s.hash(), "checkpoint", id, "before", res.Before.ID,
 		"stopped_commands", res.StoppedCommands, "stopped_jobs", res.StoppedJobs, "removed", res.Removed, "written", res.Written, "unchanged", res.Unchanged,
 		"duration_ms", res.Duration.Milliseconds())
 	return res, nil
@@ -203,7 +203,7 @@ func (s *Session) finishPendingRestore(ctx context.Context) error {
 		return err
 	}
 	s.restorePending.Store(false)
-	s.m.log.Info("workspace restore finished", "event", "restore_finished", "session", s.hash, "checkpoint", j.Target)
+	s.m.log.Info("workspace restore finished", "event", "restore_finished", "session", s.hash(), "checkpoint", j.Target)
 	return nil
 }
 

@@ -199,12 +199,26 @@ func unmountUnder(root string) error {
 }
 
 // mountKeptDisks mounts, read-only, the disk image of every session kept
-// under cacheDir whose directory is not mounted (its session ended). It
-// returns the directories it mounted and, by session directory, why a disk
-// could not be. Without root it mounts nothing.
+// under cacheDir whose directory is not mounted (its session ended), and
+// of every handed-over workspace kept for its export that no session has
+// open. It returns the directories it mounted and, by session directory,
+// why a disk could not be. Without root it mounts nothing.
 func mountKeptDisks(cacheDir string) (mounted []string, failed map[string]error) {
 	images, _ := filepath.Glob(filepath.Join(cacheDir, instancesDir, "*", disksDir, "*.img"))
-	if len(images) == 0 || os.Geteuid() != 0 {
+	dirs := map[string]string{}
+	for _, image := range images {
+		hash := strings.TrimSuffix(filepath.Base(image), ".img")
+		dirs[image] = filepath.Join(filepath.Dir(filepath.Dir(image)), sessionsDir, hash)
+	}
+	for dir, image := range exportableKept(cacheDir) {
+		// One a session has open is its own to mount: mounting its image
+		// twice would make two filesystems of one disk.
+		alive, err := probeLock(filepath.Join(filepath.Dir(dir), lockFile))
+		if _, statErr := os.Stat(image); err == nil && !alive && statErr == nil {
+			dirs[image] = dir
+		}
+	}
+	if len(dirs) == 0 || os.Geteuid() != 0 {
 		return nil, nil
 	}
 	points, err := mountPoints()
@@ -217,9 +231,7 @@ func mountKeptDisks(cacheDir string) (mounted []string, failed map[string]error)
 	}
 	t := diskTools{mount: lookTool("mount")}
 	failed = map[string]error{}
-	for _, image := range images {
-		hash := strings.TrimSuffix(filepath.Base(image), ".img")
-		dir := filepath.Join(filepath.Dir(filepath.Dir(image)), sessionsDir, hash)
+	for image, dir := range dirs {
 		if isMounted[dir] {
 			continue
 		}

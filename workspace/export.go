@@ -36,10 +36,12 @@ type SessionRecord struct {
 }
 
 // FindSessions lists the session directories under cacheDir that have
-// mounts, newest first: those of running servers, and those kept with
-// KeepSessionDirs. The disks of kept sessions are mounted read-only to be
-// read; the caller must call release when done with the records. A kept
-// session whose disk cannot be mounted is listed last, with Err set.
+// mounts, newest first: those of running servers, those kept with
+// KeepSessionDirs or for their export, and the handed-over workspaces
+// whose changes wait to be exported (Hash is the workspace's name). The
+// disks of kept sessions are mounted read-only to be read; the caller
+// must call release when done with the records. A kept session whose
+// disk cannot be mounted is listed last, with Err set.
 func FindSessions(cacheDir string) (records []SessionRecord, release func(), err error) {
 	mounted, failed := mountKeptDisks(cacheDir)
 	release = func() {
@@ -53,8 +55,8 @@ func FindSessions(cacheDir string) (records []SessionRecord, release func(), err
 		return nil, func() {}, err
 	}
 	for dir, err := range failed {
-		r := SessionRecord{Dir: dir, Hash: filepath.Base(dir), Err: err}
-		image := filepath.Join(filepath.Dir(filepath.Dir(dir)), disksDir, r.Hash+".img")
+		name, image := sessionImage(dir)
+		r := SessionRecord{Dir: dir, Hash: name, Err: err}
 		if info, statErr := os.Stat(image); statErr == nil {
 			r.Modified = info.ModTime()
 		}
@@ -68,12 +70,15 @@ func findSessions(cacheDir string) ([]SessionRecord, error) {
 	if err != nil {
 		return nil, err
 	}
+	for dir := range exportableKept(cacheDir) {
+		manifests = append(manifests, filepath.Join(dir, mountsManifest))
+	}
 	var out []SessionRecord
 	for _, mf := range manifests {
 		dir := filepath.Dir(mf)
 		m, err := readManifest(dir)
 		if errors.Is(err, fs.ErrNotExist) {
-			continue // its session ended since the listing
+			continue // its session ended since the listing, or a handed-over workspace whose mounts were never used
 		}
 		if err != nil {
 			return nil, err
@@ -82,11 +87,14 @@ func findSessions(cacheDir string) ([]SessionRecord, error) {
 		if err != nil {
 			continue
 		}
-		instanceDir := filepath.Dir(filepath.Dir(dir))
-		alive, _ := probeLock(filepath.Join(instanceDir, lockFile))
+		lock := filepath.Join(filepath.Dir(filepath.Dir(dir)), lockFile) // its instance's
+		if isKeptSessionDir(dir) {
+			lock = filepath.Join(filepath.Dir(dir), lockFile) // its workspace's
+		}
+		alive, _ := probeLock(lock)
 		hash := m.Session
-		if hash == "" {
-			hash = filepath.Base(dir)
+		if name, _ := sessionImage(dir); hash == "" || isKeptSessionDir(dir) {
+			hash = name
 		}
 		out = append(out, SessionRecord{Dir: dir, Hash: hash, Alive: alive, Mounts: m.Mounts, Modified: info.ModTime()})
 	}

@@ -79,9 +79,11 @@ func readPending(path string) (pendingExport, error) {
 // process can read them (with Config.FilesOnPodmanHost they are brought
 // back from the Podman host only while the session's container exists).
 func (s *Session) exportsOnEnd() bool {
-	if s.m.cfg.ExportDir == "" || s.kept != nil || s.m.cfg.FilesOnPodmanHost {
-		return false
-	}
+	return s.m.cfg.ExportDir != "" && s.kept == nil && !s.m.cfg.FilesOnPodmanHost && s.hasWritableMount()
+}
+
+// hasWritableMount reports whether a mount of the session can change.
+func (s *Session) hasWritableMount() bool {
 	for _, m := range s.mounts {
 		if m.Mode != MountReadOnly {
 			return true
@@ -90,12 +92,17 @@ func (s *Session) exportsOnEnd() bool {
 	return false
 }
 
-// markPendingLocked records that the session's changes wait to be exported.
+// markPendingLocked records that the session's changes wait to be
+// exported: beside the session directory, or in the handed-over
+// workspace it opened (handoff_export.go).
 func (s *Session) markPendingLocked() error {
+	if s.kept != nil && s.kept.fromHandoff {
+		return s.markHandedOverLocked()
+	}
 	if !s.exportsOnEnd() {
 		return nil
 	}
-	if err := writePending(pendingPath(s.m.inst.dir, s.dir), pendingExport{Session: s.hash, ExportDir: s.m.cfg.ExportDir}); err != nil {
+	if err := writePending(pendingPath(s.m.inst.dir, s.dir), pendingExport{Session: s.hash(), ExportDir: s.m.cfg.ExportDir}); err != nil {
 		return fmt.Errorf("recording that the session's changes are to be exported: %w", err)
 	}
 	return nil
@@ -109,32 +116,33 @@ func (s *Session) markPendingLocked() error {
 // finish is not written, and the session's files stay.
 func (s *Session) exportOnEnd(ctx context.Context, ended time.Time, mounts []MountInfo) bool {
 	marker := pendingPath(s.m.inst.dir, s.dir)
-	to := exportDirName(s.hash, ended)
+	to := exportDirName(s.hash(), ended)
 	if s.exportsOnEnd() {
-		if err := writePending(marker, pendingExport{Session: s.hash, ExportDir: s.m.cfg.ExportDir, To: to}); err != nil {
-			s.m.log.Warn("recording the export's folder", "session", s.hash, "err", err)
+		if err := writePending(marker, pendingExport{Session: s.hash(), ExportDir: s.m.cfg.ExportDir, To: to}); err != nil {
+			s.m.log.Warn("recording the export's folder", "session", s.hash(), "err", err)
 		}
 	}
-	ok := exportSession(ctx, s.m.log, s.hash, s.dir, mounts, filepath.Join(s.m.cfg.ExportDir, to))
+	ok := exportSession(ctx, s.m.log, s.hash(), s.dir, mounts, filepath.Join(s.m.cfg.ExportDir, to))
 	if ok && s.exportsOnEnd() {
 		if err := os.Remove(marker); err != nil && !errors.Is(err, os.ErrNotExist) {
-			s.m.log.Warn("removing the pending export's marker", "session", s.hash, "err", err)
+			s.m.log.Warn("removing the pending export's marker", "session", s.hash(), "err", err)
 		}
 	}
 	if !ok {
-		s.m.log.Error("the session's changes are kept for export", "session", s.hash, "kept_in", s.dir,
-			"how", exportHint(s.m.cfg.CacheDir, s.dir, filepath.Join(s.m.cfg.ExportDir, to)))
+		s.m.log.Error("the session's changes are kept for export", "session", s.hash(), "kept_in", s.dir,
+			"how", exportHint(s.m.cfg.CacheDir, filepath.Base(s.dir), filepath.Join(s.m.cfg.ExportDir, to)))
 	}
 	return ok
 }
 
-// exportHint says how the changes of the session in sessionDir, kept for
-// export, reach the export folder dir. `wink-mcp export` knows a session
-// by its directory's name, which a pooled container's session does not
-// share with its hash.
-func exportHint(cacheDir, sessionDir, dir string) string {
+// exportHint says how the changes kept for export of the session that
+// `wink-mcp export` knows as session reach the export folder dir: it
+// knows a session by its directory's name (which a pooled container's
+// session does not share with its hash), a handed-over workspace by its
+// name.
+func exportHint(cacheDir, session, dir string) string {
 	return fmt.Sprintf("the next wink-mcp to start with --cache-dir %s writes them to %s; or now: wink-mcp export --cache-dir %s --session %s --out %s",
-		cacheDir, dir, cacheDir, filepath.Base(sessionDir), dir)
+		cacheDir, dir, cacheDir, session, dir)
 }
 
 // exportSession exports a session's changes to dir, logging what it
@@ -178,7 +186,7 @@ func keptForExport(cacheDir, instanceDir string) []string {
 			continue
 		}
 		dir := filepath.Join(instanceDir, sessionsDir, strings.TrimSuffix(filepath.Base(path), ".json"))
-		out = append(out, fmt.Sprintf("session %s in %s (%s)", p.Session, dir, exportHint(cacheDir, dir, p.folder())))
+		out = append(out, fmt.Sprintf("session %s in %s (%s)", p.Session, dir, exportHint(cacheDir, filepath.Base(dir), p.folder())))
 	}
 	return out
 }

@@ -56,7 +56,7 @@ func (m *Manager) recoverExport(ctx context.Context, instanceDir, marker string)
 	removeStaleTemps(out, mounts)
 	m.log.Info("exporting the changes of a session whose server stopped before it could", "session", p.Session, "to", out)
 	if !exportSession(ctx, m.log, p.Session, dir, mounts, out) {
-		m.log.Error("the session's changes are kept for export", "session", p.Session, "kept_in", dir, "how", exportHint(m.cfg.CacheDir, dir, out))
+		m.log.Error("the session's changes are kept for export", "session", p.Session, "kept_in", dir, "how", exportHint(m.cfg.CacheDir, key, out))
 		return false
 	}
 	return removeMarker(marker)

@@ -156,7 +156,7 @@ func (s *Session) Grep(ctx context.Context, req GrepRequest) (GrepResult, error)
 func (s *Session) Remove(ctx context.Context, path string) (RemoveResult, error) {
 	r, err := call[RemoveResult](ctx, s, wire.OpRemove, wire.PathArgs{Path: path})
 	if err == nil {
-		s.m.changed(ctx, s.id, s.touched.removed(r.Path, r.Seq)...)
+		s.m.changed(ctx, s.id(), s.touched.removed(r.Path, r.Seq)...)
 	}
 	return r, err
 }
@@ -192,7 +192,7 @@ func (s *Session) ReadWhole(ctx context.Context, path string) (string, error) {
 // change listener, and returns the file's new version.
 func (s *Session) wrote(ctx context.Context, path string, size, seq int64) int {
 	v := s.touched.wrote(path, size, seq)
-	s.m.changed(ctx, s.id, path)
+	s.m.changed(ctx, s.id(), path)
 	return v
 }
 

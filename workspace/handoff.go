@@ -103,15 +103,16 @@ func (m *Manager) handoff(ctx context.Context, s *Session, ttl time.Duration) (H
 	}
 	// Made before the manager's lock, as it takes the sessions' (see the
 	// package doc's lock order); no one else has it until it is stored.
-	fresh := m.newSession(s.id, newWarmKey())
-	fresh.hash, fresh.principal, fresh.stdio = s.hash, s.principal, s.stdio
+	fresh := m.newSession(s.id(), newWarmKey())
+	fresh.serve(s.id(), s.hash())
+	fresh.principal, fresh.stdio = s.principal, s.stdio
 	fresh.useMeter(s.egressMeter()) // the session's count goes on; the workspace handed over shares it until attached
 	if s.stdio {
 		// It waits on the disk within the session's disk limit.
 		fresh.handedOver = s.handedOverAfter(keptRoot(m.cfg.CacheDir, name), fromHandoff)
 	}
 	m.mu.Lock()
-	if m.closed || m.sessions[s.id] != s {
+	if m.closed || m.sessions[s.id()] != s {
 		m.mu.Unlock()
 		return Handoff{}, ErrSessionEnded
 	}
@@ -126,7 +127,7 @@ func (m *Manager) handoff(ctx context.Context, s *Session, ttl time.Duration) (H
 		}
 		m.parking++
 	}
-	m.sessions[s.id] = fresh
+	m.sessions[s.id()] = fresh
 	m.mu.Unlock()
 
 	h := Handoff{Handle: newHandle(), Expires: time.Now().Add(ttl).UTC()}
@@ -142,7 +143,7 @@ func (m *Manager) handoff(ctx context.Context, s *Session, ttl time.Duration) (H
 		if err := writeJSON(filepath.Join(m.cfg.CacheDir, handoffsDir, handleKey(h.Handle)+".json"), rec); err != nil {
 			return Handoff{}, fmt.Errorf("recording the handle: %w", err)
 		}
-		m.log.Info("workspace handed over", "event", "handoff", "session", s.hash, "workspace", name, "expires", h.Expires)
+		m.log.Info("workspace handed over", "event", "handoff", "session", s.hash(), "workspace", name, "expires", h.Expires)
 		return h, nil
 	}
 	key := handleKey(h.Handle)
@@ -158,7 +159,7 @@ func (m *Manager) handoff(ctx context.Context, s *Session, ttl time.Duration) (H
 	m.parked[key] = p
 	m.mu.Unlock()
 	h.KeptContainer = true
-	m.log.Info("workspace handed over", "event", "handoff", "session", s.hash, "container", s.name, "expires", h.Expires)
+	m.log.Info("workspace handed over", "event", "handoff", "session", s.hash(), "container", s.name, "expires", h.Expires)
 	return h, nil
 }
 
@@ -178,7 +179,7 @@ func (m *Manager) attach(ctx context.Context, s *Session, handle string) (Attach
 	}
 	key := handleKey(handle)
 	m.mu.Lock()
-	if m.closed || m.sessions[s.id] != s {
+	if m.closed || m.sessions[s.id()] != s {
 		m.mu.Unlock()
 		return Attached{}, ErrSessionEnded
 	}
@@ -186,17 +187,20 @@ func (m *Manager) attach(ctx context.Context, s *Session, handle string) (Attach
 		delete(m.parked, key)
 		p.timer.Stop()
 		taken := p.s
-		taken.id, taken.hash, taken.principal, taken.stdio = s.id, s.hash, s.principal, s.stdio
-		taken.owner.Store(&s.id)
+		// Calls that found it before it was handed over may be starting on
+		// it: who it serves is replaced whole, never written field by
+		// field. Its principal is the handle's, which is the session's, and
+		// only sessions that are not stdio's park a workspace.
+		taken.serve(s.id(), s.hash())
 		if taken.proxy != nil {
-			taken.proxy.SetID(taken.hash)
+			taken.proxy.SetID(taken.hash())
 		}
 		taken.lastUsed.Store(time.Now().UnixNano())
-		m.sessions[s.id] = taken
+		m.sessions[s.id()] = taken
 		m.mu.Unlock()
 		s.takeMeterOf(taken)
 		s.end(ctx)
-		m.log.Info("workspace attached", "event", "attach", "session", taken.hash, "container", taken.name)
+		m.log.Info("workspace attached", "event", "attach", "session", taken.hash(), "container", taken.name)
 		return Attached{KeptContainer: true, Info: taken.Info()}, nil
 	}
 	m.mu.Unlock()
@@ -213,7 +217,7 @@ func (m *Manager) attach(ctx context.Context, s *Session, handle string) (Attach
 	}
 	s.takeMeterOf(taken)
 	s.end(ctx)
-	m.log.Info("workspace attached", "event", "attach", "session", taken.hash, "workspace", name)
+	m.log.Info("workspace attached", "event", "attach", "session", taken.hash(), "workspace", name)
 	return Attached{Workspace: name, Info: taken.Info()}, nil
 }
 
@@ -242,15 +246,15 @@ func (m *Manager) newKeptSessionFor(s *Session, name string) (*Session, error) {
 	awaitKeptOwner(m.cfg.CacheDir, name, m.log)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || m.sessions[s.id] != s {
+	if m.closed || m.sessions[s.id()] != s {
 		return nil, ErrSessionEnded
 	}
-	taken, err := m.newKeptSession(s.id, s.hash, SessionOptions{Workspace: name, Principal: s.principal, Stdio: s.stdio, handedOver: true})
+	taken, err := m.newKeptSession(s.id(), s.hash(), SessionOptions{Workspace: name, Principal: s.principal, Stdio: s.stdio, handedOver: true})
 	if err != nil {
 		return nil, err
 	}
 	taken.handedOver = s.handedOver // still waiting within this session's disk limit
-	m.sessions[s.id] = taken
+	m.sessions[s.id()] = taken
 	return taken, nil
 }
 

@@ -15,12 +15,13 @@ import (
 // A stdio session hands its workspace to another process over the disk: a
 // kept workspace made for the handle (FromHandoff in its record). Such a
 // workspace is still the session's own, not one a user chose to keep, so
-// it lives only while it waits for its handle or a session has it open:
-// unclaimed at its expiry, or let go by the session that attached it, it
-// is deleted. While it waits, it shares its giver's disk limit: the
-// giver's next workspace gets what the waiting ones leave of the limit,
-// so the host disk loses at most the limit per session, however often a
-// model hands its work over.
+// it lives only while it waits for its handle, a session has it open, or
+// its changes wait to be exported: unclaimed at its expiry, or let go by
+// the session that attached it, it is deleted once they are
+// (handoff_export.go). While it waits, it shares its giver's disk limit:
+// the giver's next workspace gets what the waiting ones leave of the
+// limit, so the host disk loses at most the limit per session, however
+// often a model hands its work over.
 
 // minDiskBytes is the smallest filesystem a session is given: --disk-limit's
 // minimum.
@@ -42,24 +43,45 @@ func (s *Session) diskBudget(limit int64) (int64, error) {
 
 // budgetError says why the session has no disk left for a workspace.
 func (s *Session) budgetError(limit, held int64) error {
-	return fmt.Errorf("the workspaces this session handed over (workspace_handoff), still waiting for workspace_attach, take %s of its disk limit of %s "+
-		"(--disk-limit, shared with them until they are attached or expire), which leaves less than the %s a workspace needs. "+
-		"Attach one in another process, wait until one expires (they are deleted then), or hand over less",
+	return fmt.Errorf("the workspaces this session handed over (workspace_handoff), waiting for workspace_attach or for their changes to be exported (--export-on-exit), take %s of its disk limit of %s "+
+		"(--disk-limit, shared with them until they are attached, or expire and are exported), which leaves less than the %s a workspace needs. "+
+		"Attach one in another process, wait until one expires (it is deleted once its changes are exported; one whose export failed is exported by the next wink-mcp to start, "+
+		"or by wink-mcp export and wink-mcp workspaces rm), or hand over less",
 		checkpoints.FormatBytes(held), checkpoints.FormatBytes(limit), checkpoints.FormatBytes(minDiskBytes))
 }
 
 // heldDisk sums what the workspaces the session handed over to another
-// process take on the disk while they wait for their handles.
+// process take on the disk while they wait for their handles or for
+// their export.
 func (s *Session) heldDisk() int64 {
 	var n int64
 	for _, root := range s.handedOver {
-		rec, err := readRecord(root)
-		if err != nil || !rec.FromHandoff || !time.Now().Before(rec.HandoffUntil) {
-			continue // deleted, attached or expired
+		if holdsGiversDisk(root) {
+			n += keptDiskBytes(root)
 		}
-		n += keptDiskBytes(root)
 	}
 	return n
+}
+
+// holdsGiversDisk reports whether the handed-over workspace at root takes
+// its giver's disk: while it waits for its handle, and while its changes
+// wait to be exported, unless a live session attached it (it is within
+// that session's limit then).
+func holdsGiversDisk(root string) bool {
+	rec, err := readRecord(root)
+	switch {
+	case err != nil || !rec.FromHandoff:
+		return false // deleted, or opened by its name and kept
+	case time.Now().Before(rec.HandoffUntil):
+		return true
+	case !exportPending(root):
+		return false // attached, or expired with nothing to export
+	}
+	if _, err := os.Lstat(filepath.Join(root, ownerFile)); err != nil {
+		return true
+	}
+	alive, err := probeLock(filepath.Join(root, lockFile))
+	return err != nil || !alive
 }
 
 // keptDiskBytes is what the files of the kept workspace at root take on
@@ -130,11 +152,22 @@ func (s *Session) handedOverAfter(root string, fromHandoff bool) []string {
 	return list
 }
 
-// expireHandedOver deletes, when its handle expires, a workspace handed
-// to another process that nobody attached.
+// expireHandedOver ends, when its handle expires, a workspace handed to
+// another process that nobody attached: its changes exported, then its
+// files deleted. Close lets an export under way finish within the
+// shutdown's time, as it does the retried removals (removeLater); one it
+// cuts short is the next start's to make.
 func (m *Manager) expireHandedOver(name string, expires time.Time) {
 	t := time.AfterFunc(time.Until(expires)+time.Second, func() {
-		if deleted, err := removeUnclaimed(m.cfg.CacheDir, name); deleted {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return
+		}
+		m.leftovers.Add(1)
+		m.mu.Unlock()
+		defer m.leftovers.Done()
+		if deleted, err := m.endUnclaimed(m.leftoverCtx, name); deleted {
 			m.log.Info("a handed-over workspace was not attached in time and is deleted", "event", "handoff_expired", "workspace", name)
 		} else if err != nil {
 			m.log.Warn("deleting a handed-over workspace nobody attached", "workspace", name, "err", err)
@@ -145,31 +178,11 @@ func (m *Manager) expireHandedOver(name string, expires time.Time) {
 	m.mu.Unlock()
 }
 
-// removeUnclaimed deletes the kept workspace name when a handoff made it
-// and nothing holds it: no session has it open and its handle has
-// expired. It reports whether it deleted it.
-func removeUnclaimed(cacheDir, name string) (bool, error) {
-	root := keptRoot(cacheDir, name)
-	rec, err := readRecord(root)
-	if err != nil || !rec.FromHandoff || time.Now().Before(rec.HandoffUntil) {
-		return false, nil
-	}
-	if alive, err := probeLock(filepath.Join(root, lockFile)); err != nil || alive {
-		return false, nil
-	}
-	if err := RemoveKept(cacheDir, name); err != nil {
-		if errors.Is(err, ErrWorkspaceInUse) {
-			return false, nil // opened since
-		}
-		return false, err
-	}
-	return true, nil
-}
-
-// sweepHandedOver deletes the workspaces handoffs made that nothing holds
-// any more (their giver's process ended before they expired, or the
-// process that attached one was killed) and the handle files past their
-// expiry.
+// sweepHandedOver ends the workspaces handoffs made that nothing holds
+// any more (their giver's process ended before they expired, the process
+// that attached one was killed, or an export failed), exporting their
+// changes before it deletes them, and deletes the handle files past
+// their expiry.
 func (m *Manager) sweepHandedOver(ctx context.Context) error {
 	list, err := ListKept(m.cfg.CacheDir)
 	if err != nil {
@@ -180,7 +193,7 @@ func (m *Manager) sweepHandedOver(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
-		if deleted, err := removeUnclaimed(m.cfg.CacheDir, k.Name); deleted {
+		if deleted, err := m.endUnclaimed(ctx, k.Name); deleted {
 			m.log.Info("deleted a handed-over workspace nobody holds", "event", "handoff_expired", "workspace", k.Name)
 		} else if err != nil {
 			errs = append(errs, err)
@@ -212,10 +225,15 @@ func (m *Manager) persist(ctx context.Context, s *Session, name string, expires 
 		return err
 	}
 	root := keptRoot(m.cfg.CacheDir, name)
+	// Reserved before the files move: nothing sweeps a workspace whose
+	// handle works, whatever moment a kill comes.
+	if err := reserve(root, name, s.principal, expires, used); err != nil {
+		return fmt.Errorf("keeping the workspace for its handle: %w", err)
+	}
 	if err := s.moveTo(root); err != nil {
 		return fmt.Errorf("keeping the workspace for its handle: %w", err)
 	}
-	return reserve(root, name, s.principal, expires, used)
+	return nil
 }
 
 // reserve records that the kept workspace at root waits for a handle
@@ -238,6 +256,11 @@ func (s *Session) moveTo(root string) error {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return err
 	}
+	// Its changes are exported when the kept workspace ends: the marker
+	// naming where goes first, the session's own once the files are there.
+	if err := s.carryMarker(root); err != nil {
+		return err
+	}
 	k := &keptWorkspace{root: root}
 	// What was never made (a disk where disks are not limited, a store
 	// before any checkpoint) is not there to move.
@@ -246,7 +269,6 @@ func (s *Session) moveTo(root string) error {
 			return err
 		}
 	}
-	// Its changes live on as the kept workspace's, exported when that ends.
 	if err := os.Remove(pendingPath(s.m.inst.dir, s.dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}

@@ -133,7 +133,7 @@ func (s *Session) askJobsLocked(ctx context.Context, timeout time.Duration, op s
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := s.client.Call(ctx, op, args, &list); err != nil {
-		s.m.log.Debug("asking the agent about the session's jobs", "session", s.hash, "op", op, "err", err)
+		s.m.log.Debug("asking the agent about the session's jobs", "session", s.hash(), "op", op, "err", err)
 		return list, false
 	}
 	return list, true

@@ -112,6 +112,12 @@ func RemoveKept(cacheDir, name string) error {
 			return fmt.Errorf("%w: workspace %q is owned by %s; end that session first", ErrWorkspaceInUse, name, describeOwner(root))
 		}
 	}
+	return removeKeptFiles(root, name)
+}
+
+// removeKeptFiles deletes the kept workspace name at root, whose lock the
+// caller holds (or which has none).
+func removeKeptFiles(root, name string) error {
 	// A process killed while it owned the workspace left its disk mounted.
 	if err := unmountUnder(root); err != nil {
 		return err
@@ -124,8 +130,8 @@ func RemoveKept(cacheDir, name string) error {
 
 // PruneKept deletes the kept workspaces no session has open that were
 // last used before cutoff, returning their names; with dryRun it only
-// names them. One whose record cannot be read, or reserved for a handoff,
-// is left.
+// names them. One whose record cannot be read, reserved for a handoff,
+// or whose changes wait to be exported (handoff_export.go), is left.
 func PruneKept(cacheDir string, cutoff time.Time, dryRun bool) ([]string, error) {
 	list, err := ListKept(cacheDir)
 	if err != nil {
@@ -134,9 +140,9 @@ func PruneKept(cacheDir string, cutoff time.Time, dryRun bool) ([]string, error)
 	var pruned []string
 	var errs []error
 	for _, k := range list {
-		// In use, unreadable (nothing says when it was used) or waiting
-		// for its handle: not pruned.
-		if k.Owner != nil || k.Err != nil || k.LastUsed.After(cutoff) || time.Now().Before(k.HandoffUntil) {
+		// In use, unreadable (nothing says when it was used), waiting
+		// for its handle or for its export: not pruned.
+		if k.Owner != nil || k.Err != nil || k.LastUsed.After(cutoff) || time.Now().Before(k.HandoffUntil) || exportPending(k.Dir) {
 			continue
 		}
 		if !dryRun {

@@ -28,7 +28,7 @@ const (
 func logEvent(log *slog.Logger, event string, s *Session, start time.Time, attrs ...any) {
 	log.Info("workspace "+event, append([]any{
 		"event", event,
-		"session", s.hash,
+		"session", s.hash(),
 		"container", s.name,
 		"duration_ms", time.Since(start).Milliseconds(),
 	}, attrs...)...)

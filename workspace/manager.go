@@ -193,8 +193,8 @@ func (m *Manager) Session(id string) (*Session, error) {
 		s = m.pool.take() // pooled containers run the default profile
 	}
 	if s != nil {
-		s.id, s.hash, s.principal, s.stdio = id, hash, opts.Principal, opts.Stdio
-		s.owner.Store(&id)
+		s.serve(id, hash)
+		s.principal, s.stdio = opts.Principal, opts.Stdio // before any call can find it
 		if s.proxy != nil {
 			s.proxy.SetID(hash)
 		}
@@ -268,12 +268,12 @@ func (m *Manager) newKeptSession(id, hash string, opts SessionOptions) (*Session
 // newSession returns a session without a container whose container and
 // directory are named after key.
 func (m *Manager) newSession(id, key string) *Session {
-	s := &Session{m: m, id: id, hash: key, key: key, name: containerName(m.cfg.NamePrefix, key), dir: m.inst.sessionDir(key),
+	s := &Session{m: m, key: key, name: containerName(m.cfg.NamePrefix, key), dir: m.inst.sessionDir(key),
 		diskFile: filepath.Join(m.inst.dir, disksDir, key+".img"), gate: newGate(), storeDir: m.inst.storeDir(key)}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.lastUsed.Store(time.Now().UnixNano())
 	s.opened = time.Now()
-	s.owner.Store(&id)
+	s.serve(id, key)
 	s.meter = egress.NewMeter(m.cfg.EgressMaxBytes, 0)
 	s.setProfileLocked(m.defaultProfile())
 	return s
@@ -369,8 +369,9 @@ func (m *Manager) Close(ctx context.Context) error {
 	wg.Wait()
 	m.ending.Wait() // each bounded by its caller's context
 	m.finishLeftovers(ctx)
-	kept := m.KeptForExport()
+	kept := keptForExport(m.cfg.CacheDir, m.inst.dir)
 	err := m.inst.release(!m.cfg.KeepSessionDirs && len(kept) == 0)
+	kept = append(kept, handedOverKept(m.cfg.CacheDir)...)
 	if len(kept) > 0 {
 		err = errors.Join(err, fmt.Errorf("%w: %s", ErrChangesKept, strings.Join(kept, "; ")))
 	}
@@ -383,10 +384,13 @@ func (m *Manager) Close(ctx context.Context) error {
 // it exports them, as `wink-mcp export` can.
 var ErrChangesKept = errors.New("changes not exported yet are kept")
 
-// KeptForExport describes the sessions of this server whose changes wait
-// to be exported, with where they are and how to export them; it is safe
-// to call while the server shuts down.
-func (m *Manager) KeptForExport() []string { return keptForExport(m.cfg.CacheDir, m.inst.dir) }
+// KeptForExport describes the sessions of this server, and the
+// handed-over workspaces nothing holds, whose changes wait to be
+// exported, with where they are and how to export them; it is safe to
+// call while the server shuts down.
+func (m *Manager) KeptForExport() []string {
+	return append(keptForExport(m.cfg.CacheDir, m.inst.dir), handedOverKept(m.cfg.CacheDir)...)
+}
 
 // Prepare asks the Podman service what every container's creation needs
 // from it once per process (the host's facts, and the image, pulled if it

@@ -22,6 +22,7 @@ import (
 //	<cache>/workspaces/<name>/session/        its session directory (/workspace, mounts' changes)
 //	<cache>/workspaces/<name>/disk.img        that directory's filesystem, when disks are limited
 //	<cache>/workspaces/<name>/store/          its checkpoints
+//	<cache>/workspaces/<name>/export.json     where a handed-over one's changes are due (handoff_export.go)
 const (
 	workspacesDir  = "workspaces"
 	ownerFile      = "owner.json"

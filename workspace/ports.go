@@ -88,7 +88,7 @@ func (s *Session) OpenPort(ctx context.Context, port int) (PortInfo, []PortInfo,
 	}
 	s.ports[port] = f
 	go f.srv.Serve(portListener{Listener: ln, f: f})
-	s.m.log.Info("port opened", "event", "port_opened", "session", s.hash, "port", port, "url", f.info().URL)
+	s.m.log.Info("port opened", "event", "port_opened", "session", s.hash(), "port", port, "url", f.info().URL)
 	return f.info(), s.portsLocked(), nil
 }
 
@@ -103,7 +103,7 @@ func (s *Session) ClosePort(port int) ([]PortInfo, error) {
 	}
 	delete(s.ports, port)
 	f.close()
-	s.m.log.Info("port closed", "event", "port_closed", "session", s.hash, "port", port)
+	s.m.log.Info("port closed", "event", "port_closed", "session", s.hash(), "port", port)
 	return s.portsLocked(), nil
 }
 

@@ -68,7 +68,7 @@ func (s *Session) previewServer(f *portForward) *http.Server {
 	return &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if refusal := rules.Check(r); refusal != nil {
-				s.m.log.Info("port preview refused", "event", "port_refused", "session", s.hash, "port", f.port, "reason", refusal.Reason,
+				s.m.log.Info("port preview refused", "event", "port_refused", "session", s.hash(), "port", f.port, "reason", refusal.Reason,
 					"host", truncate(r.Host, 100), "origin", truncate(r.Header.Get("Origin"), 100), "remote", r.RemoteAddr)
 				previewPage(w, http.StatusForbidden, refusal.Message+"; this preview answers requests that name it 127.0.0.1 or localhost, from no page or a page on this machine")
 				return

@@ -97,7 +97,7 @@ func (s *Session) UseProfile(ctx context.Context, name string, restart bool, pro
 			}
 		}
 		s.setProfileLocked(p)
-		s.m.log.Info("workspace profile chosen", "session", s.hash, "profile", name, "previous", res.Previous, "restarted", res.Restarted)
+		s.m.log.Info("workspace profile chosen", "session", s.hash(), "profile", name, "previous", res.Previous, "restarted", res.Restarted)
 	}
 	s.mu.Unlock()
 	if _, err := s.ensure(ctx); err != nil {
@@ -195,7 +195,7 @@ func (m *Manager) sessionProxy(s *Session, p *profiles.Profile) *egress.Session 
 			if ask == nil {
 				return false, fmt.Errorf("no client to ask")
 			}
-			return ask(ctx, *s.owner.Load(), host, port)
+			return ask(ctx, s.id(), host, port)
 		}
 	}
 	return egress.NewSession(cfg, s.key)

@@ -37,12 +37,11 @@ const (
 // Session is one MCP session's workspace. It implements Workspace. The
 // container is made by Prestart, or by the first call that needs it.
 type Session struct {
-	m  *Manager
-	id string // the MCP session id; never logged
-	// owner is id, for goroutines that do not hold the manager's lock
-	// (a pooled container's session gets its id when a session takes it).
-	owner atomic.Pointer[string]
-	hash  string // what logs call the session
+	m *Manager
+	// who is the MCP session the workspace serves (see id and hash); a
+	// pooled container's, or a parked workspace's, changes when another
+	// session takes it, as calls may run.
+	who atomic.Pointer[sessionIdentity]
 	// key names the container and the session directory: the hash, or
 	// the random key of a pooled container the session was handed.
 	key  string
@@ -57,9 +56,12 @@ type Session struct {
 	// and checkpoints outlive the session.
 	kept *keptWorkspace
 	// stdio says the client is a local process over stdio (SessionOptions.Stdio).
+	// It and principal are set before any call can find the session, and
+	// never change: an attach keeps them (see Manager.attach).
 	stdio bool
 	// handedOver are the roots of the kept workspaces this session handed
-	// to another process; while they wait, they share its disk limit.
+	// to another process; while they wait (for an attach, or for their
+	// export), they share its disk limit.
 	handedOver []string
 
 	// mu serialises the container's lifecycle: concurrent first calls wait
@@ -154,6 +156,23 @@ type Session struct {
 
 var _ Workspace = (*Session)(nil)
 
+// sessionIdentity is who a workspace serves; never changed in place, only
+// replaced whole (Session.serve).
+type sessionIdentity struct {
+	id   string // the MCP session id; never logged
+	hash string // what logs call the session
+}
+
+// serve makes the workspace the MCP session id's, which logs call hash.
+func (s *Session) serve(id, hash string) { s.who.Store(&sessionIdentity{id: id, hash: hash}) }
+
+// id is the MCP session id the workspace serves ("" for a pooled
+// container no session took yet); it is never logged.
+func (s *Session) id() string { return s.who.Load().id }
+
+// hash is what logs call the session the workspace serves.
+func (s *Session) hash() string { return s.who.Load().hash }
+
 // mountDiskLocked gives the session directory a filesystem of its own,
 // the size of the disk limit, before anything is written to it.
 func (s *Session) mountDiskLocked(ctx context.Context) error {
@@ -183,7 +202,7 @@ func (s *Session) unmountDiskLocked() bool {
 		return true
 	}
 	if err := unmountDisk(s.dir); err != nil {
-		s.m.log.Warn("unmounting session disk", "session", s.hash, "err", err)
+		s.m.log.Warn("unmounting session disk", "session", s.hash(), "err", err)
 		return false
 	}
 	s.disk = false
@@ -196,10 +215,10 @@ func (s *Session) deleteFilesLocked() {
 		return
 	}
 	if err := os.Remove(s.diskFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-		s.m.log.Warn("deleting session disk image", "session", s.hash, "err", err)
+		s.m.log.Warn("deleting session disk image", "session", s.hash(), "err", err)
 	}
 	if err := removeAll(s.dir); err != nil {
-		s.m.log.Warn("deleting session directory", "session", s.hash, "dir", s.dir, "err", err)
+		s.m.log.Warn("deleting session directory", "session", s.hash(), "dir", s.dir, "err", err)
 	}
 }
 
@@ -248,11 +267,11 @@ func (s *Session) Prestart(ctx context.Context) {
 		if _, err := s.Start(ctx); err != nil {
 			if s.life.Err() == nil {
 				s.m.log.Warn("preparing the workspace ahead of its first call failed; the first call tries again",
-					"session", s.hash, "err", err)
+					"session", s.hash(), "err", err)
 			}
 			return
 		}
-		s.m.log.Debug("workspace prepared ahead of its first call", "session", s.hash, "duration_ms", time.Since(start).Milliseconds())
+		s.m.log.Debug("workspace prepared ahead of its first call", "session", s.hash(), "duration_ms", time.Since(start).Milliseconds())
 	}()
 }
 
@@ -359,7 +378,7 @@ func (s *Session) callAgent(ctx context.Context, op string, args, result any, pr
 		}
 		err = client.CallWithProgress(ctx, op, args, result, deliver)
 		if errors.Is(err, wire.ErrNotDelivered) && attempt < 2 {
-			s.m.log.Info("request sent again on a new channel", "session", s.hash, "op", op, "err", err)
+			s.m.log.Info("request sent again on a new channel", "session", s.hash(), "op", op, "err", err)
 			continue
 		}
 		if errors.Is(err, wire.ErrClosed) {
@@ -585,7 +604,7 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 		steps.done("host_facts_confirmed")
 		if now != host {
 			m.log.Warn("the Podman service's host changed since an earlier process recorded it; making the container again",
-				"session", s.hash, "recorded", host, "now", now)
+				"session", s.hash(), "recorded", host, "now", now)
 			if err := remove(); err != nil {
 				return nil, fmt.Errorf("removing a container made from outdated host facts: %w", err)
 			}
@@ -678,7 +697,7 @@ func (s *Session) cleanupIfIdle(ctx context.Context, idle time.Duration) {
 	s.autoCheckpointLocked(ctx, "idle")
 	start := time.Now()
 	if err := s.removeLocked(ctx); err != nil {
-		s.m.log.Warn("idle cleanup failed", "session", s.hash, "container", s.name, "err", err)
+		s.m.log.Warn("idle cleanup failed", "session", s.hash(), "container", s.name, "err", err)
 		return
 	}
 	logEvent(s.m.log, EventIdleCleanup, s, start, "idle_ms", time.Since(last).Milliseconds())
@@ -708,7 +727,7 @@ func (s *Session) beginEnd() (unlock func(), ok bool) {
 func (s *Session) removeOrRetryLocked(ctx context.Context) error {
 	err := s.removeLocked(ctx)
 	if err != nil {
-		s.m.log.Warn("removing the container failed; retrying in the background", "session", s.hash, "container", s.name, "err", err)
+		s.m.log.Warn("removing the container failed; retrying in the background", "session", s.hash(), "container", s.name, "err", err)
 		s.m.removeLater(s.name)
 	}
 	return err
@@ -723,8 +742,11 @@ func (s *Session) end(ctx context.Context) {
 	}
 	start := time.Now()
 	had := s.created
-	// A pooled container no session took holds nobody's work.
-	exportNow := s.m.cfg.ExportDir != "" && len(s.mounts) > 0 && s.id != ""
+	// A pooled container no session took holds nobody's work; a
+	// handed-over workspace exports by its own marker, once its container
+	// is gone (endHandedOverLocked).
+	handedOver := s.kept != nil && s.kept.fromHandoff
+	exportNow := s.m.cfg.ExportDir != "" && len(s.mounts) > 0 && s.id() != "" && !handedOver
 	if exportNow {
 		// The files are final once the jobs have stopped: the export and
 		// the container's removal need not wait for each other.
@@ -733,7 +755,7 @@ func (s *Session) end(ctx context.Context) {
 	if exportNow && s.m.cfg.FilesOnPodmanHost {
 		// The copies are on the Podman host: bring them back while a container holds them.
 		if err := s.pullForExportLocked(ctx); err != nil {
-			s.m.log.Error("exporting the session's changes failed", "session", s.hash, "err", err)
+			s.m.log.Error("exporting the session's changes failed", "session", s.hash(), "err", err)
 			exportNow = false
 		}
 	}
@@ -746,23 +768,19 @@ func (s *Session) end(ctx context.Context) {
 	}
 	if err := s.removeOrRetryLocked(ctx); err == nil && s.m.cfg.FilesOnPodmanHost {
 		if err := s.m.eng.RemoveWorkspace(ctx, s.name); err != nil {
-			s.m.log.Warn("removing the workspace volume at session end failed; retrying in the background", "session", s.hash, "volume", s.name, "err", err)
+			s.m.log.Warn("removing the workspace volume at session end failed; retrying in the background", "session", s.hash(), "volume", s.name, "err", err)
 			s.m.removeLater(s.name)
 		}
 	}
 	saved := <-exported
 	switch {
-	case s.kept != nil && s.kept.fromHandoff:
-		// A handed-over workspace is still a session's own: it goes with it.
-		s.unmountDiskLocked()
-		s.kept.release(s.meter.Used())
-		if err := RemoveKept(s.m.cfg.CacheDir, s.kept.name); err != nil {
-			s.m.log.Warn("deleting the handed-over workspace at session end", "session", s.hash, "workspace", s.kept.name, "err", err)
-		}
+	case handedOver:
+		// Still a session's own: it goes with it, once its changes are exported.
+		s.endHandedOverLocked(ctx)
 	case s.kept != nil:
 		s.unmountDiskLocked()
 		s.kept.release(s.meter.Used())
-		s.m.log.Info("kept workspace released", "event", "workspace_released", "session", s.hash, "workspace", s.kept.name)
+		s.m.log.Info("kept workspace released", "event", "workspace_released", "session", s.hash(), "workspace", s.kept.name)
 	case s.m.cfg.KeepSessionDirs:
 		s.unmountDiskLocked()
 	case !saved && s.exportsOnEnd():
@@ -771,7 +789,7 @@ func (s *Session) end(ctx context.Context) {
 	default:
 		s.deleteFilesLocked()
 		if err := removeAll(s.storeDir); err != nil {
-			s.m.log.Warn("deleting the session's checkpoints", "session", s.hash, "err", err)
+			s.m.log.Warn("deleting the session's checkpoints", "session", s.hash(), "err", err)
 		}
 	}
 	if had {

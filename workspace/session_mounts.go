@@ -307,18 +307,19 @@ func (s *Session) resolveMountsLocked(ctx context.Context, markers changes.Marke
 // (or attaches a handed-over workspace) records before its first call
 // reaches the agent (see ensure).
 func (s *Session) recordMountsLocked() error {
-	if !s.mountsResolved || s.id == "" || s.recordedAs == s.hash {
+	hash := s.hash()
+	if !s.mountsResolved || s.id() == "" || s.recordedAs == hash {
 		return nil
 	}
 	if len(s.mounts) > 0 {
-		if err := writeManifest(s.dir, s.hash, s.mounts); err != nil {
+		if err := writeManifest(s.dir, hash, s.mounts); err != nil {
 			return err
 		}
 	}
 	if err := s.markPendingLocked(); err != nil {
 		return err
 	}
-	s.recordedAs = s.hash
+	s.recordedAs = hash
 	return nil
 }
 
@@ -356,7 +357,7 @@ func (s *Session) clientRoots(ctx context.Context, configured []sessionMount) []
 	defer cancel()
 	paths, err := f(ctx)
 	if err != nil {
-		m.log.Warn("the client's roots are not mounted: listing them failed", "session", s.hash, "err", err)
+		m.log.Warn("the client's roots are not mounted: listing them failed", "session", s.hash(), "err", err)
 		return nil
 	}
 	plan := s.mountPlan()
@@ -372,7 +373,7 @@ func (s *Session) clientRoots(ctx context.Context, configured []sessionMount) []
 			err = fmt.Errorf("its workspace path %q is taken", r.Path)
 		}
 		if err != nil {
-			m.log.Warn("a client root is not mounted", "session", s.hash, "root", p, "err", err)
+			m.log.Warn("a client root is not mounted", "session", s.hash(), "root", p, "err", err)
 			continue
 		}
 		o := fmt.Sprintf("%d:%d", r.uid, r.gid)
@@ -381,7 +382,7 @@ func (s *Session) clientRoots(ctx context.Context, configured []sessionMount) []
 		}
 		if r.uid == 0 || (m.cfg.User == "" && o != owner) {
 			r.Mode = MountReadOnly
-			m.log.Warn("a client root is mounted read-only: the workspace user could not edit it", "session", s.hash, "root", p, "owner", o)
+			m.log.Warn("a client root is mounted read-only: the workspace user could not edit it", "session", s.hash(), "root", p, "owner", o)
 		}
 		taken = append(taken, r.Path)
 		out = append(out, r)

@@ -54,7 +54,7 @@ func (s *Session) noteWatch(st wire.WatchStatus) {
 	old := s.watchStatus.Swap(&st)
 	if st.State != wire.WatchFull && (old == nil || old.State != st.State) && s.m.cfg.WatchDirs > 0 {
 		s.m.log.Warn("the workspace is not watched in full: changes commands make there are reported as directories that may have changed, after each command",
-			"session", s.hash, "watch", st.State, "unwatched", st.Unwatched, "reason", st.Reason)
+			"session", s.hash(), "watch", st.State, "unwatched", st.Unwatched, "reason", st.Reason)
 	}
 }
 
@@ -90,8 +90,8 @@ func (s *Session) commanded(ctx context.Context, changes []wire.Change) {
 		changes[i] = listable(c)
 	}
 	paths := s.touched.commanded(changes)
-	if id := s.owner.Load(); id != nil && *id != "" {
-		s.m.changed(ctx, *id, paths...)
+	if id := s.id(); id != "" {
+		s.m.changed(ctx, id, paths...)
 	}
 }
 

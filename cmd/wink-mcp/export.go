@@ -26,7 +26,8 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 		fmt.Fprintf(stderr, "usage: wink-mcp export [--session HASH | --workspace NAME] [--out DIR] [--cache-dir DIR] [--export-ignored]\n\n"+
 			"Writes what a session changed in its mounted host folders as patches that `git apply` accepts in a clean copy\n"+
 			"of each folder. Sessions are found under the cache directory while their server runs, or afterwards when it\n"+
-			"ran with --keep-session-dirs or its export on exit could not finish; kept workspaces (--workspace) always.\n"+
+			"ran with --keep-session-dirs or its export on exit could not finish; kept workspaces (--workspace) always; a\n"+
+			"handed-over workspace whose export waits goes by its name (--session handoff-...).\n"+
 			"Without --session or --workspace it exports the only one that changed something, or lists them with the\n"+
 			"flag that picks each. With one changeable folder and no --out, the patch goes to stdout.\n\n")
 		fs.PrintDefaults()
@@ -36,7 +37,7 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 		cache = v
 	}
 	fs.StringVar(&cache, "cache-dir", cache, "the cache directory the server used [WINK_CACHE]")
-	session := fs.String("session", "", "the session's hash, or its start (as the server's logs name it; see the list without it)")
+	session := fs.String("session", "", "the session's hash, or its start, or a handed-over workspace's name (see the list without it, or the server's logs)")
 	kept := fs.String("workspace", "", "the kept workspace's name (see wink-mcp workspaces)")
 	out := fs.String("out", "", "write one <workspace path>.patch per folder here")
 	ignored := fs.Bool("export-ignored", false, "put in the patches the new files a folder's .gitignore ignores, whatever the server did")
