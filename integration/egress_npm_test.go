@@ -60,27 +60,39 @@ func egressUseOf(p *proc) egressUse {
 	return u
 }
 
-// npmInstall runs npm install of npmPackages through the proxy, in a
-// session of the README's node profile allowed this machine's npm
-// registry, with npm settings (npm_config_*) and flags for the server; it
-// returns the command's result and what the proxy carried.
-func npmInstall(t *testing.T, npmEnv map[string]any, extra ...string) (exit int, stderr string, took time.Duration, use egressUse) {
+// nodeProfile is the README's node profile, built once for a test: its
+// profiles file and the cache directory that holds the build's records.
+type nodeProfile struct{ file, cache, mirror string }
+
+// buildNodeProfile writes the README's profiles to a file of the test's
+// and builds its node profile: a few minutes the first time, since the
+// setup installs Node.js from the Debian mirror. Every session of the
+// test uses that one file, so none builds it again (a profile's image
+// key names its file).
+func buildNodeProfile(t *testing.T) nodeProfile {
 	t.Helper()
-	r := machineRegistries(t)
-	file := filepath.Join(t.TempDir(), "profiles.yaml")
-	if err := os.WriteFile(file, []byte(readmeProfiles(t)), 0o644); err != nil {
+	np := nodeProfile{file: filepath.Join(t.TempDir(), "profiles.yaml"), cache: t.TempDir(), mirror: aptMirrorHost(t)}
+	if err := os.WriteFile(np.file, []byte(readmeProfiles(t)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mirror := aptMirrorHost(t)
-	cache := t.TempDir()
-	build := exec.Command(winkBin, "profiles", "build", "node", "--profiles", file, "--cache-dir", cache,
+	build := exec.Command(winkBin, "profiles", "build", "node", "--profiles", np.file, "--cache-dir", np.cache,
 		"--podman-url", "unix://"+podmanSocket, "--log-level", "warn")
-	build.Env = append(os.Environ(), "APT_MIRROR_HOST="+mirror)
+	build.Env = append(os.Environ(), "APT_MIRROR_HOST="+np.mirror)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the node profile: %v\n%s", err, out)
 	}
-	p := start(t, startOptions{image: pythonImage, cache: cache, env: []string{"APT_MIRROR_HOST=" + mirror},
-		args: append([]string{"--warm", "0", "--profiles", file, "--profile", "node", "--egress", r.npm.Hostname()}, extra...)})
+	return np
+}
+
+// npmInstall runs npm install of npmPackages through the proxy, in a
+// session of the node profile np allowed this machine's npm registry,
+// with npm settings (npm_config_*) and flags for the server; it returns
+// the command's result and what the proxy carried.
+func npmInstall(t *testing.T, np nodeProfile, npmEnv map[string]any, extra ...string) (exit int, stderr string, took time.Duration, use egressUse) {
+	t.Helper()
+	r := machineRegistries(t)
+	p := start(t, startOptions{image: pythonImage, cache: np.cache, env: []string{"APT_MIRROR_HOST=" + np.mirror},
+		args: append([]string{"--warm", "0", "--profiles", np.file, "--profile", "node", "--egress", r.npm.Hostname()}, extra...)})
 	caBundle(t, p)
 	if res := p.call("write_file", map[string]any{"file_path": "app/package.json", "content": npmPackages}); res.IsError {
 		t.Fatal(textOf(res))
@@ -96,7 +108,8 @@ func npmInstall(t *testing.T, npmEnv map[string]any, extra ...string) (exit int,
 			t.Errorf("npm install answered 0 but node_modules is empty")
 		}
 	}
-	return out.ExitCode, out.Stderr, took, egressUseOf(p)
+	// The registry's name stays out of the test's output.
+	return out.ExitCode, strings.ReplaceAll(out.Stderr, r.npm.Hostname(), "<npm registry>"), took, egressUseOf(p)
 }
 
 // npm install of a few hundred packages through the proxy, as a new user
@@ -104,13 +117,14 @@ func npmInstall(t *testing.T, npmEnv map[string]any, extra ...string) (exit int,
 // refused by the proxy's connection limit. With a limit set far too low,
 // npm's own error names wink-mcp's limit and the flag, not the registry.
 func TestEgressNpmInstall(t *testing.T) {
-	exit, stderr, took, use := npmInstall(t, nil)
+	np := buildNodeProfile(t)
+	exit, stderr, took, use := npmInstall(t, np, nil)
 	t.Logf("npm install: exit %d in %s; %d connections, at most %d at once, %d turned away", exit, took.Round(time.Second), use.allowed, use.peak, use.refused)
 	if exit != 0 || use.refused > 0 {
 		t.Errorf("npm install: exit %d, %d connections turned away by the limit\n%s", exit, use.refused, stderr)
 	}
 	// npm would retry each refused request for minutes: once is enough here.
-	exit, stderr, _, use = npmInstall(t, map[string]any{"npm_config_fetch_retries": "0"}, "--egress-max-conns", "4")
+	exit, stderr, _, use = npmInstall(t, np, map[string]any{"npm_config_fetch_retries": "0"}, "--egress-max-conns", "4")
 	t.Logf("npm install with --egress-max-conns 4: exit %d; %d connections, at most %d at once, %d turned away", exit, use.allowed, use.peak, use.refused)
 	for line := range strings.Lines(stderr) {
 		if strings.Contains(line, "egress limit") {
