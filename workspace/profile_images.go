@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/engine"
@@ -147,10 +149,11 @@ func (m *Manager) ProfileImages(ctx context.Context) ([]ProfileImage, error) {
 // PruneProfileImages removes the profile images of this configuration's
 // profiles file that no profile of it would use now: those of profiles no
 // longer in the file, and those of older inputs; and those made before
-// images named their file, which no server finds any more. Another file's
-// images stay, whatever their profiles' names: they are returned as kept,
-// each with its file. One a container runs stays too. It returns the
-// images removed.
+// images named their file, which no server finds any more; and those of a
+// profiles file that no longer exists on this machine, which no prune
+// could reach otherwise. Another file's images stay, whatever their
+// profiles' names: they are returned as kept, each with its file. One a
+// container runs stays too. It returns the images removed.
 func (m *Manager) PruneProfileImages(ctx context.Context) (removed, kept []string, err error) {
 	current, err := m.ProfileImages(ctx)
 	if err != nil {
@@ -165,7 +168,7 @@ func (m *Manager) PruneProfileImages(ctx context.Context) (removed, kept []strin
 		return nil, nil, err
 	}
 	for _, img := range found {
-		if file := img.Labels[LabelProfileFile]; file != "" && file != m.cfg.Profiles.ID {
+		if file := img.Labels[LabelProfileFile]; file != "" && file != m.cfg.Profiles.ID && !gone(file) {
 			for _, ref := range img.Names {
 				kept = append(kept, fmt.Sprintf("%s (profiles file %s)", ref, file))
 			}
@@ -183,6 +186,13 @@ func (m *Manager) PruneProfileImages(ctx context.Context) (removed, kept []strin
 		}
 	}
 	return removed, kept, nil
+}
+
+// gone reports whether a profiles file no longer exists here; one that
+// cannot be read for another reason is not gone.
+func gone(file string) bool {
+	_, err := os.Stat(file)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // pruneProfileImages removes the images p's file made for p other than

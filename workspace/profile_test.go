@@ -3,6 +3,8 @@ package workspace
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -266,8 +268,9 @@ func useBuilt(t *testing.T, m *Manager, id string) ProfileChange {
 
 // TestPruneKeepsOnlyTheCurrentImages checks both prunes: a build's, of
 // its own profile's older images, and PruneProfileImages, of the file's
-// stale images and those that name no file; neither touches an image of
-// a profile of the same name in another file.
+// stale images, those that name no file and those of a file that is gone;
+// neither touches an image of a profile of the same name in another file
+// that still exists.
 func TestPruneKeepsOnlyTheCurrentImages(t *testing.T) {
 	m, eng := newProfileManager(t, nil)
 	image := func(name string, labels map[string]string) {
@@ -279,8 +282,12 @@ func TestPruneKeepsOnlyTheCurrentImages(t *testing.T) {
 		eng.images[name], eng.imageLabels[name] = true, labels
 	}
 	this := m.cfg.Profiles.ID
+	elsewhere := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(elsewhere, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	image("localhost/wink-profile:built-older", map[string]string{LabelProfile: "built", LabelProfileKey: "0", LabelProfileFile: this})
-	image("localhost/wink-profile:built-other", map[string]string{LabelProfile: "built", LabelProfileKey: "2", LabelProfileFile: "/elsewhere/p.yaml"})
+	image("localhost/wink-profile:built-other", map[string]string{LabelProfile: "built", LabelProfileKey: "2", LabelProfileFile: elsewhere})
 	res := useBuilt(t, m, "a")
 	eng.mu.Lock()
 	older, other := eng.images["localhost/wink-profile:built-older"], eng.images["localhost/wink-profile:built-other"]
@@ -290,12 +297,14 @@ func TestPruneKeepsOnlyTheCurrentImages(t *testing.T) {
 	}
 	image("localhost/wink-profile:gone-1", map[string]string{LabelProfile: "gone", LabelProfileKey: "1", LabelProfileFile: this})
 	image("localhost/wink-profile:legacy-1", map[string]string{LabelProfile: "built", LabelProfileKey: "1"})
+	image("localhost/wink-profile:built-deleted", map[string]string{LabelProfile: "built", LabelProfileKey: "3", LabelProfileFile: filepath.Join(t.TempDir(), "deleted.yaml")})
 	removed, kept, err := m.PruneProfileImages(ctx)
 	slices.Sort(removed)
-	if err != nil || !slices.Equal(removed, []string{"localhost/wink-profile:gone-1", "localhost/wink-profile:legacy-1"}) {
-		t.Errorf("pruned %v, %v; want the image of the profile no longer in the file, and the one naming no file", removed, err)
+	want := []string{"localhost/wink-profile:built-deleted", "localhost/wink-profile:gone-1", "localhost/wink-profile:legacy-1"}
+	if err != nil || !slices.Equal(removed, want) {
+		t.Errorf("pruned %v, %v; want the image of the profile no longer in the file, the one naming no file and the one of a deleted file", removed, err)
 	}
-	if len(kept) != 1 || !strings.Contains(kept[0], "built-other") || !strings.Contains(kept[0], "/elsewhere/p.yaml") {
+	if len(kept) != 1 || !strings.Contains(kept[0], "built-other") || !strings.Contains(kept[0], elsewhere) {
 		t.Errorf("kept %v; want the other file's image, naming its file", kept)
 	}
 	eng.mu.Lock()
