@@ -172,7 +172,7 @@ func configure(command string, args []string, stderr io.Writer, adjust func(*log
 	}
 	if err == nil {
 		cfg.Logger = slog.New(server.RedactingHandler(cfg.Logger.Handler(), cfg.Workspace.PassedEnv))
-		cfg.Workspace.Engine = newEngine(cfg.Workspace, cfg.Logger)
+		cfg.Workspace.Engine, err = newEngine(cfg.Workspace, cfg.Logger)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", command, err)
