@@ -15,5 +15,5 @@ import (
 // or `go vet` leaves out so that they work without them.
 func newEngine(workspace.Config, *slog.Logger) (engine.Engine, error) {
 	return nil, errors.New("this wink-mcp was built without a container engine: the Podman engine needs the build tags " +
-		"of the Makefile; build it with `make build`")
+		"of the Makefile; build it with `make build`, or see the README's install command")
 }
