@@ -21,7 +21,7 @@ func TestUnreachableServiceSaysWhatWasTriedAndTheFix(t *testing.T) {
 	if !errors.Is(err, engine.ErrUnreachable) {
 		t.Fatalf("err = %v; want engine.ErrUnreachable", err)
 	}
-	for _, want := range []string{"cannot reach the Podman service (tried " + url, ". " + e.ServiceFix(), "podman system service"} {
+	for _, want := range []string{"cannot reach the Podman service (tried " + url, ". " + e.ServiceFix(), "systemctl enable --now podman.socket", "podman system service"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q lacks %q", err, want)
 		}
