@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -58,6 +59,7 @@ func (p listed) loadError() string {
 // test, and would tie every package above it to that engine. It also
 // fails when any package of the module does not load without build tags.
 func TestNeutralPackagesLinkNoEngine(t *testing.T) {
+	openModuleSources(t)
 	graph := map[string]listed{}
 	var neutral []string
 	for _, p := range goList(t, "-deps", "-test", module+"/...") {
@@ -145,6 +147,31 @@ func basePackage(path string) string {
 		return strings.TrimSuffix(path, ".test")
 	}
 	return strings.TrimSuffix(path, "_test")
+}
+
+// openModuleSources opens every Go file of the module and its go.mod, so
+// that go test caches this test's result only until one of them changes:
+// go list reads them in another process, which the cache does not see.
+func openModuleSources(t *testing.T) {
+	t.Helper()
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && path != ".." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata"):
+			return filepath.SkipDir
+		case d.IsDir() || !strings.HasSuffix(path, ".go") && path != filepath.Join("..", "go.mod"):
+			return nil
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	})
+	if err != nil {
+		t.Fatalf("opening the module's sources: %v", err)
+	}
 }
 
 // goList runs `go list -e -json` with args, with no build tags (the
