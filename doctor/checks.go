@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/engine"
-	"github.com/wink-mcp/wink-mcp/engine/podman"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -148,8 +147,9 @@ func (d *doctor) podmanCLI(ctx context.Context) Result {
 func (d *doctor) service(ctx context.Context) Result {
 	info, err := d.svc.Info(ctx)
 	if err != nil {
-		detail, _, _ := strings.Cut(err.Error(), ". "+podman.ServiceRemedy)
-		return Result{Status: Fail, Detail: detail, Fix: podman.ServiceRemedy}
+		fix := d.svc.ServiceFix()
+		detail, _, _ := strings.Cut(err.Error(), ". "+fix)
+		return Result{Status: Fail, Detail: detail, Fix: fix}
 	}
 	d.info = &info
 	mode := "rootful"

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/engine"
-	"github.com/wink-mcp/wink-mcp/engine/podman"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -31,12 +30,12 @@ func (d *doctor) container(ctx context.Context) Result {
 	defer cancel()
 	m, err := workspace.NewManager(d.cfg, d.log)
 	if err != nil {
-		return Result{Status: Fail, Detail: err.Error(), Fix: containerFix(err)}
+		return Result{Status: Fail, Detail: err.Error(), Fix: containerFix(err, d.svc.ServiceFix())}
 	}
 	s, err := m.Session("doctor")
 	if err != nil {
 		m.Close(ctx)
-		return Result{Status: Fail, Detail: err.Error(), Fix: containerFix(err)}
+		return Result{Status: Fail, Detail: err.Error(), Fix: containerFix(err, d.svc.ServiceFix())}
 	}
 	start := time.Now()
 	_, err = s.Start(ctx)
@@ -53,7 +52,7 @@ func (d *doctor) container(ctx context.Context) Result {
 	exists, existsErr := d.svc.ContainerExists(ctx, name)
 	switch {
 	case err != nil:
-		return Result{Status: Fail, Detail: "a hardened container did not work: " + err.Error(), Fix: containerFix(err)}
+		return Result{Status: Fail, Detail: "a hardened container did not work: " + err.Error(), Fix: containerFix(err, d.svc.ServiceFix())}
 	case existsErr != nil || exists:
 		return Result{Status: Fail, Detail: fmt.Sprintf("container %s was not removed: %v %v", name, existsErr, closeErr),
 			Fix: "remove it with `podman rm -f " + name + "`; check the service's logs for why removal fails"}
@@ -100,12 +99,13 @@ func hardeningProblem(r workspace.ExecResult, user string, ownDisk bool) string 
 	return strings.Join(problems, "; ")
 }
 
-// containerFix names the remedy for a container that would not start.
-func containerFix(err error) string {
+// containerFix names the remedy for a container that would not start;
+// serviceFix is the engine's, for a service that cannot be reached.
+func containerFix(err error, serviceFix string) string {
 	msg := err.Error()
 	switch {
 	case errors.Is(err, engine.ErrUnreachable):
-		return podman.ServiceRemedy
+		return serviceFix
 	case errors.Is(err, engine.ErrImageUnavailable):
 		return workspace.ImageRemedy
 	case errors.Is(err, workspace.ErrLimitsUnenforceable):

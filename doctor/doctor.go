@@ -43,10 +43,11 @@ type Result struct {
 	Fix string
 }
 
-// Run checks the host against cfg, writes one line per check to out, and
-// reports whether wink-mcp is ready to serve.
+// Run checks the host against cfg, through the engine cfg.Engine (which
+// must be set), writes one line per check to out, and reports whether
+// wink-mcp is ready to serve.
 func Run(ctx context.Context, cfg workspace.Config, out io.Writer, log *slog.Logger) bool {
-	return run(ctx, &doctor{cfg: cfg, log: log, svc: workspace.NewService(cfg, log), host: localHost{}}, out)
+	return run(ctx, &doctor{cfg: cfg, log: log, svc: workspace.NewService(cfg), host: localHost{}}, out)
 }
 
 func run(ctx context.Context, d *doctor, out io.Writer) bool {

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/wink-mcp/wink-mcp/engine"
-	"github.com/wink-mcp/wink-mcp/engine/podman"
+	"github.com/wink-mcp/wink-mcp/engine/enginetest"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -43,10 +43,12 @@ func TestRunWithoutAServiceFailsAndSkipsWhatNeedsIt(t *testing.T) {
 	cfg := workspace.DefaultConfig()
 	cfg.CacheDir = t.TempDir()
 	cfg.PodmanURL = "unix://" + t.TempDir() + "/no-podman.sock"
+	eng := enginetest.Unreachable{URI: cfg.PodmanURL}
+	cfg.Engine = eng
 	self, _ := os.Executable()
 	cfg.AgentBinary = self
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d := &doctor{cfg: cfg, log: log, svc: workspace.NewService(cfg, log), host: fakeHost{podmanPath: "/usr/bin/podman", layout: cgroupsUnified, hard: 1 << 20, free: 100 << 30}}
+	d := &doctor{cfg: cfg, log: log, svc: workspace.NewService(cfg), host: fakeHost{podmanPath: "/usr/bin/podman", layout: cgroupsUnified, hard: 1 << 20, free: 100 << 30}}
 	var out bytes.Buffer
 	if run(context.Background(), d, &out) {
 		t.Fatalf("ready without a service:\n%s", out.String())
@@ -55,8 +57,8 @@ func TestRunWithoutAServiceFailsAndSkipsWhatNeedsIt(t *testing.T) {
 		"ok    cache dir     " + cfg.CacheDir + " is writable (100 GiB free)",
 		"ok    disk limit    each session's files get an ext4 filesystem of 2048 MiB, loop-mounted from a sparse image in " + cfg.CacheDir + " (100 GiB free)",
 		"ok    podman        podman version 4.3.1 (/usr/bin/podman)",
-		"FAIL  service       cannot reach the Podman service (tried " + cfg.PodmanURL,
-		"                    fix: " + podman.ServiceRemedy,
+		"FAIL  service       cannot reach the test engine (tried " + cfg.PodmanURL + ")\n",
+		"                    fix: " + eng.ServiceFix() + "\n",
 		"skip  runtime       not checked: needs the service",
 		"ok    ulimits       each container gets nofile=4096 nproc=4096 explicitly, within the host's hard limits (1048576, 1048576)",
 		"skip  image         not checked: needs the service",
@@ -199,12 +201,12 @@ func TestHardeningProblem(t *testing.T) {
 
 func TestContainerFix(t *testing.T) {
 	for err, want := range map[error]string{
-		fmt.Errorf("%w: x", engine.ErrUnreachable):                                     "systemctl enable --now podman.socket",
+		fmt.Errorf("%w: x", engine.ErrUnreachable):                                     "the engine's own fix",
 		errors.New("crun: cgroups in hybrid mode not supported, drop all controllers"): `runtime = "runc"`,
 		errors.New("setrlimit `RLIMIT_NOFILE`: Operation not permitted"):               "lower --nofile",
 		errors.New("something new"):                                                    "--log-level debug",
 	} {
-		if fix := containerFix(err); !strings.Contains(fix, want) {
+		if fix := containerFix(err, "the engine's own fix"); !strings.Contains(fix, want) {
 			t.Errorf("containerFix(%v) = %q, want %q in it", err, fix, want)
 		}
 	}

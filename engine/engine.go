@@ -4,6 +4,14 @@
 // service's REST API; another engine, a Kubernetes one say, would be a
 // package beside it.
 //
+// The engine is chosen where the program starts: cmd/wink-mcp builds it
+// from the flags and hands an Engine to the workspace manager and to
+// doctor. No other package imports an engine or its client libraries, so
+// they build, vet and test without the engine's build tags; a test of this
+// package fails when one starts to (neutral_test.go). Engine-neutral
+// errors and names say nothing of a particular engine: an engine words
+// them in its own terms with Worded.
+//
 // The container an engine makes runs the wink-mcp agent at AgentPath as its
 // init, with the session's files at Spec.Root, and must carry every
 // hardening setting of a Spec; an engine checks that the container it made
@@ -28,10 +36,10 @@ const AgentPath = "/.wink/wink-mcp"
 var (
 	// ErrUnreachable is wrapped by every error that comes from not
 	// reaching the engine's service.
-	ErrUnreachable = errors.New("cannot reach the Podman service")
+	ErrUnreachable = errors.New("cannot reach the container engine")
 	// ErrSlow is wrapped by the error of a call the service did not answer
 	// before its deadline.
-	ErrSlow = errors.New("the Podman service did not answer")
+	ErrSlow = errors.New("the container engine did not answer")
 	// ErrImageUnavailable is wrapped when the image is missing and cannot be pulled.
 	ErrImageUnavailable = errors.New("workspace image unavailable")
 	// ErrNameInUse is returned by Create when the name is taken.
@@ -41,6 +49,23 @@ var (
 	// and the runtime (a containers.conf, an image, a bug) weakened them.
 	ErrSettingsDrift = errors.New("the container's effective settings differ from those asked for")
 )
+
+// Worded returns an error whose text is words and which errors.Is finds to
+// be sentinel, one of the errors above: how an engine says it in its own
+// terms (the Podman engine names the Podman service) while callers still
+// branch on the engine-neutral sentinel.
+func Worded(sentinel error, words string) error {
+	return worded{sentinel: sentinel, words: words}
+}
+
+// worded is the error of Worded.
+type worded struct {
+	sentinel error
+	words    string
+}
+
+func (w worded) Error() string { return w.words }
+func (w worded) Unwrap() error { return w.sentinel }
 
 // Limits bound what one session's container may use.
 type Limits struct {
@@ -147,6 +172,28 @@ type Listed struct {
 	Labels map[string]string
 }
 
+// Description is what an engine's service says about itself.
+type Description struct {
+	// URI is the service that answered.
+	URI string
+	// Version and APIVersion are the service's own version and that of
+	// the API it answered with.
+	Version, APIVersion string
+	// DefaultRuntime is the OCI runtime used when none is named.
+	DefaultRuntime string
+	// CgroupsVersion is "v1" or "v2" as the service sees the host.
+	CgroupsVersion string
+	// Rootless is true for a service running without root.
+	Rootless bool
+	// Remote is true when the service is not on this host's Unix socket.
+	Remote bool
+	// Unlimitable lists, comma-separated, the cgroup controllers a limit
+	// needs that the service's containers cannot have (HostFacts).
+	Unlimitable string
+	// GraphDriver is the storage driver of its images ("overlay", "vfs").
+	GraphDriver string
+}
+
 // HostFacts are what container specs depend on about the engine's host.
 type HostFacts struct {
 	Rootless bool            `json:"rootless"`
@@ -163,6 +210,11 @@ type HostFacts struct {
 
 // Engine makes and reaches containers. Its methods are safe for concurrent use.
 type Engine interface {
+	// Describe connects to the engine's service and describes it.
+	Describe(ctx context.Context) (Description, error)
+	// ServiceFix says how to get the engine's service to answer; the
+	// error of a service that cannot be reached ends with it.
+	ServiceFix() string
 	// Host returns what specs depend on about the engine's host; settled
 	// is false when the facts are an earlier process's, not yet confirmed.
 	Host(ctx context.Context) (h HostFacts, settled bool, err error)
@@ -171,6 +223,8 @@ type Engine interface {
 	// EnsureImage returns the first of choices the engine has, or pulls
 	// the last when it has none.
 	EnsureImage(ctx context.Context, choices []string) (image string, err error)
+	// ChooseImage is EnsureImage, also saying whether it pulled.
+	ChooseImage(ctx context.Context, choices []string) (image string, pulled bool, err error)
 	// ImageID returns the ID of image, which must be present.
 	ImageID(ctx context.Context, image string) (string, error)
 	// Commit makes image (repository:tag) from the files of the container

@@ -9,10 +9,11 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/wink-mcp/wink-mcp/engine/enginetest"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
-// newTestServer builds a server whose Podman is never reached: these tests
+// newTestServer builds a server whose engine is never reached: these tests
 // stop at the protocol and at argument validation.
 func newTestServer(t *testing.T) *Server {
 	t.Helper()
@@ -20,6 +21,7 @@ func newTestServer(t *testing.T) *Server {
 	cfg.CacheDir = t.TempDir()
 	cfg.Image = "localhost/test-image:1"
 	cfg.PodmanURL = "unix://" + t.TempDir() + "/no-podman.sock"
+	cfg.Engine = enginetest.Unreachable{URI: cfg.PodmanURL}
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +114,9 @@ func TestBadArgumentsAreToolErrors(t *testing.T) {
 	}
 }
 
-func TestUnreachablePodmanIsAClearToolError(t *testing.T) {
+// The Podman engine's words for this are tested through the command
+// (cmd/wink-mcp: TestUnreachablePodmanIsAClearToolError).
+func TestUnreachableEngineIsAClearToolError(t *testing.T) {
 	c, _ := connect(t, newTestServer(t))
 	var req mcp.CallToolRequest
 	req.Params.Name = "podman_shell"
@@ -122,7 +126,7 @@ func TestUnreachablePodmanIsAClearToolError(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := res.Content[0].(mcp.TextContent).Text
-	for _, want := range []string{"cannot reach the Podman service", "no-podman.sock", "podman system service"} {
+	for _, want := range []string{"cannot reach the test engine", "no-podman.sock", enginetest.Unreachable{}.ServiceFix()} {
 		if !res.IsError || !strings.Contains(text, want) {
 			t.Errorf("error %q lacks %q", text, want)
 		}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/engine"
-	"github.com/wink-mcp/wink-mcp/engine/podman"
 	"github.com/wink-mcp/wink-mcp/profiles"
 )
 
@@ -113,6 +112,10 @@ type Config struct {
 	// ExportIgnored puts in patches the new files that a folder's own
 	// .gitignore rules ignore; by default they are left out and named.
 	ExportIgnored bool
+	// Engine makes and reaches the sessions' containers: cmd/wink-mcp
+	// builds it from the flags (the Podman fields below). NewManager
+	// refuses a Config without one; NewService needs one.
+	Engine engine.Engine
 	// PodmanURL is the Podman service to use; "" tries the root socket,
 	// then the rootless one under $XDG_RUNTIME_DIR.
 	PodmanURL string
@@ -324,13 +327,6 @@ func (c Config) sharedWithPodmanHost(path string) bool {
 		shared = filepath.Clean(shared)
 		return path == shared || strings.HasPrefix(path, strings.TrimSuffix(shared, "/")+"/")
 	})
-}
-
-// podmanOptions are the options of the Podman engine c drives.
-func (c Config) podmanOptions() podman.Options {
-	return podman.Options{URL: c.PodmanURL, Identity: c.PodmanIdentity, Machine: c.PodmanMachine,
-		TLSCert: c.PodmanTLSCert, TLSKey: c.PodmanTLSKey, TLSCA: c.PodmanTLSCA,
-		CacheDir: c.CacheDir, APITimeout: c.APITimeout, PullTimeout: c.PullTimeout}
 }
 
 // ImageChoices are the images a session may use, in order of preference:

@@ -96,6 +96,17 @@ func (f *fakeEngine) EnsureImage(_ context.Context, choices []string) (string, e
 	return "", engine.ErrImageUnavailable
 }
 
+func (f *fakeEngine) ChooseImage(ctx context.Context, choices []string) (string, bool, error) {
+	image, err := f.EnsureImage(ctx, choices)
+	return image, false, err
+}
+
+func (f *fakeEngine) Describe(context.Context) (engine.Description, error) {
+	return engine.Description{URI: "fake://", Version: "1"}, nil
+}
+
+func (f *fakeEngine) ServiceFix() string { return "start the fake engine" }
+
 func (f *fakeEngine) ImageID(_ context.Context, image string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

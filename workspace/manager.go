@@ -15,7 +15,6 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/engine"
-	"github.com/wink-mcp/wink-mcp/engine/podman"
 )
 
 // Manager owns the sessions of one server instance and their containers. It
@@ -71,9 +70,12 @@ type Manager struct {
 }
 
 // NewManager checks cfg, takes this instance's lock under the cache
-// directory and returns a Manager backed by the Podman service, which it
-// reaches on first use. The caller must call Close.
+// directory and returns a Manager backed by cfg.Engine, which it reaches
+// on first use. The caller must call Close.
 func NewManager(cfg Config, log *slog.Logger) (*Manager, error) {
+	if cfg.Engine == nil {
+		return nil, errors.New("starting the workspace manager: no container engine in its configuration (Config.Engine)")
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -86,7 +88,7 @@ func NewManager(cfg Config, log *slog.Logger) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newManager(cfg, log, podman.New(cfg.podmanOptions(), log), bin)
+	return newManager(cfg, log, cfg.Engine, bin)
 }
 
 func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary string) (*Manager, error) {

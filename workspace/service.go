@@ -4,31 +4,33 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 
 	"github.com/wink-mcp/wink-mcp/engine"
-	"github.com/wink-mcp/wink-mcp/engine/podman"
 )
 
-// ServiceInfo describes the Podman service a Config reaches.
+// ServiceInfo describes the engine's service a Config reaches.
 type ServiceInfo struct {
-	podman.Description
+	engine.Description
 	// Unenforced says which container limits the service cannot enforce.
 	Unenforced Unenforced
 }
 
-// Service is the Podman service of a Config, seen from outside any
+// Service is the engine's service of a Config, seen from outside any
 // session: what `wink-mcp doctor` asks about.
 type Service struct {
-	eng    *podman.Engine
+	eng    engine.Engine
 	cfg    Config
 	images []string
 }
 
-// NewService returns the service cfg points at; it connects on first use.
-func NewService(cfg Config, log *slog.Logger) *Service {
-	return &Service{eng: podman.New(cfg.podmanOptions(), log), cfg: cfg, images: cfg.ImageChoices()}
+// NewService returns the service of cfg.Engine, which must be set; it
+// connects on first use.
+func NewService(cfg Config) *Service {
+	return &Service{eng: cfg.Engine, cfg: cfg, images: cfg.ImageChoices()}
 }
+
+// ServiceFix says how to get the service to answer (engine.Engine).
+func (s *Service) ServiceFix() string { return s.eng.ServiceFix() }
 
 // ProfileImages describes the image of every profile, without pulling or
 // building anything.

@@ -155,9 +155,10 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 }
 
 // configure parses the serve flags and environment, shared by serve and
-// doctor, and sets up logging to stderr; adjust, if not nil, may change the
-// log options first. When ok is false the command must exit with code: the
-// flags were bad (2) or only asked for help (0).
+// doctor, sets up logging to stderr and builds the container engine the
+// flags name; adjust, if not nil, may change the log options first. When
+// ok is false the command must exit with code: the flags were bad (2) or
+// only asked for help (0).
 func configure(command string, args []string, stderr io.Writer, adjust func(*logOptions)) (cfg server.Config, opts serveOptions, code int, ok bool) {
 	cfg, opts, err := parseServeFlags(args, os.LookupEnv, stderr)
 	if err == errHelp {
@@ -171,6 +172,7 @@ func configure(command string, args []string, stderr io.Writer, adjust func(*log
 	}
 	if err == nil {
 		cfg.Logger = slog.New(server.RedactingHandler(cfg.Logger.Handler(), cfg.Workspace.PassedEnv))
+		cfg.Workspace.Engine, err = newEngine(cfg.Workspace, cfg.Logger)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", command, err)

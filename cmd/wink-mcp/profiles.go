@@ -62,7 +62,7 @@ func runProfiles(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if cmd == "list" {
-		images, err := workspace.NewService(cfg.Workspace, cfg.Logger).ProfileImages(ctx)
+		images, err := workspace.NewService(cfg.Workspace).ProfileImages(ctx)
 		if err != nil {
 			fmt.Fprintf(stderr, "wink-mcp profiles list: %v\n", err)
 			return 1

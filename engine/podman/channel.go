@@ -1,3 +1,5 @@
+//go:build containers_image_openpgp
+
 package podman
 
 import (
@@ -48,7 +50,7 @@ func (e *Engine) openExec(ctx context.Context, name string, argv []string) (io.R
 	}
 	connCtx, err := e.dial(ctx, e.uri)
 	if err != nil {
-		return nil, fmt.Errorf("%w: opening a channel connection: %v", engine.ErrUnreachable, err)
+		return nil, fmt.Errorf("%w: opening a channel connection: %v", errUnreachable, err)
 	}
 	conn, err := bindings.GetClient(connCtx)
 	if err != nil {

@@ -1,3 +1,5 @@
+//go:build containers_image_openpgp
+
 package podman
 
 import (
@@ -31,6 +33,13 @@ const connectTimeout = 5 * time.Second
 const ServiceRemedy = "Start it: `sudo systemctl enable --now podman.socket` (root), " +
 	"`systemctl --user enable --now podman.socket` (rootless), or `podman system service --time=0 &`; " +
 	"or point CONTAINER_HOST (--podman-url) at a running service"
+
+// The engine-neutral errors in this engine's words: the texts users read
+// name the Podman service, while callers still find the sentinels.
+var (
+	errUnreachable = engine.Worded(engine.ErrUnreachable, "cannot reach the Podman service")
+	errSlow        = engine.Worded(engine.ErrSlow, "the Podman service did not answer")
+)
 
 // Engine drives the Podman service through its REST API. It connects
 // on first use and is safe for concurrent use.
@@ -85,6 +94,9 @@ func New(opts Options, log *slog.Logger) *Engine {
 		apiTimeout: opts.APITimeout, pullTimeout: opts.PullTimeout, log: log}
 }
 
+// ServiceFix returns ServiceRemedy.
+func (e *Engine) ServiceFix() string { return ServiceRemedy }
+
 // candidateURIs lists the services to try, in order: the configured one,
 // else the root socket, then the rootless one.
 func candidateURIs(configured, runtimeDir string) []string {
@@ -117,7 +129,7 @@ func (e *Engine) connect(ctx context.Context) (context.Context, error) {
 		return connCtx, nil
 	}
 	return nil, fmt.Errorf("%w (tried %s). %s. `wink-mcp doctor` checks the whole set-up",
-		engine.ErrUnreachable, strings.Join(tried, "; "), ServiceRemedy)
+		errUnreachable, strings.Join(tried, "; "), ServiceRemedy)
 }
 
 // dial opens a connection to uri. The connection outlives ctx; ctx only
@@ -166,7 +178,7 @@ func within(ctx, connCtx context.Context, timeout time.Duration) (context.Contex
 	return c, func(err *error) {
 		if *err != nil && ctx.Err() == nil && errors.Is(c.Err(), context.DeadlineExceeded) {
 			*err = fmt.Errorf("%w within %s, so it is stopped or overloaded (%v). `wink-mcp doctor` checks it; if it is only slow, raise --podman-timeout",
-				engine.ErrSlow, timeout, *err)
+				errSlow, timeout, *err)
 		}
 		cancel()
 	}

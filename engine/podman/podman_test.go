@@ -1,15 +1,32 @@
+//go:build containers_image_openpgp
+
 package podman
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/engine"
 )
+
+func TestUnreachableServiceSaysWhatWasTriedAndTheFix(t *testing.T) {
+	url := "unix://" + t.TempDir() + "/no-podman.sock"
+	e := New(Options{URL: url, CacheDir: t.TempDir(), APITimeout: time.Second}, slog.New(slog.DiscardHandler))
+	_, err := e.Describe(context.Background())
+	if !errors.Is(err, engine.ErrUnreachable) {
+		t.Fatalf("err = %v; want engine.ErrUnreachable", err)
+	}
+	for _, want := range []string{"cannot reach the Podman service (tried " + url, ". " + e.ServiceFix(), "systemctl enable --now podman.socket", "podman system service"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+}
 
 func TestWithinExplainsOnlyItsOwnDeadline(t *testing.T) {
 	t.Run("the deadline passed", func(t *testing.T) {
@@ -20,7 +37,7 @@ func TestWithinExplainsOnlyItsOwnDeadline(t *testing.T) {
 		if !errors.Is(err, engine.ErrSlow) || errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v; want engine.ErrSlow, no longer a bare deadline", err)
 		}
-		for _, want := range []string{"within 1ms", "inspecting container x", "--podman-timeout", "wink-mcp doctor"} {
+		for _, want := range []string{"the Podman service did not answer within 1ms", "inspecting container x", "--podman-timeout", "wink-mcp doctor"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%q lacks %q", err, want)
 			}

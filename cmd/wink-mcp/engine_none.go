@@ -1,0 +1,19 @@
+//go:build !containers_image_openpgp
+
+package main
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/workspace"
+)
+
+// newEngine says this build has no engine: the Podman engine needs the
+// Makefile's build tags (package engine/podman), which a plain `go build`
+// or `go vet` leaves out so that they work without them.
+func newEngine(workspace.Config, *slog.Logger) (engine.Engine, error) {
+	return nil, errors.New("this wink-mcp was built without a container engine: the Podman engine needs the build tags " +
+		"of the Makefile; build it with `make build`, or see the README's install command")
+}
