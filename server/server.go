@@ -236,24 +236,6 @@ func (s *Server) Close() error {
 // (--export-on-exit), with where they are kept and how to export them.
 func (s *Server) KeptForExport() []string { return s.mgr.KeptForExport() }
 
-// A session's workspace gives every tool the small interface it takes: the
-// build fails here, not a tool call, if it ever stops doing so.
-var (
-	_ tools.FileReader      = (*workspace.Session)(nil)
-	_ tools.FileWriter      = (*workspace.Session)(nil)
-	_ tools.FileSearcher    = (*workspace.Session)(nil)
-	_ tools.Commands        = (*workspace.Session)(nil)
-	_ tools.Container       = (*workspace.Session)(nil)
-	_ tools.PythonRunner    = (*workspace.Session)(nil)
-	_ tools.JobControl      = (*workspace.Session)(nil)
-	_ tools.FolderChanges   = (*workspace.Session)(nil)
-	_ tools.PortPreviews    = (*workspace.Session)(nil)
-	_ tools.Checkpointer    = (*workspace.Session)(nil)
-	_ tools.Handoffs        = (*workspace.Session)(nil)
-	_ tools.StateReporter   = (*workspace.Session)(nil)
-	_ tools.ProfileSwitcher = (*workspace.Session)(nil)
-)
-
 // workspaceFor maps a tool call to its session's workspace.
 func (s *Server) workspaceFor(ctx context.Context) (any, error) {
 	ws, err := s.sessionWorkspace(ctx)

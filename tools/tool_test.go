@@ -54,6 +54,38 @@ func TestAToolWithoutItsInterfaceIsAToolError(t *testing.T) {
 	}
 }
 
+// Interfaces lists the interface of every tool, so that a server can check
+// its workspace against them all: each tool's error names one it lists.
+func TestInterfacesListsEveryToolsInterface(t *testing.T) {
+	listed := map[string]bool{}
+	for _, i := range Interfaces() {
+		listed[i.String()] = true
+	}
+	all, err := All(func(context.Context) (any, error) { return struct{}{}, nil }, slog.New(slog.DiscardHandler), Options{Profiles: []Profile{{Name: "p"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	for _, tool := range all {
+		args := someArgs[tool.Tool.Name]
+		if build, withPath := pathArgs[tool.Tool.Name]; withPath {
+			raw, _ := json.Marshal(build("a"))
+			args = string(raw)
+		}
+		_, after, _ := strings.Cut(text(call(t, tool, args)), "lacks the methods of ")
+		takes, _, found := strings.Cut(after, " that the tool needs")
+		if !found || !listed[takes] {
+			t.Errorf("%s takes %q, which Interfaces does not list", tool.Tool.Name, takes)
+		}
+		used[takes] = true
+	}
+	for name := range listed {
+		if !used[name] {
+			t.Errorf("Interfaces lists %s, which no tool takes", name)
+		}
+	}
+}
+
 // The message names the workspace's type and the interface the tool takes,
 // so it says what is missing.
 func TestTheMissingInterfaceIsNamed(t *testing.T) {
