@@ -237,7 +237,7 @@ func (s *Server) Close() error {
 func (s *Server) KeptForExport() []string { return s.mgr.KeptForExport() }
 
 // workspaceFor maps a tool call to its session's workspace.
-func (s *Server) workspaceFor(ctx context.Context) (workspace.Workspace, error) {
+func (s *Server) workspaceFor(ctx context.Context) (any, error) {
 	ws, err := s.sessionWorkspace(ctx)
 	if err != nil {
 		return nil, err // not a typed nil in the interface

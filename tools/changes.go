@@ -94,9 +94,21 @@ func (r WorkspaceChangesResult) Text() string {
 	return b.String()
 }
 
+// FolderChanges is what workspace_changes and workspace_diff take of a
+// session's workspace: what it changed in its mounted host folders, whose
+// host copies themselves never change.
+type FolderChanges interface {
+	// Info describes the session's container; its Mounts are the folders.
+	Info() workspace.ContainerInfo
+	// Changes lists the changes under prefix ("" for all).
+	Changes(ctx context.Context, prefix string) ([]workspace.FolderChange, error)
+	// Diff is Changes as a unified diff, binary files listed, not shown.
+	Diff(ctx context.Context, prefix string) (workspace.DiffResult, error)
+}
+
 // WorkspaceChanges returns the workspace_changes tool.
 func WorkspaceChanges(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(workspaceFor, definition[WorkspaceChangesParams, WorkspaceChangesResult]{
+	return build(workspaceFor, definition[FolderChanges, WorkspaceChangesParams, WorkspaceChangesResult]{
 		name:  "workspace_changes",
 		title: "List changes to the mounted host folders",
 		description: "List the files and symlinks created, modified or deleted in the host folders mounted in /workspace " +
@@ -105,7 +117,7 @@ func WorkspaceChanges(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"ignores, such as node_modules, or .git) come last, one counted entry per directory. Read-only and cheap; " +
 			"starts no container. At most 2000 changes; narrow with path. workspace_diff shows the changes themselves.",
 		annotations: annotate(true, false, true),
-		handle: func(ctx context.Context, ws workspace.Workspace, p WorkspaceChangesParams) (WorkspaceChangesResult, error) {
+		handle: func(ctx context.Context, ws FolderChanges, p WorkspaceChangesParams) (WorkspaceChangesResult, error) {
 			list, err := ws.Changes(ctx, p.Path)
 			r := WorkspaceChangesResult{Mounts: mountViews(ws.Info().Mounts), Changes: []ChangeView{}, Total: len(list)}
 			for _, c := range list {
@@ -172,7 +184,7 @@ func (r WorkspaceDiffResult) Text() string {
 
 // WorkspaceDiff returns the workspace_diff tool.
 func WorkspaceDiff(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(workspaceFor, definition[WorkspaceDiffParams, WorkspaceDiffResult]{
+	return build(workspaceFor, definition[FolderChanges, WorkspaceDiffParams, WorkspaceDiffResult]{
 		name:  "workspace_diff",
 		title: "Show changes to the mounted host folders as a diff",
 		description: "Show the changes to the host folders mounted in /workspace as a unified diff in git's format, paths " +
@@ -182,7 +194,7 @@ func WorkspaceDiff(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"line per path or per ignored directory. A line over 2000 characters is cut with a marker; a diff over 16 MiB " +
 			"stops there (narrow it with path). Read-only; starts no container.",
 		annotations: annotate(true, false, true),
-		handle: func(ctx context.Context, ws workspace.Workspace, p WorkspaceDiffParams) (WorkspaceDiffResult, error) {
+		handle: func(ctx context.Context, ws FolderChanges, p WorkspaceDiffParams) (WorkspaceDiffResult, error) {
 			d, err := ws.Diff(ctx, p.Path)
 			if err != nil {
 				return WorkspaceDiffResult{}, err

@@ -10,7 +10,7 @@ import (
 )
 
 func TestWorkspaceChangesListsAndCaps(t *testing.T) {
-	ws := &fakeWorkspace{mounts: []workspace.MountInfo{{HostPath: "/home/u/proj", Path: "proj", Mode: workspace.MountOverlay}}}
+	ws := &fakeChanges{mounts: []workspace.MountInfo{{HostPath: "/home/u/proj", Path: "proj", Mode: workspace.MountOverlay}}}
 	for i := range maxChangesListed + 5 {
 		ws.changes = append(ws.changes, workspace.FolderChange{Path: fmt.Sprintf("proj/f%d", i), Status: changes.Created, Kind: changes.KindFile, Size: 3})
 	}
@@ -24,7 +24,7 @@ func TestWorkspaceChangesListsAndCaps(t *testing.T) {
 	if ws.calls[0] != "changes proj" {
 		t.Errorf("the path reached the workspace as %q, want it normalised to %q", ws.calls[0], "changes proj")
 	}
-	if out, _ := callArgs(t, toolsOn(t, &fakeWorkspace{})["workspace_changes"], nil); !strings.Contains(out, "no host folder is mounted") {
+	if out, _ := callArgs(t, toolsOn(t, &fakeChanges{})["workspace_changes"], nil); !strings.Contains(out, "no host folder is mounted") {
 		t.Errorf("with no mounts: %s", out)
 	}
 }

@@ -60,9 +60,24 @@ func (r WorkspaceCheckpointResult) Text() string {
 	return s
 }
 
+// Checkpointer is what the checkpoint tools take of a session's workspace.
+type Checkpointer interface {
+	// Checkpoint saves the whole /workspace as a new checkpoint.
+	Checkpoint(ctx context.Context, message string) (workspace.Checkpoint, error)
+	// Checkpoints lists the checkpoints, oldest first.
+	Checkpoints(ctx context.Context) (workspace.CheckpointList, error)
+	// Restore makes /workspace match a checkpoint, stopping what runs first.
+	Restore(ctx context.Context, id string) (workspace.RestoreResult, error)
+	// CheckpointDiff is the diff from one checkpoint to another, or to
+	// workspace.CheckpointNow, under prefix.
+	CheckpointDiff(ctx context.Context, from, to, prefix string) (workspace.DiffResult, error)
+	// DeleteCheckpoints deletes checkpoints; it returns the bytes freed.
+	DeleteCheckpoints(ctx context.Context, ids []string) (int64, error)
+}
+
 // WorkspaceCheckpoint returns the workspace_checkpoint tool.
 func WorkspaceCheckpoint(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(workspaceFor, definition[WorkspaceCheckpointParams, WorkspaceCheckpointResult]{
+	return build(workspaceFor, definition[Checkpointer, WorkspaceCheckpointParams, WorkspaceCheckpointResult]{
 		name:  "workspace_checkpoint",
 		title: "Save the workspace as a checkpoint",
 		description: "Save the whole of /workspace (the changes to mounted host folders included) as a checkpoint you can go back " +
@@ -70,7 +85,7 @@ func WorkspaceCheckpoint(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"risky change. Running commands keep running; a file one is writing at that moment is saved as it is then. Only what " +
 			"changed since the last checkpoint is stored again.",
 		annotations: annotate(false, false, false),
-		handle: func(ctx context.Context, ws workspace.Workspace, p WorkspaceCheckpointParams) (WorkspaceCheckpointResult, error) {
+		handle: func(ctx context.Context, ws Checkpointer, p WorkspaceCheckpointParams) (WorkspaceCheckpointResult, error) {
 			cp, err := ws.Checkpoint(ctx, p.Message)
 			return WorkspaceCheckpointResult{Checkpoint: checkpointView(cp)}, err
 		},
@@ -105,12 +120,12 @@ func (r WorkspaceCheckpointsResult) Text() string {
 
 // WorkspaceCheckpoints returns the workspace_checkpoints tool.
 func WorkspaceCheckpoints(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(workspaceFor, definition[WorkspaceCheckpointsParams, WorkspaceCheckpointsResult]{
+	return build(workspaceFor, definition[Checkpointer, WorkspaceCheckpointsParams, WorkspaceCheckpointsResult]{
 		name:        "workspace_checkpoints",
 		title:       "List the workspace's checkpoints",
 		description: "List the checkpoints of this workspace, oldest first, with what each holds and what it added to the store.",
 		annotations: annotate(true, false, true),
-		handle: func(ctx context.Context, ws workspace.Workspace, _ WorkspaceCheckpointsParams) (WorkspaceCheckpointsResult, error) {
+		handle: func(ctx context.Context, ws Checkpointer, _ WorkspaceCheckpointsParams) (WorkspaceCheckpointsResult, error) {
 			list, err := ws.Checkpoints(ctx)
 			r := WorkspaceCheckpointsResult{Checkpoints: []CheckpointView{}, StoreBytes: list.StoreBytes, CapBytes: list.CapBytes}
 			for _, cp := range list.Checkpoints {
@@ -152,7 +167,7 @@ func (r WorkspaceRestoreResult) Text() string {
 
 // WorkspaceRestore returns the workspace_restore tool.
 func WorkspaceRestore(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(workspaceFor, definition[WorkspaceRestoreParams, WorkspaceRestoreResult]{
+	return build(workspaceFor, definition[Checkpointer, WorkspaceRestoreParams, WorkspaceRestoreResult]{
 		name:  "workspace_restore",
 		title: "Put the workspace back as a checkpoint saved it",
 		description: "Make /workspace exactly as a checkpoint saved it: files, modes, symlinks, fifos and empty directories, " +
@@ -161,7 +176,7 @@ func WorkspaceRestore(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"cannot be saved, or the checkpoint would not fit the workspace's disk, the restore is refused and nothing changes. " +
 			"Processes are not restored: start what should run again.",
 		annotations: annotate(false, true, true),
-		handle: func(ctx context.Context, ws workspace.Workspace, p WorkspaceRestoreParams) (WorkspaceRestoreResult, error) {
+		handle: func(ctx context.Context, ws Checkpointer, p WorkspaceRestoreParams) (WorkspaceRestoreResult, error) {
 			r, err := ws.Restore(ctx, p.Checkpoint)
 			if err != nil {
 				return WorkspaceRestoreResult{}, err
@@ -195,7 +210,7 @@ func (p *WorkspaceCheckpointDiffParams) Validate() (err error) {
 
 // WorkspaceCheckpointDiff returns the workspace_checkpoint_diff tool.
 func WorkspaceCheckpointDiff(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(workspaceFor, definition[WorkspaceCheckpointDiffParams, WorkspaceDiffResult]{
+	return build(workspaceFor, definition[Checkpointer, WorkspaceCheckpointDiffParams, WorkspaceDiffResult]{
 		name:  "workspace_checkpoint_diff",
 		title: "Show what changed between checkpoints",
 		description: "Show what changed in /workspace from one checkpoint to another, or to now, as a unified diff in git's " +
@@ -203,7 +218,7 @@ func WorkspaceCheckpointDiff(workspaceFor WorkspaceFor) (server.ServerTool, erro
 			"Binary files, files that are not UTF-8 and files over 1 MiB are listed, not shown; a diff over 16 MiB stops " +
 			"there (narrow it with path). Only what changed is read.",
 		annotations: annotate(true, false, true),
-		handle: func(ctx context.Context, ws workspace.Workspace, p WorkspaceCheckpointDiffParams) (WorkspaceDiffResult, error) {
+		handle: func(ctx context.Context, ws Checkpointer, p WorkspaceCheckpointDiffParams) (WorkspaceDiffResult, error) {
 			d, err := ws.CheckpointDiff(ctx, p.From, p.To, p.Path)
 			if err != nil {
 				return WorkspaceDiffResult{}, err
@@ -241,12 +256,12 @@ func (r WorkspaceCheckpointDeleteResult) Text() string {
 
 // WorkspaceCheckpointDelete returns the workspace_checkpoint_delete tool.
 func WorkspaceCheckpointDelete(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(workspaceFor, definition[WorkspaceCheckpointDeleteParams, WorkspaceCheckpointDeleteResult]{
+	return build(workspaceFor, definition[Checkpointer, WorkspaceCheckpointDeleteParams, WorkspaceCheckpointDeleteResult]{
 		name:        "workspace_checkpoint_delete",
 		title:       "Delete checkpoints",
 		description: "Delete checkpoints you no longer need, freeing what only they hold. The files in /workspace do not change.",
 		annotations: annotate(false, true, false),
-		handle: func(ctx context.Context, ws workspace.Workspace, p WorkspaceCheckpointDeleteParams) (WorkspaceCheckpointDeleteResult, error) {
+		handle: func(ctx context.Context, ws Checkpointer, p WorkspaceCheckpointDeleteParams) (WorkspaceCheckpointDeleteResult, error) {
 			freed, err := ws.DeleteCheckpoints(ctx, p.Checkpoints)
 			return WorkspaceCheckpointDeleteResult{Deleted: p.Checkpoints, FreedBytes: freed}, err
 		},

@@ -38,7 +38,10 @@ func TestCheckpointAndHandoffArguments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.tool+"/"+tt.wantErr, func(t *testing.T) {
-			ws := &fakeWorkspace{}
+			ws := &struct {
+				fakeCheckpoints
+				fakeHandoffs
+			}{}
 			msg, isErr := callArgs(t, toolsOn(t, ws)[tt.tool], tt.args)
 			if tt.wantErr != "" {
 				if !isErr || !strings.Contains(msg, tt.wantErr) {
@@ -49,8 +52,9 @@ func TestCheckpointAndHandoffArguments(t *testing.T) {
 			if isErr {
 				t.Fatalf("rejected: %s", msg)
 			}
-			if len(ws.calls) != 1 || ws.calls[0] != tt.wantCall {
-				t.Errorf("calls = %q, want %q", ws.calls, tt.wantCall)
+			calls := append(ws.fakeCheckpoints.calls, ws.fakeHandoffs.calls...)
+			if len(calls) != 1 || calls[0] != tt.wantCall {
+				t.Errorf("calls = %q, want %q", calls, tt.wantCall)
 			}
 		})
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/wink-mcp/wink-mcp/workspace"
 	"github.com/wink-mcp/wink-mcp/wspath"
 )
 
@@ -29,7 +28,7 @@ const (
 
 func allTools(t *testing.T) []server.ServerTool {
 	t.Helper()
-	all, err := All(func(context.Context) (workspace.Workspace, error) { return nil, nil }, slog.New(slog.DiscardHandler),
+	all, err := All(func(context.Context) (any, error) { return nil, nil }, slog.New(slog.DiscardHandler),
 		Options{Profiles: []Profile{{Name: "python", Description: "Python 3 with pytest"}, {Name: "go", Description: "Go from Debian"}}})
 	if err != nil {
 		t.Fatal(err)

@@ -51,7 +51,7 @@ func TestTextsShowModelWrittenTextSafely(t *testing.T) {
 		"workspace_attach":            {none: "a workspace name checked against the name rules"},
 		"workspace_profile":           {none: "names and images from the server's profiles file"},
 	}
-	all, err := All(func(context.Context) (workspace.Workspace, error) { return nil, nil }, slog.New(slog.DiscardHandler), Options{Profiles: []Profile{{Name: "p"}}})
+	all, err := All(func(context.Context) (any, error) { return nil, nil }, slog.New(slog.DiscardHandler), Options{Profiles: []Profile{{Name: "p"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

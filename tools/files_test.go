@@ -13,10 +13,11 @@ import (
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
-// toolsOn builds every tool on one fake workspace, by name.
-func toolsOn(t *testing.T, ws *fakeWorkspace) map[string]server.ServerTool {
+// toolsOn builds every tool on one fake workspace, by name; a tool whose
+// interface ws lacks answers every call with an error.
+func toolsOn(t *testing.T, ws any) map[string]server.ServerTool {
 	t.Helper()
-	all, err := All(func(context.Context) (workspace.Workspace, error) { return ws, nil }, slog.New(slog.DiscardHandler), Options{})
+	all, err := All(func(context.Context) (any, error) { return ws, nil }, slog.New(slog.DiscardHandler), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestPathRulesOnEveryTool(t *testing.T) {
 	for name, build := range pathArgs {
 		for _, tc := range cases {
 			t.Run(name+"/"+tc.name, func(t *testing.T) {
-				ws := &fakeWorkspace{}
+				ws := newFakeSession()
 				msg, isErr := callArgs(t, toolsOn(t, ws)[name], build(tc.path))
 				if tc.wantErr == "" {
 					if isErr {
@@ -92,7 +93,7 @@ func TestPathRulesOnEveryTool(t *testing.T) {
 				if !isErr || !strings.Contains(msg, tc.wantErr) {
 					t.Errorf("got %q (isError %v), want an error containing %q", msg, isErr, tc.wantErr)
 				}
-				if len(ws.calls)+len(ws.execs)+len(ws.edits)+len(ws.greps)+len(ws.python) != 0 {
+				if ws.reached() != 0 {
 					t.Error("a rejected call reached the workspace")
 				}
 			})
@@ -147,7 +148,7 @@ func TestFileToolLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.tool+"/"+tt.wantErr, func(t *testing.T) {
-			msg, isErr := callArgs(t, toolsOn(t, &fakeWorkspace{})[tt.tool], tt.args)
+			msg, isErr := callArgs(t, toolsOn(t, newFakeSession())[tt.tool], tt.args)
 			if tt.wantErr == "" {
 				if isErr {
 					t.Errorf("rejected: %s", msg)
@@ -162,7 +163,7 @@ func TestFileToolLimits(t *testing.T) {
 }
 
 func TestFileToolRequestsAndRenderings(t *testing.T) {
-	ws := &fakeWorkspace{
+	ws := &fakeFiles{
 		list: workspace.ListResult{Path: "src", Total: 3, Entries: []workspace.Entry{
 			{Name: "lib", Kind: workspace.KindDirectory, Modified: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)},
 			{Name: "a.go", Kind: workspace.KindFile, SizeBytes: 12},
@@ -206,7 +207,7 @@ func TestFileToolRequestsAndRenderings(t *testing.T) {
 
 func TestPythonRequestAndRendering(t *testing.T) {
 	value := "42"
-	ws := &fakeWorkspace{pyRes: workspace.PythonResult{ValueRepr: &value, Stdout: "hi\n", Ok: true,
+	ws := &fakePython{pyRes: workspace.PythonResult{ValueRepr: &value, Stdout: "hi\n", Ok: true,
 		Writes: []workspace.WriteOutcome{{Path: "o.txt", Mode: "create", SizeBytes: 2, Applied: true}, {Path: "x", Mode: "overwrite", Error: "does not exist"}}}}
 	msg, isErr := callArgs(t, toolsOn(t, ws)["evaluate_python"], map[string]any{
 		"code": "6*7", "globals": map[string]string{"n": "1"}, "reads": []map[string]string{{"path": "./in.txt"}},

@@ -33,9 +33,19 @@ func (r WorkspaceHandoffResult) Text() string {
 		"This session now has a fresh, empty workspace.", r.Handle, what, r.Expires.Format(time.RFC3339))
 }
 
+// Handoffs is what workspace_handoff and workspace_attach take of a
+// session's workspace.
+type Handoffs interface {
+	// Handoff gives the workspace a one-time handle that works for ttl,
+	// and goes on with a fresh, empty workspace.
+	Handoff(ctx context.Context, ttl time.Duration) (workspace.Handoff, error)
+	// Attach takes over the workspace a handle names.
+	Attach(ctx context.Context, handle string) (workspace.Attached, error)
+}
+
 // WorkspaceHandoff returns the workspace_handoff tool.
 func WorkspaceHandoff(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(workspaceFor, definition[WorkspaceHandoffParams, WorkspaceHandoffResult]{
+	return build(workspaceFor, definition[Handoffs, WorkspaceHandoffParams, WorkspaceHandoffResult]{
 		name:  "workspace_handoff",
 		title: "Hand this workspace to another session",
 		description: "Give this session's workspace (its files, the changes to mounted folders, its checkpoints, and, where the " +
@@ -44,7 +54,7 @@ func WorkspaceHandoff(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"The handle works once, until it expires (default 15 minutes); a workspace not attached by then is removed if it kept " +
 			"its container, and otherwise stays on disk as a kept workspace the user can list and remove (wink-mcp workspaces).",
 		annotations: annotate(false, true, false),
-		handle: func(ctx context.Context, ws workspace.Workspace, p WorkspaceHandoffParams) (WorkspaceHandoffResult, error) {
+		handle: func(ctx context.Context, ws Handoffs, p WorkspaceHandoffParams) (WorkspaceHandoffResult, error) {
 			ttl := workspace.DefaultHandoffTTL
 			if p.ExpiresInSeconds > 0 {
 				ttl = time.Duration(p.ExpiresInSeconds) * time.Second
@@ -77,14 +87,14 @@ func (r WorkspaceAttachResult) Text() string {
 
 // WorkspaceAttach returns the workspace_attach tool.
 func WorkspaceAttach(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(workspaceFor, definition[WorkspaceAttachParams, WorkspaceAttachResult]{
+	return build(workspaceFor, definition[Handoffs, WorkspaceAttachParams, WorkspaceAttachResult]{
 		name:  "workspace_attach",
 		title: "Take over a workspace another session handed over",
 		description: "Take over the workspace another session of the same client handed over with workspace_handoff, by its " +
 			"handle: this session's own workspace, which must hold no work yet, is replaced by it, with the running container, " +
 			"jobs and open ports it kept (kept_container). A wrong, used or expired handle is refused.",
 		annotations: annotate(false, true, false),
-		handle: func(ctx context.Context, ws workspace.Workspace, p WorkspaceAttachParams) (WorkspaceAttachResult, error) {
+		handle: func(ctx context.Context, ws Handoffs, p WorkspaceAttachParams) (WorkspaceAttachResult, error) {
 			a, err := ws.Attach(ctx, p.Handle)
 			return WorkspaceAttachResult{KeptContainer: a.KeptContainer, Workspace: a.Workspace, Mounts: mountViews(a.Info.Mounts)}, err
 		},

@@ -113,9 +113,16 @@ func (r WorkspaceInfoResult) Text() string {
 	return b.String()
 }
 
+// StateReporter is what workspace_info takes of a session's workspace.
+type StateReporter interface {
+	// State reports the workspace (container, limits and use, jobs,
+	// checkpoints, ports) without making or starting a container.
+	State(ctx context.Context) (workspace.State, error)
+}
+
 // WorkspaceInfo returns the workspace_info tool.
 func WorkspaceInfo(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(workspaceFor, definition[WorkspaceInfoParams, WorkspaceInfoResult]{
+	return build(workspaceFor, definition[StateReporter, WorkspaceInfoParams, WorkspaceInfoResult]{
 		name:  "workspace_info",
 		title: "Describe the workspace",
 		description: "Describe this workspace without changing it (no container is made or started to answer): its container " +
@@ -123,7 +130,7 @@ func WorkspaceInfo(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"what is used of them (memory, CPUs, processes, /tmp, disk, command timeout, egress bytes), running jobs, " +
 			"checkpoints and the latest one, and open ports.",
 		annotations: annotate(true, false, true),
-		handle: func(ctx context.Context, ws workspace.Workspace, _ WorkspaceInfoParams) (WorkspaceInfoResult, error) {
+		handle: func(ctx context.Context, ws StateReporter, _ WorkspaceInfoParams) (WorkspaceInfoResult, error) {
 			st, err := ws.State(ctx)
 			if err != nil {
 				return WorkspaceInfoResult{}, err

@@ -48,8 +48,8 @@ func TestWorkspaceInfoResult(t *testing.T) {
 // The tool only reads: it asks the workspace for its state and nothing else.
 func TestWorkspaceInfoOnlyReads(t *testing.T) {
 	t.Parallel()
-	f := &fakeWorkspace{state: workspace.State{Container: "wink-x", ContainerState: workspace.ContainerNotMade, DiskUsedBytes: -1}}
-	tool, err := WorkspaceInfo(func(context.Context) (workspace.Workspace, error) { return f, nil })
+	f := &fakeState{state: workspace.State{Container: "wink-x", ContainerState: workspace.ContainerNotMade, DiskUsedBytes: -1}}
+	tool, err := WorkspaceInfo(func(context.Context) (any, error) { return f, nil })
 	if err != nil {
 		t.Fatal(err)
 	}

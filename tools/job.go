@@ -184,9 +184,28 @@ func jobView(in workspace.JobInfo) *JobView {
 		DiskFull: workspace.DiskFullNote(in.DiskFull, "the "+in.Kind)}
 }
 
+// JobControl is what the job tool takes of a session's workspace: the
+// background jobs podman_shell started (see Commands.StartJob).
+type JobControl interface {
+	// JobStatus describes a job.
+	JobStatus(ctx context.Context, id string) (workspace.JobInfo, error)
+	// JobOutput returns a page of a job's output.
+	JobOutput(ctx context.Context, req workspace.JobOutputRequest) (workspace.JobOutput, error)
+	// SignalJob signals a job's whole process tree; TERM with a grace is
+	// followed by SIGKILL when the job has not ended within it.
+	SignalJob(ctx context.Context, id, signal string, grace time.Duration) (workspace.JobInfo, error)
+	// WriteJobInput writes to a job's stdin and, with closeStdin, closes it.
+	WriteJobInput(ctx context.Context, id, data string, closeStdin bool) (workspace.JobInput, error)
+	// Jobs lists the container's jobs and kept outputs.
+	Jobs(ctx context.Context) (workspace.JobList, error)
+	// ForgetJob forgets a finished job, freeing the disk its kept output
+	// takes, and returns how it was.
+	ForgetJob(ctx context.Context, id string) (workspace.JobInfo, error)
+}
+
 // Job returns the job tool.
 func Job(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(workspaceFor, definition[JobParams, JobResult]{
+	return build(workspaceFor, definition[JobControl, JobParams, JobResult]{
 		name:  "job",
 		title: "Follow a background job",
 		description: "Follow the background jobs podman_shell started (background=true) and the kept outputs of truncated commands " +
@@ -203,7 +222,7 @@ func Job(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 	})
 }
 
-func runJob(ctx context.Context, ws workspace.Workspace, p JobParams) (JobResult, error) {
+func runJob(ctx context.Context, ws JobControl, p JobParams) (JobResult, error) {
 	res := JobResult{Action: p.Action}
 	switch p.Action {
 	case JobList:

@@ -6,13 +6,11 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
-func newJobTool(t *testing.T, ws *fakeWorkspace) server.ServerTool {
+func newJobTool(t *testing.T, ws *fakeJobs) server.ServerTool {
 	t.Helper()
-	tool, err := Job(func(context.Context) (workspace.Workspace, error) { return ws, nil })
+	tool, err := Job(func(context.Context) (any, error) { return ws, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +39,7 @@ func TestJobArgumentErrors(t *testing.T) {
 		{`{"action":"input","id":"a-1","input":"x","signal":"TERM"}`, "signal: only for action signal"},
 		{`{"action":"status","id":"` + strings.Repeat("a", 65) + `"}`, "id"},
 	} {
-		ws := &fakeWorkspace{}
+		ws := &fakeJobs{}
 		res := call(t, newJobTool(t, ws), tt.args)
 		if !res.IsError || !strings.Contains(text(res), tt.wantErr) {
 			t.Errorf("%s: got %q (isError %v), want an error containing %q", tt.args, text(res), res.IsError, tt.wantErr)
@@ -53,7 +51,7 @@ func TestJobArgumentErrors(t *testing.T) {
 }
 
 func TestJobActionsReachTheWorkspace(t *testing.T) {
-	ws := &fakeWorkspace{}
+	ws := &fakeJobs{}
 	for args, want := range map[string]string{
 		`{"action":"list"}`:              "list",
 		`{"action":"status","id":"a-1"}`: "status a-1",

@@ -49,10 +49,13 @@ func TestDiffPaths(t *testing.T) {
 // TestResultsLinkTheFilesTheyName checks the resource_link content of the
 // tools that name files, after their text.
 func TestResultsLinkTheFilesTheyName(t *testing.T) {
-	ws := &fakeWorkspace{
+	ws := struct {
+		*fakeFiles
+		*fakeChanges
+	}{&fakeFiles{}, &fakeChanges{
 		changes: []workspace.FolderChange{{Path: "proj/a.go", Status: "modified"}, {Path: "proj/b c.txt", Status: "created"}},
 		diff:    workspace.DiffResult{Text: "diff --git a/proj/a.go b/proj/a.go\n--- a/proj/a.go\n+++ b/proj/a.go\n"},
-	}
+	}}
 	tools := toolsOn(t, ws)
 	for name, tc := range map[string]struct {
 		args string
@@ -98,7 +101,7 @@ func TestLinksOnlyWhatOpens(t *testing.T) {
 			want = append(want, FileLink(p))
 		}
 	}
-	res := call(t, toolsOn(t, &fakeWorkspace{changes: changes})["workspace_changes"], `{}`)
+	res := call(t, toolsOn(t, &fakeChanges{changes: changes})["workspace_changes"], `{}`)
 	var got []string
 	for _, c := range res.Content {
 		if link, ok := c.(mcp.ResourceLink); ok {

@@ -78,9 +78,20 @@ func portViews(ps []workspace.PortInfo) []PortView {
 	return out
 }
 
+// PortPreviews is what workspace_port takes of a session's workspace.
+type PortPreviews interface {
+	// OpenPort shows a container port on this machine's loopback; it
+	// returns the port and all the session's open ports.
+	OpenPort(ctx context.Context, port int) (workspace.PortInfo, []workspace.PortInfo, error)
+	// ClosePort stops showing a port and returns the ports still open.
+	ClosePort(port int) ([]workspace.PortInfo, error)
+	// Ports lists the open ports.
+	Ports() []workspace.PortInfo
+}
+
 // WorkspacePort returns the workspace_port tool.
 func WorkspacePort(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(workspaceFor, definition[WorkspacePortParams, WorkspacePortResult]{
+	return build(workspaceFor, definition[PortPreviews, WorkspacePortParams, WorkspacePortResult]{
 		name:  "workspace_port",
 		title: "Show a workspace port to the user",
 		description: fmt.Sprintf("Show a server you started in the workspace (a dev server, an API, a notebook) to the user: open returns "+
@@ -92,7 +103,7 @@ func WorkspacePort(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"when the session ends, and go with a workspace handed over with its container (workspace_handoff), open for the session "+
 			"that attaches it.", workspace.MaxPorts),
 		annotations: annotate(false, false, true),
-		handle: func(ctx context.Context, ws workspace.Workspace, p WorkspacePortParams) (WorkspacePortResult, error) {
+		handle: func(ctx context.Context, ws PortPreviews, p WorkspacePortParams) (WorkspacePortResult, error) {
 			r := WorkspacePortResult{Action: p.Action}
 			switch p.Action {
 			case PortOpen:

@@ -54,6 +54,14 @@ func displayName(profile string) string {
 	return "profile " + profile
 }
 
+// ProfileSwitcher is what workspace_profile takes of a session's workspace.
+type ProfileSwitcher interface {
+	// UseProfile switches the workspace to a profile (see
+	// workspace.Session.UseProfile); progress receives reports while its
+	// image is built.
+	UseProfile(ctx context.Context, name string, restart bool, progress func(workspace.Progress)) (workspace.ProfileChange, error)
+}
+
 // WorkspaceProfile returns the workspace_profile tool, which offers the
 // profiles.
 //
@@ -70,7 +78,7 @@ func WorkspaceProfile(workspaceFor WorkspaceFor, profiles []Profile) (server.Ser
 		fmt.Fprintf(&list, "\n- %s: %s", p.Name, p.Description)
 		names = append(names, p.Name)
 	}
-	return build(workspaceFor, definition[WorkspaceProfileParams, WorkspaceProfileResult]{
+	return build(workspaceFor, definition[ProfileSwitcher, WorkspaceProfileParams, WorkspaceProfileResult]{
 		name:  "workspace_profile",
 		title: "Choose the workspace's toolchain",
 		description: "Switch this workspace to a profile: an image with a toolchain set up, its environment, limits, working " +
@@ -84,7 +92,7 @@ func WorkspaceProfile(workspaceFor WorkspaceFor, profiles []Profile) (server.Ser
 				t.Enum = names
 			}
 		},
-		handle: func(ctx context.Context, ws workspace.Workspace, p WorkspaceProfileParams) (WorkspaceProfileResult, error) {
+		handle: func(ctx context.Context, ws ProfileSwitcher, p WorkspaceProfileParams) (WorkspaceProfileResult, error) {
 			c, err := ws.UseProfile(ctx, p.Name, p.Restart, progressFrom(ctx))
 			res := WorkspaceProfileResult{Profile: c.Profile, Previous: c.Previous, Image: c.Image, Built: c.Built,
 				Restarted: c.Restarted, Container: c.Container.Name, Workdir: workspace.Root}

@@ -135,9 +135,15 @@ func (r PythonResult) Text() string {
 	return b.String()
 }
 
+// PythonRunner is what evaluate_python takes of a session's workspace.
+type PythonRunner interface {
+	// Python runs code with python3 in the container.
+	Python(ctx context.Context, req workspace.PythonRequest) (workspace.PythonResult, error)
+}
+
 // Python returns the evaluate_python tool.
 func Python(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(workspaceFor, definition[PythonParams, PythonResult]{
+	return build(workspaceFor, definition[PythonRunner, PythonParams, PythonResult]{
 		name:  "evaluate_python",
 		title: "Run Python code in the workspace container",
 		description: "Run a short Python 3 program (at most 2000 characters) with python3 in the workspace container, in " +
@@ -148,7 +154,7 @@ func Python(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"image must have python3; use podman_shell for anything longer.",
 		annotations: annotate(false, true, false),
 		tasks:       true,
-		handle: func(ctx context.Context, ws workspace.Workspace, p PythonParams) (PythonResult, error) {
+		handle: func(ctx context.Context, ws PythonRunner, p PythonParams) (PythonResult, error) {
 			req := workspace.PythonRequest{Code: p.Code, Globals: p.Globals, Timeout: pythonTimeout, Grace: DefaultGraceSeconds * time.Second, OutputChars: pythonOutputChars, Progress: progressFrom(ctx)}
 			for _, r := range p.Reads {
 				req.Reads = append(req.Reads, r.Path)

@@ -53,9 +53,20 @@ func (r LsResult) Text() string {
 	return b.String()
 }
 
+// FileReader is what ls and read_file take of a session's workspace. Paths
+// are normalised by wspath.Clean ("" is the workspace root).
+type FileReader interface {
+	// List describes a directory's entries, or one file.
+	List(ctx context.Context, path string) (workspace.ListResult, error)
+	// ReadFile returns up to limit lines of a UTF-8 file from line offset (0-based).
+	ReadFile(ctx context.Context, path string, offset, limit int) (workspace.ReadResult, error)
+	// ReadBytes returns up to limit bytes of any file from offset.
+	ReadBytes(ctx context.Context, path string, offset int64, limit int) (workspace.BytesRead, error)
+}
+
 // Ls returns the ls tool.
 func Ls(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(workspaceFor, definition[LsParams, LsResult]{
+	return build(workspaceFor, definition[FileReader, LsParams, LsResult]{
 		name:  "ls",
 		title: "List a directory in the workspace",
 		description: "List the entries of a directory under /workspace (or describe one file): name, path, kind (file, directory, " +
@@ -63,7 +74,7 @@ func Ls(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"target, never followed out of /workspace. At most 2000 entries; truncated says when there are more. Paths are " +
 			"relative to /workspace, ASCII, at most 16 segments of 80 characters.",
 		annotations: annotate(true, false, true),
-		handle: func(ctx context.Context, ws workspace.Workspace, p LsParams) (LsResult, error) {
+		handle: func(ctx context.Context, ws FileReader, p LsParams) (LsResult, error) {
 			r, err := ws.List(ctx, p.Path)
 			return LsResult{Path: r.Path, Entries: r.Entries, Total: r.Total, Truncated: r.Truncated}, err
 		},
@@ -140,7 +151,7 @@ func (r ReadFileResult) Text() string {
 
 // ReadFile returns the read_file tool.
 func ReadFile(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(workspaceFor, definition[ReadFileParams, ReadFileResult]{
+	return build(workspaceFor, definition[FileReader, ReadFileParams, ReadFileResult]{
 		name:  "read_file",
 		title: "Read a text file in the workspace",
 		description: "Read lines of a UTF-8 text file under /workspace: `limit` lines (1-2000, default 2000) from the 0-based line " +
@@ -149,7 +160,7 @@ func ReadFile(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"refused with their size as text: read their exact bytes with encoding=base64 (byte_offset, byte_limit up to 2 MiB). Directories, special files and symlinks " +
 			"leading out of /workspace are refused. Files over 16 MiB are refused: use podman_shell (head, tail, sed -n).",
 		annotations: annotate(true, false, true),
-		handle: func(ctx context.Context, ws workspace.Workspace, p ReadFileParams) (ReadFileResult, error) {
+		handle: func(ctx context.Context, ws FileReader, p ReadFileParams) (ReadFileResult, error) {
 			if p.Encoding == "base64" {
 				return readBytes(ctx, ws, p)
 			}
@@ -164,7 +175,7 @@ func ReadFile(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 }
 
 // readBytes is read_file with encoding base64.
-func readBytes(ctx context.Context, ws workspace.Workspace, p ReadFileParams) (ReadFileResult, error) {
+func readBytes(ctx context.Context, ws FileReader, p ReadFileParams) (ReadFileResult, error) {
 	limit := p.ByteLimit
 	if limit == 0 {
 		limit = DefaultByteLimit

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"log/slog"
+	"reflect"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -15,6 +16,18 @@ type Options struct {
 	// Profiles are the profiles sessions may choose; without any there is
 	// no workspace_profile tool.
 	Profiles []Profile
+}
+
+// Interfaces are the interfaces the tools take of a session's workspace,
+// each tool one of them: the workspace WorkspaceFor returns must implement
+// every one, or the tools that take the missing ones answer with an error.
+func Interfaces() []reflect.Type {
+	return []reflect.Type{
+		reflect.TypeFor[FileReader](), reflect.TypeFor[FileWriter](), reflect.TypeFor[FileSearcher](),
+		reflect.TypeFor[shellWorkspace](), reflect.TypeFor[PythonRunner](), reflect.TypeFor[JobControl](),
+		reflect.TypeFor[FolderChanges](), reflect.TypeFor[PortPreviews](), reflect.TypeFor[Checkpointer](),
+		reflect.TypeFor[Handoffs](), reflect.TypeFor[StateReporter](), reflect.TypeFor[ProfileSwitcher](),
+	}
 }
 
 // All returns every tool, in the order clients list them.

@@ -48,16 +48,24 @@ func (r GlobResult) Text() string {
 	return b.String()
 }
 
+// FileSearcher is what glob and grep take of a session's workspace.
+type FileSearcher interface {
+	// Glob finds files whose paths under path match pattern.
+	Glob(ctx context.Context, pattern, path string) (workspace.GlobResult, error)
+	// Grep finds lines matching an RE2 pattern.
+	Grep(ctx context.Context, req workspace.GrepRequest) (workspace.GrepResult, error)
+}
+
 // Glob returns the glob tool.
 func Glob(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(workspaceFor, definition[GlobParams, GlobResult]{
+	return build(workspaceFor, definition[FileSearcher, GlobParams, GlobResult]{
 		name:  "glob",
 		title: "Find files by pattern in the workspace",
 		description: "Find files under /workspace (or under path) whose paths match a glob pattern: * and ? within one name, " +
 			"[abc] classes, and ** for any number of directories, as in **/*_test.go. Returns paths and sizes, sorted, at " +
 			"most 2000; truncated says when there are more. Symbolic links are not followed, so link loops are harmless.",
 		annotations: annotate(true, false, true),
-		handle: func(ctx context.Context, ws workspace.Workspace, p GlobParams) (GlobResult, error) {
+		handle: func(ctx context.Context, ws FileSearcher, p GlobParams) (GlobResult, error) {
 			r, err := ws.Glob(ctx, p.Pattern, p.Path)
 			return GlobResult{Matches: r.Matches, Truncated: r.Truncated, Note: r.Note}, err
 		},
@@ -112,7 +120,7 @@ func (r GrepResult) Text() string {
 
 // Grep returns the grep tool.
 func Grep(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(workspaceFor, definition[GrepParams, GrepResult]{
+	return build(workspaceFor, definition[FileSearcher, GrepParams, GrepResult]{
 		name:  "grep",
 		title: "Search file contents in the workspace",
 		description: "Search the text files under /workspace (or under path, or only files whose names match glob) for lines " +
@@ -120,7 +128,7 @@ func Grep(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"and line (cut at 500 characters), at most 2000 matches; truncated says when there are more. Binary files and " +
 			"files over 16 MiB are skipped and counted. An invalid pattern is an error quoting the parse error.",
 		annotations: annotate(true, false, true),
-		handle: func(ctx context.Context, ws workspace.Workspace, p GrepParams) (GrepResult, error) {
+		handle: func(ctx context.Context, ws FileSearcher, p GrepParams) (GrepResult, error) {
 			r, err := ws.Grep(ctx, workspace.GrepRequest{Pattern: p.Pattern, Path: p.Path, Glob: p.Glob})
 			return GrepResult{Matches: r.Matches, Truncated: r.Truncated, FilesSearched: r.FilesSearched, FilesSkipped: r.FilesSkipped, Note: r.Note}, err
 		},

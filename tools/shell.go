@@ -186,10 +186,40 @@ func (r ShellResult) Text() string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
+// Commands is what podman_shell takes of a session's workspace to run a
+// command, in the foreground or as a background job.
+type Commands interface {
+	// Exec runs a command in the session's container, creating the
+	// container first if needed. A command that runs, whatever its exit
+	// status, is a result; one that cannot start is an error.
+	Exec(ctx context.Context, req workspace.ExecRequest) (workspace.ExecResult, error)
+	// StartJob runs a command in the background and returns at once with
+	// its ID and first output.
+	StartJob(ctx context.Context, req workspace.JobRequest) (workspace.JobStart, error)
+}
+
+// Container is what podman_shell takes of a session's workspace to start,
+// stop and describe its container.
+type Container interface {
+	// Info describes the session's container, whether or not it runs yet.
+	Info() workspace.ContainerInfo
+	// Start makes sure the container exists, runs and answers.
+	Start(ctx context.Context) (workspace.ContainerInfo, error)
+	// Reset removes the container and deletes the session's files; the
+	// next call starts a fresh container on an empty workspace.
+	Reset(ctx context.Context) (workspace.ContainerInfo, error)
+}
+
+// shellWorkspace is all podman_shell takes of a session's workspace.
+type shellWorkspace interface {
+	Commands
+	Container
+}
+
 // Shell returns the podman_shell tool; maxTimeout bounds timeout_seconds.
 func Shell(workspaceFor WorkspaceFor, log *slog.Logger, maxTimeout time.Duration) (server.ServerTool, error) {
 	maxSeconds := int(maxTimeout / time.Second)
-	return build(workspaceFor, definition[ShellParams, ShellResult]{
+	return build(workspaceFor, definition[shellWorkspace, ShellParams, ShellResult]{
 		name:  "podman_shell",
 		title: "Run a command in the workspace container",
 		description: "Run a command in this session's isolated Linux container (Podman) and return its exit code and output. " +
@@ -213,13 +243,13 @@ func Shell(workspaceFor WorkspaceFor, log *slog.Logger, maxTimeout time.Duration
 			}
 		},
 		tasks: true,
-		handle: func(ctx context.Context, ws workspace.Workspace, p ShellParams) (ShellResult, error) {
+		handle: func(ctx context.Context, ws shellWorkspace, p ShellParams) (ShellResult, error) {
 			return runShell(ctx, ws, p, log)
 		},
 	})
 }
 
-func runShell(ctx context.Context, ws workspace.Workspace, p ShellParams, log *slog.Logger) (ShellResult, error) {
+func runShell(ctx context.Context, ws shellWorkspace, p ShellParams, log *slog.Logger) (ShellResult, error) {
 	res := ShellResult{Action: p.action(), Command: []string{}, Cwd: workspace.Root}
 	switch p.action() {
 	case ActionStart:
@@ -284,7 +314,7 @@ func runShell(ctx context.Context, ws workspace.Workspace, p ShellParams, log *s
 }
 
 // startJob runs p's command as a background job.
-func startJob(ctx context.Context, ws workspace.Workspace, p ShellParams, env map[string]string, grace time.Duration, res ShellResult) (ShellResult, error) {
+func startJob(ctx context.Context, ws shellWorkspace, p ShellParams, env map[string]string, grace time.Duration, res ShellResult) (ShellResult, error) {
 	started, err := ws.StartJob(ctx, workspace.JobRequest{
 		Argv: p.Command, Dir: p.Cwd, Env: env, Stdin: p.Stdin,
 		Timeout: time.Duration(p.TimeoutSeconds) * time.Second, Grace: grace, Wait: jobFirstOutputWait,

@@ -16,9 +16,9 @@ import (
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
-func newShell(t *testing.T, ws *fakeWorkspace) server.ServerTool {
+func newShell(t *testing.T, ws *fakeShell) server.ServerTool {
 	t.Helper()
-	tool, err := Shell(func(context.Context) (workspace.Workspace, error) { return ws, nil }, slog.New(slog.DiscardHandler), DefaultMaxCommandTimeout)
+	tool, err := Shell(func(context.Context) (any, error) { return ws, nil }, slog.New(slog.DiscardHandler), DefaultMaxCommandTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestShellArgumentLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ws := &fakeWorkspace{}
+			ws := &fakeShell{}
 			res := call(t, newShell(t, ws), tt.args)
 			if tt.wantErr == "" {
 				if res.IsError {
@@ -135,7 +135,7 @@ func TestShellArgumentLimits(t *testing.T) {
 }
 
 func TestShellPassesNormalisedRequest(t *testing.T) {
-	ws := &fakeWorkspace{result: workspace.ExecResult{Dir: "/workspace/src", Stdout: "hi\n", StdoutBytes: 3}}
+	ws := &fakeShell{fakeCommands: fakeCommands{result: workspace.ExecResult{Dir: "/workspace/src", Stdout: "hi\n", StdoutBytes: 3}}}
 	res := call(t, newShell(t, ws), `{"command":["echo","hi"],"cwd":"./src/","env":{"lower":"1"},"stdin":"in","timeout_seconds":7}`)
 	if res.IsError {
 		t.Fatal(text(res))
@@ -179,7 +179,7 @@ func TestShellResultRendering(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := call(t, newShell(t, &fakeWorkspace{result: tt.result}), tt.args)
+			res := call(t, newShell(t, &fakeShell{fakeCommands: fakeCommands{result: tt.result}}), tt.args)
 			if res.IsError {
 				t.Fatal(text(res))
 			}
@@ -197,7 +197,7 @@ func TestShellResultRendering(t *testing.T) {
 }
 
 func TestShellActions(t *testing.T) {
-	ws := &fakeWorkspace{}
+	ws := &fakeShell{}
 	if res := call(t, newShell(t, ws), `{"action":"start"}`); res.IsError || ws.starts != 1 || !strings.Contains(text(res), "wink-test is running") {
 		t.Errorf("start: %q, %d starts", text(res), ws.starts)
 	}
@@ -210,7 +210,7 @@ func TestShellActions(t *testing.T) {
 }
 
 func TestShellWorkspaceErrorIsToolError(t *testing.T) {
-	ws := &fakeWorkspace{err: errors.New(`cannot run "nope": command not found in PATH (/bin)`)}
+	ws := &fakeShell{fakeCommands: fakeCommands{recorder: recorder{err: errors.New(`cannot run "nope": command not found in PATH (/bin)`)}}}
 	res := call(t, newShell(t, ws), `{"command":["nope"]}`)
 	if !res.IsError || !strings.Contains(text(res), "command not found") {
 		t.Errorf("got %q (isError %v)", text(res), res.IsError)
@@ -220,8 +220,8 @@ func TestShellWorkspaceErrorIsToolError(t *testing.T) {
 // workspace_port names the missing or misplaced port, and opens through
 // the workspace.
 func TestWorkspacePortArguments(t *testing.T) {
-	ws := &fakeWorkspace{}
-	tool, err := WorkspacePort(func(context.Context) (workspace.Workspace, error) { return ws, nil })
+	ws := &fakePorts{}
+	tool, err := WorkspacePort(func(context.Context) (any, error) { return ws, nil })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,9 @@
 // a result struct and a handler: the params struct is the input schema and
 // the strict decoder (package schema), the result struct is the output
 // schema and the structured content, and its Text method is the rendering
-// for clients that only show text. Handlers reach the session's sandbox
-// through workspace.Workspace and never see Podman.
+// for clients that only show text. A handler reaches the session's sandbox
+// through the small interface its tool needs (FileReader, Commands,
+// Checkpointer, ...), defined next to the tool, and never sees Podman.
 package tools
 
 import (
@@ -11,18 +12,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/invopop/jsonschema"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/wink-mcp/wink-mcp/schema"
-	"github.com/wink-mcp/wink-mcp/workspace"
 	"github.com/wink-mcp/wink-mcp/wspath"
 )
 
 // WorkspaceFor returns the workspace of the MCP session a call belongs to.
-type WorkspaceFor func(ctx context.Context) (workspace.Workspace, error)
+// Each tool takes of it only the interface it needs; a tool whose interface
+// the workspace lacks answers with a tool error, not a panic.
+type WorkspaceFor func(ctx context.Context) (any, error)
 
 // Result is a tool's structured result.
 type Result interface {
@@ -30,8 +33,9 @@ type Result interface {
 	Text() string
 }
 
-// definition describes one tool; build turns it into an mcp-go tool.
-type definition[P any, R Result] struct {
+// definition describes one tool whose handler takes W of the session's
+// workspace; build turns it into an mcp-go tool.
+type definition[W any, P any, R Result] struct {
 	name        string
 	title       string
 	description string
@@ -42,14 +46,14 @@ type definition[P any, R Result] struct {
 	// tasks lets a client call the tool as an MCP task.
 	tasks bool
 	// handle runs the call in the session's workspace.
-	handle func(ctx context.Context, ws workspace.Workspace, p P) (R, error)
+	handle func(ctx context.Context, ws W, p P) (R, error)
 }
 
 // build generates the tool's schemas from P and R and wraps its handler:
 // arguments are decoded strictly, the session's workspace is looked up,
 // failures become tool errors (isError) with a message the model can act on,
 // and results carry both structured content and text.
-func build[P any, R Result](workspaceFor WorkspaceFor, d definition[P, R]) (server.ServerTool, error) {
+func build[W any, P any, R Result](workspaceFor WorkspaceFor, d definition[W, P, R]) (server.ServerTool, error) {
 	var adjust []func(*jsonschema.Schema)
 	if d.adjust != nil {
 		adjust = append(adjust, d.adjust)
@@ -86,7 +90,11 @@ func build[P any, R Result](workspaceFor WorkspaceFor, d definition[P, R]) (serv
 		if err != nil {
 			return mcp.NewToolResultError(errorMessage(err)), nil
 		}
-		r, err := d.handle(withProgress(ctx, req), ws, p)
+		w, ok := ws.(W)
+		if !ok {
+			return mcp.NewToolResultError(lacking(d.name, ws, reflect.TypeFor[W]())), nil
+		}
+		r, err := d.handle(withProgress(ctx, req), w, p)
 		if err != nil {
 			return mcp.NewToolResultError(errorMessage(err)), nil
 		}
@@ -110,6 +118,14 @@ func rawArguments(req mcp.CallToolRequest) (json.RawMessage, error) {
 		}
 		return b, nil
 	}
+}
+
+// lacking is the message of a call whose session's workspace lacks the
+// interface its tool needs: a server that wires the tools wrongly, which
+// the server's own build-time check should have caught.
+func lacking(tool string, ws any, need reflect.Type) string {
+	return fmt.Sprintf("%s cannot run: this server's workspace (%T) lacks the methods of %s that the tool needs; "+
+		"this is a bug in wink-mcp, please report it", tool, ws, need)
 }
 
 // errorMessage is what the model reads when a call fails.

@@ -61,9 +61,22 @@ func (r WriteFileResult) Text() string {
 	return fmt.Sprintf("%s %s (%d bytes, version %d)", verb, r.Path, r.SizeBytes, r.Version)
 }
 
+// FileWriter is what write_file, edit_file and rm take of a session's
+// workspace. Paths are normalised by wspath.Clean.
+type FileWriter interface {
+	// WriteFile creates or atomically replaces a file, creating its parents.
+	WriteFile(ctx context.Context, path, content string) (workspace.FileWrite, error)
+	// WriteBytes is WriteFile for any bytes, at most wire.MaxBinaryBytes.
+	WriteBytes(ctx context.Context, path string, data []byte) (workspace.FileWrite, error)
+	// EditFile replaces text in a file, atomically.
+	EditFile(ctx context.Context, req workspace.EditRequest) (workspace.FileEdit, error)
+	// Remove deletes a file, a symlink (not its target) or a directory tree.
+	Remove(ctx context.Context, path string) (workspace.RemoveResult, error)
+}
+
 // WriteFile returns the write_file tool.
 func WriteFile(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(workspaceFor, definition[WriteFileParams, WriteFileResult]{
+	return build(workspaceFor, definition[FileWriter, WriteFileParams, WriteFileResult]{
 		name:  "write_file",
 		title: "Write a file in the workspace",
 		description: "Create a file under /workspace, or replace its whole content, creating missing parent directories. The " +
@@ -71,7 +84,7 @@ func WriteFile(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"rejected or failed write leaves the old file as it was. A replaced file keeps its permissions. Directories, " +
 			"symlinks and special files are not overwritten. To change part of a file, use edit_file.",
 		annotations: annotate(false, true, true),
-		handle: func(ctx context.Context, ws workspace.Workspace, p WriteFileParams) (WriteFileResult, error) {
+		handle: func(ctx context.Context, ws FileWriter, p WriteFileParams) (WriteFileResult, error) {
 			write := func() (workspace.FileWrite, error) { return ws.WriteFile(ctx, p.FilePath, p.Content) }
 			if p.Encoding == "base64" {
 				write = func() (workspace.FileWrite, error) { return ws.WriteBytes(ctx, p.FilePath, p.data) }
@@ -114,7 +127,7 @@ func (r EditFileResult) Text() string {
 
 // EditFile returns the edit_file tool.
 func EditFile(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(workspaceFor, definition[EditFileParams, EditFileResult]{
+	return build(workspaceFor, definition[FileWriter, EditFileParams, EditFileResult]{
 		name:  "edit_file",
 		title: "Edit a file in the workspace",
 		description: "Replace old_string with new_string in a UTF-8 text file under /workspace. old_string must occur exactly " +
@@ -122,7 +135,7 @@ func EditFile(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"which lines, and nothing changes. In a file with CRLF line endings, old_string and new_string written with LF " +
 			"still match and the file keeps CRLF. The edited file may not exceed 48000 characters. Atomic, like write_file.",
 		annotations: annotate(false, true, false),
-		handle: func(ctx context.Context, ws workspace.Workspace, p EditFileParams) (EditFileResult, error) {
+		handle: func(ctx context.Context, ws FileWriter, p EditFileParams) (EditFileResult, error) {
 			r, err := ws.EditFile(ctx, workspace.EditRequest{Path: p.FilePath, Old: p.OldString, New: p.NewString, ReplaceAll: p.ReplaceAll})
 			return EditFileResult{Path: r.Path, Replacements: r.Replacements, SizeBytes: r.SizeBytes, Version: r.Version}, err
 		},
@@ -163,13 +176,13 @@ func (r RmResult) Text() string {
 
 // Rm returns the rm tool.
 func Rm(workspaceFor WorkspaceFor) (server.ServerTool, error) {
-	return build(workspaceFor, definition[RmParams, RmResult]{
+	return build(workspaceFor, definition[FileWriter, RmParams, RmResult]{
 		name:  "rm",
 		title: "Remove a file or directory in the workspace",
 		description: "Remove a file, a symbolic link (never its target) or a whole directory tree under /workspace, and say how " +
 			"many entries went. The workspace root itself cannot be removed.",
 		annotations: annotate(false, true, false),
-		handle: func(ctx context.Context, ws workspace.Workspace, p RmParams) (RmResult, error) {
+		handle: func(ctx context.Context, ws FileWriter, p RmParams) (RmResult, error) {
 			r, err := ws.Remove(ctx, p.Path)
 			return RmResult{Path: r.Path, RemovedEntries: r.RemovedEntries}, err
 		},

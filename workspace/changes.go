@@ -53,9 +53,10 @@ type DiffResult struct {
 	Truncated bool
 }
 
-// Changes implements Workspace: the changes of every folder, then the
-// groups of paths patches leave out (ignored directories, .git), one
-// entry each.
+// Changes lists what the session changed in its mounted host folders
+// (whose host copies never change), under prefix ("" for all): the changes
+// of every folder, then the groups of paths patches leave out (ignored
+// directories, .git), one entry each.
 func (s *Session) Changes(ctx context.Context, prefix string) ([]FolderChange, error) {
 	var out, groups []FolderChange
 	err := s.eachFolder(ctx, prefix, func(mi MountInfo, f *changes.Folder, list []changes.Change) error {
@@ -81,8 +82,8 @@ func (s *Session) Changes(ctx context.Context, prefix string) ([]FolderChange, e
 	return append(out, groups...), err
 }
 
-// Diff implements Workspace: every folder's changes, then the lines
-// naming what the diff leaves out.
+// Diff is Changes as a unified diff, binary files listed, not shown:
+// every folder's changes, then the lines naming what the diff leaves out.
 func (s *Session) Diff(ctx context.Context, prefix string) (DiffResult, error) {
 	w := &cappedBuffer{limit: MaxDiffBytes}
 	var left []string

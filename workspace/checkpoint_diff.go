@@ -12,7 +12,7 @@ import (
 // CheckpointNow names the workspace as it is now in CheckpointDiff.
 const CheckpointNow = "now"
 
-// CheckpointDiff implements Workspace: the changes from checkpoint from to
+// CheckpointDiff diffs the changes from checkpoint from to
 // checkpoint to (or to the workspace now, CheckpointNow), under prefix
 // ("" for all), as a unified diff. Directories whose trees are equal are
 // not walked, so its cost follows what changed.

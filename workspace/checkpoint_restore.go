@@ -10,7 +10,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/wire"
 )
 
-// Restore implements Workspace. It stops the running commands and jobs,
+// Restore stops the running commands and jobs,
 // saves the state it leaves as an automatic checkpoint, and makes the
 // workspace match the checkpoint id, under a journal: a process killed
 // during the restore leaves it to be finished by the workspace's next

@@ -100,17 +100,17 @@ func call[R any](ctx context.Context, s *Session, op string, args any) (R, error
 	return r, err
 }
 
-// List implements Workspace.
+// List describes a directory's entries, or one file.
 func (s *Session) List(ctx context.Context, path string) (ListResult, error) {
 	return call[ListResult](ctx, s, wire.OpList, wire.PathArgs{Path: path})
 }
 
-// ReadFile implements Workspace.
+// ReadFile returns up to limit lines of a UTF-8 file from line offset (0-based).
 func (s *Session) ReadFile(ctx context.Context, path string, offset, limit int) (ReadResult, error) {
 	return call[ReadResult](ctx, s, wire.OpRead, wire.ReadArgs{Path: path, Offset: offset, Limit: limit})
 }
 
-// WriteFile implements Workspace.
+// WriteFile creates or atomically replaces a file, creating its parents.
 func (s *Session) WriteFile(ctx context.Context, path, content string) (FileWrite, error) {
 	r, err := call[wire.WriteResult](ctx, s, wire.OpWrite, wire.WriteArgs{Path: path, Content: content})
 	if err != nil {
@@ -119,7 +119,7 @@ func (s *Session) WriteFile(ctx context.Context, path, content string) (FileWrit
 	return FileWrite{Path: r.Path, SizeBytes: r.SizeBytes, Created: r.Created, Version: s.wrote(ctx, r.Path, r.SizeBytes, r.Seq)}, nil
 }
 
-// WriteBytes implements Workspace.
+// WriteBytes is WriteFile for any bytes, at most wire.MaxBinaryBytes.
 func (s *Session) WriteBytes(ctx context.Context, path string, data []byte) (FileWrite, error) {
 	r, err := call[wire.WriteResult](ctx, s, wire.OpWrite, wire.WriteArgs{Path: path, Binary: true, Data: data})
 	if err != nil {
@@ -128,12 +128,12 @@ func (s *Session) WriteBytes(ctx context.Context, path string, data []byte) (Fil
 	return FileWrite{Path: r.Path, SizeBytes: r.SizeBytes, Created: r.Created, Version: s.wrote(ctx, r.Path, r.SizeBytes, r.Seq)}, nil
 }
 
-// ReadBytes implements Workspace.
+// ReadBytes returns up to limit bytes of any file from offset.
 func (s *Session) ReadBytes(ctx context.Context, path string, offset int64, limit int) (BytesRead, error) {
 	return call[BytesRead](ctx, s, wire.OpReadBytes, wire.ReadBytesArgs{Path: path, Offset: offset, Limit: limit})
 }
 
-// EditFile implements Workspace.
+// EditFile replaces text in a file, atomically.
 func (s *Session) EditFile(ctx context.Context, req EditRequest) (FileEdit, error) {
 	r, err := call[wire.EditResult](ctx, s, wire.OpEdit, wire.EditArgs{Path: req.Path, Old: req.Old, New: req.New, ReplaceAll: req.ReplaceAll})
 	if err != nil {
@@ -142,17 +142,17 @@ func (s *Session) EditFile(ctx context.Context, req EditRequest) (FileEdit, erro
 	return FileEdit{Path: r.Path, Replacements: r.Replacements, SizeBytes: r.SizeBytes, Version: s.wrote(ctx, r.Path, r.SizeBytes, r.Seq)}, nil
 }
 
-// Glob implements Workspace.
+// Glob finds files whose paths under path match pattern.
 func (s *Session) Glob(ctx context.Context, pattern, path string) (GlobResult, error) {
 	return call[GlobResult](ctx, s, wire.OpGlob, wire.GlobArgs{Pattern: pattern, Path: path})
 }
 
-// Grep implements Workspace.
+// Grep finds lines matching an RE2 pattern.
 func (s *Session) Grep(ctx context.Context, req GrepRequest) (GrepResult, error) {
 	return call[GrepResult](ctx, s, wire.OpGrep, wire.GrepArgs{Pattern: req.Pattern, Path: req.Path, Glob: req.Glob})
 }
 
-// Remove implements Workspace.
+// Remove deletes a file, a symlink (not its target) or a directory tree.
 func (s *Session) Remove(ctx context.Context, path string) (RemoveResult, error) {
 	r, err := call[RemoveResult](ctx, s, wire.OpRemove, wire.PathArgs{Path: path})
 	if err == nil {
@@ -161,7 +161,7 @@ func (s *Session) Remove(ctx context.Context, path string) (RemoveResult, error)
 	return r, err
 }
 
-// Python implements Workspace.
+// Python runs code with python3 in the container.
 func (s *Session) Python(ctx context.Context, req PythonRequest) (PythonResult, error) {
 	var r PythonResult
 	err := s.call(ctx, wire.OpPython, wire.PythonArgs{
@@ -196,5 +196,6 @@ func (s *Session) wrote(ctx context.Context, path string, size, seq int64) int {
 	return v
 }
 
-// Snapshot implements Workspace.
+// Snapshot lists the files this session's tools and commands wrote,
+// edited or removed.
 func (s *Session) Snapshot() []TouchedFile { return s.touched.list() }

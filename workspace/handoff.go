@@ -70,8 +70,8 @@ func newHandle() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Handoff implements Workspace: the session's workspace is given a handle
-// and set aside, and the session goes on with a fresh, empty one. Over
+// Handoff gives the workspace a one-time handle that works for ttl and
+// sets it aside, and the session goes on with a fresh, empty one. Over
 // stdio the workspace goes to disk, as a kept workspace another process
 // can attach (its container and jobs are stopped); otherwise it stays in
 // this process with its container and jobs.
@@ -163,8 +163,8 @@ func (m *Manager) handoff(ctx context.Context, s *Session, ttl time.Duration) (H
 	return h, nil
 }
 
-// Attach implements Workspace: the session takes over the workspace the
-// handle names and its own, which must hold no work, is removed.
+// Attach takes over the workspace a handle names; the session's own, which
+// must hold no work, is removed.
 func (s *Session) Attach(ctx context.Context, handle string) (Attached, error) {
 	return s.m.attach(ctx, s, handle)
 }

@@ -40,7 +40,8 @@ type JobRequest struct {
 	Wait time.Duration
 }
 
-// StartJob implements Workspace.
+// StartJob runs a command in the background and returns at once with its
+// ID and first output.
 func (s *Session) StartJob(ctx context.Context, req JobRequest) (JobStart, error) {
 	var res JobStart
 	s.jobsStarted.Store(true)
@@ -52,35 +53,37 @@ func (s *Session) StartJob(ctx context.Context, req JobRequest) (JobStart, error
 	return res, err
 }
 
-// JobStatus implements Workspace.
+// JobStatus describes a job.
 func (s *Session) JobStatus(ctx context.Context, id string) (JobInfo, error) {
 	var res JobInfo
 	err := s.call(ctx, wire.OpJobStatus, wire.JobArgs{ID: id}, &res, nil)
 	return res, err
 }
 
-// JobOutput implements Workspace.
+// JobOutput returns a page of a job's output.
 func (s *Session) JobOutput(ctx context.Context, req JobOutputRequest) (JobOutput, error) {
 	var res JobOutput
 	err := s.call(ctx, wire.OpJobOutput, req, &res, nil)
 	return res, err
 }
 
-// SignalJob implements Workspace.
+// SignalJob signals a job's whole process tree; TERM with a grace is
+// followed by SIGKILL when the job has not ended within it.
 func (s *Session) SignalJob(ctx context.Context, id, signal string, grace time.Duration) (JobInfo, error) {
 	var res JobInfo
 	err := s.call(ctx, wire.OpJobSignal, wire.JobSignalArgs{ID: id, Signal: signal, GraceMillis: grace.Milliseconds()}, &res, nil)
 	return res, err
 }
 
-// WriteJobInput implements Workspace.
+// WriteJobInput writes to a job's stdin and, with closeStdin, closes it.
 func (s *Session) WriteJobInput(ctx context.Context, id, data string, closeStdin bool) (JobInput, error) {
 	var res JobInput
 	err := s.call(ctx, wire.OpJobInput, wire.JobInputArgs{ID: id, Data: data, Close: closeStdin}, &res, nil)
 	return res, err
 }
 
-// ForgetJob implements Workspace.
+// ForgetJob forgets a finished job, freeing the disk its kept output
+// takes, and returns how it was.
 func (s *Session) ForgetJob(ctx context.Context, id string) (JobInfo, error) {
 	var res JobInfo
 	err := s.call(ctx, wire.OpJobForget, wire.JobArgs{ID: id}, &res, nil)
@@ -97,7 +100,7 @@ func jobQuery(op string) bool {
 	return false
 }
 
-// Jobs implements Workspace.
+// Jobs lists the container's jobs and kept outputs.
 func (s *Session) Jobs(ctx context.Context) (JobList, error) {
 	var res JobList
 	err := s.call(ctx, wire.OpJobList, wire.JobListArgs{Disk: true}, &res, nil)

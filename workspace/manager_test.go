@@ -16,7 +16,7 @@ import (
 
 var ctx = context.Background()
 
-func echo(t *testing.T, w Workspace, argv ...string) ExecResult {
+func echo(t *testing.T, w *Session, argv ...string) ExecResult {
 	t.Helper()
 	res, err := w.Exec(ctx, ExecRequest{Argv: argv, Timeout: 10 * time.Second, Capture: true, OutputLimit: 4096})
 	if err != nil {

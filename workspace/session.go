@@ -34,8 +34,10 @@ const (
 	heartbeatTimeout  = 20 * time.Second
 )
 
-// Session is one MCP session's workspace. It implements Workspace. The
-// container is made by Prestart, or by the first call that needs it.
+// Session is one MCP session's workspace, safe for concurrent use; every
+// method honours ctx's cancellation. The tools take of it only the small
+// interfaces they define (package tools). The container is made by
+// Prestart, or by the first call that needs it.
 type Session struct {
 	m *Manager
 	// who is the MCP session the workspace serves (see id and hash); a
@@ -154,8 +156,6 @@ type Session struct {
 	recordedAs string
 }
 
-var _ Workspace = (*Session)(nil)
-
 // sessionIdentity is who a workspace serves; never changed in place, only
 // replaced whole (Session.serve).
 type sessionIdentity struct {
@@ -225,7 +225,9 @@ func (s *Session) deleteFilesLocked() {
 // workspaceDir is the host directory mounted at /workspace.
 func (s *Session) workspaceDir() string { return filepath.Join(s.dir, "workspace") }
 
-// Exec implements Workspace.
+// Exec runs a command in the session's container, creating the container
+// first if needed. A command that runs, whatever its exit status, is a
+// result; one that cannot start is an error.
 func (s *Session) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
 	args := wire.ExecArgs{
 		Argv:          req.Argv,
@@ -244,7 +246,7 @@ func (s *Session) Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
 	return res, err
 }
 
-// Start implements Workspace.
+// Start makes sure the container exists, runs and answers.
 func (s *Session) Start(ctx context.Context) (ContainerInfo, error) {
 	defer s.enter()()
 	_, err := s.ensure(ctx)
@@ -275,7 +277,8 @@ func (s *Session) Prestart(ctx context.Context) {
 	}()
 }
 
-// Reset implements Workspace.
+// Reset removes the container and deletes the session's files; the next
+// call starts a fresh container on an empty workspace.
 func (s *Session) Reset(ctx context.Context) (ContainerInfo, error) {
 	defer s.enter()()
 	s.pullMu.Lock() // no read of the changes may see the files go
@@ -310,7 +313,7 @@ func (s *Session) Reset(ctx context.Context) (ContainerInfo, error) {
 	return s.infoLocked(), nil
 }
 
-// Info implements Workspace.
+// Info describes the session's container, whether or not it runs yet.
 func (s *Session) Info() ContainerInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()

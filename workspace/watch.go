@@ -26,7 +26,8 @@ type WatchReport struct {
 	UnlistedChanges int `json:"unlisted_changes"`
 }
 
-// Watching implements Workspace.
+// Watching says how completely the workspace is watched for the changes
+// commands make.
 func (s *Session) Watching() WatchReport {
 	r := WatchReport{UnlistedChanges: s.touched.unlistedChanges()}
 	if st := s.watchStatus.Load(); st != nil {

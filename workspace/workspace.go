@@ -2,7 +2,8 @@
 // container, created on the first call that needs it by a container engine
 // (package engine; Podman's is engine/podman), with the session's files
 // under /workspace and the wink-mcp agent as its init. It hides the engine
-// from the tools: they see the Workspace interface.
+// from the tools: they see a Session through the small interfaces they
+// define (package tools).
 //
 // The Manager maps sessions to containers, removes idle ones, recreates dead
 // ones, and at start-up removes containers left by wink-mcp servers that
@@ -32,7 +33,6 @@
 package workspace
 
 import (
-	"context"
 	"errors"
 	"time"
 
@@ -40,7 +40,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/wspath"
 )
 
-// Errors a Workspace returns; tools turn them into messages for the model.
+// Errors a Session returns; tools turn them into messages for the model.
 var (
 	// ErrSessionEnded means the session is over and its workspace gone.
 	ErrSessionEnded = errors.New("the session has ended")
@@ -55,7 +55,7 @@ var (
 // which every path a client gives is relative to.
 const Root = wspath.Root
 
-// All paths given to a Workspace are normalised by wspath.Clean ("" is the
+// All paths given to a Session are normalised by wspath.Clean ("" is the
 // workspace root); the agent confines every access to /workspace in the kernel.
 
 // ExecRequest is a command to run in a session's container.
@@ -114,101 +114,4 @@ type ContainerInfo struct {
 	// CommandTimeout is the timeout of a command that gives none; 0
 	// leaves it to the tool.
 	CommandTimeout time.Duration
-}
-
-// Workspace is one session's sandbox, as the tools see it. Implementations
-// are safe for concurrent use; every method honours ctx's cancellation.
-type Workspace interface {
-	// Info describes the session's container, whether or not it runs yet.
-	Info() ContainerInfo
-	// State reports the workspace (container, limits and use, jobs,
-	// checkpoints, ports) without making or starting a container.
-	State(ctx context.Context) (State, error)
-	// Exec runs a command in the session's container, creating the container
-	// first if needed. A command that runs, whatever its exit status, is a
-	// result; one that cannot start is an error.
-	Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
-	// Start makes sure the container exists, runs and answers.
-	Start(ctx context.Context) (ContainerInfo, error)
-	// UseProfile switches the workspace to a profile (see Session.UseProfile);
-	// progress receives reports while its image is built.
-	UseProfile(ctx context.Context, name string, restart bool, progress func(Progress)) (ProfileChange, error)
-	// Reset removes the container and deletes the session's files; the next
-	// call starts a fresh container on an empty workspace.
-	Reset(ctx context.Context) (ContainerInfo, error)
-
-	// List describes a directory's entries, or one file.
-	List(ctx context.Context, path string) (ListResult, error)
-	// ReadFile returns up to limit lines of a UTF-8 file from line offset (0-based).
-	ReadFile(ctx context.Context, path string, offset, limit int) (ReadResult, error)
-	// WriteFile creates or atomically replaces a file, creating its parents.
-	WriteFile(ctx context.Context, path, content string) (FileWrite, error)
-	// WriteBytes is WriteFile for any bytes, at most wire.MaxBinaryBytes.
-	WriteBytes(ctx context.Context, path string, data []byte) (FileWrite, error)
-	// ReadBytes returns up to limit bytes of any file from offset.
-	ReadBytes(ctx context.Context, path string, offset int64, limit int) (BytesRead, error)
-	// EditFile replaces text in a file, atomically.
-	EditFile(ctx context.Context, req EditRequest) (FileEdit, error)
-	// Glob finds files whose paths under path match pattern.
-	Glob(ctx context.Context, pattern, path string) (GlobResult, error)
-	// Grep finds lines matching an RE2 pattern.
-	Grep(ctx context.Context, req GrepRequest) (GrepResult, error)
-	// Remove deletes a file, a symlink (not its target) or a directory tree.
-	Remove(ctx context.Context, path string) (RemoveResult, error)
-	// Python runs code with python3 in the container.
-	Python(ctx context.Context, req PythonRequest) (PythonResult, error)
-	// Snapshot lists the files this session's tools and commands wrote,
-	// edited or removed.
-	Snapshot() []TouchedFile
-	// Watching says how completely the workspace is watched for the
-	// changes commands make.
-	Watching() WatchReport
-	// Changes lists what the session changed in its mounted host folders,
-	// under prefix ("" for all); the host copies themselves never change.
-	Changes(ctx context.Context, prefix string) ([]FolderChange, error)
-	// Diff is Changes as a unified diff, binary files listed, not shown.
-	Diff(ctx context.Context, prefix string) (DiffResult, error)
-	// OpenPort shows a container port on this machine's loopback; it
-	// returns the port and all the session's open ports.
-	OpenPort(ctx context.Context, port int) (PortInfo, []PortInfo, error)
-	// ClosePort stops showing a port and returns the ports still open.
-	ClosePort(port int) ([]PortInfo, error)
-	// Ports lists the open ports.
-	Ports() []PortInfo
-
-	// StartJob runs a command in the background and returns at once with
-	// its ID and first output.
-	StartJob(ctx context.Context, req JobRequest) (JobStart, error)
-	// JobStatus describes a job.
-	JobStatus(ctx context.Context, id string) (JobInfo, error)
-	// JobOutput returns a page of a job's output.
-	JobOutput(ctx context.Context, req JobOutputRequest) (JobOutput, error)
-	// SignalJob signals a job's whole process tree; TERM with a grace is
-	// followed by SIGKILL when the job has not ended within it.
-	SignalJob(ctx context.Context, id, signal string, grace time.Duration) (JobInfo, error)
-	// WriteJobInput writes to a job's stdin and, with closeStdin, closes it.
-	WriteJobInput(ctx context.Context, id, data string, closeStdin bool) (JobInput, error)
-	// Jobs lists the container's jobs and kept outputs.
-	Jobs(ctx context.Context) (JobList, error)
-	// ForgetJob forgets a finished job, freeing the disk its kept output
-	// takes, and returns how it was.
-	ForgetJob(ctx context.Context, id string) (JobInfo, error)
-
-	// Checkpoint saves the whole /workspace as a new checkpoint.
-	Checkpoint(ctx context.Context, message string) (Checkpoint, error)
-	// Checkpoints lists the checkpoints, oldest first.
-	Checkpoints(ctx context.Context) (CheckpointList, error)
-	// Restore makes /workspace match a checkpoint, stopping what runs first.
-	Restore(ctx context.Context, id string) (RestoreResult, error)
-	// CheckpointDiff is the diff from one checkpoint to another, or to
-	// CheckpointNow, under prefix.
-	CheckpointDiff(ctx context.Context, from, to, prefix string) (DiffResult, error)
-	// DeleteCheckpoints deletes checkpoints; it returns the bytes freed.
-	DeleteCheckpoints(ctx context.Context, ids []string) (int64, error)
-
-	// Handoff gives the workspace a one-time handle that works for ttl,
-	// and goes on with a fresh, empty workspace.
-	Handoff(ctx context.Context, ttl time.Duration) (Handoff, error)
-	// Attach takes over the workspace a handle names.
-	Attach(ctx context.Context, handle string) (Attached, error)
 }
