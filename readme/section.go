@@ -1,5 +1,7 @@
-// Package readme keeps the README's generated sections (the Speed and
-// Reliability figures) exactly what their results files say.
+// Package readme keeps the generated sections of the project's Markdown
+// documents (the README and docs/: the tool table, the Speed and
+// Reliability figures, the profiles' build table) exactly what their
+// sources say.
 package readme
 
 import (
