@@ -17,7 +17,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/wspath"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/tools.json and the tool table of docs/tools.md")
+var update = flag.Bool("update", false, "rewrite testdata/tools.json and the tool table and reference of docs/tools.md")
 
 const snapshotPath = "testdata/tools.json"
 
