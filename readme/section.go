@@ -1,7 +1,7 @@
-// Package readme keeps the generated sections of the project's Markdown
-// documents (the README and docs/: the tool table, the Speed and
-// Reliability figures, the profiles' build table) exactly what their
-// sources say.
+// Package readme keeps the project's Markdown documents (the README,
+// docs/, ARCHITECTURE.md) true: their generated sections (the tool table
+// and reference, the Speed and Reliability figures, the profiles' build
+// table, the package map) exactly what their sources say.
 package readme
 
 import (
