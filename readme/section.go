@@ -1,7 +1,8 @@
 // Package readme keeps the project's Markdown documents (the README,
-// docs/, ARCHITECTURE.md) true: their generated sections (the tool table
-// and reference, the Speed and Reliability figures, the profiles' build
-// table, the package map) exactly what their sources say.
+// docs/, ARCHITECTURE.md, CONTRIBUTING.md) true: their generated sections
+// (the tool table and reference, the Speed and Reliability figures, the
+// profiles' build table, the package map) exactly what their sources say,
+// and every relative link and #anchor in them leading somewhere.
 package readme
 
 import (
