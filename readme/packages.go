@@ -12,6 +12,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -24,11 +25,12 @@ type Package struct {
 
 // listedPackage is the part of `go list -json` that Packages reads.
 type listedPackage struct {
-	ImportPath  string
-	Dir         string
-	Module      *struct{ Path string }
-	GoFiles     []string
-	TestGoFiles []string
+	ImportPath     string
+	Dir            string
+	Module         *struct{ Path string }
+	GoFiles        []string
+	IgnoredGoFiles []string
+	TestGoFiles    []string
 }
 
 // Packages lists the packages of the Go module at root with `go list`, in
@@ -56,7 +58,7 @@ func Packages(ctx context.Context, root string) ([]Package, error) {
 		if p.Module == nil {
 			return nil, fmt.Errorf("reading go list's answer: %s is in no module", p.ImportPath)
 		}
-		synopsis, err := packageSynopsis(p.Dir, p.GoFiles)
+		synopsis, err := packageSynopsis(p.Dir, append(p.GoFiles, p.IgnoredGoFiles...))
 		if err == nil && synopsis == "" {
 			synopsis, err = packageSynopsis(p.Dir, p.TestGoFiles)
 		}
@@ -70,10 +72,10 @@ func Packages(ctx context.Context, root string) ([]Package, error) {
 }
 
 // packageSynopsis returns the first sentence of the package doc comment
-// that one of files (in dir) carries, or "".
+// that one of files (in dir) carries, the first by name, or "".
 func packageSynopsis(dir string, files []string) (string, error) {
 	fset := token.NewFileSet()
-	for _, name := range files {
+	for _, name := range slices.Sorted(slices.Values(files)) {
 		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.PackageClauseOnly|parser.ParseComments)
 		if err != nil {
 			return "", fmt.Errorf("reading the package doc of %s: %w", dir, err)
