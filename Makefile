@@ -60,26 +60,26 @@ fuzz:
 	$(GO) test $(BUILDFLAGS) -run '^$$' -fuzz '^FuzzFrames$$' -fuzztime $(FUZZTIME) ./wire
 
 # The whole reliability suite with the 10-minute load soak; writes
-# reliability-results.json and regenerates the README's Reliability section.
+# reliability-results.json and regenerates the figures of docs/reliability.md.
 # `make test` runs the same suite with a 30-second soak.
 SOAK ?= 10m
 reliability: build
 	CI=true WINK_SOAK=$(SOAK) WINK_RELIABILITY_OUT=$(abspath reliability-results.json) WINK_BIN=$(abspath $(BIN)) \
 		$(GO) test $(BUILDFLAGS) -count=1 -timeout 60m -run '^TestReliability' -v ./integration
 	$(MAKE) fuzz FUZZTIME=60s
-	WINK_BIN=$(abspath $(BIN)) $(GO) test $(BUILDFLAGS) -count=1 -run '^TestReadmeReliabilitySection$$' ./integration -update
+	WINK_BIN=$(abspath $(BIN)) $(GO) test $(BUILDFLAGS) -count=1 -run '^TestDocsReliabilitySection$$' ./integration -update
 
 clean:
 	rm -rf bin agents/wink-mcp-linux-*
 
 # Not part of `make test`: several minutes of load. Writes bench-results.json
-# and regenerates the README's Speed table from it.
+# and regenerates the Speed table of docs/speed.md from it.
 bench: build
 	$(GO) run $(BUILDFLAGS) ./cmd/wink-bench -bin $(abspath $(BIN))
-	$(GO) test $(BUILDFLAGS) -count=1 -run '^TestReadmeSpeedSection$$' ./cmd/wink-bench -update
+	$(GO) test $(BUILDFLAGS) -count=1 -run '^TestDocsSpeedSection$$' ./cmd/wink-bench -update
 
 # Not part of `make test`: rootless Podman on cgroups v2, verified in a
-# Debian 12 VM under software emulation (10-30 minutes; see the README's
-# "Where it runs").
+# Debian 12 VM under software emulation (10-30 minutes; see
+# docs/where-it-runs.md).
 rootless-v2:
 	./scripts/rootless-v2.sh

@@ -60,11 +60,11 @@ func egressUseOf(p *proc) egressUse {
 	return u
 }
 
-// nodeProfile is the README's node profile, built once for a test: its
+// nodeProfile is the node profile of docs/toolchains.md, built once for a test: its
 // profiles file and the cache directory that holds the build's records.
 type nodeProfile struct{ file, cache, mirror string }
 
-// buildNodeProfile writes the README's profiles to a file of the test's
+// buildNodeProfile writes the profiles of docs/toolchains.md to a file of the test's
 // and builds its node profile: a few minutes the first time, since the
 // setup installs Node.js from the Debian mirror. Every session of the
 // test uses that one file, so none builds it again (a profile's image
@@ -72,7 +72,7 @@ type nodeProfile struct{ file, cache, mirror string }
 func buildNodeProfile(t *testing.T) nodeProfile {
 	t.Helper()
 	np := nodeProfile{file: filepath.Join(t.TempDir(), "profiles.yaml"), cache: t.TempDir(), mirror: aptMirrorHost(t)}
-	if err := os.WriteFile(np.file, []byte(readmeProfiles(t)), 0o644); err != nil {
+	if err := os.WriteFile(np.file, []byte(docsProfiles(t)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// The image is the test's own (its key names the file): 0.9 GB left
@@ -121,7 +121,7 @@ func npmInstall(t *testing.T, np nodeProfile, npmEnv map[string]any, extra ...st
 }
 
 // npm install of a few hundred packages through the proxy, as a new user
-// with the README's node profile would: it succeeds, and nothing is
+// with the node profile of docs/toolchains.md would: it succeeds, and nothing is
 // refused by the proxy's connection limit. With a limit set far too low,
 // npm's own error names wink-mcp's limit and the flag, not the registry.
 func TestEgressNpmInstall(t *testing.T) {

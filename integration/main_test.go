@@ -5,7 +5,7 @@
 //
 // Tests run one at a time: many count containers, processes or latencies
 // across the whole host. The few that spend most of their time waiting
-// (a command past two minutes, the README's profile builds, an idle
+// (a command past two minutes, docs/toolchains.md's profile builds, an idle
 // timeout, a pull that must fail), look only at their own servers'
 // containers and keep no time tight enough for the others' load to break
 // call t.Parallel, so that Go runs them together after all the others and

@@ -166,7 +166,7 @@ func jobChangeDelay(t *testing.T, p *proc, file string) (time.Duration, bool) {
 func TestReliabilityNews(t *testing.T) {
 	t.Run("a job's end reaches subscribers", func(t *testing.T) {
 		// newsPromised is the most a subscriber may wait after a job's
-		// end: the README promises about 100 ms; this leaves a loaded
+		// end: docs/resources.md promises about 100 ms; this leaves a loaded
 		// machine room and still fails the 25-29 s heard before.
 		const newsPromised = 5 * time.Second
 		var delays, retried []time.Duration

@@ -14,7 +14,7 @@ import (
 // The reliability suite (the TestReliability* tests) proves the sandbox
 // holds against bad input, escapes, abuse, faults and load. Each test adds
 // its figures here; with WINK_RELIABILITY_OUT set, TestMain writes them as
-// JSON, from which the README's Reliability section is generated.
+// JSON, from which the figures of docs/reliability.md are generated.
 // WINK_SOAK sets how long the load test runs (CI keeps it short).
 
 // figures is what the suite measured.

@@ -1,5 +1,8 @@
-// Package readme keeps the README's generated sections (the Speed and
-// Reliability figures) exactly what their results files say.
+// Package readme keeps the project's Markdown documents (the README,
+// docs/, ARCHITECTURE.md, CONTRIBUTING.md) true: their generated sections
+// (the tool table and reference, the Speed and Reliability figures, the
+// profiles' build table, the package map) exactly what their sources say,
+// and every relative link and #anchor in them leading somewhere.
 package readme
 
 import (

@@ -197,7 +197,7 @@ import_rootfs() {
 # build_workspace_image builds Debian bookworm minbase with WORKSPACE_PACKAGES,
 # offline from any registry: only the Debian archive is needed. Its apt
 # sources name the mirror it was built from, so profiles' setup commands can
-# apt-get install more (see the README's Profiles).
+# apt-get install more (see docs/toolchains.md).
 build_workspace_image() {
 	if image_current "$IMAGE"; then
 		log "image $IMAGE present"

@@ -101,7 +101,7 @@ func summarize(name string, durations []time.Duration) measurement {
 	return m
 }
 
-// markdown renders the report as the README's Speed table.
+// markdown renders the report as the Speed table of docs/speed.md.
 func (r report) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Machine: %s, %s CPUs, %s; kernel %s; Podman %s; %s; measured %s.\n\n",

@@ -16,23 +16,23 @@ import (
 )
 
 const (
-	profilesExampleBeg = "<!-- profiles-example:begin (built by TestReadmeProfilesBuild) -->"
+	profilesExampleBeg = "<!-- profiles-example:begin (built by TestDocsProfilesBuild) -->"
 	profilesExampleEnd = "<!-- profiles-example:end -->"
-	profilesTableBeg   = "<!-- profiles-table:begin (written by `go test ./integration -run TestReadmeProfilesBuild -update`) -->"
+	profilesTableBeg   = "<!-- profiles-table:begin (written by `go test ./integration -run TestDocsProfilesBuild -update`) -->"
 	profilesTableEnd   = "<!-- profiles-table:end -->"
 )
 
-// readmeProfiles returns the example profiles file of the README.
-func readmeProfiles(t *testing.T) string {
+// docsProfiles returns the example profiles file of docs/toolchains.md.
+func docsProfiles(t *testing.T) string {
 	t.Helper()
-	raw, err := os.ReadFile(readmeFile)
+	raw, err := os.ReadFile(toolchainsDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(raw)
 	i, j := strings.Index(text, profilesExampleBeg), strings.Index(text, profilesExampleEnd)
 	if i < 0 || j < i {
-		t.Fatal("the README has no profiles example between its markers")
+		t.Fatalf("%s has no profiles example between its markers", toolchainsDoc)
 	}
 	block := text[i+len(profilesExampleBeg) : j]
 	block = strings.TrimSpace(block)
@@ -55,14 +55,14 @@ func aptMirrorHost(t *testing.T) string {
 	return m[1]
 }
 
-// TestReadmeProfilesBuild builds the README's example profiles, as a user
+// TestDocsProfilesBuild builds the example profiles of docs/toolchains.md, as a user
 // would with `wink-mcp profiles build`, three at once, and runs each
 // toolchain in a session of its profile. With -update it writes the
-// README's table of their build times and sizes.
-func TestReadmeProfilesBuild(t *testing.T) {
+// page's table of their build times and sizes.
+func TestDocsProfilesBuild(t *testing.T) {
 	t.Parallel() // it mostly waits: see the package doc
 	file := filepath.Join(t.TempDir(), "profiles.yaml")
-	if err := os.WriteFile(file, []byte(readmeProfiles(t)), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(docsProfiles(t)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	mirror := aptMirrorHost(t)
@@ -127,8 +127,8 @@ func TestReadmeProfilesBuild(t *testing.T) {
 		fmt.Fprintf(&table, "| `%s` | %.0f s | %d MB | %d MB |\n", name, took[name].Seconds(), n/1e6, (n-baseSize)/1e6)
 		t.Logf("%s: built in %s, %d bytes", name, took[name].Round(time.Second), n)
 	}
-	if *updateReadme {
-		if err := readme.Sync(readmeFile, profilesTableBeg, profilesTableEnd, table.String(), true); err != nil {
+	if *updateDocs {
+		if err := readme.Sync(toolchainsDoc, profilesTableBeg, profilesTableEnd, table.String(), true); err != nil {
 			t.Fatal(err)
 		}
 	}
