@@ -67,7 +67,7 @@ func criuCheck(ctx context.Context) string {
 	defer cancel()
 	out, err := hostcmd.Command(ctx, path, nil, "check").CombinedOutput()
 	if err == nil {
-		return "`criu check` passes, but wink-mcp does not use it (see the README's Processes across hibernation)"
+		return "`criu check` passes, but wink-mcp does not use it (see docs/checkpoints.md, Processes across hibernation)"
 	}
 	first := strings.TrimSpace(string(out))
 	for _, line := range strings.Split(first, "\n") {

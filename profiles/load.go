@@ -52,7 +52,7 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*File,
 	}
 	r := &reader{path: path, lookup: lookup, raw: map[string]*raw{}}
 	if len(root.Content) == 0 {
-		return nil, fmt.Errorf("%s: the file is empty; it needs a profiles: mapping (see the README's Profiles)", path)
+		return nil, fmt.Errorf("%s: the file is empty; it needs a profiles: mapping (see docs/toolchains.md)", path)
 	}
 	doc := deref(root.Content[0])
 	if doc.Kind != yaml.MappingNode {

@@ -51,7 +51,7 @@ func Schema() []byte {
 	s := r.Reflect(&fileSchema{})
 	s.ID = SchemaID
 	s.Title = "wink-mcp profiles"
-	s.Description = "Toolchains a wink-mcp session may choose (see the README's Profiles)."
+	s.Description = "Toolchains a wink-mcp session may choose (see docs/toolchains.md)."
 	b, _ := json.MarshalIndent(s, "", "  ")
 	return append(b, '\n')
 }

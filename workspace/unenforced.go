@@ -27,7 +27,7 @@ type Unenforced struct {
 // AllowUnenforced is the last way out of a host that cannot enforce the
 // limits, for the end of a fix.
 const AllowUnenforced = "or pass --allow-unenforced-limits (WINK_ALLOW_UNENFORCED_LIMITS) to run without them " +
-	"(the README's \"Where it runs\" says what a memory or fork bomb can then do)"
+	"(docs/where-it-runs.md says what a memory or fork bomb can then do)"
 
 // unenforced describes the limits h's containers cannot have.
 func unenforced(h engine.HostFacts) Unenforced {
