@@ -15,6 +15,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/wink-mcp/wink-mcp/hostguard"
+	"github.com/wink-mcp/wink-mcp/server/mcpgoadapt"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -107,7 +108,7 @@ func (s *Server) ServeHTTP(ctx context.Context, transport string) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
-	guard := newGuard(cfg, s.sessions, s.cfg.Workspace.Profiles, s.log, newExactIDs(s.log, tr.handler))
+	guard := newGuard(cfg, s.sessions, s.cfg.Workspace.Profiles, s.log, mcpgoadapt.NewExactIDs(s.log, tr.handler))
 	guard.reserve, guard.opened = s.reserveSlot, tr.opened
 	s.mgr.SetParkLimit(s.parkLimit)
 	srv := &http.Server{

@@ -2,13 +2,14 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/wink-mcp/wink-mcp/server/mcpgoadapt"
 )
 
 // MaxTasksPerSession bounds the task-augmented tool calls one session may
@@ -50,13 +51,8 @@ func (s *Server) requestContext(ctx context.Context) context.Context {
 
 // taskCall checks a tools/call that asks for a task: the session must have
 // room for one more.
-func (s *Server) taskCall(ctx context.Context, raw json.RawMessage) error {
-	var call struct {
-		Params struct {
-			Task *json.RawMessage `json:"task"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(raw, &call) != nil || call.Params.Task == nil {
+func (s *Server) taskCall(ctx context.Context, head *mcpgoadapt.Head) error {
+	if !head.AsksForTask() {
 		return nil
 	}
 	slot, _ := ctx.Value(requestSlotKey{}).(*requestSlot)
