@@ -182,8 +182,8 @@ func (c *stdioConn) start(ctx context.Context, head *Head, msg json.RawMessage) 
 		alias := c.newAlias()
 		// The head matches member names as encoding/json does, in any
 		// case; a token under a differently spelt "params" stays as it is.
-		if aliased, err := setMember(msg, alias, "params", "_meta", "progressToken"); err == nil {
-			msg, tokenAlias = aliased, alias
+		if withAlias, err := setMember(msg, alias, "params", "_meta", "progressToken"); err == nil {
+			msg, tokenAlias = withAlias, alias
 			c.mu.Lock()
 			c.tokens[string(tokenAlias)] = token
 			c.mu.Unlock()
@@ -198,7 +198,7 @@ func (c *stdioConn) start(ctx context.Context, head *Head, msg json.RawMessage) 
 		} else {
 			served := WithHead(ctx, head)
 			if c.requestContext != nil {
-				served = c.requestContext(ctx)
+				served = c.requestContext(served)
 			}
 			resp = c.serve(served, msg)
 		}
