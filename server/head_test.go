@@ -41,27 +41,10 @@ func TestTransportsCarryTheHead(t *testing.T) {
 		}
 	}
 	t.Run("stdio", func(t *testing.T) {
-		s := headServer(t)
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
-		done := make(chan error, 1)
-		go func() { done <- s.ServeStdio(context.Background(), inR, outW) }()
-		t.Cleanup(func() { inW.Close(); <-done })
-		out := bufio.NewReader(outR)
-		for _, line := range []string{initializeBody, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, headCall} {
-			if _, err := io.WriteString(inW, line+"\n"); err != nil {
-				t.Fatal(err)
-			}
-			if strings.Contains(line, `"id"`) {
-				answer, err := out.ReadString('\n')
-				if err != nil {
-					t.Fatal(err)
-				}
-				if line == headCall {
-					check(t, answer)
-				}
-			}
-		}
+		c := serveStdioPipe(t, headServer(t))
+		c.call(initializeBody)
+		c.notify(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		check(t, c.call(headCall))
 	})
 	t.Run("http", func(t *testing.T) {
 		base := serveHTTP(t, headServer(t), TransportHTTP)
@@ -109,4 +92,56 @@ func TestTransportsCarryTheHead(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSessionlessRequestsAreRefusedWhateverElseTheyCarry sends requests of
+// the sessionless revision with members the checks do not need but used to
+// choke on (a uri that is not a string): each is refused as the others are.
+func TestSessionlessRequestsAreRefusedWhateverElseTheyCarry(t *testing.T) {
+	c := serveStdioPipe(t, newTestServer(t))
+	c.call(initializeBody)
+	for _, req := range []string{
+		`{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{"uri":5}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"uri":5,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+	} {
+		if answer := c.call(req); !strings.Contains(answer, "speaks the protocol revisions with sessions") {
+			t.Errorf("%s was answered: %s", req, answer)
+		}
+	}
+}
+
+// stdioPipe is a client of a server served over pipes.
+type stdioPipe struct {
+	t   *testing.T
+	in  io.Writer
+	out *bufio.Reader
+}
+
+// serveStdioPipe serves s over pipes until the test ends.
+func serveStdioPipe(t *testing.T, s *Server) *stdioPipe {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- s.ServeStdio(context.Background(), inR, outW) }()
+	t.Cleanup(func() { inW.Close(); <-done })
+	return &stdioPipe{t: t, in: inW, out: bufio.NewReader(outR)}
+}
+
+// notify sends a line that has no answer.
+func (c *stdioPipe) notify(line string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.in, line+"\n"); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// call sends a request and returns the next line the server writes.
+func (c *stdioPipe) call(line string) string {
+	c.t.Helper()
+	c.notify(line)
+	answer, err := c.out.ReadString('\n')
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return answer
 }

@@ -185,20 +185,20 @@ func (s *Server) checkRequest(ctx context.Context, _ any, message any) error {
 		return nil
 	}
 	head, err := mcpgoadapt.HeadOf(ctx, raw)
-	if err != nil || !head.ParamsRead() {
+	if err != nil {
 		return nil // not a request mcp-go can read either: it answers it
-	}
-	uri, ok := head.URI()
-	if !ok {
-		return nil
 	}
 	if err := refuseSessionless(head); err != nil {
 		return err
 	}
-	switch {
-	case head.MethodName() == string(mcp.MethodResourcesSubscribe):
-		return s.subscribe(ctx, uri)
-	case head.MethodName() == string(mcp.MethodToolsCall):
+	switch head.MethodName() {
+	case string(mcp.MethodResourcesSubscribe):
+		// A uri that is not a string: mcp-go refuses the subscription.
+		if uri, ok := head.URI(); ok && head.ParamsRead() {
+			return s.subscribe(ctx, uri)
+		}
+	case string(mcp.MethodToolsCall):
+		// Whatever else the call carries: mcp-go reads its task regardless.
 		return s.taskCall(ctx, head)
 	}
 	return nil
