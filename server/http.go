@@ -166,8 +166,8 @@ func (s *Server) transportHandler(ctx context.Context, transport string) (httpTr
 			mcpserver.WithStreamableHTTPProtocolVersions(mcp.LegacyProtocolVersions()...),
 			mcpserver.WithStreamableHTTPLogger(quiet),
 			// Resumable streams; also makes mcp-go deliver every notification
-			// of a request exactly once (see eventLog).
-			mcpserver.WithEventStore(newEventLog()),
+			// of a request exactly once (see mcpgoadapt.NewEventLog).
+			mcpserver.WithEventStore(mcpgoadapt.NewEventLog()),
 			mcpserver.WithHTTPContextFunc(func(ctx context.Context, _ *http.Request) context.Context { return s.requestContext(ctx) }),
 		)
 		mux := http.NewServeMux()

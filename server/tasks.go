@@ -20,7 +20,7 @@ const MaxTasksPerSession = 16
 // A task-augmented tool call (MCP tasks, revision 2025-11-25) is answered
 // at once with a task, and mcp-go runs the tool on in the background, with
 // a context derived from the request's, which mcp-go itself cancels once
-// the answer is written. So checkRequest marks the request's slot as a
+// the answer is written (mark3labs/mcp-go#897, open). So checkRequest marks the request's slot as a
 // task call, the task hooks record the task's id in it, and observe runs a
 // task call with a context of its own that only tasks/cancel ends (the
 // session's end stops the work in the workspace).

@@ -22,6 +22,10 @@
 //     mark3labs/mcp-go#154 and the draft mark3labs/mcp-go#291, open since
 //     2025 because "it unmarshals numbers into floats". Ids and tokens it
 //     would change reach it under an alias, swapped back in all it writes.
+//   - The event log (NewEventLog): mcp-go's streamable HTTP transport
+//     drops a notification a tool sends just before it returns about half
+//     the time unless it has an event store (mark3labs/mcp-go#969, open);
+//     this store keeps each session's latest events, bounded.
 //   - The request head (Head): mcp-go hands its hooks only the raw message
 //     (Hooks.AddOnRequestInitialization), so each check the server runs
 //     there decoded it whole again. The transports here decode the head of
