@@ -153,8 +153,7 @@ type httpTransport struct {
 // transportHandler builds the mcp-go transport for transport; streamable
 // HTTP sessions are expired when idle until ctx is done.
 func (s *Server) transportHandler(ctx context.Context, transport string) (httpTransport, error) {
-	// mcp-go's transports log session ids at info level; ours never do.
-	quiet := slog.New(minLevel{Handler: s.log.Handler(), min: slog.LevelWarn})
+	quiet := mcpgoadapt.QuietLogger(s.log.Handler())
 	switch transport {
 	case TransportHTTP:
 		h := mcpserver.NewStreamableHTTPServer(s.mcp,
@@ -320,22 +319,4 @@ func (b *liftOnEOF) Read(p []byte) (int, error) {
 		err = fmt.Errorf("the request body did not arrive within %s (--body-timeout): %w", b.timeout, err)
 	}
 	return n, err
-}
-
-// minLevel is a slog.Handler that drops records below min.
-type minLevel struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.Handler.Enabled(ctx, l)
-}
-
-func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return minLevel{Handler: h.Handler.WithAttrs(attrs), min: h.min}
-}
-
-func (h minLevel) WithGroup(name string) slog.Handler {
-	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
 }

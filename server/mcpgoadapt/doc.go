@@ -26,6 +26,8 @@
 //     drops a notification a tool sends just before it returns about half
 //     the time unless it has an event store (mark3labs/mcp-go#969, open);
 //     this store keeps each session's latest events, bounded.
+//   - The transports' logger (QuietLogger): mcp-go's streamable HTTP
+//     transport logs session ids at info level; it gets warnings only.
 //   - The request head (Head): mcp-go hands its hooks only the raw message
 //     (Hooks.AddOnRequestInitialization), so each check the server runs
 //     there decoded it whole again. The transports here decode the head of
