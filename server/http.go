@@ -15,6 +15,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/wink-mcp/wink-mcp/hostguard"
+	"github.com/wink-mcp/wink-mcp/server/mcpgoadapt"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -107,7 +108,7 @@ func (s *Server) ServeHTTP(ctx context.Context, transport string) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
-	guard := newGuard(cfg, s.sessions, s.cfg.Workspace.Profiles, s.log, newExactIDs(s.log, tr.handler))
+	guard := newGuard(cfg, s.sessions, s.cfg.Workspace.Profiles, s.log, mcpgoadapt.NewExactIDs(s.log, tr.handler))
 	guard.reserve, guard.opened = s.reserveSlot, tr.opened
 	s.mgr.SetParkLimit(s.parkLimit)
 	srv := &http.Server{
@@ -152,8 +153,7 @@ type httpTransport struct {
 // transportHandler builds the mcp-go transport for transport; streamable
 // HTTP sessions are expired when idle until ctx is done.
 func (s *Server) transportHandler(ctx context.Context, transport string) (httpTransport, error) {
-	// mcp-go's transports log session ids at info level; ours never do.
-	quiet := slog.New(minLevel{Handler: s.log.Handler(), min: slog.LevelWarn})
+	quiet := mcpgoadapt.QuietLogger(s.log.Handler())
 	switch transport {
 	case TransportHTTP:
 		h := mcpserver.NewStreamableHTTPServer(s.mcp,
@@ -165,8 +165,8 @@ func (s *Server) transportHandler(ctx context.Context, transport string) (httpTr
 			mcpserver.WithStreamableHTTPProtocolVersions(mcp.LegacyProtocolVersions()...),
 			mcpserver.WithStreamableHTTPLogger(quiet),
 			// Resumable streams; also makes mcp-go deliver every notification
-			// of a request exactly once (see eventLog).
-			mcpserver.WithEventStore(newEventLog()),
+			// of a request exactly once (see mcpgoadapt.NewEventLog).
+			mcpserver.WithEventStore(mcpgoadapt.NewEventLog()),
 			mcpserver.WithHTTPContextFunc(func(ctx context.Context, _ *http.Request) context.Context { return s.requestContext(ctx) }),
 		)
 		mux := http.NewServeMux()
@@ -319,22 +319,4 @@ func (b *liftOnEOF) Read(p []byte) (int, error) {
 		err = fmt.Errorf("the request body did not arrive within %s (--body-timeout): %w", b.timeout, err)
 	}
 	return n, err
-}
-
-// minLevel is a slog.Handler that drops records below min.
-type minLevel struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.Handler.Enabled(ctx, l)
-}
-
-func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return minLevel{Handler: h.Handler.WithAttrs(attrs), min: h.min}
-}
-
-func (h minLevel) WithGroup(name string) slog.Handler {
-	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
 }

@@ -14,7 +14,7 @@ import (
 
 // serveHTTP serves s over transport on a free loopback port until the test
 // ends, and returns the base URL.
-func serveHTTP(t *testing.T, s *Server, transport string) string {
+func serveHTTP(t testing.TB, s *Server, transport string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -51,7 +51,7 @@ func httpTestServer(t *testing.T, configure func(*Config)) *Server {
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`
 
 // initialize opens a streamable HTTP session and returns its id.
-func initialize(t *testing.T, base string) string {
+func initialize(t testing.TB, base string) string {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, base+streamablePath, strings.NewReader(initializeBody))
 	req.Header.Set("Content-Type", "application/json")

@@ -5,6 +5,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/wink-mcp/wink-mcp/server/mcpgoadapt"
 )
 
 // prestart begins making a session's container as soon as its client
@@ -17,7 +19,7 @@ import (
 // only with a request, and the creation would wait for it.
 func (s *Server) prestart(ctx context.Context, _ mcp.JSONRPCNotification) {
 	session := mcpserver.ClientSessionFromContext(ctx)
-	if _, stdio := session.(*stdioSession); s.cfg.Workspace.MountRoots && !stdio {
+	if s.cfg.Workspace.MountRoots && !mcpgoadapt.IsStdio(session) {
 		return
 	}
 	ws, err := s.sessionWorkspace(ctx)

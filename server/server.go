@@ -16,6 +16,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/wink-mcp/wink-mcp/prompts"
+	"github.com/wink-mcp/wink-mcp/server/mcpgoadapt"
 	"github.com/wink-mcp/wink-mcp/tools"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
@@ -99,7 +100,7 @@ func New(cfg Config) (*Server, error) {
 	hooks.AddOnRegisterSession(func(_ context.Context, session mcpserver.ClientSession) {
 		s.clients.add(session)
 		logs.track(mgr.SessionHash(session.SessionID()), session.SessionID())
-		if _, stdio := session.(*stdioSession); stdio {
+		if mcpgoadapt.IsStdio(session) {
 			mgr.Register(session.SessionID(), workspace.SessionOptions{Workspace: cfg.KeptWorkspace, Stdio: true})
 		}
 	})
@@ -175,35 +176,30 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// requestHead is what checkRequest reads of a request: one decode serves
-// every check.
-type requestHead struct {
-	Method string `json:"method"`
-	Params struct {
-		Meta map[string]any `json:"_meta"`
-		URI  string         `json:"uri"`
-	} `json:"params"`
-}
-
 // checkRequest runs the checks made on every request before mcp-go serves
-// it; an error is the request's answer.
+// it; an error is the request's answer. It reads the head its transport
+// decoded (mcpgoadapt.HeadOf), not the message again.
 func (s *Server) checkRequest(ctx context.Context, _ any, message any) error {
 	raw, ok := message.(json.RawMessage)
 	if !ok {
 		return nil
 	}
-	var head requestHead
-	if json.Unmarshal(raw, &head) != nil {
-		return nil
+	head, err := mcpgoadapt.HeadOf(ctx, raw)
+	if err != nil {
+		return nil // not a request mcp-go can read either: it answers it
 	}
 	if err := refuseSessionless(head); err != nil {
 		return err
 	}
-	switch {
-	case head.Method == string(mcp.MethodResourcesSubscribe):
-		return s.subscribe(ctx, head.Params.URI)
-	case head.Method == string(mcp.MethodToolsCall):
-		return s.taskCall(ctx, raw)
+	switch head.MethodName() {
+	case string(mcp.MethodResourcesSubscribe):
+		// A uri that is not a string: mcp-go refuses the subscription.
+		if uri, ok := head.URI(); ok && head.ParamsRead() {
+			return s.subscribe(ctx, uri)
+		}
+	case string(mcp.MethodToolsCall):
+		// Whatever else the call carries: mcp-go reads its task regardless.
+		return s.taskCall(ctx, head)
 	}
 	return nil
 }
@@ -213,9 +209,8 @@ func (s *Server) checkRequest(ctx context.Context, _ any, message any) error {
 // that revision would: clients then fall back to initialize and a session,
 // which every wink-mcp transport needs (a workspace and its subscriptions
 // belong to a session). Streamable HTTP refuses them earlier, in mcp-go.
-func refuseSessionless(head requestHead) error {
-	version, _ := head.Params.Meta[mcp.MetaKeyProtocolVersion].(string)
-	if head.Method == string(mcp.MethodServerDiscover) || mcp.IsModernProtocol(version) {
+func refuseSessionless(head *mcpgoadapt.Head) error {
+	if head.MethodName() == string(mcp.MethodServerDiscover) || mcp.IsModernProtocol(head.ProtocolVersion(mcp.MetaKeyProtocolVersion)) {
 		return errors.New("wink-mcp speaks the protocol revisions with sessions (2025-11-25 and earlier); connect with initialize")
 	}
 	return nil

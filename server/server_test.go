@@ -15,7 +15,7 @@ import (
 
 // newTestServer builds a server whose engine is never reached: these tests
 // stop at the protocol and at argument validation.
-func newTestServer(t *testing.T) *Server {
+func newTestServer(t testing.TB) *Server {
 	t.Helper()
 	cfg := workspace.DefaultConfig()
 	cfg.CacheDir = t.TempDir()

@@ -2,13 +2,14 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/wink-mcp/wink-mcp/server/mcpgoadapt"
 )
 
 // MaxTasksPerSession bounds the task-augmented tool calls one session may
@@ -19,7 +20,7 @@ const MaxTasksPerSession = 16
 // A task-augmented tool call (MCP tasks, revision 2025-11-25) is answered
 // at once with a task, and mcp-go runs the tool on in the background, with
 // a context derived from the request's, which mcp-go itself cancels once
-// the answer is written. So checkRequest marks the request's slot as a
+// the answer is written (mark3labs/mcp-go#897, open). So checkRequest marks the request's slot as a
 // task call, the task hooks record the task's id in it, and observe runs a
 // task call with a context of its own that only tasks/cancel ends (the
 // session's end stops the work in the workspace).
@@ -50,13 +51,8 @@ func (s *Server) requestContext(ctx context.Context) context.Context {
 
 // taskCall checks a tools/call that asks for a task: the session must have
 // room for one more.
-func (s *Server) taskCall(ctx context.Context, raw json.RawMessage) error {
-	var call struct {
-		Params struct {
-			Task *json.RawMessage `json:"task"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(raw, &call) != nil || call.Params.Task == nil {
+func (s *Server) taskCall(ctx context.Context, head *mcpgoadapt.Head) error {
+	if !head.AsksForTask() {
 		return nil
 	}
 	slot, _ := ctx.Value(requestSlotKey{}).(*requestSlot)

@@ -1,4 +1,4 @@
-package server
+package mcpgoadapt
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 )
 
-// stdioPeer is a client on the other end of serveStdio.
+// stdioPeer is a client on the other end of ServeStdio.
 type stdioPeer struct {
 	t       *testing.T
 	in      *io.PipeWriter
@@ -28,6 +28,9 @@ type stdioPeer struct {
 
 // hangGuard bounds every wait so a broken loop fails the test instead of hanging it.
 const hangGuard = 20 * time.Second
+
+// testMaxLine is the longest line the tests' loop reads, the server's default.
+const testMaxLine = 4 << 20
 
 // startStdio serves a bare MCP server over pipes, with tools: block (waits
 // for release or cancellation), quick, progress (sends one progress
@@ -66,7 +69,7 @@ func startStdio(t *testing.T, max int64) *stdioPeer {
 	p.in = inW
 	done := make(chan error, 1)
 	go func() {
-		done <- serveStdio(context.Background(), srv, inR, outW, max, slog.New(slog.DiscardHandler), nil)
+		done <- ServeStdio(context.Background(), srv, inR, outW, max, slog.New(slog.DiscardHandler), nil)
 	}()
 	go func() {
 		sc := bufio.NewScanner(outR)
@@ -80,7 +83,7 @@ func startStdio(t *testing.T, max int64) *stdioPeer {
 		select {
 		case <-done:
 		case <-time.After(hangGuard):
-			t.Error("serveStdio did not return after its input ended")
+			t.Error("ServeStdio did not return after its input ended")
 		}
 	})
 	p.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"roots":{}},"clientInfo":{"name":"t","version":"1"}}}`)
@@ -151,7 +154,7 @@ func errorText(msg json.RawMessage) string {
 }
 
 func TestStdioIDsComeBackExactlyAsWritten(t *testing.T) {
-	p := startStdio(t, DefaultMaxBodyBytes)
+	p := startStdio(t, testMaxLine)
 	for _, id := range []string{`18446744073709551616`, `9007199254740993`, `-9007199254740993`, `1e3`, `1.50`, `-0`, `0.1`,
 		`123456789012345678901234567890`, `7`, `-7`, `"a"`, `""`, `"\ud800"`, `"<&>"`} {
 		p.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`)
@@ -164,7 +167,7 @@ func TestStdioIDsComeBackExactlyAsWritten(t *testing.T) {
 }
 
 func TestStdioProgressTokensComeBackExactlyAsWritten(t *testing.T) {
-	p := startStdio(t, DefaultMaxBodyBytes)
+	p := startStdio(t, testMaxLine)
 	for i, token := range []string{`18446744073709551617`, `1e3`, `5`, `"job"`} {
 		id := fmt.Sprint(i + 1)
 		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"progress","_meta":{"progressToken":%s}}}`, id, token))
@@ -187,7 +190,7 @@ func TestStdioProgressTokensComeBackExactlyAsWritten(t *testing.T) {
 // TestStdioQuickCallsAreNotStarved holds many calls open and expects a
 // quick one to be answered while they are all still running.
 func TestStdioQuickCallsAreNotStarved(t *testing.T) {
-	p := startStdio(t, DefaultMaxBodyBytes)
+	p := startStdio(t, testMaxLine)
 	const long = 50
 	for i := range long {
 		p.call(fmt.Sprint(1000+i), "block")
@@ -207,7 +210,7 @@ func TestStdioQuickCallsAreNotStarved(t *testing.T) {
 }
 
 func TestStdioCapsRequestsInFlight(t *testing.T) {
-	p := startStdio(t, DefaultMaxBodyBytes)
+	p := startStdio(t, testMaxLine)
 	for i := range MaxStdioInflight {
 		p.call(fmt.Sprint(1000+i), "block")
 	}
@@ -227,7 +230,7 @@ func TestStdioCapsRequestsInFlight(t *testing.T) {
 // TestStdioCancelledCallsStopAndAreNotAnswered cancels a running call: its
 // handler sees the cancellation and no answer follows.
 func TestStdioCancelledCallsStopAndAreNotAnswered(t *testing.T) {
-	p := startStdio(t, DefaultMaxBodyBytes)
+	p := startStdio(t, testMaxLine)
 	p.call(`18446744073709551616`, "block")
 	p.waitStarted(1)
 	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":18446744073709551616}}`)
@@ -244,7 +247,7 @@ func TestStdioCancelledCallsStopAndAreNotAnswered(t *testing.T) {
 }
 
 func TestStdioRefusesAnIDInFlight(t *testing.T) {
-	p := startStdio(t, DefaultMaxBodyBytes)
+	p := startStdio(t, testMaxLine)
 	p.call("5", "block")
 	p.waitStarted(1)
 	p.call("5", "quick")
@@ -287,7 +290,7 @@ func TestStdioRefusesLinesOverTheLimit(t *testing.T) {
 }
 
 func TestStdioAnswersMalformedMessages(t *testing.T) {
-	p := startStdio(t, DefaultMaxBodyBytes)
+	p := startStdio(t, testMaxLine)
 	for _, tt := range []struct{ line, want string }{
 		{`not json`, "-32700"},
 		{`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, "-32700"},
@@ -306,7 +309,7 @@ func TestStdioAnswersMalformedMessages(t *testing.T) {
 }
 
 func TestStdioAsksTheClientForRoots(t *testing.T) {
-	p := startStdio(t, DefaultMaxBodyBytes)
+	p := startStdio(t, testMaxLine)
 	p.call("1", "roots")
 	req := p.next()
 	if string(member(req, "method")) != `"roots/list"` {

@@ -1,4 +1,4 @@
-package server
+package mcpgoadapt
 
 import (
 	"context"
@@ -41,6 +41,18 @@ type clientAnswer struct {
 	} `json:"error"`
 }
 
+// clientAnswer returns the answer to a request of the server's that the
+// message carries; it fails when its error is not a JSON-RPC error object.
+func (h *Head) clientAnswer() (clientAnswer, error) {
+	a := clientAnswer{Result: h.Result}
+	if len(h.Error) > 0 {
+		if err := json.Unmarshal(h.Error, &a.Error); err != nil {
+			return clientAnswer{}, fmt.Errorf("decoding the error of an answer: %w", err)
+		}
+	}
+	return a, nil
+}
+
 func newStdioSession(out *lineWriter) *stdioSession {
 	return &stdioSession{out: out, notifications: make(chan mcp.JSONRPCNotification, 100), pending: map[int64]chan clientAnswer{}}
 }
@@ -67,6 +79,13 @@ func (s *stdioSession) GetLogLevel() mcp.LoggingLevel {
 }
 
 var _ mcpserver.SessionWithLogging = (*stdioSession)(nil)
+
+// IsStdio reports whether session is the session of a stdio connection
+// ServeStdio serves.
+func IsStdio(session mcpserver.ClientSession) bool {
+	_, ok := session.(*stdioSession)
+	return ok
+}
 
 // Initialized implements mcpserver.ClientSession.
 func (s *stdioSession) Initialized() bool { return s.initialized.Load() }

@@ -1,4 +1,4 @@
-package server
+package mcpgoadapt
 
 import (
 	"bufio"
@@ -154,11 +154,8 @@ func keepsID(raw json.RawMessage) bool {
 
 // changedToken returns the request's progress token when mcp-go would
 // change it (see keepsID), else nil.
-func changedToken(msg json.RawMessage) json.RawMessage {
-	if !bytes.Contains(msg, []byte(`"progressToken"`)) { // only then is decoding params worth it
-		return nil
-	}
-	token := member(msg, "params", "_meta", "progressToken")
+func changedToken(head *Head) json.RawMessage {
+	token := head.ProgressToken()
 	if token == nil || !validID(token) || keepsID(token) {
 		return nil
 	}

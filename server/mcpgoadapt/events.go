@@ -1,4 +1,4 @@
-package server
+package mcpgoadapt
 
 import (
 	"context"
@@ -23,7 +23,8 @@ const (
 //
 // Beyond resumption, having a store makes mcp-go deliver every notification
 // of a streamable HTTP request exactly once: without one, a notification
-// sent just before a tool call returns can be dropped.
+// sent just before a tool call returns can be dropped (two goroutines race
+// for it; see mark3labs/mcp-go#969, open).
 type eventLog struct {
 	mu       sync.Mutex
 	seq      uint64
@@ -43,6 +44,10 @@ type storedEvent struct {
 }
 
 var _ mcpserver.EventStore = (*eventLog)(nil)
+
+// NewEventLog returns an empty event log, the mcpserver.EventStore of a
+// streamable HTTP transport (mcpserver.WithEventStore).
+func NewEventLog() mcpserver.EventStore { return newEventLog() }
 
 func newEventLog() *eventLog {
 	return &eventLog{sessions: make(map[string]*sessionEvents)}

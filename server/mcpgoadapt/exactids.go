@@ -1,4 +1,4 @@
-package server
+package mcpgoadapt
 
 import (
 	"bytes"
@@ -31,6 +31,8 @@ const (
 // float64) reaches it under an alias, and every response body, the event
 // streams included, has the alias swapped back. Each alias is a JSON string
 // with a random prefix no client id shares, written by mcp-go in one Write.
+// A body of one message reaches mcp-go with its Head in the request's
+// context.
 type exactIDs struct {
 	prefix []byte // `"wink-<nonce>-`
 	n      atomic.Int64
@@ -49,6 +51,14 @@ type alias struct {
 	sent string          // for an id, its key in bySent; "" for a progress token
 }
 
+// NewExactIDs wraps an mcp-go HTTP transport (streamable HTTP or SSE) so
+// that it gives every id and progress token back exactly as the client
+// wrote it, and carries the Head of each message it is POSTed in the
+// request's context (see HeadOf).
+func NewExactIDs(log *slog.Logger, next http.Handler) http.Handler {
+	return newExactIDs(log, next)
+}
+
 func newExactIDs(log *slog.Logger, next http.Handler) *exactIDs {
 	return &exactIDs{prefix: []byte(`"` + newAliasPrefix()), log: log, next: next,
 		byAlias: map[string]alias{}, bySent: map[string]string{}}
@@ -61,7 +71,11 @@ func (x *exactIDs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil { // too large or too slow: the transport answers it as before
 			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
 		} else {
-			r.Body = io.NopCloser(bytes.NewReader(x.rewrite(sessionOf(r), body)))
+			body, head := x.rewrite(sessionOf(r), body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if head != nil {
+				r = r.WithContext(WithHead(r.Context(), head))
+			}
 		}
 	}
 	x.next.ServeHTTP(w, r)
@@ -75,30 +89,34 @@ func sessionOf(r *http.Request) string {
 	return r.URL.Query().Get("sessionId")
 }
 
-// rewrite aliases what mcp-go would change in a body of one message or a batch.
-func (x *exactIDs) rewrite(session string, body []byte) []byte {
+// rewrite aliases what mcp-go would change in a body of one message or a
+// batch; for one request or notification it returns its head too.
+func (x *exactIDs) rewrite(session string, body []byte) ([]byte, *Head) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		var batch []json.RawMessage
 		if json.Unmarshal(trimmed, &batch) != nil {
-			return body
+			return body, nil
 		}
 		for i := range batch {
-			batch[i] = x.rewriteOne(session, batch[i])
+			batch[i], _ = x.rewriteOne(session, batch[i])
 		}
 		out, err := marshalExact(batch)
 		if err != nil {
-			return body
+			return body, nil
 		}
-		return out
+		return out, nil
 	}
 	return x.rewriteOne(session, body)
 }
 
-func (x *exactIDs) rewriteOne(session string, msg json.RawMessage) json.RawMessage {
-	var head messageHead
-	if json.Unmarshal(msg, &head) != nil || head.Method == nil {
-		return msg
+func (x *exactIDs) rewriteOne(session string, msg json.RawMessage) (json.RawMessage, *Head) {
+	head, err := DecodeHead(msg)
+	if err == nil {
+		_, err = head.clientAnswer() // an error member that is no error object: passed on as it is
+	}
+	if err != nil || head.Method == nil {
+		return msg, nil
 	}
 	out := msg
 	set := func(value json.RawMessage, path ...string) {
@@ -115,19 +133,19 @@ func (x *exactIDs) rewriteOne(session string, msg json.RawMessage) json.RawMessa
 				set(x.quote(digits), "params", "requestId")
 			}
 		}
-		return out
+		return out, head
 	}
 	if head.ID != nil && validID(head.ID) && !keepsID(head.ID) {
 		if digits := x.add(head.ID, session+" "+idKey(head.ID)); digits != "" {
 			set(x.quote(digits), "id")
 		}
 	}
-	if token := changedToken(msg); token != nil {
+	if token := changedToken(head); token != nil {
 		if digits := x.add(token, ""); digits != "" {
 			set(x.quote(digits), "params", "_meta", "progressToken")
 		}
 	}
-	return out
+	return out, head
 }
 
 // add records an alias for raw and returns its digits, or "" past the cap.

@@ -1,10 +1,9 @@
-package server
+package mcpgoadapt
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,23 +23,6 @@ const MaxStdioInflight = 256
 // tokenAliasLife is how long a progress token's alias outlives its call,
 // for notifications still on their way out.
 const tokenAliasLife = time.Minute
-
-// ServeStdio serves one session over in and out until in ends or ctx is
-// done. Only JSON-RPC is written to out; logs go to the Logger. Each request
-// is served as soon as it is read, however many are in flight (up to
-// MaxStdioInflight); a line over HTTPConfig.MaxBodyBytes is answered with an
-// error and skipped; ids come back exactly as the client wrote them.
-func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	max := s.cfg.HTTP.MaxBodyBytes
-	if max <= 0 {
-		max = DefaultMaxBodyBytes
-	}
-	err := serveStdio(ctx, s.mcp, in, out, max, s.log, s.requestContext)
-	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
-}
 
 // stdioConn serves the messages of one stdio client.
 type stdioConn struct {
@@ -66,7 +48,14 @@ type stdioCall struct {
 	cancelled atomic.Bool
 }
 
-func serveStdio(ctx context.Context, srv *mcpserver.MCPServer, in io.Reader, out io.Writer, max int64, log *slog.Logger, requestContext func(context.Context) context.Context) error {
+// ServeStdio serves srv's one stdio session over in and out until in ends
+// or ctx is done. It replaces mcp-go's StdioServer (see the package doc):
+// only JSON-RPC is written to out; each request is served as soon as it is
+// read, however many are in flight (up to MaxStdioInflight); a line over max
+// bytes is answered with an error and skipped; ids come back exactly as the
+// client wrote them. requestContext, if set, makes the context each request
+// is served with.
+func ServeStdio(ctx context.Context, srv *mcpserver.MCPServer, in io.Reader, out io.Writer, max int64, log *slog.Logger, requestContext func(context.Context) context.Context) error {
 	w := &lineWriter{w: out}
 	c := &stdioConn{mcp: srv, log: log, out: w, sess: newStdioSession(w), max: max, requestContext: requestContext,
 		alias: newAliasPrefix(), inflight: map[string]*stdioCall{}, tokens: map[string]json.RawMessage{}}
@@ -119,13 +108,6 @@ func (c *stdioConn) read(ctx context.Context, lines *lineReader) error {
 	}
 }
 
-// messageHead is what handle reads of every message.
-type messageHead struct {
-	ID     json.RawMessage `json:"id"`
-	Method *string         `json:"method"`
-	clientAnswer
-}
-
 // handle serves one line: a request starts at once on its own goroutine.
 // Only a failure to write to the client is returned.
 func (c *stdioConn) handle(ctx context.Context, line stdioLine) error {
@@ -138,8 +120,12 @@ func (c *stdioConn) handle(ctx context.Context, line stdioLine) error {
 	if len(data) == 0 {
 		return nil
 	}
-	var head messageHead
-	if json.Unmarshal(data, &head) != nil {
+	head, err := DecodeHead(data)
+	var answer clientAnswer
+	if err == nil {
+		answer, err = head.clientAnswer()
+	}
+	if err != nil {
 		return c.reply(nil, mcp.PARSE_ERROR, "a line is not a JSON-RPC message: send one JSON object per line")
 	}
 	if string(head.ID) == "null" {
@@ -147,7 +133,7 @@ func (c *stdioConn) handle(ctx context.Context, line stdioLine) error {
 	}
 	switch {
 	case head.Method == nil:
-		if head.ID == nil || !c.sess.answer(head.ID, head.clientAnswer) {
+		if head.ID == nil || !c.sess.answer(head.ID, answer) {
 			c.log.Warn("a message from the client is neither a request, a notification nor an answer to a request of ours; it is ignored", "id", string(head.ID))
 		}
 		return nil
@@ -162,12 +148,14 @@ func (c *stdioConn) handle(ctx context.Context, line stdioLine) error {
 	case !validID(head.ID):
 		return c.reply(nil, mcp.INVALID_REQUEST, "the id of a request must be a string or a number, not "+string(head.ID))
 	}
-	return c.start(ctx, head.ID, data)
+	return c.start(ctx, head, data)
 }
 
 // start serves a request on its own goroutine, under an alias of its id
-// and progress token when mcp-go would change them.
-func (c *stdioConn) start(ctx context.Context, id json.RawMessage, msg json.RawMessage) error {
+// and progress token when mcp-go would change them, with its head in the
+// context it is served with.
+func (c *stdioConn) start(ctx context.Context, head *Head, msg json.RawMessage) error {
+	id := head.ID
 	key := idKey(id)
 	c.mu.Lock()
 	_, taken := c.inflight[key]
@@ -190,12 +178,16 @@ func (c *stdioConn) start(ctx context.Context, id json.RawMessage, msg json.RawM
 		msg, err = setMember(msg, c.newAlias(), "id")
 	}
 	var tokenAlias json.RawMessage
-	if token := changedToken(msg); err == nil && token != nil {
-		tokenAlias = c.newAlias()
-		msg, err = setMember(msg, tokenAlias, "params", "_meta", "progressToken")
-		c.mu.Lock()
-		c.tokens[string(tokenAlias)] = token
-		c.mu.Unlock()
+	if token := changedToken(head); err == nil && token != nil {
+		alias := c.newAlias()
+		// The head matches member names as encoding/json does, in any
+		// case; a token under a differently spelt "params" stays as it is.
+		if withAlias, err := setMember(msg, alias, "params", "_meta", "progressToken"); err == nil {
+			msg, tokenAlias = withAlias, alias
+			c.mu.Lock()
+			c.tokens[string(tokenAlias)] = token
+			c.mu.Unlock()
+		}
 	}
 	c.calls.Add(1)
 	go func() {
@@ -204,9 +196,9 @@ func (c *stdioConn) start(ctx context.Context, id json.RawMessage, msg json.RawM
 		if err != nil {
 			resp = errorMessage(id, mcp.INVALID_REQUEST, "the request is not a JSON object with the members JSON-RPC asks for")
 		} else {
-			served := ctx
+			served := WithHead(ctx, head)
 			if c.requestContext != nil {
-				served = c.requestContext(ctx)
+				served = c.requestContext(served)
 			}
 			resp = c.serve(served, msg)
 		}
