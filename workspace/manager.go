@@ -271,6 +271,7 @@ func (m *Manager) newSession(id, key string) *Session {
 	s := &Session{m: m, key: key, name: containerName(m.cfg.NamePrefix, key), dir: m.inst.sessionDir(key),
 		diskFile: filepath.Join(m.inst.dir, disksDir, key+".img"), gate: newGate(), storeDir: m.inst.storeDir(key)}
 	s.life, s.endLife = context.WithCancel(context.Background())
+	s.ports = s.newPorts()
 	s.lastUsed.Store(time.Now().UnixNano())
 	s.opened = time.Now()
 	s.serve(id, key)

@@ -18,6 +18,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/wire"
+	"github.com/wink-mcp/wink-mcp/workspace/ports"
 )
 
 // readyTimeout bounds the wait for a new channel's agent to answer. An agent
@@ -80,11 +81,9 @@ type Session struct {
 	// meter counts the session's egress against --egress-max-bytes; every
 	// proxy the session makes counts into it (see useMeter).
 	meter *egress.Meter
-	// portsMu guards ports, the container ports shown on this machine, and
-	// portsClosed, set when the session ends.
-	portsMu     sync.Mutex
-	ports       map[int]*portForward
-	portsClosed bool
+	// ports are the container ports shown on this machine (a room of its
+	// own, package ports).
+	ports *ports.Room
 
 	created bool // a container exists (or existed until it died) for this session
 	ended   bool
@@ -718,7 +717,7 @@ func (s *Session) beginEnd() (unlock func(), ok bool) {
 		return unlock, false
 	}
 	s.ended = true
-	s.closePorts()
+	s.ports.CloseAll()
 	return unlock, true
 }
 

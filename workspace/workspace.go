@@ -18,7 +18,7 @@
 //     CountParked's count) take only locks of their own;
 //  4. warmPool.mu;
 //  5. the leaves, which take no other lock while held: Session.storeMu,
-//     Session.portsMu, a snapshot's, the gate's list of running commands,
+//     a session's ports room (ports.Room.mu), a snapshot's, the gate's list of running commands,
 //     Manager.builds.mu, Manager.rootsMu, and a kept workspace's egress
 //     recorder's (then its egress.Meter's).
 //
