@@ -190,7 +190,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 	delete(m.options, id)
 	var s *Session
 	if m.pool != nil && profile == m.defaultProfile() {
-		s = m.pool.take() // pooled containers run the default profile
+		s = m.pool.Take() // pooled containers run the default profile
 	}
 	if s != nil {
 		s.serve(id, hash)
@@ -362,7 +362,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.builds.wg.Wait()
 	var wg sync.WaitGroup
 	if m.pool != nil {
-		wg.Go(func() { m.pool.close(ctx) })
+		wg.Go(func() { m.pool.Close(ctx) })
 	}
 	for _, s := range sessions {
 		wg.Go(func() { s.end(ctx) })

@@ -16,7 +16,7 @@
 //  2. Session.mu;
 //  3. Manager.mu, under which the server's callbacks (the park limit,
 //     CountParked's count) take only locks of their own;
-//  4. warmPool.mu;
+//  4. the warm pool's (pool.Pool.mu);
 //  5. the leaves, which take no other lock while held: Session.storeMu,
 //     a session's ports room (ports.Room.mu), a snapshot's, the gate's list of running commands,
 //     Manager.builds.mu, Manager.rootsMu, and a kept workspace's egress
