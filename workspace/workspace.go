@@ -8,6 +8,16 @@
 // ones, and at start-up removes containers left by wink-mcp servers that
 // died, never those of a server that is still running.
 //
+// This package keeps a session's life cycle (create, start, verify, stop,
+// remove, and the gate) and wires the rooms: the parts that own state and
+// a lock of their own live in packages under workspace/, each reaching its
+// session through the functions it is given (its Deps), never by
+// importing workspace:
+//
+//   - workspace/ports: a session's port previews (ports.Room);
+//   - workspace/pool: the warm pool of containers made ahead of need
+//     (pool.Pool).
+//
 // Locks are taken in this order, never against it, so that no two
 // goroutines can each hold a lock the other waits for:
 //
@@ -16,19 +26,25 @@
 //  2. Session.mu;
 //  3. Manager.mu, under which the server's callbacks (the park limit,
 //     CountParked's count) take only locks of their own;
-//  4. the warm pool's (pool.Pool.mu);
+//  4. the warm pool's, pool.Pool.mu (Manager.Session takes an entry under
+//     Manager.mu);
 //  5. the leaves, which take no other lock while held: Session.storeMu,
-//     a session's ports room (ports.Room.mu), a snapshot's, the gate's list of running commands,
-//     Manager.builds.mu, Manager.rootsMu, and a kept workspace's egress
-//     recorder's (then its egress.Meter's).
+//     a session's ports room's (ports.Room.mu: its tunnel is reached
+//     before the lock, through Session.mu), a snapshot's, the gate's list
+//     of running commands, Manager.builds.mu, Manager.rootsMu, and a kept
+//     workspace's egress recorder's (then its egress.Meter's).
 //
 // So a session may reach into the manager (its end retries a failed
 // removal through it), and the manager never waits for a session's lock
 // while it holds its own: what it needs of a session it reads before (a
 // handoff's meter), or from what the session left readable without it (a
-// pooled container's channel). A lock may be tried against the order
-// (TryLock, TryAcquire: the idle reaper and its automatic checkpoint), since
-// a try never waits.
+// pooled container's channel, read by makeWarm under the entry's lock
+// before the pool takes its own). A room never takes a session's lock while it holds its own:
+// what it calls under it (the log, the session's or entry's name) takes
+// none. A lock may be tried against the order (TryLock, TryAcquire: the
+// idle reaper and its automatic checkpoint), since a try never waits. The
+// unit tests run under -race, and lockorder_test.go drives crowds of
+// sessions through the transitions that take more than one of these.
 package workspace
 
 import (
