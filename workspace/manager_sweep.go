@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/workspace/disk"
 )
 
 // Prepare asks the Podman service what every container's creation needs
@@ -84,7 +86,7 @@ func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
 			continue
 		}
 		// A server killed with SIGKILL leaves its sessions' disks mounted.
-		err := unmountUnder(dir)
+		err := disk.UnmountUnder(dir)
 		if err == nil {
 			if err = removeAll(dir); err != nil {
 				err = fmt.Errorf("deleting the directory of a dead instance: %w", err)

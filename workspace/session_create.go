@@ -36,9 +36,9 @@ func (s *Session) mountDiskLocked(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	mount := s.m.disk.mountDisk
+	mount := s.m.disk.Mount
 	if s.kept != nil {
-		mount = s.m.disk.mountKeptDisk
+		mount = s.m.disk.MountKept
 	}
 	if err := mount(ctx, s.diskFile, s.dir, size); err != nil {
 		return err

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/workspace/disk"
 )
 
 // unmountDiskLocked unmounts the session's filesystem, keeping its image
@@ -13,7 +15,7 @@ func (s *Session) unmountDiskLocked() bool {
 	if !s.disk {
 		return true
 	}
-	if err := unmountDisk(s.dir); err != nil {
+	if err := disk.Unmount(s.dir); err != nil {
 		s.m.log.Warn("unmounting session disk", "session", s.hash(), "err", err)
 		return false
 	}
