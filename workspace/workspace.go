@@ -16,7 +16,9 @@
 //
 //   - workspace/ports: a session's port previews (ports.Room);
 //   - workspace/pool: the warm pool of containers made ahead of need
-//     (pool.Pool).
+//     (pool.Pool);
+//   - workspace/disk: a session directory's own filesystem, a loop-mounted
+//     ext4 image (no state and no lock: called under Session.mu).
 //
 // Locks are taken in this order, never against it, so that no two
 // goroutines can each hold a lock the other waits for:
