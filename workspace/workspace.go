@@ -18,7 +18,10 @@
 //   - workspace/pool: the warm pool of containers made ahead of need
 //     (pool.Pool);
 //   - workspace/disk: a session directory's own filesystem, a loop-mounted
-//     ext4 image (no state and no lock: called under Session.mu).
+//     ext4 image (no state and no lock: a session's own disk is mounted
+//     and unmounted under Session.mu);
+//   - workspace/egressrecord: a kept workspace's egress count, kept in its
+//     record while a session has it (egressrecord.Recorder).
 //
 // Locks are taken in this order, never against it, so that no two
 // goroutines can each hold a lock the other waits for:
@@ -34,7 +37,8 @@
 //     a session's ports room's (ports.Room.mu: its tunnel is reached
 //     before the lock, through Session.mu), a snapshot's, the gate's list
 //     of running commands, Manager.builds.mu, Manager.rootsMu, and a kept
-//     workspace's egress recorder's (then its egress.Meter's).
+//     workspace's egress recorder's (egressrecord.Recorder.mu, then its
+//     egress.Meter's).
 //
 // So a session may reach into the manager (its end retries a failed
 // removal through it), and the manager never waits for a session's lock
