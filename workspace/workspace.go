@@ -21,7 +21,9 @@
 //     ext4 image (no state and no lock: a session's own disk is mounted
 //     and unmounted under Session.mu);
 //   - workspace/egressrecord: a kept workspace's egress count, kept in its
-//     record while a session has it (egressrecord.Recorder).
+//     record while a session has it (egressrecord.Recorder);
+//   - workspace/capture: a checkpoint's snapshot of /workspace, read
+//     through the agent into the store (capture.State), under the gate.
 //
 // Locks are taken in this order, never against it, so that no two
 // goroutines can each hold a lock the other waits for:
@@ -35,8 +37,9 @@
 //     Manager.mu);
 //  5. the leaves, which take no other lock while held: Session.storeMu,
 //     a session's ports room's (ports.Room.mu: its tunnel is reached
-//     before the lock, through Session.mu), a snapshot's, the gate's list
-//     of running commands, Manager.builds.mu, Manager.rootsMu, and a kept
+//     before the lock, through Session.mu), a snapshot's (the touched
+//     files'), a capture's index (capture.State.mu), the gate's list of
+//     running commands, Manager.builds.mu, Manager.rootsMu, and a kept
 //     workspace's egress recorder's (egressrecord.Recorder.mu, then its
 //     egress.Meter's).
 //
