@@ -218,7 +218,7 @@ func (s *Session) autoCheckpointLocked(ctx context.Context, why string) {
 // anything: the session wrote through a tool or ran a command, or already
 // has checkpoints.
 func (s *Session) hasCheckpointsOrFiles() bool {
-	return len(s.touched.list()) > 0 || s.ranCommands.Load() || s.hasCheckpoints()
+	return len(s.touched.List()) > 0 || s.ranCommands.Load() || s.hasCheckpoints()
 }
 
 // hasCheckpoints says whether the workspace has checkpoints.

@@ -86,7 +86,7 @@ func (s *Session) Restore(ctx context.Context, id string) (RestoreResult, error)
 	s.pruneAuto(st, target.ID)
 	res.Removed, res.Written, res.Unchanged = counts.Removed, counts.Written, counts.Unchanged
 	res.Duration = time.Since(start)
-	s.m.changed(ctx, s.id(), s.touched.paths()...)
+	s.m.changed(ctx, s.id(), s.touched.Paths()...)
 	s.m.log.Info("workspace restored", "event", "restore", "session", s.hash(), "checkpoint", id, "before", res.Before.ID,
 		"stopped_commands", res.StoppedCommands, "stopped_jobs", res.StoppedJobs, "removed", res.Removed, "written", res.Written, "unchanged", res.Unchanged,
 		"duration_ms", res.Duration.Milliseconds())

@@ -17,6 +17,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/workspace/ports"
+	"github.com/wink-mcp/wink-mcp/workspace/touched"
 )
 
 // Session is one MCP session's workspace. It implements Workspace. The
@@ -111,7 +112,7 @@ type Session struct {
 	// end and its idle clean-up ask the agent about running jobs.
 	jobsStarted atomic.Bool
 
-	touched snapshot // files the tools and commands wrote, edited or removed
+	touched touched.Snapshot // files the tools and commands wrote, edited or removed
 	// watchStatus is the latest status of the agent's watch.
 	watchStatus atomic.Pointer[wire.WatchStatus]
 
@@ -237,7 +238,7 @@ func (s *Session) Reset(ctx context.Context) (ContainerInfo, error) {
 			return s.infoLocked(), fmt.Errorf("deleting the workspace files: %w", err)
 		}
 	}
-	s.touched.reset()
+	s.touched.Reset()
 	if had {
 		logEvent(s.m.log, EventRemoved, s, start, "reason", "reset")
 	}

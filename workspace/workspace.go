@@ -23,7 +23,9 @@
 //   - workspace/egressrecord: a kept workspace's egress count, kept in its
 //     record while a session has it (egressrecord.Recorder);
 //   - workspace/capture: a checkpoint's snapshot of /workspace, read
-//     through the agent into the store (capture.State), under the gate.
+//     through the agent into the store (capture.State), under the gate;
+//   - workspace/touched: the files a session's tools and commands
+//     touched (touched.Snapshot).
 //
 // Locks are taken in this order, never against it, so that no two
 // goroutines can each hold a lock the other waits for:
@@ -37,11 +39,11 @@
 //     Manager.mu);
 //  5. the leaves, which take no other lock while held: Session.storeMu,
 //     a session's ports room's (ports.Room.mu: its tunnel is reached
-//     before the lock, through Session.mu), a snapshot's (the touched
-//     files'), a capture's index (capture.State.mu), the gate's list of
-//     running commands, Manager.builds.mu, Manager.rootsMu, and a kept
-//     workspace's egress recorder's (egressrecord.Recorder.mu, then its
-//     egress.Meter's).
+//     before the lock, through Session.mu), the touched files' record
+//     (touched.Snapshot.mu), a capture's index (capture.State.mu), the
+//     gate's list of running commands, Manager.builds.mu,
+//     Manager.rootsMu, and a kept workspace's egress recorder's
+//     (egressrecord.Recorder.mu, then its egress.Meter's).
 //
 // So a session may reach into the manager (its end retries a failed
 // removal through it), and the manager never waits for a session's lock
