@@ -41,8 +41,10 @@
 //     a session's ports room's (ports.Room.mu: its tunnel is reached
 //     before the lock, through Session.mu), the touched files' record
 //     (touched.Snapshot.mu), a capture's index (capture.State.mu), the
-//     gate's list of running commands, Manager.builds.mu,
-//     Manager.rootsMu, and a kept workspace's egress recorder's
+//     gate's list of running commands, Manager.builds.mu, a build's
+//     status line (build.status), Manager.known's, Manager.rootsMu, a
+//     setup's refusals (setupRefusals.mu), a progress relay's
+//     (latestOnly), and a kept workspace's egress recorder's
 //     (egressrecord.Recorder.mu, then its egress.Meter's).
 //
 // So a session may reach into the manager (its end retries a failed
