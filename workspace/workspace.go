@@ -11,8 +11,8 @@
 // This package keeps a session's life cycle (create, start, verify, stop,
 // remove, and the gate) and wires the rooms: the parts that own state and
 // a lock of their own live in packages under workspace/, each reaching its
-// session through the functions it is given (its Deps), never by
-// importing workspace:
+// session only through what it is given (a Deps of functions, or its
+// arguments), never by importing workspace:
 //
 //   - workspace/ports: a session's port previews (ports.Room);
 //   - workspace/pool: the warm pool of containers made ahead of need
@@ -52,12 +52,13 @@
 // while it holds its own: what it needs of a session it reads before (a
 // handoff's meter), or from what the session left readable without it (a
 // pooled container's channel, read by makeWarm under the entry's lock
-// before the pool takes its own). A room never takes a session's lock while it holds its own:
-// what it calls under it (the log, the session's or entry's name) takes
-// none. A lock may be tried against the order (TryLock, TryAcquire: the
-// idle reaper and its automatic checkpoint), since a try never waits. The
-// unit tests run under -race, and lockorder_test.go drives crowds of
-// sessions through the transitions that take more than one of these.
+// before the pool takes its own). A room never takes a session's lock
+// while it holds its own: what it calls under it (the log, the session's
+// or entry's name) takes none. A lock may be tried against the order
+// (TryLock, TryAcquire: the idle reaper and its automatic checkpoint),
+// since a try never waits. The unit tests run under -race, and
+// lockorder_test.go drives crowds of sessions through the transitions
+// that take more than one of these.
 package workspace
 
 import (
