@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -132,21 +131,21 @@ func (s *Session) saveWith(ctx context.Context, client *wire.Client, st *checkpo
 	if err != nil {
 		return Checkpoint{}, nil, fmt.Errorf("saving a checkpoint: %w", err)
 	}
-	meta.Root, meta.Files, meta.Dirs, meta.Symlinks, meta.Fifos = snap.root, snap.files, snap.dirs, snap.symlinks, snap.fifos
-	meta.Bytes, meta.Added, meta.Skipped = snap.bytes, snap.build.Added(), snap.skipped
+	meta.Root, meta.Files, meta.Dirs, meta.Symlinks, meta.Fifos = snap.Root, snap.Files, snap.Dirs, snap.Symlinks, snap.Fifos
+	meta.Bytes, meta.Added, meta.Skipped = snap.Bytes, snap.Build.Added(), snap.Skipped
 	cp, err := st.Commit(meta)
 	if err != nil {
-		snap.abort()
+		snap.Abort()
 		return Checkpoint{}, nil, err
 	}
-	snap.done()
+	snap.Done()
 	snap.steps.done("commit")
-	s.saveIndex(snap.index)
+	s.saveIndex(snap.Index)
 	snap.steps.done("index")
 	s.m.log.Info("workspace checkpoint", "event", "checkpoint", "session", s.hash(), "checkpoint", cp.ID, "auto", cp.Auto,
-		"files", cp.Files, "bytes", cp.Bytes, "added_bytes", cp.Added, "fetched_files", snap.fetched, "duration_ms", time.Since(start).Milliseconds(),
+		"files", cp.Files, "bytes", cp.Bytes, "added_bytes", cp.Added, "fetched_files", snap.Fetched, "duration_ms", time.Since(start).Milliseconds(),
 		"steps", snap.steps.String())
-	return cp, snap.entries, nil
+	return cp, snap.Entries, nil
 }
 
 // saveIndex keeps idx as the files' last known state.
@@ -219,7 +218,7 @@ func (s *Session) autoCheckpointLocked(ctx context.Context, why string) {
 // anything: the session wrote through a tool or ran a command, or already
 // has checkpoints.
 func (s *Session) hasCheckpointsOrFiles() bool {
-	return len(s.touched.list()) > 0 || s.ranCommands.Load() || s.hasCheckpoints()
+	return len(s.touched.List()) > 0 || s.ranCommands.Load() || s.hasCheckpoints()
 }
 
 // hasCheckpoints says whether the workspace has checkpoints.
@@ -236,15 +235,4 @@ func (s *Session) skipPaths() []string {
 		return *p
 	}
 	return nil
-}
-
-// checkpointError names a checkpoint error for the model.
-func checkpointError(err error) error {
-	if errors.Is(err, checkpoints.ErrDiskFull) {
-		return fmt.Errorf("%w; deleting checkpoints you no longer need (workspace_checkpoint_delete) frees space there too", err)
-	}
-	if errors.Is(err, checkpoints.ErrOverCap) {
-		return fmt.Errorf("%w; delete checkpoints you no longer need (workspace_checkpoint_delete), or start the server with a larger --checkpoint-limit", err)
-	}
-	return err
 }

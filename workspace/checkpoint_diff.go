@@ -75,9 +75,9 @@ func (s *Session) snapshotNow(ctx context.Context, st *checkpoints.Store) (root 
 	if err != nil {
 		return "", nil, err
 	}
-	defer snap.done()
-	s.saveIndex(snap.index)
-	return snap.root, st.Pin(snap.root), nil
+	defer snap.Done()
+	s.saveIndex(snap.Index)
+	return snap.Root, st.Pin(snap.Root), nil
 }
 
 // differingNames lists the names in the directory at rel of two trees

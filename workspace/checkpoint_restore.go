@@ -41,7 +41,7 @@ func (s *Session) Restore(ctx context.Context, id string) (RestoreResult, error)
 		if err != nil {
 			return RestoreResult{}, refused(id, "nothing changed (no command or job was stopped)", err)
 		}
-		endPreflight = sync.OnceFunc(pre.done)
+		endPreflight = sync.OnceFunc(pre.Done)
 		defer endPreflight()
 	}
 	unlock, stopped, err := s.gate.lockAll(ctx)
@@ -86,7 +86,7 @@ func (s *Session) Restore(ctx context.Context, id string) (RestoreResult, error)
 	s.pruneAuto(st, target.ID)
 	res.Removed, res.Written, res.Unchanged = counts.Removed, counts.Written, counts.Unchanged
 	res.Duration = time.Since(start)
-	s.m.changed(ctx, s.id(), s.touched.paths()...)
+	s.m.changed(ctx, s.id(), s.touched.Paths()...)
 	s.m.log.Info("workspace restored", "event", "restore", "session", s.hash(), "checkpoint", id, "before", res.Before.ID,
 		"stopped_commands", res.StoppedCommands, "stopped_jobs", res.StoppedJobs, "removed", res.Removed, "written", res.Written, "unchanged", res.Unchanged,
 		"duration_ms", res.Duration.Milliseconds())
@@ -123,9 +123,9 @@ func (s *Session) preflightRestore(ctx context.Context, client *wire.Client, st 
 	if err != nil {
 		return nil, fmt.Errorf("the checkpoint of the current state, which would undo the restore, cannot be saved: %w", err)
 	}
-	s.saveIndex(snap.index)
-	if _, _, err := s.planTo(ctx, client, st, target.Root, snap.entries); err != nil {
-		snap.done()
+	s.saveIndex(snap.Index)
+	if _, _, err := s.planTo(ctx, client, st, target.Root, snap.Entries); err != nil {
+		snap.Done()
 		return nil, err
 	}
 	return snap, nil

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
+	"github.com/wink-mcp/wink-mcp/workspace/capture"
 )
 
 // treeState describes every entry under dir as the host sees it: kind,
@@ -149,7 +150,7 @@ func TestCheckpointStoresOnlyWhatChanged(t *testing.T) {
 	echo(t, s, "sh", "-c", `for d in 1 2 3 4 5; do mkdir d$d; for f in 1 2 3 4 5 6 7 8 9 10; do head -c 2000 /dev/urandom > d$d/f$f; done; done`)
 	// Files changed within a clock tick of a checkpoint are read again by
 	// the next; let these age past that window.
-	time.Sleep(racyWindow + 100*time.Millisecond)
+	time.Sleep(capture.RacyWindow + 100*time.Millisecond)
 	first, err := s.Checkpoint(ctx, "")
 	if err != nil {
 		t.Fatal(err)

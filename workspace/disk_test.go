@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wink-mcp/wink-mcp/workspace/disk"
 )
 
 // needRoot skips a test that mounts filesystems when not root, except in
@@ -63,7 +65,7 @@ func TestDiskLimitIsEnforcedByTheKernel(t *testing.T) {
 			t.Errorf("%s left after the session ended: %v", p, err)
 		}
 	}
-	if points, _ := mountPoints(); strings.Contains(strings.Join(points, "\n"), m.inst.dir) {
+	if points, _ := disk.MountPoints(); strings.Contains(strings.Join(points, "\n"), m.inst.dir) {
 		t.Errorf("a session filesystem is still mounted under %s", m.inst.dir)
 	}
 }
@@ -96,15 +98,7 @@ func TestSweepUnmountsTheDisksOfADeadInstance(t *testing.T) {
 	if _, err := os.Stat(dead.inst.dir); !os.IsNotExist(err) {
 		t.Errorf("dead instance's directory left: %v", err)
 	}
-	if points, _ := mountPoints(); strings.Contains(strings.Join(points, "\n"), dead.inst.dir) {
+	if points, _ := disk.MountPoints(); strings.Contains(strings.Join(points, "\n"), dead.inst.dir) {
 		t.Errorf("a dead instance's session filesystem is still mounted")
-	}
-}
-
-func TestUnescapeMountinfo(t *testing.T) {
-	for in, want := range map[string]string{`/a\040b`: "/a b", `/plain`: "/plain", `/t\011x\134`: "/t\tx\\", `/bad\0`: `/bad\0`} {
-		if got := unescapeMountinfo(in); got != want {
-			t.Errorf("unescapeMountinfo(%q) = %q, want %q", in, got, want)
-		}
 	}
 }

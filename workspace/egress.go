@@ -24,7 +24,7 @@ func (s *Session) useMeter(mt *egress.Meter) {
 		s.proxy.SetMeter(mt)
 	}
 	if s.kept != nil && s.kept.egress != nil {
-		s.kept.egress.follow(mt)
+		s.kept.egress.Follow(mt)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/changes"
+	"github.com/wink-mcp/wink-mcp/workspace/disk"
 )
 
 // SessionRecord is a session directory found under a cache directory.
@@ -46,7 +47,7 @@ func FindSessions(cacheDir string) (records []SessionRecord, release func(), err
 	mounted, failed := mountKeptDisks(cacheDir)
 	release = func() {
 		for _, dir := range mounted {
-			_ = unmountDisk(dir)
+			_ = disk.Unmount(dir)
 		}
 	}
 	records, err = findSessions(cacheDir)

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/wink-mcp/wink-mcp/workspace/disk"
 )
 
 // OpenKept makes the files of the kept workspace name readable for an
@@ -40,7 +42,7 @@ func OpenKept(cacheDir, name string) (rec SessionRecord, release func(), err err
 		lock.Close()
 		return SessionRecord{}, nil, fmt.Errorf("locking workspace %s: %w", name, err)
 	default:
-		unmount, err := mountForExport(k.diskImage(), k.sessionDir())
+		unmount, err := disk.MountForExport(k.diskImage(), k.sessionDir())
 		if err != nil {
 			rec.Err = err
 			return rec, release, nil

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/workspace/disk"
 )
 
 // recoverExports exports the changes of the sessions of a dead instance
@@ -34,7 +36,7 @@ func (m *Manager) recoverExport(ctx context.Context, instanceDir, marker string)
 	}
 	key := strings.TrimSuffix(filepath.Base(marker), ".json")
 	dir := filepath.Join(instanceDir, sessionsDir, key)
-	release, err := mountForExport(filepath.Join(instanceDir, disksDir, key+".img"), dir)
+	release, err := disk.MountForExport(filepath.Join(instanceDir, disksDir, key+".img"), dir)
 	if err != nil {
 		m.log.Error("the changes of a session whose server died cannot be read; its files are kept", "session", p.Session, "kept_in", dir, "err", err)
 		return false

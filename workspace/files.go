@@ -156,7 +156,7 @@ func (s *Session) Grep(ctx context.Context, req GrepRequest) (GrepResult, error)
 func (s *Session) Remove(ctx context.Context, path string) (RemoveResult, error) {
 	r, err := call[RemoveResult](ctx, s, wire.OpRemove, wire.PathArgs{Path: path})
 	if err == nil {
-		s.m.changed(ctx, s.id(), s.touched.removed(r.Path, r.Seq)...)
+		s.m.changed(ctx, s.id(), s.touched.Removed(r.Path, r.Seq)...)
 	}
 	return r, err
 }
@@ -191,11 +191,11 @@ func (s *Session) ReadWhole(ctx context.Context, path string) (string, error) {
 // wrote records a write (the agent's change seq) in the snapshot, tells the
 // change listener, and returns the file's new version.
 func (s *Session) wrote(ctx context.Context, path string, size, seq int64) int {
-	v := s.touched.wrote(path, size, seq)
+	v := s.touched.Wrote(path, size, seq)
 	s.m.changed(ctx, s.id(), path)
 	return v
 }
 
 // Snapshot lists the files this session's tools and commands wrote,
 // edited or removed.
-func (s *Session) Snapshot() []TouchedFile { return s.touched.list() }
+func (s *Session) Snapshot() []TouchedFile { return s.touched.List() }

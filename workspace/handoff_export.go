@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/workspace/disk"
 )
 
 // A workspace a handoff made is still its giving session's own
@@ -81,7 +83,7 @@ func (m *Manager) exportKept(ctx context.Context, root, name string) bool {
 		return false
 	}
 	dir := filepath.Join(root, keptSessionDir)
-	release, err := mountForExport(filepath.Join(root, keptDiskImage), dir)
+	release, err := disk.MountForExport(filepath.Join(root, keptDiskImage), dir)
 	if err != nil {
 		m.log.Error("a handed-over workspace's changes cannot be read; it is kept", "workspace", name, "kept_in", root, "err", err)
 		return false

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
+	"github.com/wink-mcp/wink-mcp/workspace/disk"
 )
 
 // KeptWorkspace describes a kept workspace found under a cache directory.
@@ -119,7 +120,7 @@ func RemoveKept(cacheDir, name string) error {
 // caller holds (or which has none).
 func removeKeptFiles(root, name string) error {
 	// A process killed while it owned the workspace left its disk mounted.
-	if err := unmountUnder(root); err != nil {
+	if err := disk.UnmountUnder(root); err != nil {
 		return err
 	}
 	if err := removeAll(root); err != nil {

@@ -39,9 +39,7 @@ func within(t *testing.T, what string, f func()) bool {
 func TestManagerNeverWaitsForASessionLock(t *testing.T) {
 	m, _, _ := newTestManager(t, func(c *Config) { c.Warm = 1 })
 	waitFor(t, "a full pool", func() bool { return len(readyEntries(m.pool)) == 1 })
-	m.pool.mu.Lock()
-	e := m.pool.ready[0].s
-	m.pool.mu.Unlock()
+	e := m.pool.Ready()[0]
 
 	e.mu.Lock()
 	var got *Session

@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"context"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -192,7 +191,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 	delete(m.options, id)
 	var s *Session
 	if m.pool != nil && profile == m.defaultProfile() {
-		s = m.pool.take() // pooled containers run the default profile
+		s = m.pool.Take() // pooled containers run the default profile
 	}
 	if s != nil {
 		s.serve(id, hash)
@@ -273,6 +272,7 @@ func (m *Manager) newSession(id, key string) *Session {
 	s := &Session{m: m, key: key, name: containerName(m.cfg.NamePrefix, key), dir: m.inst.sessionDir(key),
 		diskFile: filepath.Join(m.inst.dir, disksDir, key+".img"), gate: newGate(), storeDir: m.inst.storeDir(key)}
 	s.life, s.endLife = context.WithCancel(context.Background())
+	s.ports = s.newPorts()
 	s.lastUsed.Store(time.Now().UnixNano())
 	s.opened = time.Now()
 	s.serve(id, key)
@@ -363,7 +363,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.builds.wg.Wait()
 	var wg sync.WaitGroup
 	if m.pool != nil {
-		wg.Go(func() { m.pool.close(ctx) })
+		wg.Go(func() { m.pool.Close(ctx) })
 	}
 	for _, s := range sessions {
 		wg.Go(func() { s.end(ctx) })
@@ -392,243 +392,4 @@ var ErrChangesKept = errors.New("changes not exported yet are kept")
 // call while the server shuts down.
 func (m *Manager) KeptForExport() []string {
 	return append(keptForExport(m.cfg.CacheDir, m.inst.dir), handedOverKept(m.cfg.CacheDir)...)
-}
-
-// Prepare asks the Podman service what every container's creation needs
-// from it once per process (the host's facts, and the image, pulled if it
-// is missing), so that the first call does not wait for it. The server
-// calls it in the background as it starts; an error is also the first
-// call's, which reports it.
-func (m *Manager) Prepare(ctx context.Context) error {
-	host, err := m.eng.SettledHost(ctx)
-	if err != nil {
-		return err
-	}
-	if u := unenforced(host); u.Limits != "" {
-		if m.cfg.AllowUnenforcedLimits {
-			m.log.Warn("RESOURCE LIMITS ARE NOT ENFORCED: --allow-unenforced-limits runs containers without a "+u.Limits+" limit",
-				"why", u.Why, "fix", u.Fix)
-		} else {
-			m.log.Error("every container will be refused", "err", limitsError(host, false))
-		}
-	}
-	_, err = m.ensureImage(ctx)
-	return err
-}
-
-// ensureImage returns the image new containers use, pulled if need be; a
-// server without Config.Image logs the one it chose when the choice
-// changes (the local image built or removed while it runs).
-func (m *Manager) ensureImage(ctx context.Context) (string, error) {
-	image, err := m.eng.EnsureImage(ctx, m.cfg.ImageChoices())
-	if err != nil {
-		return image, withImageRemedy(err)
-	}
-	if m.known.set("", image) != image && m.cfg.Image == "" {
-		m.log.Info("image chosen", "image", image, "choices", m.cfg.ImageChoices())
-	}
-	return image, nil
-}
-
-// SweepOrphans removes the containers, and the session directories under
-// this cache directory, of wink-mcp instances that are no longer running. It
-// returns how many containers it removed.
-func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
-	found, err := m.eng.List(ctx, LabelManaged)
-	if err != nil {
-		return 0, err
-	}
-	removed := 0
-	var errs []error
-	for _, c := range found {
-		if !isOrphan(c.Labels, m.inst, probeLock) {
-			continue
-		}
-		start := time.Now()
-		if err := m.discard(ctx, c.Name); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		removed++
-		m.log.Info("workspace "+EventOrphanRemoved, "event", EventOrphanRemoved, "container", c.Name,
-			"session", c.Labels[LabelSession], "instance", c.Labels[LabelInstance], "duration_ms", time.Since(start).Milliseconds())
-	}
-	if err := m.sweepHandedOver(ctx); err != nil {
-		errs = append(errs, err)
-	}
-	for _, dead := range deadInstanceDirs(m.cfg.CacheDir, m.inst) {
-		dir := dead.dir
-		awaitExitingHolder(filepath.Join(dir, lockFile), m.log) // dead, but still exiting: its lock goes with its last thread
-		unlock, ok := lockInstance(dir)
-		if !ok {
-			continue // another server sweeps it
-		}
-		// Sessions whose changes were never exported are exported first;
-		// those that cannot be stay, files and all.
-		if m.recoverExports(ctx, dir) > 0 || dead.kept {
-			unlock()
-			continue
-		}
-		// A server killed with SIGKILL leaves its sessions' disks mounted.
-		err := unmountUnder(dir)
-		if err == nil {
-			if err = removeAll(dir); err != nil {
-				err = fmt.Errorf("deleting the directory of a dead instance: %w", err)
-			}
-		}
-		unlock()
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		m.log.Info("deleted the directory of a dead instance", "dir", dir)
-	}
-	return removed, errors.Join(errs...)
-}
-
-// discard removes a container and its workspace volume, if it has one.
-func (m *Manager) discard(ctx context.Context, name string) error {
-	if err := m.eng.Remove(ctx, name); err != nil {
-		return err
-	}
-	if !m.cfg.FilesOnPodmanHost {
-		return nil
-	}
-	return m.eng.RemoveWorkspace(ctx, name)
-}
-
-// reapIdle removes the containers of idle sessions until ctx is done.
-func (m *Manager) reapIdle(ctx context.Context) {
-	defer close(m.reaperDone)
-	tick := time.NewTicker(min(max(m.cfg.IdleTimeout/4, 50*time.Millisecond), 30*time.Second))
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		m.mu.Lock()
-		sessions := make([]*Session, 0, len(m.sessions))
-		for _, s := range m.sessions {
-			sessions = append(sessions, s)
-		}
-		m.mu.Unlock()
-		for _, s := range sessions {
-			rmCtx, cancel := context.WithTimeout(ctx, m.cfg.APITimeout)
-			s.cleanupIfIdle(rmCtx, m.cfg.IdleTimeout)
-			cancel()
-		}
-	}
-}
-
-// spec describes the container of session s, run as user.
-func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bool) engine.Spec {
-	spec := engine.Spec{
-		SELinux:     host.SELinux,
-		Name:        s.name,
-		Image:       s.image,
-		Labels:      s.labels(),
-		User:        user,
-		KeepID:      keepID,
-		Root:        Root,
-		AgentBinary: m.agentBinary,
-		Limits:      s.limits(),
-		Unlimited:   host.Unlimitable,
-		Env:         s.containerEnv(),
-	}
-	if m.cfg.FilesOnPodmanHost {
-		spec.WorkspaceVolume, spec.CopyAgent = s.name, true
-	} else {
-		spec.WorkspaceDir = s.workspaceDir()
-	}
-	if s.setupBase != "" {
-		setupSpec(&spec, s)
-	}
-	for _, mt := range s.mounts {
-		if mt.Mode == MountCopy {
-			continue
-		}
-		source := mt.HostPath
-		if mt.Mode == MountOverlay {
-			source = mt.lower() // see makeOverlayDirs
-		}
-		spec.Mounts = append(spec.Mounts, engine.Mount{Source: source, Destination: Root + "/" + mt.Path,
-			ReadOnly: mt.Mode == MountReadOnly, Upper: mt.upper(), Work: mt.work()})
-	}
-	return spec
-}
-
-// identity returns the user the containers run as, and whether they need
-// a keep-id user namespace: rootless Podman maps the host user to root in
-// the container unless told to keep it, and then the files of mounted
-// folders, owned by the host user, would not be the container user's.
-func (m *Manager) identity(rootless bool, s *Session) (user string, keepID bool) {
-	keepID = rootless && len(s.mounts) > 0
-	switch {
-	case s.setupBase != "":
-		return "0:0", false
-	case m.cfg.User != "":
-		return m.cfg.User, keepID
-	case keepID:
-		return fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid()), true
-	case s.rootsOwner != "":
-		return s.rootsOwner, false
-	case s.mountPlan().owner != "":
-		return s.mountPlan().owner, false
-	}
-	return DefaultUser, false
-}
-
-// prepareWorkspaceDir creates the directory mounted at /workspace, owned by
-// the container's user. Without root, ownership cannot be given away, so the
-// directory is made writable by all; its parents stay private (0700).
-func (m *Manager) prepareWorkspaceDir(dir, user string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("creating the workspace directory: %w", err)
-	}
-	uid, gid := parseUser(user)
-	if os.Geteuid() == 0 {
-		if err := os.Chown(dir, uid, gid); err != nil {
-			return fmt.Errorf("giving the workspace directory to %s: %w", user, err)
-		}
-		return nil
-	}
-	if err := os.Chmod(dir, 0o777); err != nil {
-		return fmt.Errorf("opening the workspace directory to the container user: %w", err)
-	}
-	return nil
-}
-
-// ResolveAgentBinary returns the absolute path of the binary to mount as
-// each container's init, and checks that it is statically linked: an image
-// need not have the host's libc, or any libc.
-func ResolveAgentBinary(path string) (string, error) {
-	if path == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return "", fmt.Errorf("finding the wink-mcp binary: %w", err)
-		}
-		path = exe
-	}
-	path, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return "", fmt.Errorf("resolving the agent binary: %w", err)
-	}
-	path, err = filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	f, err := elf.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("reading the agent binary %s: %w", path, err)
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return "", fmt.Errorf("the agent binary %s is dynamically linked, so it cannot run in images without the host's libc; "+
-				"build it with CGO_ENABLED=0 (`make build`, or see the README's install command)", path)
-		}
-	}
-	return path, nil
 }

@@ -7,15 +7,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/workspace/pool"
 )
 
 // readyEntries returns the pool's ready entries' container names.
 func readyEntries(p *warmPool) []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	var names []string
-	for _, e := range p.ready {
-		names = append(names, e.s.name)
+	for _, e := range p.Ready() {
+		names = append(names, e.name)
 	}
 	return names
 }
@@ -54,9 +54,7 @@ func TestPoolNeverHandsOutAContainerThatDiedWhileWaiting(t *testing.T) {
 	waitFor(t, "a full pool", func() bool { return len(readyEntries(m.pool)) == 1 })
 	dead := readyEntries(m.pool)[0]
 	eng.kill(dead)
-	m.pool.mu.Lock()
-	e := m.pool.ready[0].s
-	m.pool.mu.Unlock()
+	e := m.pool.Ready()[0]
 	waitChannelEnd(t, e)
 	s, _ := m.Session("s")
 	if s.name == dead {
@@ -99,11 +97,9 @@ func TestCloseRemovesThePool(t *testing.T) {
 	m, eng, _ := newTestManager(t, func(c *Config) { c.Warm = 3 })
 	waitFor(t, "a full pool", func() bool { return len(readyEntries(m.pool)) == 3 })
 	dirs := []string{}
-	m.pool.mu.Lock()
-	for _, e := range m.pool.ready {
-		dirs = append(dirs, e.s.dir)
+	for _, e := range m.pool.Ready() {
+		dirs = append(dirs, e.dir)
 	}
-	m.pool.mu.Unlock()
 	if err := m.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +121,7 @@ func TestPoolThatCannotMakeContainersClosesCleanly(t *testing.T) {
 	eng.mu.Unlock()
 	// Two rounds of failures: more than one round's worth of them at once.
 	waitFor(t, "two rounds of failures", func() bool {
-		return logs.count("making a pooled container failed") >= 2*warmParallel
+		return logs.count("making a pooled container failed") >= 2*pool.Parallel
 	})
 	done := make(chan error, 1)
 	go func() { done <- m.Close(ctx) }()

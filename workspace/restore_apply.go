@@ -10,6 +10,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
 	"github.com/wink-mcp/wink-mcp/wire"
+	"github.com/wink-mcp/wink-mcp/workspace/capture"
 )
 
 // maxApplySteps bounds the steps of one OpApply request.
@@ -25,7 +26,7 @@ type restoreCounts struct{ Removed, Written, Unchanged int }
 func (s *Session) restoreTo(ctx context.Context, client *wire.Client, st *checkpoints.Store, root string, current []wire.ScanEntry) (restoreCounts, error) {
 	if current == nil {
 		var err error
-		if current, _, err = s.scanAll(ctx, client); err != nil {
+		if current, _, err = capture.ScanAll(ctx, client, s.skipPaths()); err != nil {
 			return restoreCounts{}, err
 		}
 	}
@@ -67,7 +68,7 @@ func (s *Session) applyTo(ctx context.Context, client *wire.Client, st *checkpoi
 	if err := s.applyPlan(ctx, client, st, p.steps); err != nil {
 		return p.counts, err
 	}
-	after, started, err := s.scanAll(ctx, client)
+	after, started, err := capture.ScanAll(ctx, client, s.skipPaths())
 	if err != nil {
 		return p.counts, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
 	"github.com/wink-mcp/wink-mcp/wire"
+	"github.com/wink-mcp/wink-mcp/workspace/capture"
 )
 
 // treeEntry is one entry of a checkpoint, at its workspace path.
@@ -188,7 +189,7 @@ func (p *restorePlan) step(s wire.ApplyStep) { p.steps = append(p.steps, planSte
 // holds t's content.
 func keeps(idx checkpoints.Index, path string, t checkpoints.Entry, c wire.ScanEntry) bool {
 	k, ok := idx[path]
-	return ok && k.Hash == t.Hash && k.Stat == statOf(c)
+	return ok && k.Hash == t.Hash && k.Stat == capture.StatOf(c)
 }
 
 // underRemoved reports whether a directory above path was removed.
@@ -231,16 +232,16 @@ func matches(after []wire.ScanEntry, target []treeEntry) error {
 
 // indexAfterRestore is the index of a workspace just restored to target:
 // every file's content is the checkpoint's, and its state the scan's,
-// except files changed within racyWindow of the scan, which are read again
+// except files changed within capture.RacyWindow of the scan, which are read again
 // by the next checkpoint.
 func indexAfterRestore(after []wire.ScanEntry, target []treeEntry, started int64) checkpoints.Index {
 	idx := checkpoints.Index{}
-	window := racyWindow.Nanoseconds()
+	window := capture.RacyWindow.Nanoseconds()
 	for i, a := range after {
 		if a.Kind != wire.KindFile || a.Ctime >= started-window || a.Mtime >= started-window {
 			continue
 		}
-		idx[a.Path.String()] = checkpoints.Known{Stat: statOf(a), Hash: target[i].Hash}
+		idx[a.Path.String()] = checkpoints.Known{Stat: capture.StatOf(a), Hash: target[i].Hash}
 	}
 	return idx
 }

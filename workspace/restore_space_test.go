@@ -8,6 +8,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
 	"github.com/wink-mcp/wink-mcp/wire"
+	"github.com/wink-mcp/wink-mcp/workspace/capture"
 )
 
 // TestPlanSpaceCountsEveryStep counts what a plan takes from a disk of
@@ -25,7 +26,7 @@ func TestPlanSpaceCountsEveryStep(t *testing.T) {
 	target := []treeEntry{entry("kept", checkpoints.KindFile, 100, "k"), entry("new", checkpoints.KindFile, 3_000, "n"),
 		entry("newdir", checkpoints.KindDir, 0, "d"), entry("replaced", checkpoints.KindFile, 8_000, "r")}
 	target[2].Mode = 0o755
-	idx := checkpoints.Index{"kept": {Stat: statOf(current[1]), Hash: "k"}}
+	idx := checkpoints.Index{"kept": {Stat: capture.StatOf(current[1]), Hash: "k"}}
 	for _, tc := range []struct {
 		name           string
 		removeReplaced bool

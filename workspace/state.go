@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/wire"
+	"github.com/wink-mcp/wink-mcp/workspace/disk"
 )
 
 // Container states State reports.
@@ -75,7 +76,7 @@ func (s *Session) State(ctx context.Context) (State, error) {
 		MemoryBytes: l.MemoryBytes, CPUs: l.CPUs, PidsLimit: l.PidsLimit, TmpBytes: l.TmpBytes, DiskBytes: l.DiskBytes,
 		CommandTimeout: info.CommandTimeout, DiskUsedBytes: -1, Egress: s.m.cfg.EgressOn(), EgressMax: s.m.cfg.EgressMaxBytes}
 	if s.disk {
-		st.DiskUsedBytes = diskUsed(s.dir)
+		st.DiskUsedBytes = disk.Used(s.dir)
 	}
 	if s.proxy != nil {
 		st.EgressBytes = s.proxy.Transferred()

@@ -29,7 +29,7 @@ type WatchReport struct {
 // Watching says how completely the workspace is watched for the changes
 // commands make.
 func (s *Session) Watching() WatchReport {
-	r := WatchReport{UnlistedChanges: s.touched.unlistedChanges()}
+	r := WatchReport{UnlistedChanges: s.touched.UnlistedChanges()}
 	if st := s.watchStatus.Load(); st != nil {
 		r.WatchStatus = *st
 	} else {
@@ -90,7 +90,7 @@ func (s *Session) commanded(ctx context.Context, changes []wire.Change) {
 	for i, c := range changes {
 		changes[i] = listable(c)
 	}
-	paths := s.touched.commanded(changes)
+	paths := s.touched.Commanded(changes)
 	if id := s.id(); id != "" {
 		s.m.changed(ctx, id, paths...)
 	}

@@ -9,6 +9,25 @@
 // ones, and at start-up removes containers left by wink-mcp servers that
 // died, never those of a server that is still running.
 //
+// This package keeps a session's life cycle (create, start, verify, stop,
+// remove, and the gate) and wires the rooms: the parts that own state and
+// a lock of their own live in packages under workspace/, each reaching its
+// session only through what it is given (a Deps of functions, or its
+// arguments), never by importing workspace:
+//
+//   - workspace/ports: a session's port previews (ports.Room);
+//   - workspace/pool: the warm pool of containers made ahead of need
+//     (pool.Pool);
+//   - workspace/disk: a session directory's own filesystem, a loop-mounted
+//     ext4 image (no state and no lock: a session's own disk is mounted
+//     and unmounted under Session.mu);
+//   - workspace/egressrecord: a kept workspace's egress count, kept in its
+//     record while a session has it (egressrecord.Recorder);
+//   - workspace/capture: a checkpoint's snapshot of /workspace, read
+//     through the agent into the store (capture.State), under the gate;
+//   - workspace/touched: the files a session's tools and commands
+//     touched (touched.Snapshot).
+//
 // Locks are taken in this order, never against it, so that no two
 // goroutines can each hold a lock the other waits for:
 //
@@ -17,19 +36,30 @@
 //  2. Session.mu;
 //  3. Manager.mu, under which the server's callbacks (the park limit,
 //     CountParked's count) take only locks of their own;
-//  4. warmPool.mu;
+//  4. the warm pool's, pool.Pool.mu (Manager.Session takes an entry under
+//     Manager.mu);
 //  5. the leaves, which take no other lock while held: Session.storeMu,
-//     Session.portsMu, a snapshot's, the gate's list of running commands,
-//     Manager.builds.mu, Manager.rootsMu, and a kept workspace's egress
-//     recorder's (then its egress.Meter's).
+//     a session's ports room's (ports.Room.mu: its tunnel is reached
+//     before the lock, through Session.mu), the touched files' record
+//     (touched.Snapshot.mu), a capture's index (capture.State.mu), the
+//     gate's list of running commands, Manager.builds.mu, a build's
+//     status line (build.status), Manager.known's, Manager.rootsMu, a
+//     setup's refusals (setupRefusals.mu), a progress relay's
+//     (latestOnly), and a kept workspace's egress recorder's
+//     (egressrecord.Recorder.mu, then its egress.Meter's).
 //
 // So a session may reach into the manager (its end retries a failed
 // removal through it), and the manager never waits for a session's lock
 // while it holds its own: what it needs of a session it reads before (a
 // handoff's meter), or from what the session left readable without it (a
-// pooled container's channel). A lock may be tried against the order
-// (TryLock, TryAcquire: the idle reaper and its automatic checkpoint), since
-// a try never waits.
+// pooled container's channel, read by makeWarm under the entry's lock
+// before the pool takes its own). A room never takes a session's lock
+// while it holds its own: what it calls under it (the log, the session's
+// or entry's name) takes none. A lock may be tried against the order
+// (TryLock, TryAcquire: the idle reaper and its automatic checkpoint),
+// since a try never waits. The unit tests run under -race, and
+// lockorder_test.go drives crowds of sessions through the transitions
+// that take more than one of these.
 package workspace
 
 import (

@@ -1,11 +1,21 @@
-package workspace
+// Package ports shows a session's container ports on this machine's
+// loopback: each open port is an HTTP preview that checks a request's Host
+// and Origin and carries it to the container through the session's tunnel.
+//
+// Its one lock, Room.mu, guards the open ports; it is a leaf: the tunnel is
+// reached before it is taken (Open) or without it (a preview's dial), so
+// nothing else is locked while it is held.
+package ports
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +37,38 @@ const (
 
 // ErrTooManyPorts refuses a port past MaxPorts.
 var ErrTooManyPorts = fmt.Errorf("a session may have at most %d ports open; close one first (workspace_port with action close)", MaxPorts)
+
+// ErrClosed refuses a port once the room is closed: the session ended.
+var ErrClosed = errors.New("the session's ports are closed")
+
+// Deps is what the room needs of its session.
+type Deps struct {
+	// Tunnel returns the container's tunnel, starting the container and
+	// opening the tunnel when needed.
+	Tunnel func(ctx context.Context) (*yamux.Session, error)
+	// Life ends when the session does; a preview starts the container
+	// for a connection under it.
+	Life context.Context
+	// Log receives the room's records.
+	Log *slog.Logger
+	// Session is what logs call the session now.
+	Session func() string
+	// Hosts and Origins are the extra Host and Origin values a preview
+	// accepts (Config.PreviewHosts, Config.PreviewOrigins).
+	Hosts, Origins []string
+}
+
+// Room is one session's open ports. It is safe for concurrent use.
+type Room struct {
+	d Deps
+	// mu guards ports and portsClosed, set when the session ends.
+	mu          sync.Mutex
+	ports       map[int]*portForward
+	portsClosed bool
+}
+
+// New returns a room with no open port.
+func New(d Deps) *Room { return &Room{d: d} }
 
 // PortInfo is an open port: the container's port and where this machine
 // reaches it.
@@ -58,18 +100,18 @@ func (f *portForward) info() PortInfo {
 // OpenPort shows the container's port on this machine's loopback (only
 // there, whatever the transport) and returns it with the session's open
 // ports. It starts the container if needed; opening an open port again
-// returns it as it is.
-func (s *Session) OpenPort(ctx context.Context, port int) (PortInfo, []PortInfo, error) {
+// returns it as it is. After CloseAll it returns ErrClosed.
+func (s *Room) OpenPort(ctx context.Context, port int) (PortInfo, []PortInfo, error) {
 	if port < 1 || port > 65535 {
 		return PortInfo{}, nil, fmt.Errorf("port %d is not a port number (1 to 65535)", port)
 	}
-	if _, err := s.ensureTunnel(ctx); err != nil {
+	if _, err := s.d.Tunnel(ctx); err != nil {
 		return PortInfo{}, nil, err
 	}
-	s.portsMu.Lock()
-	defer s.portsMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.portsClosed {
-		return PortInfo{}, nil, ErrSessionEnded
+		return PortInfo{}, nil, ErrClosed
 	}
 	if f, ok := s.ports[port]; ok {
 		return f.info(), s.portsLocked(), nil
@@ -88,33 +130,33 @@ func (s *Session) OpenPort(ctx context.Context, port int) (PortInfo, []PortInfo,
 	}
 	s.ports[port] = f
 	go f.srv.Serve(portListener{Listener: ln, f: f})
-	s.m.log.Info("port opened", "event", "port_opened", "session", s.hash(), "port", port, "url", f.info().URL)
+	s.d.Log.Info("port opened", "event", "port_opened", "session", s.d.Session(), "port", port, "url", f.info().URL)
 	return f.info(), s.portsLocked(), nil
 }
 
 // ClosePort stops showing a port and cuts its connections; it returns the
 // ports still open. Closing a port that is not open is an error.
-func (s *Session) ClosePort(port int) ([]PortInfo, error) {
-	s.portsMu.Lock()
-	defer s.portsMu.Unlock()
+func (s *Room) ClosePort(port int) ([]PortInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	f, ok := s.ports[port]
 	if !ok {
 		return s.portsLocked(), fmt.Errorf("port %d is not open in this session", port)
 	}
 	delete(s.ports, port)
 	f.close()
-	s.m.log.Info("port closed", "event", "port_closed", "session", s.hash(), "port", port)
+	s.d.Log.Info("port closed", "event", "port_closed", "session", s.d.Session(), "port", port)
 	return s.portsLocked(), nil
 }
 
 // Ports lists the session's open ports.
-func (s *Session) Ports() []PortInfo {
-	s.portsMu.Lock()
-	defer s.portsMu.Unlock()
+func (s *Room) Ports() []PortInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.portsLocked()
 }
 
-func (s *Session) portsLocked() []PortInfo {
+func (s *Room) portsLocked() []PortInfo {
 	out := make([]PortInfo, 0, len(s.ports))
 	for _, f := range s.ports {
 		out = append(out, f.info())
@@ -123,33 +165,13 @@ func (s *Session) portsLocked() []PortInfo {
 	return out
 }
 
-// closePorts closes every open port, for good: the session ends.
-func (s *Session) closePorts() {
-	s.portsMu.Lock()
-	defer s.portsMu.Unlock()
+// CloseAll closes every open port, for good: the session ends.
+func (s *Room) CloseAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.portsClosed = true
 	for port, f := range s.ports {
 		f.close()
 		delete(s.ports, port)
 	}
-}
-
-// ensureTunnel returns the container's tunnel, starting the container and
-// opening the tunnel when needed.
-func (s *Session) ensureTunnel(ctx context.Context) (*yamux.Session, error) {
-	defer s.enter()()
-	if _, err := s.ensure(ctx); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ended {
-		return nil, ErrSessionEnded
-	}
-	if s.tunnel == nil || s.tunnel.IsClosed() {
-		if err := s.openTunnelLocked(ctx); err != nil {
-			return nil, err
-		}
-	}
-	return s.tunnel, nil
 }

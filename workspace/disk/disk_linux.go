@@ -1,4 +1,4 @@
-package workspace
+package disk
 
 import (
 	"context"
@@ -14,16 +14,17 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
+	"github.com/wink-mcp/wink-mcp/hostcmd"
 )
 
-// findDiskTools locates mkfs.ext4 and mount, or says why disk limits
-// cannot be enforced on this host.
-func findDiskTools() (diskTools, error) {
+// FindTools locates mkfs.ext4 and mount, or says why disk limits cannot
+// be enforced on this host (an error wrapping ErrLimitUnavailable).
+func FindTools() (Tools, error) {
 	if os.Geteuid() != 0 {
-		return diskTools{}, fmt.Errorf("%w: it loop-mounts a filesystem per session, which needs root, and this server runs as uid %d; "+
-			"run it as root (rootful Podman), or pass --disk-limit 0 to accept sessions that can fill the cache disk", ErrDiskLimitUnavailable, os.Geteuid())
+		return Tools{}, fmt.Errorf("%w: it loop-mounts a filesystem per session, which needs root, and this server runs as uid %d; "+
+			"run it as root (rootful Podman), or pass --disk-limit 0 to accept sessions that can fill the cache disk", ErrLimitUnavailable, os.Geteuid())
 	}
-	t := diskTools{mkfs: lookTool("mkfs.ext4"), mount: lookTool("mount")}
+	t := Tools{mkfs: hostcmd.Look("mkfs.ext4"), mount: hostcmd.Look("mount")}
 	var missing []string
 	if t.mkfs == "" {
 		missing = append(missing, "mkfs.ext4")
@@ -32,24 +33,24 @@ func findDiskTools() (diskTools, error) {
 		missing = append(missing, "mount")
 	}
 	if len(missing) > 0 {
-		return diskTools{}, fmt.Errorf("%w: %s not found; install e2fsprogs and mount (`apt-get install e2fsprogs mount`), or pass --disk-limit 0",
-			ErrDiskLimitUnavailable, strings.Join(missing, " and "))
+		return Tools{}, fmt.Errorf("%w: %s not found; install e2fsprogs and mount (`apt-get install e2fsprogs mount`), or pass --disk-limit 0",
+			ErrLimitUnavailable, strings.Join(missing, " and "))
 	}
 	return t, nil
 }
 
-// mountDisk makes dir the root of a new ext4 filesystem of size bytes kept
+// Mount makes dir the root of a new ext4 filesystem of size bytes kept
 // in the sparse file image. It refuses when the disk holding image has less
 // than size free, so one session alone can never fill it.
-func (t diskTools) mountDisk(ctx context.Context, image, dir string, size int64) error {
+func (t Tools) Mount(ctx context.Context, image, dir string, size int64) error {
 	return t.makeDisk(ctx, image, dir, size, false)
 }
 
-// mountKeptDisk mounts a kept workspace's filesystem at dir: the mount its
+// MountKept mounts a kept workspace's filesystem at dir: the mount its
 // last owner left when that process was killed, else its image, made when
 // missing, with a journal, since it outlives sessions and processes.
-func (t diskTools) mountKeptDisk(ctx context.Context, image, dir string, size int64) error {
-	points, err := mountPoints()
+func (t Tools) MountKept(ctx context.Context, image, dir string, size int64) error {
+	points, err := MountPoints()
 	if err != nil {
 		return err
 	}
@@ -73,7 +74,7 @@ func (t diskTools) mountKeptDisk(ctx context.Context, image, dir string, size in
 	ctx, cancel := context.WithTimeout(ctx, diskToolTimeout)
 	defer cancel()
 	if err := t.mountImage(ctx, image, dir, "nosuid,nodev,noatime"); err != nil {
-		return errors.Join(fmt.Errorf("mounting the kept workspace's filesystem %s: %w", image, err), unmountDisk(dir))
+		return errors.Join(fmt.Errorf("mounting the kept workspace's filesystem %s: %w", image, err), Unmount(dir))
 	}
 	directIO(dir)
 	return nil
@@ -81,7 +82,7 @@ func (t diskTools) mountKeptDisk(ctx context.Context, image, dir string, size in
 
 // makeDisk makes and mounts a new filesystem image; with journal it
 // survives a crash of the machine, as a kept workspace's must.
-func (t diskTools) makeDisk(ctx context.Context, image, dir string, size int64, journal bool) error {
+func (t Tools) makeDisk(ctx context.Context, image, dir string, size int64, journal bool) error {
 	if err := os.MkdirAll(filepath.Dir(image), 0o700); err != nil {
 		return fmt.Errorf("creating the disk image directory: %w", err)
 	}
@@ -118,18 +119,18 @@ func (t diskTools) makeDisk(ctx context.Context, image, dir string, size int64, 
 	} else {
 		args = append(args, "-O", "^has_journal")
 	}
-	if err := run(ctx, nil, t.mkfs, append(args, image)...); err != nil {
+	if err := hostcmd.Run(ctx, nil, t.mkfs, append(args, image)...); err != nil {
 		os.Remove(image)
 		return fmt.Errorf("making the session filesystem: %w", err)
 	}
 	if err := t.mountImage(ctx, image, dir, "nosuid,nodev,noatime"); err != nil {
 		// mount killed by a cancelled call may have mounted all the same.
-		err = errors.Join(fmt.Errorf("mounting the session filesystem: %w", err), unmountDisk(dir))
+		err = errors.Join(fmt.Errorf("mounting the session filesystem: %w", err), Unmount(dir))
 		os.Remove(image)
 		return err
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
-		err = errors.Join(fmt.Errorf("securing the session directory: %w", err), unmountDisk(dir))
+		err = errors.Join(fmt.Errorf("securing the session directory: %w", err), Unmount(dir))
 		os.Remove(image)
 		return err
 	}
@@ -155,12 +156,12 @@ func directIO(dir string) {
 	_ = unix.IoctlSetInt(fd, unix.LOOP_SET_DIRECT_IO, 1)
 }
 
-// unmountDisk unmounts the filesystem at dir; the loop device goes with it.
+// Unmount unmounts the filesystem at dir; the loop device goes with it.
 // A filesystem still in use is tried again for a moment (a process forked
 // elsewhere in this server holds its descriptors until it execs), then
 // detached, to go when its last user does. Nothing mounted at dir is not an
 // error.
-func unmountDisk(dir string) error {
+func Unmount(dir string) error {
 	err := unix.Unmount(dir, 0)
 	for wait := time.Millisecond; errors.Is(err, unix.EBUSY) && wait <= busyUnmountWait; wait *= 2 {
 		time.Sleep(wait)
@@ -175,10 +176,10 @@ func unmountDisk(dir string) error {
 	return fmt.Errorf("unmounting the session filesystem at %s: %w", dir, err)
 }
 
-// unmountUnder detaches every filesystem mounted at or below root, deepest
+// UnmountUnder detaches every filesystem mounted at or below root, deepest
 // first: the session disks a server killed with SIGKILL left behind.
-func unmountUnder(root string) error {
-	points, err := mountPoints()
+func UnmountUnder(root string) error {
+	points, err := MountPoints()
 	if err != nil {
 		return err
 	}
@@ -198,59 +199,9 @@ func unmountUnder(root string) error {
 	return errors.Join(errs...)
 }
 
-// mountKeptDisks mounts, read-only, the disk image of every session kept
-// under cacheDir whose directory is not mounted (its session ended), and
-// of every handed-over workspace kept for its export that no session has
-// open. It returns the directories it mounted and, by session directory,
-// why a disk could not be. Without root it mounts nothing.
-func mountKeptDisks(cacheDir string) (mounted []string, failed map[string]error) {
-	images, _ := filepath.Glob(filepath.Join(cacheDir, instancesDir, "*", disksDir, "*.img"))
-	dirs := map[string]string{}
-	for _, image := range images {
-		hash := strings.TrimSuffix(filepath.Base(image), ".img")
-		dirs[image] = filepath.Join(filepath.Dir(filepath.Dir(image)), sessionsDir, hash)
-	}
-	for dir, image := range exportableKept(cacheDir) {
-		// One a session has open is its own to mount: mounting its image
-		// twice would make two filesystems of one disk.
-		alive, err := probeLock(filepath.Join(filepath.Dir(dir), lockFile))
-		if _, statErr := os.Stat(image); err == nil && !alive && statErr == nil {
-			dirs[image] = dir
-		}
-	}
-	if len(dirs) == 0 || os.Geteuid() != 0 {
-		return nil, nil
-	}
-	points, err := mountPoints()
-	if err != nil {
-		return nil, nil
-	}
-	isMounted := map[string]bool{}
-	for _, p := range points {
-		isMounted[p] = true
-	}
-	t := diskTools{mount: lookTool("mount")}
-	failed = map[string]error{}
-	for image, dir := range dirs {
-		if isMounted[dir] {
-			continue
-		}
-		if t.mount == "" {
-			failed[dir] = errors.New("its disk image needs the mount program, which is not on $PATH or in /usr/sbin or /sbin")
-			continue
-		}
-		if err := t.mountKept(image, dir); err != nil {
-			failed[dir] = fmt.Errorf("its disk image %s could not be mounted to be read: %w", image, err)
-			continue
-		}
-		mounted = append(mounted, dir)
-	}
-	return mounted, failed
-}
-
-// mountKept mounts one kept image read-only at dir, trying again after
-// failures that pass.
-func (t diskTools) mountKept(image, dir string) error {
+// MountReadOnly mounts one kept image read-only at dir, trying again
+// after failures that pass.
+func (t Tools) MountReadOnly(image, dir string) error {
 	var err error
 	for try := range keptMountTries {
 		if try > 0 {
@@ -282,9 +233,9 @@ func loopAttached(image string) bool {
 	return false
 }
 
-// diskUsed returns the bytes the filesystem at dir holds, -1 when statfs
+// Used returns the bytes the filesystem at dir holds, -1 when statfs
 // cannot say.
-func diskUsed(dir string) int64 {
+func Used(dir string) int64 {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return -1
@@ -292,12 +243,12 @@ func diskUsed(dir string) int64 {
 	return int64(st.Blocks-st.Bfree) * st.Bsize
 }
 
-// mountForExport makes the files of a session left by a dead server
+// MountForExport makes the files of a session left by a dead server
 // readable at dir: already there when its disk is still mounted (the
 // server was killed), else its image mounted read-only (the machine
 // restarted). release undoes what it did.
-func mountForExport(image, dir string) (release func(), err error) {
-	points, err := mountPoints()
+func MountForExport(image, dir string) (release func(), err error) {
+	points, err := MountPoints()
 	if err != nil {
 		return nil, err
 	}
@@ -307,12 +258,12 @@ func mountForExport(image, dir string) (release func(), err error) {
 	if _, err := os.Stat(image); err != nil || os.Geteuid() != 0 {
 		return func() {}, nil // no disk: the files are in dir itself
 	}
-	t := diskTools{mount: lookTool("mount")}
+	t := Tools{mount: hostcmd.Look("mount")}
 	if t.mount == "" {
 		return nil, errors.New("its disk image needs the mount program, which is not on $PATH or in /usr/sbin or /sbin")
 	}
-	if err := t.mountKept(image, dir); err != nil {
+	if err := t.MountReadOnly(image, dir); err != nil {
 		return nil, fmt.Errorf("mounting its disk image %s to read it: %w", image, err)
 	}
-	return func() { _ = unmountDisk(dir) }, nil
+	return func() { _ = Unmount(dir) }, nil
 }

@@ -1,4 +1,13 @@
-package workspace
+// Package capture writes the state of a session's /workspace to its
+// checkpoint store: it lists the workspace through the agent, reads the
+// files the index does not know (many small ones to a request, large ones
+// a chunk at a time, a few requests in flight), stores each once under its
+// content's hash, and builds the trees.
+//
+// Its one lock, State.mu, guards a snapshot's index while its files are
+// read at once; it is a leaf. The caller holds the session's gate, so
+// nothing else changes the files' index meanwhile.
+package capture
 
 import (
 	"context"
@@ -16,41 +25,42 @@ import (
 	"github.com/wink-mcp/wink-mcp/wire"
 )
 
-// racyWindow is how close to its read a file's change time must be for
+// RacyWindow is how close to its read a file's change time must be for
 // its state not to be trusted later: the kernel's timestamps move in clock
 // ticks, so a file changed again within one could keep the same state.
-const racyWindow = time.Second
+const RacyWindow = time.Second
 
 // fetchTries is how often a file that changes while it is read is read
 // again before the last read is kept as it is.
 const fetchTries = 3
 
-// snapshotState is a state of the workspace written to the store: its root
-// tree, what it holds, and the files' state for the index. done must be
-// called once the root is committed or pinned, or abort when it will not be.
-type snapshotState struct {
-	build                        *checkpoints.Build
-	root                         string
-	files, dirs, symlinks, fifos int
-	bytes                        int64
-	skipped                      []string
-	fetched                      int
-	steps                        *stepTimes       // scan, fetch, trees
-	entries                      []wire.ScanEntry // the scan saved
+// State is a state of the workspace written to the store: its root tree,
+// what it holds, and the files' state for the index. Done must be called
+// once the root is committed or pinned, or Abort when it will not be.
+type State struct {
+	Build                        *checkpoints.Build
+	Root                         string
+	Files, Dirs, Symlinks, Fifos int
+	Bytes                        int64
+	Skipped                      []string
+	Fetched                      int
+	Entries                      []wire.ScanEntry // the scan saved
 
-	mu    sync.Mutex // guards index while files are fetched at once
-	index checkpoints.Index
+	mu    sync.Mutex        // guards Index while files are fetched at once
+	Index checkpoints.Index // the files' state, read once Snapshot returns
 }
 
-func (r *snapshotState) done() { r.build.Done() }
+// Done tells the store the snapshot's root is committed or pinned.
+func (r *State) Done() { r.Build.Done() }
 
-// abort drops what the snapshot wrote: a refused checkpoint leaves nothing
+// Abort drops what the snapshot wrote: a refused checkpoint leaves nothing
 // in the store.
-func (r *snapshotState) abort() { r.build.Abort() }
+func (r *State) Abort() { r.Build.Abort() }
 
-// scanAll lists the workspace's entries, page by page, and when the walk began.
-func (s *Session) scanAll(ctx context.Context, client *wire.Client) ([]wire.ScanEntry, int64, error) {
-	args := wire.ScanArgs{Skip: s.skipPaths(), Limit: wire.ScanPageEntries}
+// ScanAll lists the workspace's entries but the paths skip names, page by
+// page, and when the walk began.
+func ScanAll(ctx context.Context, client *wire.Client, skip []string) ([]wire.ScanEntry, int64, error) {
+	args := wire.ScanArgs{Skip: skip, Limit: wire.ScanPageEntries}
 	var all []wire.ScanEntry
 	var started int64
 	for {
@@ -72,23 +82,24 @@ func (s *Session) scanAll(ctx context.Context, client *wire.Client) ([]wire.Scan
 	}
 }
 
-// statOf is what the index compares of a scanned file.
-func statOf(e wire.ScanEntry) checkpoints.Stat {
+// StatOf is what the index compares of a scanned file.
+func StatOf(e wire.ScanEntry) checkpoints.Stat {
 	return checkpoints.Stat{Size: e.Size, Mtime: e.Mtime, Ctime: e.Ctime, Ino: e.Ino}
 }
 
-// snapshot writes the workspace's current state to st: files whose state
-// the index knows are not read again; the others are read through the
-// agent and stored once, under their content's hash.
-func (s *Session) snapshot(ctx context.Context, client *wire.Client, st *checkpoints.Store) (*snapshotState, error) {
-	steps := newStepTimes()
-	entries, _, err := s.scanAll(ctx, client)
+// Snapshot writes the workspace's current state but the paths skip names
+// to st: files whose state the index last returns (read once the scan
+// is done) knows are not read again; the others are read through the
+// agent and stored once, under their content's hash. step is told the end
+// of each step (scan, fetch, trees).
+func Snapshot(ctx context.Context, client *wire.Client, st *checkpoints.Store, skip []string, last func() checkpoints.Index, step func(name string)) (*State, error) {
+	entries, _, err := ScanAll(ctx, client, skip)
 	if err != nil {
 		return nil, err
 	}
-	steps.done("scan")
-	prev := s.lastIndex()
-	res := &snapshotState{build: st.Build(), index: checkpoints.Index{}, steps: steps, entries: entries}
+	step("scan")
+	prev := last()
+	res := &State{Build: st.Build(), Index: checkpoints.Index{}, Entries: entries}
 	hashes := make([]string, len(entries))
 	var fetch []int
 	var need int64
@@ -96,41 +107,41 @@ func (s *Session) snapshot(ctx context.Context, client *wire.Client, st *checkpo
 		p := e.Path.String()
 		switch e.Kind {
 		case wire.KindFile:
-			if k, ok := prev[p]; ok && k.Hash != "" && k.Stat == statOf(e) && st.Has(k.Hash) {
-				hashes[i], res.index[p] = k.Hash, k
+			if k, ok := prev[p]; ok && k.Hash != "" && k.Stat == StatOf(e) && st.Has(k.Hash) {
+				hashes[i], res.Index[p] = k.Hash, k
 				continue
 			}
 			fetch = append(fetch, i)
 			need += e.Size
 		case wire.KindSocket, wire.KindDevice:
-			res.skipped = append(res.skipped, p+" ("+e.Kind+")")
+			res.Skipped = append(res.Skipped, p+" ("+e.Kind+")")
 		}
 	}
 	if err := st.Room(need); err != nil {
-		res.abort()
+		res.Abort()
 		return nil, checkpointError(fmt.Errorf("%w (largest files to save: %s)", err, largest(entries, fetch, 3)))
 	}
-	if err := s.fetchFiles(ctx, client, res, entries, fetch, hashes); err != nil {
-		res.abort()
+	if err := fetchFiles(ctx, client, res, entries, fetch, hashes); err != nil {
+		res.Abort()
 		if errors.Is(err, checkpoints.ErrOverCap) {
 			// The cap holds on what is written: a file grew past what the scan listed.
 			err = checkpointError(fmt.Errorf("%w (largest files to save, as read: %s)", err, largest(entries, fetch, 3)))
 		}
 		return nil, err
 	}
-	res.fetched = len(fetch)
-	steps.done("fetch")
+	res.Fetched = len(fetch)
+	step("fetch")
 	if err := res.buildTrees(entries, hashes); err == nil {
-		err = res.build.Flush()
+		err = res.Build.Flush()
 	}
 	if err != nil {
-		res.abort()
+		res.Abort()
 		if errors.Is(err, checkpoints.ErrOverCap) {
 			err = checkpointError(err)
 		}
 		return nil, err
 	}
-	steps.done("trees")
+	step("trees")
 	return res, nil
 }
 
@@ -152,7 +163,7 @@ const fetchInFlight = 3
 
 // fetchFiles reads the files entries[fetch] through the agent, small ones
 // many to a request, large ones a chunk at a time, and stores each.
-func (s *Session) fetchFiles(ctx context.Context, client *wire.Client, res *snapshotState, entries []wire.ScanEntry, fetch []int, hashes []string) error {
+func fetchFiles(ctx context.Context, client *wire.Client, res *State, entries []wire.ScanEntry, fetch []int, hashes []string) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(fetchInFlight)
 	var batch []int
@@ -163,7 +174,7 @@ func (s *Session) fetchFiles(ctx context.Context, client *wire.Client, res *snap
 		}
 		mine := batch
 		batch, batchBytes = nil, 0
-		g.Go(func() error { return s.fetchBatch(ctx, client, res, entries, mine, hashes) })
+		g.Go(func() error { return fetchBatch(ctx, client, res, entries, mine, hashes) })
 	}
 	for _, i := range fetch {
 		if ctx.Err() != nil {
@@ -171,7 +182,7 @@ func (s *Session) fetchFiles(ctx context.Context, client *wire.Client, res *snap
 		}
 		size := entries[i].Size
 		if size > wire.MaxChunkBytes/4 {
-			g.Go(func() error { return s.fetchLarge(ctx, client, res, &entries[i], &hashes[i]) })
+			g.Go(func() error { return fetchLarge(ctx, client, res, &entries[i], &hashes[i]) })
 			continue
 		}
 		// A request carries the paths too: count them, a long one at most 4 KiB.
@@ -188,7 +199,7 @@ func (s *Session) fetchFiles(ctx context.Context, client *wire.Client, res *snap
 
 // fetchBatch reads the small files entries[batch] in one request and
 // stores each; one that changed since the scan is read again, alone.
-func (s *Session) fetchBatch(ctx context.Context, client *wire.Client, res *snapshotState, entries []wire.ScanEntry, batch []int, hashes []string) error {
+func fetchBatch(ctx context.Context, client *wire.Client, res *State, entries []wire.ScanEntry, batch []int, hashes []string) error {
 	ranges := make([]wire.FileRange, len(batch))
 	for j, i := range batch {
 		ranges[j] = wire.FileRange{Path: entries[i].Path, Limit: int(entries[i].Size)}
@@ -200,12 +211,12 @@ func (s *Session) fetchBatch(ctx context.Context, client *wire.Client, res *snap
 	for j, i := range batch {
 		d := out.Files[j]
 		if d.Error != "" || d.Changed || int64(len(d.Data)) != d.Size {
-			if err := s.fetchLarge(ctx, client, res, &entries[i], &hashes[i]); err != nil {
+			if err := fetchLarge(ctx, client, res, &entries[i], &hashes[i]); err != nil {
 				return err
 			}
 			continue
 		}
-		sum, err := res.build.PutBlob(d.Data)
+		sum, err := res.Build.PutBlob(d.Data)
 		if err != nil {
 			return fmt.Errorf("saving %s: %w", entries[i].Path.String(), err)
 		}
@@ -218,10 +229,10 @@ func (s *Session) fetchBatch(ctx context.Context, client *wire.Client, res *snap
 
 // fetchLarge reads one file a chunk at a time, from the start again when
 // it changes in between, and stores it.
-func (s *Session) fetchLarge(ctx context.Context, client *wire.Client, res *snapshotState, e *wire.ScanEntry, hash *string) error {
+func fetchLarge(ctx context.Context, client *wire.Client, res *State, e *wire.ScanEntry, hash *string) error {
 	p := e.Path.String()
 	for try := 1; ; try++ {
-		w, err := res.build.NewBlob()
+		w, err := res.Build.NewBlob()
 		if err != nil {
 			return err
 		}
@@ -281,20 +292,20 @@ func grewError(p string, listed, read int64, err error) error {
 
 // remember records a file read whole in the index, unless it changed too
 // close to its read to be told apart from a later change.
-func (r *snapshotState) remember(p string, d wire.FileData, sum string) {
-	window := racyWindow.Nanoseconds()
+func (r *State) remember(p string, d wire.FileData, sum string) {
+	window := RacyWindow.Nanoseconds()
 	if d.Ctime >= d.ReadUnixNanos-window || d.Mtime >= d.ReadUnixNanos-window {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.index[p] = checkpoints.Known{Stat: checkpoints.Stat{Size: d.Size, Mtime: d.Mtime, Ctime: d.Ctime, Ino: d.Ino}, Hash: sum}
+	r.Index[p] = checkpoints.Known{Stat: checkpoints.Stat{Size: d.Size, Mtime: d.Mtime, Ctime: d.Ctime, Ino: d.Ino}, Hash: sum}
 }
 
 // buildTrees stores the tree of every directory, deepest first, and sets
 // the root. entries are in walk order, so a directory's entries all come
 // after it.
-func (r *snapshotState) buildTrees(entries []wire.ScanEntry, hashes []string) error {
+func (r *State) buildTrees(entries []wire.ScanEntry, hashes []string) error {
 	children := map[string][]checkpoints.Entry{"": nil}
 	var dirs []string
 	for i, e := range entries {
@@ -307,22 +318,22 @@ func (r *snapshotState) buildTrees(entries []wire.ScanEntry, hashes []string) er
 		switch e.Kind {
 		case wire.KindFile:
 			ce.Kind, ce.Size, ce.Hash = checkpoints.KindFile, e.Size, hashes[i]
-			r.files++
-			r.bytes += e.Size
+			r.Files++
+			r.Bytes += e.Size
 		case wire.KindDirectory:
 			ce.Kind = checkpoints.KindDir
 			dirs = append(dirs, p)
 			children[p] = children[p][:0:0]
-			r.dirs++
+			r.Dirs++
 		case wire.KindSymlink:
 			ce.Kind = checkpoints.KindSymlink
 			if e.Target != nil {
 				ce.Target = e.Target.String()
 			}
-			r.symlinks++
+			r.Symlinks++
 		case wire.KindFifo:
 			ce.Kind = checkpoints.KindFifo
-			r.fifos++
+			r.Fifos++
 		default:
 			continue
 		}
@@ -344,12 +355,23 @@ func (r *snapshotState) buildTrees(entries []wire.ScanEntry, hashes []string) er
 				list[j].Hash = treeOf[child]
 			}
 		}
-		sum, err := r.build.PutTree(list)
+		sum, err := r.Build.PutTree(list)
 		if err != nil {
 			return err
 		}
 		treeOf[dir] = sum
 	}
-	r.root = treeOf[""]
+	r.Root = treeOf[""]
 	return nil
+}
+
+// checkpointError names a checkpoint error for the model.
+func checkpointError(err error) error {
+	if errors.Is(err, checkpoints.ErrDiskFull) {
+		return fmt.Errorf("%w; deleting checkpoints you no longer need (workspace_checkpoint_delete) frees space there too", err)
+	}
+	if errors.Is(err, checkpoints.ErrOverCap) {
+		return fmt.Errorf("%w; delete checkpoints you no longer need (workspace_checkpoint_delete), or start the server with a larger --checkpoint-limit", err)
+	}
+	return err
 }

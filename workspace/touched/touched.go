@@ -1,4 +1,9 @@
-package workspace
+// Package touched records the files a session's tools and commands
+// wrote, edited or removed (workspace_info's snapshot and the watch's
+// reports).
+//
+// Its one lock, Snapshot.mu, guards the record; it is a leaf.
+package touched
 
 import (
 	pathpkg "path"
@@ -40,11 +45,11 @@ type TouchedFile struct {
 	Folded int `json:"folded,omitempty"`
 }
 
-// snapshot records the files a session's tools and commands touched. It
-// is safe for concurrent use. Concurrent calls answer in any order, so each
+// Snapshot records the files a session's tools and commands touched; its
+// zero value records nothing yet. It is safe for concurrent use. Concurrent calls answer in any order, so each
 // change carries the agent's sequence number, and a file's state is that of
 // the latest change by sequence, not by arrival.
-type snapshot struct {
+type Snapshot struct {
 	mu    sync.Mutex
 	files map[string]*touched
 	// unlisted counts the changes too many to list even by directory.
@@ -58,7 +63,7 @@ type touched struct {
 }
 
 // entry returns the record of path, creating it.
-func (s *snapshot) entry(path string, now time.Time) *touched {
+func (s *Snapshot) entry(path string, now time.Time) *touched {
 	if s.files == nil {
 		s.files = map[string]*touched{}
 	}
@@ -70,15 +75,15 @@ func (s *snapshot) entry(path string, now time.Time) *touched {
 	return f
 }
 
-// wrote records a write or edit of path by a tool, the agent's change
+// Wrote records a write or edit of path by a tool, the agent's change
 // seq, and returns the file's new version.
-func (s *snapshot) wrote(path string, size, seq int64) int {
+func (s *Snapshot) Wrote(path string, size, seq int64) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.wroteLocked(s.entry(path, time.Now().UTC()), size, seq, ByTool)
 }
 
-func (s *snapshot) wroteLocked(f *touched, size, seq int64, by string) int {
+func (s *Snapshot) wroteLocked(f *touched, size, seq int64, by string) int {
 	if seq >= f.seq {
 		f.SizeBytes, f.Deleted, f.Updated, f.seq, f.ChangedBy = size, false, time.Now().UTC(), seq, by
 		// A later removal of a directory above it, answered first, undid it.
@@ -92,16 +97,16 @@ func (s *snapshot) wroteLocked(f *touched, size, seq int64, by string) int {
 	return f.Version
 }
 
-// removed records the removal of path and of everything under it by a
+// Removed records the removal of path and of everything under it by a
 // tool, the agent's change seq, and returns the touched paths it
 // affected, path included, sorted.
-func (s *snapshot) removed(path string, seq int64) []string {
+func (s *Snapshot) Removed(path string, seq int64) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.removedLocked(path, seq, ByTool)
 }
 
-func (s *snapshot) removedLocked(path string, seq int64, by string) []string {
+func (s *Snapshot) removedLocked(path string, seq int64, by string) []string {
 	now := time.Now().UTC()
 	s.entry(path, now)
 	var affected []string
@@ -115,9 +120,9 @@ func (s *snapshot) removedLocked(path string, seq int64, by string) []string {
 	return affected
 }
 
-// commanded records the changes the agent saw processes make and returns
+// Commanded records the changes the agent saw processes make and returns
 // the paths whose subscribers should hear of them ("" for all).
-func (s *snapshot) commanded(changes []wire.Change) []string {
+func (s *Snapshot) Commanded(changes []wire.Change) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var affected []string
@@ -152,7 +157,7 @@ func (s *snapshot) commanded(changes []wire.Change) []string {
 // path's own, or, once the snapshot is full, its top-level directory's,
 // which then counts it as folded; nil when even that is not listed, and
 // the change is only counted.
-func (s *snapshot) listedLocked(c wire.Change) *touched {
+func (s *Snapshot) listedLocked(c wire.Change) *touched {
 	if c.Path == "" {
 		s.unlisted += max(c.Folded, 1)
 		return nil
@@ -172,8 +177,8 @@ func (s *snapshot) listedLocked(c wire.Change) *touched {
 	return nil
 }
 
-// list returns the touched files sorted by path.
-func (s *snapshot) list() []TouchedFile {
+// List returns the touched files sorted by path.
+func (s *Snapshot) List() []TouchedFile {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]TouchedFile, 0, len(s.files))
@@ -184,23 +189,23 @@ func (s *snapshot) list() []TouchedFile {
 	return out
 }
 
-// reset forgets everything, as when the workspace is emptied.
-func (s *snapshot) reset() {
+// Reset forgets everything, as when the workspace is emptied.
+func (s *Snapshot) Reset() {
 	s.mu.Lock()
 	s.files, s.unlisted = nil, 0
 	s.mu.Unlock()
 }
 
-// unlistedChanges counts the changes too many to list even by directory.
-func (s *snapshot) unlistedChanges() int {
+// UnlistedChanges counts the changes too many to list even by directory.
+func (s *Snapshot) UnlistedChanges() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.unlisted
 }
 
-// paths returns the touched paths, sorted.
-func (s *snapshot) paths() []string {
-	list := s.list()
+// Paths returns the touched paths, sorted.
+func (s *Snapshot) Paths() []string {
+	list := s.List()
 	out := make([]string, len(list))
 	for i, f := range list {
 		out[i] = f.Path

@@ -1,9 +1,8 @@
-package workspace
+package touched
 
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/wink-mcp/wink-mcp/wire"
@@ -14,13 +13,13 @@ import (
 // change with the highest sequence, and count every write.
 func TestSnapshotFollowsTheAgentsOrder(t *testing.T) {
 	t.Parallel()
-	var s snapshot
-	s.wrote("a.txt", 20, 3) // the later write answers first
-	s.wrote("a.txt", 10, 2)
-	s.removed("d", 5)
-	s.wrote("d/b.txt", 7, 4) // made before the removal, answered after it
+	var s Snapshot
+	s.Wrote("a.txt", 20, 3) // the later write answers first
+	s.Wrote("a.txt", 10, 2)
+	s.Removed("d", 5)
+	s.Wrote("d/b.txt", 7, 4) // made before the removal, answered after it
 	got := map[string]TouchedFile{}
-	for _, f := range s.list() {
+	for _, f := range s.List() {
 		got[f.Path] = f
 	}
 	if a := got["a.txt"]; a.SizeBytes != 20 || a.Version != 2 || a.Deleted {
@@ -29,8 +28,8 @@ func TestSnapshotFollowsTheAgentsOrder(t *testing.T) {
 	if b := got["d/b.txt"]; !b.Deleted {
 		t.Errorf("d/b.txt = %+v, want deleted: the removal of d came after its write", b)
 	}
-	s.wrote("d/b.txt", 9, 6)
-	for _, f := range s.list() {
+	s.Wrote("d/b.txt", 9, 6)
+	for _, f := range s.List() {
 		if f.Path == "d/b.txt" && (f.Deleted || f.SizeBytes != 9) {
 			t.Errorf("d/b.txt = %+v, want written again by seq 6", f)
 		}
@@ -44,9 +43,9 @@ func TestSnapshotFollowsTheAgentsOrder(t *testing.T) {
 // snapshot stays bounded.
 func TestSnapshotRecordsCommands(t *testing.T) {
 	t.Parallel()
-	var s snapshot
-	s.wrote("tool.txt", 4, 10)
-	affected := s.commanded([]wire.Change{
+	var s Snapshot
+	s.Wrote("tool.txt", 4, 10)
+	affected := s.Commanded([]wire.Change{
 		{Path: "tool.txt", SizeBytes: 9, Seq: 5}, // older than the tool's write
 		{Path: "made.txt", SizeBytes: 3, Seq: 11},
 		{Path: "becomes-dir", SizeBytes: 1, Seq: 11},
@@ -56,9 +55,9 @@ func TestSnapshotRecordsCommands(t *testing.T) {
 	if !slices.Equal(affected, []string{"tool.txt", "made.txt", "becomes-dir", "node_modules", "big"}) {
 		t.Errorf("affected = %v", affected)
 	}
-	s.commanded([]wire.Change{{Path: "becomes-dir", Dir: true, Seq: 12}, {Path: "a-new-dir", Dir: true, Seq: 12}})
+	s.Commanded([]wire.Change{{Path: "becomes-dir", Dir: true, Seq: 12}, {Path: "a-new-dir", Dir: true, Seq: 12}})
 	got := map[string]TouchedFile{}
-	for _, f := range s.list() {
+	for _, f := range s.List() {
 		got[f.Path] = f
 	}
 	if f := got["tool.txt"]; f.ChangedBy != ByTool || f.SizeBytes != 4 || f.Version != 2 {
@@ -81,36 +80,18 @@ func TestSnapshotRecordsCommands(t *testing.T) {
 	}
 
 	for i := range MaxSnapshotFiles + 100 {
-		s.commanded([]wire.Change{{Path: fmt.Sprintf("node_modules/p%d/f", i), SizeBytes: 1, Seq: 20}})
+		s.Commanded([]wire.Change{{Path: fmt.Sprintf("node_modules/p%d/f", i), SizeBytes: 1, Seq: 20}})
 	}
-	s.commanded([]wire.Change{{Path: "src/main.go", Seq: 21}, {Path: "", Folded: 7, Seq: 21}})
-	if n := len(s.list()); n != MaxSnapshotFiles {
+	s.Commanded([]wire.Change{{Path: "src/main.go", Seq: 21}, {Path: "", Folded: 7, Seq: 21}})
+	if n := len(s.List()); n != MaxSnapshotFiles {
 		t.Errorf("%d entries, want the bound %d", n, MaxSnapshotFiles)
 	}
-	if s.unlistedChanges() != 8 {
-		t.Errorf("unlisted = %d, want 8 (src/main.go and the 7 of the whole workspace)", s.unlistedChanges())
+	if s.UnlistedChanges() != 8 {
+		t.Errorf("unlisted = %d, want 8 (src/main.go and the 7 of the whole workspace)", s.UnlistedChanges())
 	}
-	for _, f := range s.list() {
+	for _, f := range s.List() {
 		if f.Path == "node_modules" && f.Folded <= 500 {
 			t.Errorf("node_modules folded %d: the changes past the bound were not counted in it", f.Folded)
-		}
-	}
-}
-
-// TestListableFoldsBadNames: a change whose path breaks the path rules is
-// reported as its nearest good directory's, never under its own name.
-func TestListableFoldsBadNames(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"ok/file.txt":                     "ok/file.txt",
-		"../../etc/passwd":                "",
-		"src/" + strings.Repeat("x", 300): "src",
-		"/abs/path":                       "",
-		"a/./b":                           "a",
-	} {
-		got := listable(wire.Change{Path: in, SizeBytes: 3, Seq: 1})
-		if got.Path != want || (got.Path != in && got.Folded != 1) {
-			t.Errorf("listable(%.40q) = %+v, want the path %q", in, got, want)
 		}
 	}
 }

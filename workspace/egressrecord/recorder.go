@@ -1,4 +1,11 @@
-package workspace
+// Package egressrecord keeps a kept workspace's egress count in its
+// record while a session of this process has it, so that whoever opens
+// the workspace next goes on from it.
+//
+// Its lock, Recorder.mu, guards the meter it listens to and whether it
+// stopped; it is a leaf, under which only the egress.Meter's own lock is
+// taken (to listen, or stop listening).
+package egressrecord
 
 import (
 	"log/slog"
@@ -14,15 +21,16 @@ import (
 // workspace's egress count to its record.
 const egressRecordInterval = time.Second
 
-// egressRecorder writes a kept workspace's egress count (EgressBytes) to
-// its record while a session of this process has it: when the count
+// Recorder writes a kept workspace's egress count (EgressBytes) to its
+// record while a session of this process has it: when the count
 // crosses each 1/16 of the cap, is raised, or a connection ends, at most
 // once a second. A server killed with SIGKILL, which never releases the
 // workspace, so loses at most what the last second carried and what a
 // connection still open carried since the last 1/16: whoever opens the
 // workspace next goes on from the record.
-type egressRecorder struct {
+type Recorder struct {
 	root  string
+	write func(used int64) error
 	log   *slog.Logger
 	meter atomic.Pointer[egress.Meter]
 	wake  chan struct{}
@@ -34,25 +42,18 @@ type egressRecorder struct {
 	stopped  bool
 }
 
-// recordEgress starts recording the egress count mt keeps for k.
-func (k *keptWorkspace) recordEgress(mt *egress.Meter, log *slog.Logger) {
-	r := &egressRecorder{root: k.root, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	r.follow(mt)
-	k.egress = r
+// Start starts recording the egress count mt keeps for the kept workspace
+// at root, through write, which raises its record's count to used.
+func Start(root string, mt *egress.Meter, write func(used int64) error, log *slog.Logger) *Recorder {
+	r := &Recorder{root: root, write: write, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	r.Follow(mt)
 	go r.run()
+	return r
 }
 
-// stopRecordingEgress stops the recording, before the caller writes the
-// record itself (release, a handoff's reserve); it is safe to call twice.
-func (k *keptWorkspace) stopRecordingEgress() {
-	if r := k.egress; r != nil {
-		r.close()
-	}
-}
-
-// follow records mt's count from now on: the session counts its egress
-// with another meter (see Session.useMeter).
-func (r *egressRecorder) follow(mt *egress.Meter) {
+// Follow records mt's count from now on: the session counts its egress
+// with another meter (see workspace's Session.useMeter).
+func (r *Recorder) Follow(mt *egress.Meter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped {
@@ -67,14 +68,14 @@ func (r *egressRecorder) follow(mt *egress.Meter) {
 }
 
 // poke asks for a write without waiting.
-func (r *egressRecorder) poke() {
+func (r *Recorder) poke() {
 	select {
 	case r.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (r *egressRecorder) run() {
+func (r *Recorder) run() {
 	defer close(r.done)
 	written := int64(-1)
 	for {
@@ -84,7 +85,7 @@ func (r *egressRecorder) run() {
 		case <-r.wake:
 		}
 		if used := r.meter.Load().Used(); used != written {
-			if err := writeEgressBytes(r.root, used); err != nil {
+			if err := r.write(used); err != nil {
 				r.log.Warn("recording a kept workspace's egress bytes", "workspace", filepath.Base(r.root), "err", err)
 			} else {
 				written = used
@@ -98,8 +99,9 @@ func (r *egressRecorder) run() {
 	}
 }
 
-// close stops the recording and waits for a write in progress.
-func (r *egressRecorder) close() {
+// Close stops the recording and waits for a write in progress; it is
+// safe to call twice.
+func (r *Recorder) Close() {
 	r.mu.Lock()
 	if r.stopped {
 		r.mu.Unlock()
@@ -110,18 +112,4 @@ func (r *egressRecorder) close() {
 	close(r.stop)
 	r.mu.Unlock()
 	<-r.done
-}
-
-// writeEgressBytes raises the record's EgressBytes of the kept workspace at
-// root to used.
-func writeEgressBytes(root string, used int64) error {
-	rec, err := readRecord(root)
-	if err != nil {
-		return err
-	}
-	if rec.EgressBytes >= used {
-		return nil
-	}
-	rec.EgressBytes = used
-	return writeJSON(filepath.Join(root, recordFile), rec)
 }

@@ -1,4 +1,4 @@
-package workspace
+package ports
 
 import (
 	"bufio"
@@ -41,8 +41,8 @@ func (e *portError) Error() string { return e.text }
 
 // previewServer serves the open port f: the Host and Origin check, then a
 // reverse proxy to the container's port through the tunnel.
-func (s *Session) previewServer(f *portForward) *http.Server {
-	rules := hostguard.New(s.m.cfg.PreviewHosts, s.m.cfg.PreviewOrigins, []string{f.ln.Addr().String()})
+func (s *Room) previewServer(f *portForward) *http.Server {
+	rules := hostguard.New(s.d.Hosts, s.d.Origins, []string{f.ln.Addr().String()})
 	f.transport = &http.Transport{
 		DialContext:         func(context.Context, string, string) (net.Conn, error) { return s.dialPort(f.port) },
 		DisableCompression:  true, // the request's own Accept-Encoding goes through as it is
@@ -68,7 +68,7 @@ func (s *Session) previewServer(f *portForward) *http.Server {
 	return &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if refusal := rules.Check(r); refusal != nil {
-				s.m.log.Info("port preview refused", "event", "port_refused", "session", s.hash(), "port", f.port, "reason", refusal.Reason,
+				s.d.Log.Info("port preview refused", "event", "port_refused", "session", s.d.Session(), "port", f.port, "reason", refusal.Reason,
 					"host", truncate(r.Host, 100), "origin", truncate(r.Header.Get("Origin"), 100), "remote", r.RemoteAddr)
 				previewPage(w, http.StatusForbidden, refusal.Message+"; this preview answers requests that name it 127.0.0.1 or localhost, from no page or a page on this machine")
 				return
@@ -83,9 +83,9 @@ func (s *Session) previewServer(f *portForward) *http.Server {
 
 // dialPort opens a stream to the container's port through the tunnel,
 // starting the container if needed.
-func (s *Session) dialPort(port int) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(s.life, portStartTimeout)
-	mux, err := s.ensureTunnel(ctx)
+func (s *Room) dialPort(port int) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(s.d.Life, portStartTimeout)
+	mux, err := s.d.Tunnel(ctx)
 	cancel()
 	if err != nil {
 		return nil, &portError{http.StatusBadGateway, "the workspace could not be reached: " + err.Error()}

@@ -1,0 +1,29 @@
+package workspace
+
+import (
+	"context"
+
+	"github.com/wink-mcp/wink-mcp/checkpoints"
+	"github.com/wink-mcp/wink-mcp/wire"
+	"github.com/wink-mcp/wink-mcp/workspace/capture"
+)
+
+// snapshotState is a state of the workspace written to the store (package
+// capture) with the times of the steps that wrote it: scan, fetch, trees,
+// then the caller's.
+type snapshotState struct {
+	*capture.State
+	steps *stepTimes
+}
+
+// snapshot writes the workspace's current state to st, but for the
+// read-only mounts; files whose state the session's index knows are not
+// read again.
+func (s *Session) snapshot(ctx context.Context, client *wire.Client, st *checkpoints.Store) (*snapshotState, error) {
+	steps := newStepTimes()
+	snap, err := capture.Snapshot(ctx, client, st, s.skipPaths(), s.lastIndex, steps.done)
+	if err != nil {
+		return nil, err
+	}
+	return &snapshotState{State: snap, steps: steps}, nil
+}

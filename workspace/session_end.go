@@ -1,0 +1,175 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/workspace/disk"
+)
+
+// unmountDiskLocked unmounts the session's filesystem, keeping its image
+// (FindSessions mounts kept images again to read them).
+func (s *Session) unmountDiskLocked() bool {
+	if !s.disk {
+		return true
+	}
+	if err := disk.Unmount(s.dir); err != nil {
+		s.m.log.Warn("unmounting session disk", "session", s.hash(), "err", err)
+		return false
+	}
+	s.disk = false
+	return true
+}
+
+// deleteFilesLocked deletes the session directory and its filesystem.
+func (s *Session) deleteFilesLocked() {
+	if !s.unmountDiskLocked() {
+		return
+	}
+	if err := os.Remove(s.diskFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.m.log.Warn("deleting session disk image", "session", s.hash(), "err", err)
+	}
+	if err := removeAll(s.dir); err != nil {
+		s.m.log.Warn("deleting session directory", "session", s.hash(), "dir", s.dir, "err", err)
+	}
+}
+
+// removeLocked removes the container; the channel dies with it.
+func (s *Session) removeLocked(ctx context.Context) error {
+	if !s.created {
+		s.dropChannelLocked()
+		return nil
+	}
+	s.stopJobsLocked(ctx)
+	err := s.m.eng.Remove(ctx, s.name)
+	s.dropChannelLocked()
+	if err != nil {
+		return err
+	}
+	s.created = false
+	s.jobsStarted.Store(false) // they went with the container
+	return nil
+}
+
+// cleanupIfIdle removes the container when no call has run for idle. The
+// files stay; the next call starts a new container on them.
+func (s *Session) cleanupIfIdle(ctx context.Context, idle time.Duration) {
+	last := time.Unix(0, s.lastUsed.Load())
+	if s.active.Load() > 0 || time.Since(last) < idle {
+		return
+	}
+	// A session busy creating or removing its container is not idle.
+	if !s.mu.TryLock() {
+		return
+	}
+	defer s.mu.Unlock()
+	if !s.created || s.ended || s.active.Load() > 0 {
+		return
+	}
+	if s.jobsKeepLocked(ctx) {
+		return
+	}
+	s.autoCheckpointLocked(ctx, "idle")
+	start := time.Now()
+	if err := s.removeLocked(ctx); err != nil {
+		s.m.log.Warn("idle cleanup failed", "session", s.hash(), "container", s.name, "err", err)
+		return
+	}
+	logEvent(s.m.log, EventIdleCleanup, s, start, "idle_ms", time.Since(last).Milliseconds())
+}
+
+// beginEnd marks the session ended, its prestart stopped and its ports
+// closed, holding its locks until unlock is called; ok is false when it
+// had ended already.
+func (s *Session) beginEnd() (unlock func(), ok bool) {
+	s.endLife()     // stops a Prestart, which holds mu while it creates
+	s.pullMu.Lock() // a read of the changes finishes before the files go
+	s.mu.Lock()
+	unlock = func() {
+		s.mu.Unlock()
+		s.pullMu.Unlock()
+	}
+	if s.ended {
+		return unlock, false
+	}
+	s.ended = true
+	s.ports.CloseAll()
+	return unlock, true
+}
+
+// removeOrRetryLocked removes the container, leaving a removal that fails
+// to be retried in the background.
+func (s *Session) removeOrRetryLocked(ctx context.Context) error {
+	err := s.removeLocked(ctx)
+	if err != nil {
+		s.m.log.Warn("removing the container failed; retrying in the background", "session", s.hash(), "container", s.name, "err", err)
+		s.m.removeLater(s.name)
+	}
+	return err
+}
+
+// end removes the container and, unless they are kept, the session's files.
+func (s *Session) end(ctx context.Context) {
+	unlock, ok := s.beginEnd()
+	defer unlock()
+	if !ok {
+		return
+	}
+	start := time.Now()
+	had := s.created
+	// A pooled container no session took holds nobody's work; a
+	// handed-over workspace exports by its own marker, once its container
+	// is gone (endHandedOverLocked).
+	handedOver := s.kept != nil && s.kept.fromHandoff
+	exportNow := s.m.cfg.ExportDir != "" && len(s.mounts) > 0 && s.id() != "" && !handedOver
+	if exportNow {
+		// The files are final once the jobs have stopped: the export and
+		// the container's removal need not wait for each other.
+		s.stopJobsLocked(ctx)
+	}
+	if exportNow && s.m.cfg.FilesOnPodmanHost {
+		// The copies are on the Podman host: bring them back while a container holds them.
+		if err := s.pullForExportLocked(ctx); err != nil {
+			s.m.log.Error("exporting the session's changes failed", "session", s.hash(), "err", err)
+			exportNow = false
+		}
+	}
+	exported := make(chan bool, 1)
+	if exportNow {
+		mounts := s.infoLocked().Mounts
+		go func() { exported <- s.exportOnEnd(ctx, time.Now(), mounts) }()
+	} else {
+		exported <- true
+	}
+	if err := s.removeOrRetryLocked(ctx); err == nil && s.m.cfg.FilesOnPodmanHost {
+		if err := s.m.eng.RemoveWorkspace(ctx, s.name); err != nil {
+			s.m.log.Warn("removing the workspace volume at session end failed; retrying in the background", "session", s.hash(), "volume", s.name, "err", err)
+			s.m.removeLater(s.name)
+		}
+	}
+	saved := <-exported
+	switch {
+	case handedOver:
+		// Still a session's own: it goes with it, once its changes are exported.
+		s.endHandedOverLocked(ctx)
+	case s.kept != nil:
+		s.unmountDiskLocked()
+		s.kept.release(s.meter.Used())
+		s.m.log.Info("kept workspace released", "event", "workspace_released", "session", s.hash(), "workspace", s.kept.name)
+	case s.m.cfg.KeepSessionDirs:
+		s.unmountDiskLocked()
+	case !saved && s.exportsOnEnd():
+		// Kept, disk and all, for the next server or `wink-mcp export`
+		// (exportOnEnd logged how): nothing unexported is deleted.
+	default:
+		s.deleteFilesLocked()
+		if err := removeAll(s.storeDir); err != nil {
+			s.m.log.Warn("deleting the session's checkpoints", "session", s.hash(), "err", err)
+		}
+	}
+	if had {
+		logEvent(s.m.log, EventRemoved, s, start, "reason", "session ended")
+	}
+}
