@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -107,75 +106,6 @@ func (w *watcher) loop(fd int) {
 	}
 }
 
-// drainLocked reads every event queued and records the changes, but not
-// those of paths own claims. A directory created or moved in is watched
-// at once and its entries recorded, as they may predate the watch.
-func (w *watcher) drainLocked(own func(string) bool) {
-	if w.fd < 0 {
-		return
-	}
-	record := func(p string) {
-		if !isToolTemp(p) && (own == nil || !own(p)) {
-			w.pending.add(p)
-		}
-	}
-	for {
-		n, err := unix.Read(w.fd, w.buf)
-		if err != nil || n < unix.SizeofInotifyEvent {
-			break
-		}
-		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			ev := (*unix.InotifyEvent)(unsafe.Pointer(&w.buf[off]))
-			nameAt := off + unix.SizeofInotifyEvent
-			off = nameAt + int(ev.Len)
-			name := strings.TrimRight(string(w.buf[nameAt:min(off, n)]), "\x00")
-			w.eventLocked(ev.Wd, ev.Mask, name, record)
-		}
-	}
-	if w.overflow {
-		w.overflow = false
-		w.addTreeLocked("", nil)
-	}
-	if !w.pending.empty() {
-		w.signal()
-	}
-}
-
-// eventLocked handles one event of the watch wd on its entry name.
-func (w *watcher) eventLocked(wd int32, mask uint32, name string, record func(string)) {
-	if mask&unix.IN_Q_OVERFLOW != 0 {
-		w.pending.addAll()
-		w.overflow = true
-		return
-	}
-	dir, ok := w.byWD[wd]
-	if !ok {
-		return
-	}
-	if mask&unix.IN_IGNORED != 0 {
-		delete(w.byWD, wd)
-		if w.byPath[dir] == wd {
-			delete(w.byPath, dir)
-		}
-		return
-	}
-	if name == "" {
-		return // the directory itself: its parent's watch reports it
-	}
-	p := joinRel(dir, name)
-	if mask&unix.IN_ISDIR != 0 {
-		if mask&(unix.IN_MOVED_FROM|unix.IN_DELETE) != 0 {
-			w.dropTreeLocked(p)
-			record(p)
-		}
-		if mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 {
-			w.addTreeLocked(p, record)
-		}
-		return
-	}
-	record(p)
-}
-
 // addTreeLocked watches dir and the directories under it, passing each
 // other entry found to record when it is not nil. A directory that cannot
 // be watched is left unwatched; when record is given, something is making
@@ -240,6 +170,27 @@ func (w *watcher) dropTreeLocked(dir string) {
 	}
 	if _, ok := w.unwatched[dir]; ok {
 		delete(w.unwatched, dir)
+		w.changed = true
+	}
+}
+
+// moveTreeLocked renames the watches of the directory from and of those
+// under it, which a rename moved to to in the workspace: a watch follows
+// its directory. What was at to before is watched no more.
+func (w *watcher) moveTreeLocked(from, to string) {
+	w.dropTreeLocked(to)
+	moved := map[string]int32{}
+	for p, wd := range w.byPath {
+		if p == from || isAncestor(from, p) {
+			moved[to+p[len(from):]] = wd
+			delete(w.byPath, p)
+		}
+	}
+	for p, wd := range moved {
+		w.byPath[p], w.byWD[wd] = wd, p
+	}
+	if _, ok := w.unwatched[from]; ok {
+		delete(w.unwatched, from) // the walk of to leaves it unwatched again if it must
 		w.changed = true
 	}
 }

@@ -1,0 +1,156 @@
+//go:build linux
+
+package agent
+
+import (
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// drainLocked reads the events queued when it begins and records the
+// changes, but not those of paths own claims. Events queued while it
+// reads are left to the next drain: a command making events as fast as
+// they are read (a rename loop) would otherwise keep the watch's lock,
+// and the tool change waiting for it, until the command ended.
+func (w *watcher) drainLocked(own func(string) bool) {
+	if w.fd < 0 {
+		return
+	}
+	d := drain{w: w, walk: map[string]struct{}{}, record: func(p string) {
+		if !isToolTemp(p) && (own == nil || !own(p)) {
+			w.pending.add(p)
+		}
+	}}
+	queued, err := unix.IoctlGetInt(w.fd, unix.TIOCINQ) // FIONREAD: the bytes of events queued
+	if err != nil {
+		queued = len(w.buf) // one buffer's worth: the loop reads the rest
+	}
+	for read := 0; read < queued; {
+		n, err := unix.Read(w.fd, w.buf)
+		if err != nil || n < unix.SizeofInotifyEvent {
+			break
+		}
+		read += n
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&w.buf[off]))
+			nameAt := off + unix.SizeofInotifyEvent
+			off = nameAt + int(ev.Len)
+			name := strings.TrimRight(string(w.buf[nameAt:min(off, n)]), "\x00")
+			d.event(ev.Wd, ev.Mask, ev.Cookie, name)
+		}
+	}
+	d.finish()
+	if w.overflow {
+		w.overflow = false
+		w.addTreeLocked("", nil)
+	}
+	if !w.pending.empty() {
+		w.signal()
+	}
+}
+
+// drain is the state of one drainLocked. A directory renamed inside the
+// workspace keeps its watches, which follow the inode: its MOVED_FROM and
+// MOVED_TO, paired by their cookie, only rename the watches' paths. A
+// directory created or moved in is watched, and its entries recorded (they
+// may predate the watch or be reported under its old name), once, when the
+// drain has read its events: a command renaming a tree back and forth
+// costs one walk of it a drain, not one an event.
+type drain struct {
+	w      *watcher
+	record func(string)
+	// from is the directory whose MOVED_FROM waits for its MOVED_TO, which
+	// the kernel queues next; fromCookie pairs them.
+	from       string
+	fromCookie uint32
+	moving     bool
+	// walk are the directories to watch and read when the drain ends, in
+	// the order they came (the first come are watched at a limit).
+	walk  map[string]struct{}
+	order []string
+}
+
+// event handles one event of the watch wd on its entry name.
+func (d *drain) event(wd int32, mask, cookie uint32, name string) {
+	w := d.w
+	if d.moving && !(mask&unix.IN_MOVED_TO != 0 && cookie == d.fromCookie) {
+		d.movedOut()
+	}
+	if mask&unix.IN_Q_OVERFLOW != 0 {
+		w.pending.addAll()
+		w.overflow = true
+		return
+	}
+	dir, ok := w.byWD[wd]
+	if !ok {
+		return
+	}
+	if mask&unix.IN_IGNORED != 0 {
+		delete(w.byWD, wd)
+		if w.byPath[dir] == wd {
+			delete(w.byPath, dir)
+		}
+		return
+	}
+	if name == "" {
+		return // the directory itself: its parent's watch reports it
+	}
+	p := joinRel(dir, name)
+	switch {
+	case mask&unix.IN_ISDIR == 0:
+		d.record(p)
+	case mask&unix.IN_MOVED_FROM != 0:
+		d.from, d.fromCookie, d.moving = p, cookie, true
+		d.record(p)
+	case mask&unix.IN_DELETE != 0:
+		w.dropTreeLocked(p)
+		d.record(p)
+	case mask&unix.IN_MOVED_TO != 0 && d.moving:
+		d.moving = false
+		w.moveTreeLocked(d.from, p)
+		d.walkLater(p)
+	case mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0:
+		d.walkLater(p)
+	}
+}
+
+// movedOut ends a MOVED_FROM no MOVED_TO followed: the directory left the
+// watched tree, and is watched no more.
+func (d *drain) movedOut() {
+	d.moving = false
+	d.w.dropTreeLocked(d.from)
+}
+
+// finish watches and reads the directories created or moved in, each
+// once: a directory under another to walk is walked with it.
+func (d *drain) finish() {
+	if d.moving {
+		d.movedOut()
+	}
+	for _, p := range d.order {
+		if d.underWalk(p) {
+			continue
+		}
+		d.w.addTreeLocked(p, d.record)
+	}
+}
+
+// walkLater has finish watch and read the directory p.
+func (d *drain) walkLater(p string) {
+	if _, ok := d.walk[p]; !ok {
+		d.walk[p] = struct{}{}
+		d.order = append(d.order, p)
+	}
+}
+
+// underWalk says a directory above p is walked too.
+func (d *drain) underWalk(p string) bool {
+	for up := parentOf(p); up != ""; up = parentOf(up) {
+		if _, ok := d.walk[up]; ok {
+			return true
+		}
+	}
+	return false
+}
