@@ -51,6 +51,10 @@ type watcher struct {
 	// retryLocked): what happened under them before is unknown, so the
 	// next report names them once more as possibly changed.
 	lapsed map[string]struct{}
+	// moved are the directories renamed inside the workspace since the
+	// changes were last taken: their watches followed them, and their
+	// files are recorded under the new names when the changes are taken.
+	moved map[string]struct{}
 	// changed says the status changed since it was last reported.
 	changed  bool
 	overflow bool // the kernel's queue overflowed: every directory is watched again
@@ -67,7 +71,7 @@ type watcher struct {
 }
 
 func newWatcher(root *os.Root) *watcher {
-	return &watcher{root: root, fd: -1, unwatched: map[string]struct{}{}, lapsed: map[string]struct{}{},
+	return &watcher{root: root, fd: -1, unwatched: map[string]struct{}{}, lapsed: map[string]struct{}{}, moved: map[string]struct{}{},
 		ready: make(chan struct{}, 1), stop: make(chan struct{}),
 		initInotify: func() (int, error) { return unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC) }}
 }
@@ -118,42 +122,61 @@ func (w *watcher) addTreeLocked(dir string, record func(string)) {
 			w.suspectLocked()
 		}
 	}
-	for stack := []string{dir}; len(stack) > 0; {
-		d := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if _, ok := w.byPath[d]; !ok && len(w.byPath) >= w.maxDirs {
-			leave(d, fmt.Sprintf("%d directories are watched, the most --watch-dirs allows", w.maxDirs))
-			continue
+	if !w.roomFor(dir, leave) {
+		return
+	}
+	if f, err := w.root.Open(dotFor(dir)); err == nil { // else gone already, or swapped for something else
+		w.addOpenTreeLocked(f, dir, record, leave)
+	}
+}
+
+// roomFor says one more directory, d, may be watched, and leaves it
+// unwatched when --watch-dirs are watched already.
+func (w *watcher) roomFor(d string, leave func(d, reason string)) bool {
+	if _, ok := w.byPath[d]; !ok && len(w.byPath) >= w.maxDirs {
+		leave(d, fmt.Sprintf("%d directories are watched, the most --watch-dirs allows", w.maxDirs))
+		return false
+	}
+	return true
+}
+
+// addOpenTreeLocked watches the directory f, named dir, and those under
+// it (see addTreeLocked), and closes f. Each directory below is opened
+// from its parent's descriptor, by the name its parent lists and never
+// through a link: a directory renamed while the walk runs is still
+// watched whole, and its events then rename the watches' paths.
+func (w *watcher) addOpenTreeLocked(f *os.File, dir string, record func(string), leave func(d, reason string)) {
+	defer f.Close()
+	// The descriptor names the very directory opened inside the
+	// workspace: no link swapped in on the way can redirect the watch.
+	wd, err := unix.InotifyAddWatch(w.fd, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), watchMask)
+	if err != nil {
+		reason := fmt.Sprintf("watching %q failed: %v", shownRel(dir), err)
+		if errors.Is(err, unix.ENOSPC) {
+			reason = "the host's inotify watch limit (fs.inotify.max_user_watches) is reached; it tries again every second"
 		}
-		f, err := w.root.Open(dotFor(d))
-		if err != nil {
-			continue // gone already, or swapped for something else
-		}
-		// The descriptor names the very directory opened inside the
-		// workspace: no link swapped in on the way can redirect the watch.
-		wd, err := unix.InotifyAddWatch(w.fd, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), watchMask)
-		if err != nil {
-			f.Close()
-			reason := fmt.Sprintf("watching %q failed: %v", shownRel(d), err)
-			if errors.Is(err, unix.ENOSPC) {
-				reason = "the host's inotify watch limit (fs.inotify.max_user_watches) is reached; it tries again every second"
-			}
-			leave(d, reason)
-			continue
-		}
-		if old, ok := w.byWD[int32(wd)]; ok && old != d && w.byPath[old] == int32(wd) {
-			delete(w.byPath, old)
-		}
-		w.byWD[int32(wd)], w.byPath[d] = d, int32(wd)
-		entries, _ := f.ReadDir(-1)
-		f.Close()
-		for _, e := range entries {
-			p := joinRel(d, e.Name())
-			if e.IsDir() {
-				stack = append(stack, p)
-			} else if record != nil {
+		leave(dir, reason)
+		return
+	}
+	if old, ok := w.byWD[int32(wd)]; ok && old != dir && w.byPath[old] == int32(wd) {
+		delete(w.byPath, old)
+	}
+	w.byWD[int32(wd)], w.byPath[dir] = dir, int32(wd)
+	entries, _ := f.ReadDir(-1)
+	for _, e := range entries {
+		p := joinRel(dir, e.Name())
+		if !e.IsDir() {
+			if record != nil {
 				record(p)
 			}
+			continue
+		}
+		if !w.roomFor(p, leave) {
+			continue
+		}
+		fd, err := unix.Openat(int(f.Fd()), e.Name(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == nil { // else gone already, or swapped for something else
+			w.addOpenTreeLocked(os.NewFile(uintptr(fd), p), p, record, leave)
 		}
 	}
 }
@@ -172,6 +195,11 @@ func (w *watcher) dropTreeLocked(dir string) {
 		delete(w.unwatched, dir)
 		w.changed = true
 	}
+	for p := range w.moved {
+		if p == dir || isAncestor(dir, p) {
+			delete(w.moved, p)
+		}
+	}
 }
 
 // moveTreeLocked renames the watches of the directory from and of those
@@ -189,10 +217,26 @@ func (w *watcher) moveTreeLocked(from, to string) {
 	for p, wd := range moved {
 		w.byPath[p], w.byWD[wd] = wd, p
 	}
-	if _, ok := w.unwatched[from]; ok {
-		delete(w.unwatched, from) // the walk of to leaves it unwatched again if it must
-		w.changed = true
+	if renameUnder(w.unwatched, from, to) {
+		w.changed = true // the same directories, now under other names
 	}
+	renameUnder(w.moved, from, to)
+}
+
+// renameUnder renames from, and the paths under it, to to in set, and
+// says whether any was.
+func renameUnder(set map[string]struct{}, from, to string) bool {
+	var under []string
+	for p := range set {
+		if p == from || isAncestor(from, p) {
+			under = append(under, p)
+		}
+	}
+	for _, p := range under {
+		delete(set, p)
+		set[to+p[len(from):]] = struct{}{}
+	}
+	return len(under) > 0
 }
 
 // leaveUnwatchedLocked records that the subtree at dir is not watched.
@@ -228,7 +272,7 @@ func (w *watcher) signal() {
 func (w *watcher) reportable() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return !w.pending.empty() || w.changed || w.suspect && len(w.unwatched) > 0 || len(w.lapsed) > 0
+	return !w.pending.empty() || len(w.moved) > 0 || w.changed || w.suspect && len(w.unwatched) > 0 || len(w.lapsed) > 0
 }
 
 // commandEnded says a command ended: what is not watched may have changed,
@@ -256,14 +300,16 @@ func (w *watcher) own(made bool, paths ...string) {
 		w.drainLocked(nil)
 		return
 	}
-	w.drainLocked(func(q string) bool {
+	claims := func(q string) bool {
 		for _, p := range paths {
 			if q == p || isAncestor(q, p) || isAncestor(p, q) {
 				return true
 			}
 		}
 		return false
-	})
+	}
+	w.drainLocked(claims)
+	w.flushMovedLocked(w.recorder(claims))
 	for _, p := range paths {
 		w.pending.forget(p)
 	}
@@ -276,6 +322,7 @@ func (w *watcher) discard() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.drainLocked(func(string) bool { return true })
+	clear(w.moved)
 	w.pending = changeSet{}
 }
 
@@ -295,6 +342,7 @@ func (w *watcher) take(n int, seq int64) ([]wire.Change, bool) {
 		return nil, false
 	}
 	w.drainLocked(nil)
+	w.flushMovedLocked(w.recorder(nil))
 	var out []wire.Change
 	if w.suspect {
 		for d := range w.unwatched {

@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"os"
 	"strings"
 	"unsafe"
 
@@ -18,11 +19,7 @@ func (w *watcher) drainLocked(own func(string) bool) {
 	if w.fd < 0 {
 		return
 	}
-	d := drain{w: w, walk: map[string]struct{}{}, record: func(p string) {
-		if !isToolTemp(p) && (own == nil || !own(p)) {
-			w.pending.add(p)
-		}
-	}}
+	d := drain{w: w, walk: map[string]struct{}{}, record: w.recorder(own)}
 	queued, err := unix.IoctlGetInt(w.fd, unix.TIOCINQ) // FIONREAD: the bytes of events queued
 	if err != nil {
 		queued = len(w.buf) // one buffer's worth: the loop reads the rest
@@ -46,18 +43,29 @@ func (w *watcher) drainLocked(own func(string) bool) {
 		w.overflow = false
 		w.addTreeLocked("", nil)
 	}
-	if !w.pending.empty() {
+	if !w.pending.empty() || len(w.moved) > 0 {
 		w.signal()
+	}
+}
+
+// recorder records the change of a path, but not of a path own claims,
+// nor of a temporary file the tools write through.
+func (w *watcher) recorder(own func(string) bool) func(string) {
+	return func(p string) {
+		if !isToolTemp(p) && (own == nil || !own(p)) {
+			w.pending.add(p)
+		}
 	}
 }
 
 // drain is the state of one drainLocked. A directory renamed inside the
 // workspace keeps its watches, which follow the inode: its MOVED_FROM and
-// MOVED_TO, paired by their cookie, only rename the watches' paths. A
-// directory created or moved in is watched, and its entries recorded (they
-// may predate the watch or be reported under its old name), once, when the
-// drain has read its events: a command renaming a tree back and forth
-// costs one walk of it a drain, not one an event.
+// MOVED_TO, paired by their cookie, only rename the watches' paths, and
+// its files are recorded under the new name when the changes are next
+// taken (see watcher.moved). A directory created or moved in is watched,
+// and its entries recorded (they may predate the watch), once, when the
+// drain has read its events. So a command renaming a tree back and forth
+// costs one walk of it a report, not one an event.
 type drain struct {
 	w      *watcher
 	record func(string)
@@ -107,13 +115,23 @@ func (d *drain) event(wd int32, mask, cookie uint32, name string) {
 	case mask&unix.IN_DELETE != 0:
 		w.dropTreeLocked(p)
 		d.record(p)
-	case mask&unix.IN_MOVED_TO != 0 && d.moving:
+	case mask&unix.IN_MOVED_TO != 0 && d.moving && w.watched(d.from):
 		d.moving = false
 		w.moveTreeLocked(d.from, p)
+		w.moved[p] = struct{}{}
+	case mask&unix.IN_MOVED_TO != 0 && d.moving:
+		// Made in this drain, or left unwatched: watched and read as new.
+		d.movedOut()
 		d.walkLater(p)
 	case mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0:
 		d.walkLater(p)
 	}
+}
+
+// watched says the directory dir is watched.
+func (w *watcher) watched(dir string) bool {
+	_, ok := w.byPath[dir]
+	return ok
 }
 
 // movedOut ends a MOVED_FROM no MOVED_TO followed: the directory left the
@@ -130,7 +148,7 @@ func (d *drain) finish() {
 		d.movedOut()
 	}
 	for _, p := range d.order {
-		if d.underWalk(p) {
+		if underAny(p, d.walk) {
 			continue
 		}
 		d.w.addTreeLocked(p, d.record)
@@ -145,12 +163,51 @@ func (d *drain) walkLater(p string) {
 	}
 }
 
-// underWalk says a directory above p is walked too.
-func (d *drain) underWalk(p string) bool {
+// flushMovedLocked records, through record, the files under the
+// directories renamed since the changes were last taken, and forgets them.
+func (w *watcher) flushMovedLocked(record func(string)) {
+	for p := range w.moved {
+		if !underAny(p, w.moved) {
+			w.walkFilesLocked(p, record)
+		}
+	}
+	clear(w.moved)
+}
+
+// underAny says a directory above p is in dirs.
+func underAny(p string, dirs map[string]struct{}) bool {
 	for up := parentOf(p); up != ""; up = parentOf(up) {
-		if _, ok := d.walk[up]; ok {
+		if _, ok := dirs[up]; ok {
 			return true
 		}
 	}
 	return false
+}
+
+// walkFilesLocked passes record every entry under dir that is not a
+// directory. Each directory below dir is opened from its parent's
+// descriptor, by the name its parent lists and never through a link, so
+// the walk costs a few calls a directory, however deep.
+func (w *watcher) walkFilesLocked(dir string, record func(string)) {
+	if f, err := w.root.Open(dotFor(dir)); err == nil { // else gone already, or swapped
+		walkFiles(f, dir, record)
+	}
+}
+
+// walkFiles passes record every entry under the directory f, named dir,
+// that is not a directory, and closes f. It holds one descriptor a level.
+func walkFiles(f *os.File, dir string, record func(string)) {
+	defer f.Close()
+	entries, _ := f.ReadDir(-1)
+	for _, e := range entries {
+		p := joinRel(dir, e.Name())
+		if !e.IsDir() {
+			record(p)
+			continue
+		}
+		fd, err := unix.Openat(int(f.Fd()), e.Name(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == nil {
+			walkFiles(os.NewFile(uintptr(fd), p), p, record)
+		}
+	}
 }

@@ -62,10 +62,23 @@ func TestToolCallsProceedDuringARenameStorm(t *testing.T) {
 		a.reportChanges(wire.MaxChanges)
 	}
 	close(stop)
-	if n := <-renames; n >= stormRenames {
+	n := <-renames
+	if n >= stormRenames {
 		t.Errorf("50 writes and reports waited for the storm's end (%d renames)", n)
 	} else {
 		t.Logf("50 writes and reports made during %d renames", n)
+	}
+	// Every directory of the tree is watched under its final name, even
+	// those a walk was reading when the tree was renamed.
+	report(t, a)
+	final := fmt.Sprintf("storm-%d", (n-1)%2)
+	a.watch.mu.Lock()
+	defer a.watch.mu.Unlock()
+	for depth := range 31 {
+		d := final + strings.Repeat("/deep", depth)
+		if _, ok := a.watch.byPath[d]; !ok {
+			t.Fatalf("%s is not watched after the storm: %v", d, slices.Sorted(maps.Keys(a.watch.byPath)))
+		}
 	}
 }
 
