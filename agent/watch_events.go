@@ -119,6 +119,7 @@ func (d *drain) event(wd int32, mask, cookie uint32, name string) {
 		d.moving = false
 		w.moveTreeLocked(d.from, p)
 		w.moved[p] = struct{}{}
+		d.renameWalks(d.from, p)
 	case mask&unix.IN_MOVED_TO != 0 && d.moving:
 		// Made in this drain, or left unwatched: watched and read as new.
 		d.movedOut()
@@ -172,6 +173,18 @@ func (w *watcher) flushMovedLocked(record func(string)) {
 		}
 	}
 	clear(w.moved)
+}
+
+// renameWalks renames the directories to walk under from, which a
+// rename moved to to, so that finish still finds them.
+func (d *drain) renameWalks(from, to string) {
+	for i, p := range d.order {
+		if p == from || isAncestor(from, p) {
+			delete(d.walk, p)
+			d.order[i] = to + p[len(from):]
+			d.walk[d.order[i]] = struct{}{}
+		}
+	}
 }
 
 // underAny says a directory above p is in dirs.

@@ -138,4 +138,14 @@ func TestWatchFollowsRenamedDirectories(t *testing.T) {
 	check("c moved over e", map[string]bool{"c": true, "e/sub/f": false}, "e", "e/sub")
 	mustWrite(t, filepath.Join(ws, "e/sub/g"), "y")
 	check("a file written in e/sub", map[string]bool{"e/sub/g": false}, "e", "e/sub")
+	// A directory made in one that is renamed before the events are read.
+	a.watch.mu.Lock()
+	if err := os.Mkdir(filepath.Join(ws, "e/new"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rename(filepath.Join(ws, "e"), filepath.Join(ws, "h"))
+	a.watch.mu.Unlock()
+	check("e/new made, e renamed h", map[string]bool{"e": true, "h/sub/f": false, "h/sub/g": false}, "h", "h/new", "h/sub")
+	mustWrite(t, filepath.Join(ws, "h/new/later"), "z")
+	check("a file written in h/new", map[string]bool{"h/new/later": false}, "h", "h/new", "h/sub")
 }
