@@ -206,7 +206,12 @@ func (w *watcher) dropTreeLocked(dir string) {
 // under it, which a rename moved to to in the workspace: a watch follows
 // its directory. What was at to before is watched no more.
 func (w *watcher) moveTreeLocked(from, to string) {
-	w.dropTreeLocked(to)
+	if w.watched(to) {
+		w.dropTreeLocked(to)
+	} else if _, ok := w.unwatched[to]; ok {
+		delete(w.unwatched, to)
+		w.changed = true
+	}
 	moved := map[string]int32{}
 	for p, wd := range w.byPath {
 		if p == from || isAncestor(from, p) {
@@ -309,7 +314,7 @@ func (w *watcher) own(made bool, paths ...string) {
 		return false
 	}
 	w.drainLocked(claims)
-	w.flushMovedLocked(w.recorder(claims))
+	w.flushMovedLocked(w.recorder(claims), claims) // the rest wait for the report
 	for _, p := range paths {
 		w.pending.forget(p)
 	}
@@ -342,7 +347,7 @@ func (w *watcher) take(n int, seq int64) ([]wire.Change, bool) {
 		return nil, false
 	}
 	w.drainLocked(nil)
-	w.flushMovedLocked(w.recorder(nil))
+	w.flushMovedLocked(w.recorder(nil), nil)
 	var out []wire.Change
 	if w.suspect {
 		for d := range w.unwatched {

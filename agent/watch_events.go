@@ -165,14 +165,22 @@ func (d *drain) walkLater(p string) {
 }
 
 // flushMovedLocked records, through record, the files under the
-// directories renamed since the changes were last taken, and forgets them.
-func (w *watcher) flushMovedLocked(record func(string)) {
+// directories renamed since the changes were last taken, and forgets
+// them: all of them, or those only claims when it is not nil.
+func (w *watcher) flushMovedLocked(record func(string), only func(string) bool) {
+	var done []string
 	for p := range w.moved {
+		if only != nil && !only(p) {
+			continue
+		}
 		if !underAny(p, w.moved) {
 			w.walkFilesLocked(p, record)
 		}
+		done = append(done, p)
 	}
-	clear(w.moved)
+	for _, p := range done {
+		delete(w.moved, p)
+	}
 }
 
 // renameWalks renames the directories to walk under from, which a
