@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -52,6 +51,10 @@ type watcher struct {
 	// retryLocked): what happened under them before is unknown, so the
 	// next report names them once more as possibly changed.
 	lapsed map[string]struct{}
+	// moved are the directories renamed inside the workspace since the
+	// changes were last taken: their watches followed them, and their
+	// files are recorded under the new names when the changes are taken.
+	moved map[string]struct{}
 	// changed says the status changed since it was last reported.
 	changed  bool
 	overflow bool // the kernel's queue overflowed: every directory is watched again
@@ -68,7 +71,7 @@ type watcher struct {
 }
 
 func newWatcher(root *os.Root) *watcher {
-	return &watcher{root: root, fd: -1, unwatched: map[string]struct{}{}, lapsed: map[string]struct{}{},
+	return &watcher{root: root, fd: -1, unwatched: map[string]struct{}{}, lapsed: map[string]struct{}{}, moved: map[string]struct{}{},
 		ready: make(chan struct{}, 1), stop: make(chan struct{}),
 		initInotify: func() (int, error) { return unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC) }}
 }
@@ -107,75 +110,6 @@ func (w *watcher) loop(fd int) {
 	}
 }
 
-// drainLocked reads every event queued and records the changes, but not
-// those of paths own claims. A directory created or moved in is watched
-// at once and its entries recorded, as they may predate the watch.
-func (w *watcher) drainLocked(own func(string) bool) {
-	if w.fd < 0 {
-		return
-	}
-	record := func(p string) {
-		if !isToolTemp(p) && (own == nil || !own(p)) {
-			w.pending.add(p)
-		}
-	}
-	for {
-		n, err := unix.Read(w.fd, w.buf)
-		if err != nil || n < unix.SizeofInotifyEvent {
-			break
-		}
-		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			ev := (*unix.InotifyEvent)(unsafe.Pointer(&w.buf[off]))
-			nameAt := off + unix.SizeofInotifyEvent
-			off = nameAt + int(ev.Len)
-			name := strings.TrimRight(string(w.buf[nameAt:min(off, n)]), "\x00")
-			w.eventLocked(ev.Wd, ev.Mask, name, record)
-		}
-	}
-	if w.overflow {
-		w.overflow = false
-		w.addTreeLocked("", nil)
-	}
-	if !w.pending.empty() {
-		w.signal()
-	}
-}
-
-// eventLocked handles one event of the watch wd on its entry name.
-func (w *watcher) eventLocked(wd int32, mask uint32, name string, record func(string)) {
-	if mask&unix.IN_Q_OVERFLOW != 0 {
-		w.pending.addAll()
-		w.overflow = true
-		return
-	}
-	dir, ok := w.byWD[wd]
-	if !ok {
-		return
-	}
-	if mask&unix.IN_IGNORED != 0 {
-		delete(w.byWD, wd)
-		if w.byPath[dir] == wd {
-			delete(w.byPath, dir)
-		}
-		return
-	}
-	if name == "" {
-		return // the directory itself: its parent's watch reports it
-	}
-	p := joinRel(dir, name)
-	if mask&unix.IN_ISDIR != 0 {
-		if mask&(unix.IN_MOVED_FROM|unix.IN_DELETE) != 0 {
-			w.dropTreeLocked(p)
-			record(p)
-		}
-		if mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 {
-			w.addTreeLocked(p, record)
-		}
-		return
-	}
-	record(p)
-}
-
 // addTreeLocked watches dir and the directories under it, passing each
 // other entry found to record when it is not nil. A directory that cannot
 // be watched is left unwatched; when record is given, something is making
@@ -188,42 +122,61 @@ func (w *watcher) addTreeLocked(dir string, record func(string)) {
 			w.suspectLocked()
 		}
 	}
-	for stack := []string{dir}; len(stack) > 0; {
-		d := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if _, ok := w.byPath[d]; !ok && len(w.byPath) >= w.maxDirs {
-			leave(d, fmt.Sprintf("%d directories are watched, the most --watch-dirs allows", w.maxDirs))
-			continue
+	if !w.roomFor(dir, leave) {
+		return
+	}
+	if f, err := w.root.Open(dotFor(dir)); err == nil { // else gone already, or swapped for something else
+		w.addOpenTreeLocked(f, dir, record, leave)
+	}
+}
+
+// roomFor says one more directory, d, may be watched, and leaves it
+// unwatched when --watch-dirs are watched already.
+func (w *watcher) roomFor(d string, leave func(d, reason string)) bool {
+	if _, ok := w.byPath[d]; !ok && len(w.byPath) >= w.maxDirs {
+		leave(d, fmt.Sprintf("%d directories are watched, the most --watch-dirs allows", w.maxDirs))
+		return false
+	}
+	return true
+}
+
+// addOpenTreeLocked watches the directory f, named dir, and those under
+// it (see addTreeLocked), and closes f. Each directory below is opened
+// from its parent's descriptor, by the name its parent lists and never
+// through a link: a directory renamed while the walk runs is still
+// watched whole, and its events then rename the watches' paths.
+func (w *watcher) addOpenTreeLocked(f *os.File, dir string, record func(string), leave func(d, reason string)) {
+	defer f.Close()
+	// The descriptor names the very directory opened inside the
+	// workspace: no link swapped in on the way can redirect the watch.
+	wd, err := unix.InotifyAddWatch(w.fd, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), watchMask)
+	if err != nil {
+		reason := fmt.Sprintf("watching %q failed: %v", shownRel(dir), err)
+		if errors.Is(err, unix.ENOSPC) {
+			reason = "the host's inotify watch limit (fs.inotify.max_user_watches) is reached; it tries again every second"
 		}
-		f, err := w.root.Open(dotFor(d))
-		if err != nil {
-			continue // gone already, or swapped for something else
-		}
-		// The descriptor names the very directory opened inside the
-		// workspace: no link swapped in on the way can redirect the watch.
-		wd, err := unix.InotifyAddWatch(w.fd, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), watchMask)
-		if err != nil {
-			f.Close()
-			reason := fmt.Sprintf("watching %q failed: %v", shownRel(d), err)
-			if errors.Is(err, unix.ENOSPC) {
-				reason = "the host's inotify watch limit (fs.inotify.max_user_watches) is reached; it tries again every second"
-			}
-			leave(d, reason)
-			continue
-		}
-		if old, ok := w.byWD[int32(wd)]; ok && old != d && w.byPath[old] == int32(wd) {
-			delete(w.byPath, old)
-		}
-		w.byWD[int32(wd)], w.byPath[d] = d, int32(wd)
-		entries, _ := f.ReadDir(-1)
-		f.Close()
-		for _, e := range entries {
-			p := joinRel(d, e.Name())
-			if e.IsDir() {
-				stack = append(stack, p)
-			} else if record != nil {
+		leave(dir, reason)
+		return
+	}
+	if old, ok := w.byWD[int32(wd)]; ok && old != dir && w.byPath[old] == int32(wd) {
+		delete(w.byPath, old)
+	}
+	w.byWD[int32(wd)], w.byPath[dir] = dir, int32(wd)
+	entries, _ := f.ReadDir(-1)
+	for _, e := range entries {
+		p := joinRel(dir, e.Name())
+		if !e.IsDir() {
+			if record != nil {
 				record(p)
 			}
+			continue
+		}
+		if !w.roomFor(p, leave) {
+			continue
+		}
+		fd, err := unix.Openat(int(f.Fd()), e.Name(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == nil { // else gone already, or swapped for something else
+			w.addOpenTreeLocked(os.NewFile(uintptr(fd), p), p, record, leave)
 		}
 	}
 }
@@ -242,6 +195,53 @@ func (w *watcher) dropTreeLocked(dir string) {
 		delete(w.unwatched, dir)
 		w.changed = true
 	}
+	for p := range w.moved {
+		if p == dir || isAncestor(dir, p) {
+			delete(w.moved, p)
+		}
+	}
+}
+
+// moveTreeLocked renames the watches of the directory from and of those
+// under it, which a rename moved to to in the workspace: a watch follows
+// its directory. What was at to before is watched no more.
+func (w *watcher) moveTreeLocked(from, to string) {
+	if w.watched(to) {
+		w.dropTreeLocked(to)
+	} else if _, ok := w.unwatched[to]; ok {
+		delete(w.unwatched, to)
+		w.changed = true
+	}
+	moved := map[string]int32{}
+	for p, wd := range w.byPath {
+		if p == from || isAncestor(from, p) {
+			moved[to+p[len(from):]] = wd
+			delete(w.byPath, p)
+		}
+	}
+	for p, wd := range moved {
+		w.byPath[p], w.byWD[wd] = wd, p
+	}
+	if renameUnder(w.unwatched, from, to) {
+		w.changed = true // the same directories, now under other names
+	}
+	renameUnder(w.moved, from, to)
+}
+
+// renameUnder renames from, and the paths under it, to to in set, and
+// says whether any was.
+func renameUnder(set map[string]struct{}, from, to string) bool {
+	var under []string
+	for p := range set {
+		if p == from || isAncestor(from, p) {
+			under = append(under, p)
+		}
+	}
+	for _, p := range under {
+		delete(set, p)
+		set[to+p[len(from):]] = struct{}{}
+	}
+	return len(under) > 0
 }
 
 // leaveUnwatchedLocked records that the subtree at dir is not watched.
@@ -277,7 +277,7 @@ func (w *watcher) signal() {
 func (w *watcher) reportable() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return !w.pending.empty() || w.changed || w.suspect && len(w.unwatched) > 0 || len(w.lapsed) > 0
+	return !w.pending.empty() || len(w.moved) > 0 || w.changed || w.suspect && len(w.unwatched) > 0 || len(w.lapsed) > 0
 }
 
 // commandEnded says a command ended: what is not watched may have changed,
@@ -305,14 +305,16 @@ func (w *watcher) own(made bool, paths ...string) {
 		w.drainLocked(nil)
 		return
 	}
-	w.drainLocked(func(q string) bool {
+	claims := func(q string) bool {
 		for _, p := range paths {
 			if q == p || isAncestor(q, p) || isAncestor(p, q) {
 				return true
 			}
 		}
 		return false
-	})
+	}
+	w.drainLocked(claims)
+	w.flushMovedLocked(w.recorder(claims), claims) // the rest wait for the report
 	for _, p := range paths {
 		w.pending.forget(p)
 	}
@@ -325,6 +327,7 @@ func (w *watcher) discard() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.drainLocked(func(string) bool { return true })
+	clear(w.moved)
 	w.pending = changeSet{}
 }
 
@@ -344,6 +347,7 @@ func (w *watcher) take(n int, seq int64) ([]wire.Change, bool) {
 		return nil, false
 	}
 	w.drainLocked(nil)
+	w.flushMovedLocked(w.recorder(nil), nil)
 	var out []wire.Change
 	if w.suspect {
 		for d := range w.unwatched {

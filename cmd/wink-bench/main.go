@@ -62,7 +62,9 @@ func run(cfg config) error {
 	if cfg.only == "watch" {
 		fmt.Fprintf(os.Stderr, "measuring the watch's cost to a command writing 10,000 files...\n")
 		watched, unwatched := measureWatchCost(ctx, cfg)
-		rep.Measurements = []measurement{watched, unwatched}
+		fmt.Fprintf(os.Stderr, "measuring file calls during a rename storm...\n")
+		stormWatched, stormUnwatched := measureStormCalls(ctx, cfg)
+		rep.Measurements = []measurement{watched, unwatched, stormWatched, stormUnwatched}
 		return rep.write(cfg.out)
 	}
 	if cfg.only == "initialize" {
@@ -126,6 +128,8 @@ func run(cfg config) error {
 
 	fmt.Fprintf(os.Stderr, "measuring the watch's cost to a command writing 10,000 files...\n")
 	watched, unwatched := measureWatchCost(ctx, cfg)
+	fmt.Fprintf(os.Stderr, "measuring file calls during a rename storm...\n")
+	stormWatched, stormUnwatched := measureStormCalls(ctx, cfg)
 	fmt.Fprintf(os.Stderr, "measuring initialize of new processes...\n")
 	initializes := measureInitialize(ctx, cfg)
 	fmt.Fprintf(os.Stderr, "measuring first calls of new processes...\n")
@@ -168,7 +172,7 @@ func run(cfg config) error {
 	fixed.Target, fixed.Met = "p99 <= 20 ms", fixed.P99 <= 20 && fixed.Errors == 0
 	ckLater.Target, ckLater.Met = "p99 <= 1 s", ckLater.P99 <= 1000 && ckLater.Errors == 0
 	ckRestore.Target, ckRestore.Met = "p99 <= 1 s", ckRestore.P99 <= 1000 && ckRestore.Errors == 0
-	rep.Measurements = append([]measurement{protocol, reads, viaMCPGo, writes, edits, greps, shells, baseline, watched, unwatched}, initializes...)
+	rep.Measurements = append([]measurement{protocol, reads, viaMCPGo, writes, edits, greps, shells, baseline, watched, unwatched, stormWatched, stormUnwatched}, initializes...)
 	rep.Measurements = append(rep.Measurements,
 		first, firstLazy, firstLater, profileCached, profileUncached, load, httpWarm, httpCold, burstWarm, burstCold, burst2, fixed, egress, egressDirect, egressCeiling,
 		ckFirst, ckLater, ckRestore)
