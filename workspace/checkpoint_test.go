@@ -17,6 +17,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
 	"github.com/wink-mcp/wink-mcp/workspace/capture"
+	"github.com/wink-mcp/wink-mcp/workspace/checkpoint"
 )
 
 // treeState describes every entry under dir as the host sees it: kind,
@@ -304,17 +305,12 @@ func TestUnfinishedRestoreIsFinishedBeforeTheNextCall(t *testing.T) {
 	}
 	want := treeState(t, s.workspaceDir())
 	echo(t, s, "sh", "-c", "rm a && printf half > b && printf c > c")
-	st, _ := s.checkpointStore()
+	st, _ := s.checkpoints.Store()
 	if err := st.BeginRestore(checkpoints.Journal{Target: cp.ID, TargetRoot: cp.Root}); err != nil {
 		t.Fatal(err)
 	}
 	// A new owner of the workspace opens its store and finds the journal.
-	s.storeMu.Lock()
-	s.store = nil
-	s.storeMu.Unlock()
-	if _, err := s.checkpointStore(); err != nil {
-		t.Fatal(err)
-	}
+	reopenCheckpoints(t, s)
 	if _, err := s.List(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +365,7 @@ func TestRestoreToAnOldAutomaticCheckpointKeepsIt(t *testing.T) {
 	if _, err := s.Checkpoint(ctx, "base"); err != nil {
 		t.Fatal(err)
 	}
-	for i := 1; i <= keptAutoCheckpoints+1; i++ {
+	for i := 1; i <= checkpoint.KeptAutoCheckpoints+1; i++ {
 		if _, err := s.WriteFile(ctx, "f", fmt.Sprint("v", i)); err != nil {
 			t.Fatal(err)
 		}
@@ -379,7 +375,7 @@ func TestRestoreToAnOldAutomaticCheckpointKeepsIt(t *testing.T) {
 	}
 	list, _ := s.Checkpoints(ctx)
 	oldest := list.Checkpoints[1] // after the base, the oldest automatic one kept
-	if len(list.Checkpoints) != keptAutoCheckpoints+1 || oldest.Auto == "" {
+	if len(list.Checkpoints) != checkpoint.KeptAutoCheckpoints+1 || oldest.Auto == "" {
 		t.Fatalf("checkpoints = %+v", list.Checkpoints)
 	}
 	if _, err := s.Restore(ctx, oldest.ID); err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
 	"github.com/wink-mcp/wink-mcp/wire"
+	"github.com/wink-mcp/wink-mcp/workspace/checkpoint"
 )
 
 // DiskFullNote says which filesystem a command left full (see
@@ -20,7 +21,7 @@ func DiskFullNote(d *wire.DiskFull, what string) string {
 	var notes []string
 	if d.WorkspaceFull {
 		if d.Workspace.Full() {
-			notes = append(notes, diskAdvice(d.Workspace, -1)+".")
+			notes = append(notes, checkpoint.DiskAdvice(d.Workspace, -1)+".")
 		} else {
 			notes = append(notes, fmt.Sprintf("the workspace's disk was full when %s ended; it has %s free now.", what, checkpoints.FormatBytes(d.Workspace.FreeBytes)))
 		}
@@ -43,7 +44,7 @@ func tmpAdvice(d wire.DiskSpace, what string) string {
 	default:
 		fmt.Fprintf(&b, "/tmp, a filesystem of %s of its own, has %s free", checkpoints.FormatBytes(d.TotalBytes), checkpoints.FormatBytes(d.FreeBytes))
 	}
-	b.WriteString(topNote(d, "in /tmp"))
+	b.WriteString(checkpoint.TopNote(d, "in /tmp"))
 	b.WriteString(". Free it with podman_shell, removing what you no longer need there (rm -r; the file tools reach only /workspace).")
 	return b.String()
 }

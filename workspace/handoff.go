@@ -265,7 +265,7 @@ func (s *Session) discardable() bool {
 	if s.kept != nil {
 		return true
 	}
-	return len(s.touched.List()) == 0 && !s.ranCommands.Load() && !s.hasCheckpoints()
+	return len(s.touched.List()) == 0 && !s.ranCommands.Load() && !s.checkpoints.HasCheckpoints()
 }
 
 // retire stops the session's container and jobs and unmounts its disk,

@@ -257,7 +257,7 @@ func (m *Manager) newKeptSession(id, hash string, opts SessionOptions) (*Session
 	s.dir, s.diskFile, s.storeDir = k.sessionDir(), k.diskImage(), k.storeDir()
 	// The count goes on from what it carried under its earlier owners.
 	s.meter.RaiseTo(k.egressBytes)
-	if _, err := s.checkpointStore(); err != nil { // finds a restore its last owner did not finish
+	if _, err := s.checkpoints.Store(); err != nil { // finds a restore its last owner did not finish
 		k.release(0)
 		return nil, err
 	}
@@ -273,6 +273,7 @@ func (m *Manager) newSession(id, key string) *Session {
 		diskFile: filepath.Join(m.inst.dir, disksDir, key+".img"), gate: newGate(), storeDir: m.inst.storeDir(key)}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.ports = s.newPorts()
+	s.checkpoints = s.newCheckpoints()
 	s.lastUsed.Store(time.Now().UnixNano())
 	s.opened = time.Now()
 	s.serve(id, key)

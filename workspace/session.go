@@ -12,10 +12,10 @@ import (
 
 	"github.com/hashicorp/yamux"
 
-	"github.com/wink-mcp/wink-mcp/checkpoints"
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/wire"
+	"github.com/wink-mcp/wink-mcp/workspace/checkpoint"
 	"github.com/wink-mcp/wink-mcp/workspace/ports"
 	"github.com/wink-mcp/wink-mcp/workspace/touched"
 )
@@ -120,14 +120,10 @@ type Session struct {
 
 	// gate orders the calls around checkpoints and restores.
 	gate *gate
-	// storeDir holds the workspace's checkpoints; store and index (the
-	// files' last known state) are opened from it on first use, under storeMu.
-	storeDir string
-	storeMu  sync.Mutex
-	store    *checkpoints.Store
-	index    checkpoints.Index
-	// restorePending says a restore's journal waits to be finished.
-	restorePending atomic.Bool
+	// storeDir holds the workspace's checkpoints, which the checkpoints
+	// room (package checkpoint) opens on first use.
+	storeDir    string
+	checkpoints *checkpoint.Room
 	// ranCommands says a command ran, so the files may hold more than the
 	// tools wrote.
 	ranCommands atomic.Bool
@@ -278,7 +274,7 @@ func (s *Session) call(ctx context.Context, op string, args, result any, progres
 	// output, forgetting it) goes on beside a restore that cannot finish:
 	// it may be what frees the disk the restore needs.
 	if !jobQuery(op) {
-		if err := s.settlePendingRestore(ctx); err != nil {
+		if err := s.checkpoints.SettlePendingRestore(ctx); err != nil {
 			return err
 		}
 	}
@@ -294,7 +290,7 @@ func (s *Session) call(ctx context.Context, op string, args, result any, progres
 	if err != nil && errors.Is(context.Cause(ctx), ErrStoppedForRestore) {
 		return ErrStoppedForRestore
 	}
-	return s.withDiskAdvice(ctx, err)
+	return s.checkpoints.WithDiskAdvice(ctx, err)
 }
 
 // callAgent sends one request to the agent, starting the container first

@@ -71,7 +71,7 @@ func (s *Session) cleanupIfIdle(ctx context.Context, idle time.Duration) {
 	if s.jobsKeepLocked(ctx) {
 		return
 	}
-	s.autoCheckpointLocked(ctx, "idle")
+	s.checkpoints.AutoCheckpoint(ctx, s.client, "idle")
 	start := time.Now()
 	if err := s.removeLocked(ctx); err != nil {
 		s.m.log.Warn("idle cleanup failed", "session", s.hash(), "container", s.name, "err", err)

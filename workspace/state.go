@@ -107,8 +107,8 @@ func (s *Session) State(ctx context.Context) (State, error) {
 	}
 	s.mu.Unlock()
 	st.Ports = s.Ports()
-	if s.hasCheckpoints() {
-		store, err := s.checkpointStore()
+	if s.checkpoints.HasCheckpoints() {
+		store, err := s.checkpoints.Store()
 		if err != nil {
 			return st, err
 		}

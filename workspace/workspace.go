@@ -26,7 +26,9 @@
 //   - workspace/capture: a checkpoint's snapshot of /workspace, read
 //     through the agent into the store (capture.State), under the gate;
 //   - workspace/touched: the files a session's tools and commands
-//     touched (touched.Snapshot).
+//     touched (touched.Snapshot);
+//   - workspace/checkpoint: a session's checkpoints and restores, and the
+//     journal of a restore that did not finish (checkpoint.Room).
 //
 // Locks are taken in this order, never against it, so that no two
 // goroutines can each hold a lock the other waits for:
@@ -38,9 +40,10 @@
 //     CountParked's count) take only locks of their own;
 //  4. the warm pool's, pool.Pool.mu (Manager.Session takes an entry under
 //     Manager.mu);
-//  5. the leaves, which take no other lock while held: Session.storeMu,
-//     a session's ports room's (ports.Room.mu: its tunnel is reached
-//     before the lock, through Session.mu), the touched files' record
+//  5. the leaves, which take no other lock while held: a session's
+//     checkpoints room's (checkpoint.Room.mu), a session's ports room's
+//     (ports.Room.mu: its tunnel is reached before the lock, through
+//     Session.mu), the touched files' record
 //     (touched.Snapshot.mu), a capture's index (capture.State.mu), the
 //     gate's list of running commands, Manager.builds.mu, a build's
 //     status line (build.status), Manager.known's, Manager.rootsMu, a

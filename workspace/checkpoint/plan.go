@@ -1,4 +1,4 @@
-package workspace
+package checkpoint
 
 import (
 	"fmt"
@@ -85,7 +85,7 @@ func kindOfScan(k string) string {
 // can change; then what target lacks, or has as another kind, is removed;
 // then what is missing or differs is made, in walk order; and last every
 // directory gets its mode, deepest first. A file is rewritten unless the
-// index knows its content is the target's. With removeReplaced, the files
+// index knows its content is the target'r. With removeReplaced, the files
 // to be rewritten are removed with the rest first, so that the disk never
 // holds their old and new content at once (the journal and the automatic
 // checkpoint, not the rename, keep a restore whole).

@@ -1,9 +1,6 @@
-package workspace
+package checkpoint
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
@@ -69,38 +66,5 @@ func TestPlanSpaceCountsEveryStep(t *testing.T) {
 	}
 	if disk.FreeFiles = 0; first.fits(disk) {
 		t.Error("a plan fits a disk without the inodes it needs")
-	}
-}
-
-// TestAnUnfinishedRestoreLeavesTheJobsReachable stands for a restore that
-// can neither finish nor be undone (its checkpoint's content is damaged):
-// the calls that read or change /workspace say why and how to go on, and
-// the job tool, which may be what frees the disk, still answers.
-func TestAnUnfinishedRestoreLeavesTheJobsReachable(t *testing.T) {
-	m, _, _ := newTestManager(t, nil)
-	s, _ := m.Session("stuck")
-	echo(t, s, "sh", "-c", "head -c 2000000 /dev/urandom > big")
-	cp, err := s.Checkpoint(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	echo(t, s, "sh", "-c", "rm big && echo other > other")
-	objects, _ := filepath.Glob(filepath.Join(s.storeDir, "objects", "*", "*"))
-	if len(objects) != 1 {
-		t.Fatalf("loose objects: %v", objects)
-	}
-	if err := os.WriteFile(objects[0], []byte("damaged"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	st, _ := s.checkpointStore()
-	if err := st.BeginRestore(checkpoints.Journal{Target: cp.ID, TargetRoot: cp.Root}); err != nil {
-		t.Fatal(err)
-	}
-	s.restorePending.Store(true)
-	if _, err := s.List(ctx, ""); err == nil || !strings.Contains(err.Error(), "job action=forget") || !strings.Contains(err.Error(), "did not finish") {
-		t.Errorf("a call on the half-restored workspace = %v", err)
-	}
-	if _, err := s.Jobs(ctx); err != nil {
-		t.Errorf("listing jobs beside the unfinished restore: %v", err)
 	}
 }

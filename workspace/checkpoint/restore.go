@@ -1,4 +1,4 @@
-package workspace
+package checkpoint
 
 import (
 	"context"
@@ -17,10 +17,9 @@ import (
 // owner, and a restore that fails here puts the workspace back as it was.
 // A restore whose automatic checkpoint cannot be saved, or whose result
 // would not fit the workspace's disk, is refused before any file changes.
-func (s *Session) Restore(ctx context.Context, id string) (RestoreResult, error) {
-	defer s.enter()()
+func (r *Room) Restore(ctx context.Context, id string) (RestoreResult, error) {
 	start := time.Now()
-	st, err := s.checkpointStore()
+	st, err := r.Store()
 	if err != nil {
 		return RestoreResult{}, err
 	}
@@ -28,47 +27,47 @@ func (s *Session) Restore(ctx context.Context, id string) (RestoreResult, error)
 	if err != nil {
 		return RestoreResult{}, err
 	}
-	if err := s.settlePendingRestore(ctx); err != nil {
+	if err := r.SettlePendingRestore(ctx); err != nil {
 		return RestoreResult{}, err
 	}
 	endPreflight := func() {}
-	if s.jobsStarted.Load() || s.gate.commandsRunning() {
-		client, err := s.ensure(ctx)
+	if r.deps.JobsStarted() || r.deps.CommandsRunning() {
+		client, err := r.deps.Ensure(ctx)
 		if err != nil {
 			return RestoreResult{}, err
 		}
-		pre, err := s.preflightRestore(ctx, client, st, target)
+		pre, err := r.preflightRestore(ctx, client, st, target)
 		if err != nil {
 			return RestoreResult{}, refused(id, "nothing changed (no command or job was stopped)", err)
 		}
 		endPreflight = sync.OnceFunc(pre.Done)
 		defer endPreflight()
 	}
-	unlock, stopped, err := s.gate.lockAll(ctx)
+	unlock, stopped, err := r.deps.LockAll(ctx)
 	if err != nil {
 		return RestoreResult{}, err
 	}
 	defer unlock()
 	res := RestoreResult{Checkpoint: target, StoppedCommands: stopped}
-	client, err := s.ensure(ctx)
+	client, err := r.deps.Ensure(ctx)
 	if err != nil {
 		return res, err
 	}
-	if res.StoppedJobs, err = s.quiesce(ctx, client); err != nil {
+	if res.StoppedJobs, err = r.quiesce(ctx, client); err != nil {
 		return res, err
 	}
-	if err := s.finishPendingRestore(ctx); err != nil {
+	if err := r.finishPendingRestore(ctx); err != nil {
 		return res, err
 	}
 	// The scan of the state being replaced also plans the restore: nothing
 	// changes in between, the gate held and the processes stopped.
-	before, current, err := s.saveWith(ctx, client, st, Checkpoint{Auto: "before restore to " + id})
+	before, current, err := r.saveWith(ctx, client, st, Checkpoint{Auto: "before restore to " + id})
 	endPreflight()
 	if err != nil {
 		return res, refused(id, "no file changed"+stoppedFirst(res), err)
 	}
 	res.Before = before
-	plan, tree, err := s.planTo(ctx, client, st, target.Root, current)
+	plan, tree, err := r.planTo(ctx, client, st, target.Root, current)
 	if err != nil {
 		return res, refused(id, fmt.Sprintf("no file changed%s; the state it would have replaced is saved as checkpoint %s", stoppedFirst(res), before.ID), err)
 	}
@@ -76,18 +75,18 @@ func (s *Session) Restore(ctx context.Context, id string) (RestoreResult, error)
 	if err := st.BeginRestore(journal); err != nil {
 		return res, refused(id, "no file changed"+stoppedFirst(res), err)
 	}
-	counts, err := s.applyTo(ctx, client, st, plan, tree)
+	counts, err := r.applyTo(ctx, client, st, plan, tree)
 	if err != nil {
-		return res, s.restoreFailed(ctx, client, st, journal, err)
+		return res, r.restoreFailed(ctx, client, st, journal, err)
 	}
 	if err := st.EndRestore(); err != nil {
 		return res, err
 	}
-	s.pruneAuto(st, target.ID)
+	r.pruneAuto(st, target.ID)
 	res.Removed, res.Written, res.Unchanged = counts.Removed, counts.Written, counts.Unchanged
 	res.Duration = time.Since(start)
-	s.m.changed(ctx, s.id(), s.touched.Paths()...)
-	s.m.log.Info("workspace restored", "event", "restore", "session", s.hash(), "checkpoint", id, "before", res.Before.ID,
+	r.deps.Changed(ctx)
+	r.deps.Log.Info("workspace restored", "event", "restore", "session", r.deps.Hash(), "checkpoint", id, "before", res.Before.ID,
 		"stopped_commands", res.StoppedCommands, "stopped_jobs", res.StoppedJobs, "removed", res.Removed, "written", res.Written, "unchanged", res.Unchanged,
 		"duration_ms", res.Duration.Milliseconds())
 	return res, nil
@@ -113,18 +112,18 @@ func stoppedFirst(r RestoreResult) string {
 // keep its undo checkpoint, or would not fit, is refused before anything
 // is stopped. The snapshot's objects stay until done is called, so the
 // save after the stop reads again only what changed since.
-func (s *Session) preflightRestore(ctx context.Context, client *wire.Client, st *checkpoints.Store, target Checkpoint) (*snapshotState, error) {
-	unlock, err := s.gate.lockFiles(ctx)
+func (r *Room) preflightRestore(ctx context.Context, client *wire.Client, st *checkpoints.Store, target Checkpoint) (*snapshotState, error) {
+	unlock, err := r.deps.LockFiles(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	snap, err := s.snapshot(ctx, client, st)
+	snap, err := r.snapshot(ctx, client, st)
 	if err != nil {
 		return nil, fmt.Errorf("the checkpoint of the current state, which would undo the restore, cannot be saved: %w", err)
 	}
-	s.saveIndex(snap.Index)
-	if _, _, err := s.planTo(ctx, client, st, target.Root, snap.Entries); err != nil {
+	r.saveIndex(snap.Index)
+	if _, _, err := r.planTo(ctx, client, st, target.Root, snap.Entries); err != nil {
 		snap.Done()
 		return nil, err
 	}
@@ -133,18 +132,18 @@ func (s *Session) preflightRestore(ctx context.Context, client *wire.Client, st 
 
 // restoreFailed puts the workspace back as the journal's fallback left it,
 // or, when that fails too, leaves the journal for the next call to finish.
-func (s *Session) restoreFailed(ctx context.Context, client *wire.Client, st *checkpoints.Store, j checkpoints.Journal, cause error) error {
+func (r *Room) restoreFailed(ctx context.Context, client *wire.Client, st *checkpoints.Store, j checkpoints.Journal, cause error) error {
 	back := context.WithoutCancel(ctx)
-	cause = s.withDiskAdvice(back, cause)
-	_, err := s.restoreTo(back, client, st, j.FallbackRoot, nil)
+	cause = r.WithDiskAdvice(back, cause)
+	_, err := r.restoreTo(back, client, st, j.FallbackRoot, nil)
 	if err == nil {
 		if err = st.EndRestore(); err == nil {
 			return fmt.Errorf("restoring checkpoint %s failed, so the workspace was put back as it was (saved as checkpoint %s): %w", j.Target, j.Fallback, cause)
 		}
 	}
-	s.restorePending.Store(true)
+	r.pending.Store(true)
 	return fmt.Errorf("restoring checkpoint %s failed (%w), and putting the workspace back as checkpoint %s failed too (%v); %s",
-		j.Target, cause, j.Fallback, s.withDiskAdvice(back, err), pendingAdvice)
+		j.Target, cause, j.Fallback, r.WithDiskAdvice(back, err), pendingAdvice)
 }
 
 // pendingAdvice says what a workspace with an unfinished restore can do.
@@ -152,28 +151,28 @@ const pendingAdvice = "until the restore finishes, every call that reads or chan
 	"the job tool (job action=forget frees a finished job's kept output), workspace_checkpoints and workspace_checkpoint_delete still work, " +
 	"and podman_shell action=stop empties /workspace, after which the restore finishes"
 
-// settlePendingRestore finishes a restore that did not finish before the
+// SettlePendingRestore finishes a restore that did not finish before the
 // call goes on: the workspace is never seen half restored.
-func (s *Session) settlePendingRestore(ctx context.Context) error {
-	if !s.restorePending.Load() {
+func (r *Room) SettlePendingRestore(ctx context.Context) error {
+	if !r.pending.Load() {
 		return nil
 	}
-	unlock, _, err := s.gate.lockAll(ctx)
+	unlock, _, err := r.deps.LockAll(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	return s.finishPendingRestore(ctx)
+	return r.finishPendingRestore(ctx)
 }
 
 // finishPendingRestore brings the workspace to the target of an unfinished
 // restore's journal (or, failing that, back to its fallback). The caller
 // holds the gate whole.
-func (s *Session) finishPendingRestore(ctx context.Context) error {
-	if !s.restorePending.Load() {
+func (r *Room) finishPendingRestore(ctx context.Context) error {
+	if !r.pending.Load() {
 		return nil
 	}
-	st, err := s.checkpointStore()
+	st, err := r.Store()
 	if err != nil {
 		return err
 	}
@@ -182,28 +181,28 @@ func (s *Session) finishPendingRestore(ctx context.Context) error {
 		return err
 	}
 	if j == nil {
-		s.restorePending.Store(false)
+		r.pending.Store(false)
 		return nil
 	}
-	client, err := s.ensure(ctx)
+	client, err := r.deps.Ensure(ctx)
 	if err != nil {
 		return err
 	}
-	if _, err := s.quiesce(ctx, client); err != nil {
+	if _, err := r.quiesce(ctx, client); err != nil {
 		return err
 	}
-	_, err = s.restoreTo(ctx, client, st, j.TargetRoot, nil)
+	_, err = r.restoreTo(ctx, client, st, j.TargetRoot, nil)
 	if err != nil && j.FallbackRoot != "" {
-		_, err = s.restoreTo(ctx, client, st, j.FallbackRoot, nil)
+		_, err = r.restoreTo(ctx, client, st, j.FallbackRoot, nil)
 	}
 	if err != nil {
-		return fmt.Errorf("finishing the restore of checkpoint %s, which did not finish: %w; %s", j.Target, s.withDiskAdvice(ctx, err), pendingAdvice)
+		return fmt.Errorf("finishing the restore of checkpoint %s, which did not finish: %w; %s", j.Target, r.WithDiskAdvice(ctx, err), pendingAdvice)
 	}
 	if err := st.EndRestore(); err != nil {
 		return err
 	}
-	s.restorePending.Store(false)
-	s.m.log.Info("workspace restore finished", "event", "restore_finished", "session", s.hash(), "checkpoint", j.Target)
+	r.pending.Store(false)
+	r.deps.Log.Info("workspace restore finished", "event", "restore_finished", "session", r.deps.Hash(), "checkpoint", j.Target)
 	return nil
 }
 
@@ -211,10 +210,10 @@ func (s *Session) finishPendingRestore(ctx context.Context) error {
 // files: the jobs (SIGTERM, then SIGKILL after the stop grace), and the
 // commands whose calls the gate cancelled, whose trees die within their
 // grace. It says how many jobs it stopped.
-func (s *Session) quiesce(ctx context.Context, client *wire.Client) (int, error) {
-	jobs := s.stopAllJobs(ctx, client)
+func (r *Room) quiesce(ctx context.Context, client *wire.Client) (int, error) {
+	jobs := r.stopAllJobs(ctx, client)
 	var left wire.WaitCommandsResult
-	wait := MaxGrace + 5*time.Second
+	wait := r.deps.MaxGrace + 5*time.Second
 	if err := client.Call(ctx, wire.OpWaitCommands, wire.WaitCommandsArgs{TimeoutMillis: wait.Milliseconds()}, &left); err != nil {
 		return jobs, err
 	}
@@ -226,17 +225,17 @@ func (s *Session) quiesce(ctx context.Context, client *wire.Client) (int, error)
 
 // stopAllJobs stops the running jobs (SIGTERM, then SIGKILL after the stop
 // grace) and says how many there were.
-func (s *Session) stopAllJobs(ctx context.Context, client *wire.Client) int {
-	if !s.jobsStarted.Load() {
+func (r *Room) stopAllJobs(ctx context.Context, client *wire.Client) int {
+	if !r.deps.JobsStarted() {
 		return 0
 	}
-	var list JobList
+	var list wire.JobListResult
 	if err := client.Call(ctx, wire.OpJobList, struct{}{}, &list); err != nil || list.Running == 0 {
 		return 0
 	}
 	running := list.Running
-	ctx, cancel := context.WithTimeout(ctx, s.m.cfg.StopGrace+5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, r.deps.StopGrace+5*time.Second)
 	defer cancel()
-	_ = client.Call(ctx, wire.OpJobStopAll, wire.JobStopAllArgs{GraceMillis: s.m.cfg.StopGrace.Milliseconds()}, &list)
+	_ = client.Call(ctx, wire.OpJobStopAll, wire.JobStopAllArgs{GraceMillis: r.deps.StopGrace.Milliseconds()}, &list)
 	return running
 }

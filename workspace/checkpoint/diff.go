@@ -1,43 +1,43 @@
-package workspace
+package checkpoint
 
 import (
 	"context"
-	"errors"
+	"io"
 	"strings"
 
 	"github.com/wink-mcp/wink-mcp/changes"
 	"github.com/wink-mcp/wink-mcp/checkpoints"
 )
 
-// CheckpointNow names the workspace as it is now in CheckpointDiff.
-const CheckpointNow = "now"
+// Now names the workspace as it is now in Diff.
+const Now = "now"
 
-// CheckpointDiff diffs the changes from checkpoint from to
-// checkpoint to (or to the workspace now, CheckpointNow), under prefix
-// ("" for all), as a unified diff. Directories whose trees are equal are
-// not walked, so its cost follows what changed.
-func (s *Session) CheckpointDiff(ctx context.Context, from, to, prefix string) (DiffResult, error) {
-	defer s.enter()()
-	st, err := s.checkpointStore()
+// Diff writes to w the changes from checkpoint from to checkpoint to (or
+// to the workspace now, Now), under prefix ("" for all), as a unified
+// diff, showing as text files of up to textLimit bytes; it stops with
+// w's error. Directories whose trees are equal are not walked, so its
+// cost follows what changed.
+func (r *Room) Diff(ctx context.Context, from, to, prefix string, w io.Writer, textLimit int64) error {
+	st, err := r.Store()
 	if err != nil {
-		return DiffResult{}, err
+		return err
 	}
 	base, err := st.Get(from)
 	if err != nil {
-		return DiffResult{}, err
+		return err
 	}
 	root := ""
-	if to == CheckpointNow {
-		now, unpin, err := s.snapshotNow(ctx, st)
+	if to == Now {
+		now, unpin, err := r.snapshotNow(ctx, st)
 		if err != nil {
-			return DiffResult{}, err
+			return err
 		}
 		defer unpin()
 		root = now
 	} else {
 		cp, err := st.Get(to)
 		if err != nil {
-			return DiffResult{}, err
+			return err
 		}
 		root = cp.Root
 	}
@@ -45,38 +45,34 @@ func (s *Session) CheckpointDiff(ctx context.Context, from, to, prefix string) (
 	folder := changes.CompareTrees(a, b, func(rel string) ([]string, error) { return differingNames(a, b, rel) })
 	list, err := folder.Changes(ctx)
 	if err != nil {
-		return DiffResult{}, err
+		return err
 	}
 	list = changesAt(list, prefix)
-	w := &cappedBuffer{limit: MaxDiffBytes}
-	_, err = folder.WritePatch(ctx, w, list, changes.PatchOptions{TextLimit: DiffTextLimit})
-	if errors.Is(err, errDiffFull) {
-		return DiffResult{Text: w.String(), Truncated: true}, nil
-	}
-	return DiffResult{Text: w.String()}, err
+	_, err = folder.WritePatch(ctx, w, list, changes.PatchOptions{TextLimit: textLimit})
+	return err
 }
 
 // snapshotNow stores the workspace as it is now, not as a checkpoint, and
 // keeps it from collection until unpin is called.
-func (s *Session) snapshotNow(ctx context.Context, st *checkpoints.Store) (root string, unpin func(), err error) {
-	if err := s.settlePendingRestore(ctx); err != nil {
+func (r *Room) snapshotNow(ctx context.Context, st *checkpoints.Store) (root string, unpin func(), err error) {
+	if err := r.SettlePendingRestore(ctx); err != nil {
 		return "", nil, err
 	}
-	unlock, err := s.gate.lockFiles(ctx)
+	unlock, err := r.deps.LockFiles(ctx)
 	if err != nil {
 		return "", nil, err
 	}
 	defer unlock()
-	client, err := s.ensure(ctx)
+	client, err := r.deps.Ensure(ctx)
 	if err != nil {
 		return "", nil, err
 	}
-	snap, err := s.snapshot(ctx, client, st)
+	snap, err := r.snapshot(ctx, client, st)
 	if err != nil {
 		return "", nil, err
 	}
 	defer snap.Done()
-	s.saveIndex(snap.Index)
+	r.saveIndex(snap.Index)
 	return snap.Root, st.Pin(snap.Root), nil
 }
 

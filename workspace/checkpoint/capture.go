@@ -1,4 +1,4 @@
-package workspace
+package checkpoint
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 // snapshotState is a state of the workspace written to the store (package
 // capture) with the times of the steps that wrote it: scan, fetch, trees,
-// then the caller's.
+// then the caller'r.
 type snapshotState struct {
 	*capture.State
 	steps *stepTimes
@@ -19,9 +19,9 @@ type snapshotState struct {
 // snapshot writes the workspace's current state to st, but for the
 // read-only mounts; files whose state the session's index knows are not
 // read again.
-func (s *Session) snapshot(ctx context.Context, client *wire.Client, st *checkpoints.Store) (*snapshotState, error) {
+func (r *Room) snapshot(ctx context.Context, client *wire.Client, st *checkpoints.Store) (*snapshotState, error) {
 	steps := newStepTimes()
-	snap, err := capture.Snapshot(ctx, client, st, s.skipPaths(), s.lastIndex, steps.done)
+	snap, err := capture.Snapshot(ctx, client, st, r.deps.SkipPaths(), r.lastIndex, steps.done)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package workspace
+package checkpoint
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/checkpoints"
 	"github.com/wink-mcp/wink-mcp/display"
 	"github.com/wink-mcp/wink-mcp/wire"
+	"github.com/wink-mcp/wink-mcp/wspath"
 )
 
 // A restore must know that its result fits the workspace's disk before it
@@ -109,16 +110,16 @@ type noRoomError struct {
 func (e *noRoomError) Error() string {
 	if e.need.shortOfFiles(e.disk) {
 		return fmt.Sprintf("the checkpoint has %d more files and directories than the %d the workspace's disk can still make; %s",
-			e.need.Entries, e.disk.FreeFiles, diskAdvice(e.disk, e.files))
+			e.need.Entries, e.disk.FreeFiles, DiskAdvice(e.disk, e.files))
 	}
 	return fmt.Sprintf("the checkpoint needs %s more of the workspace's disk than it has; %s",
-		checkpoints.FormatBytes(e.need.shortOf(e.disk)), diskAdvice(e.disk, e.files))
+		checkpoints.FormatBytes(e.need.shortOf(e.disk)), DiskAdvice(e.disk, e.files))
 }
 
-// diskAdvice says how full the workspace's disk is, what takes the space
+// DiskAdvice says how full the workspace's disk is, what takes the space
 // (or the inodes, when none is free) and which calls free it. files, when
 // not negative, is what the files in /workspace hold.
-func diskAdvice(d wire.DiskSpace, files int64) string {
+func DiskAdvice(d wire.DiskSpace, files int64) string {
 	var b strings.Builder
 	if d.NoFreeFiles() {
 		fmt.Fprintf(&b, "the workspace's disk of %s can make no more files: all its %d inodes are in use (%s of space free)",
@@ -129,11 +130,11 @@ func diskAdvice(d wire.DiskSpace, files int64) string {
 	if files >= 0 {
 		fmt.Fprintf(&b, "; the files in /workspace hold %s", checkpoints.FormatBytes(files))
 	}
-	b.WriteString(topNote(d, "in /workspace"))
+	b.WriteString(TopNote(d, "in /workspace"))
 	rm := "rm on files you no longer need (workspace_checkpoint saves them first)"
 	if len(d.Top) > 0 {
 		rm = fmt.Sprintf("rm on what you no longer need (such as rm path=%s, a directory goes whole; workspace_checkpoint saves it first)",
-			display.Text(strings.TrimPrefix(d.Top[0].Path, Root+"/")))
+			display.Text(strings.TrimPrefix(d.Top[0].Path, wspath.Root+"/")))
 	}
 	switch {
 	case d.NoFreeFiles():
@@ -151,16 +152,16 @@ func diskAdvice(d wire.DiskSpace, files int64) string {
 	return b.String()
 }
 
-// topNote names the entries of a full filesystem that take the most of
+// TopNote names the entries of a full filesystem that take the most of
 // what is short (see wire.DiskSpace.Top), where says where they are;
 // "" when the agent named none.
-func topNote(d wire.DiskSpace, where string) string {
+func TopNote(d wire.DiskSpace, where string) string {
 	if len(d.Top) == 0 {
 		return ""
 	}
 	var uses []string
 	for _, u := range d.Top {
-		name := display.Text(strings.TrimPrefix(u.Path, Root+"/"))
+		name := display.Text(strings.TrimPrefix(u.Path, wspath.Root+"/"))
 		if d.NoFreeFiles() {
 			uses = append(uses, fmt.Sprintf("%s (%d files and directories)", name, u.Entries))
 		} else {
@@ -178,7 +179,7 @@ func topNote(d wire.DiskSpace, where string) string {
 }
 
 // diskSpace asks the agent how full the workspace's disk is.
-func (s *Session) diskSpace(ctx context.Context, client *wire.Client) (wire.DiskSpace, error) {
+func (r *Room) diskSpace(ctx context.Context, client *wire.Client) (wire.DiskSpace, error) {
 	var d wire.DiskSpace
 	if err := client.Call(ctx, wire.OpDiskSpace, struct{}{}, &d); err != nil {
 		return d, fmt.Errorf("reading the free space of /workspace: %w", err)
@@ -195,26 +196,24 @@ func isNoSpace(err error) bool {
 	return err != nil && (errors.As(err, &room) || strings.Contains(strings.ToLower(err.Error()), "no space left"))
 }
 
-// withDiskAdvice adds to a call's disk-full error what takes the space
+// WithDiskAdvice adds to a call's disk-full error what takes the space
 // and how to free it, when the agent can say.
-func (s *Session) withDiskAdvice(ctx context.Context, err error) error {
+func (r *Room) WithDiskAdvice(ctx context.Context, err error) error {
 	var room *noRoomError
 	if !isNoSpace(err) || errors.As(err, &room) {
 		return err
 	}
-	s.mu.Lock()
-	client := s.client
-	s.mu.Unlock()
+	client := r.deps.Client()
 	if client == nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	d, derr := s.diskSpace(ctx, client)
+	d, derr := r.diskSpace(ctx, client)
 	if derr != nil {
 		return err
 	}
-	return fmt.Errorf("%w; %s", err, diskAdvice(d, -1))
+	return fmt.Errorf("%w; %s", err, DiskAdvice(d, -1))
 }
 
 // filesBytes sums the sizes of the files in a scan.

@@ -1,4 +1,4 @@
-package workspace
+package checkpoint
 
 import (
 	"context"
@@ -23,18 +23,18 @@ type restoreCounts struct{ Removed, Written, Unchanged int }
 // tree lacks, writes what differs, leaves the rest, and then checks the
 // result against the tree. current is a scan of the workspace as it is,
 // or nil to scan it.
-func (s *Session) restoreTo(ctx context.Context, client *wire.Client, st *checkpoints.Store, root string, current []wire.ScanEntry) (restoreCounts, error) {
+func (r *Room) restoreTo(ctx context.Context, client *wire.Client, st *checkpoints.Store, root string, current []wire.ScanEntry) (restoreCounts, error) {
 	if current == nil {
 		var err error
-		if current, _, err = capture.ScanAll(ctx, client, s.skipPaths()); err != nil {
+		if current, _, err = capture.ScanAll(ctx, client, r.deps.SkipPaths()); err != nil {
 			return restoreCounts{}, err
 		}
 	}
-	p, target, err := s.planTo(ctx, client, st, root, current)
+	p, target, err := r.planTo(ctx, client, st, root, current)
 	if err != nil {
 		return restoreCounts{}, err
 	}
-	return s.applyTo(ctx, client, st, p, target)
+	return r.applyTo(ctx, client, st, p, target)
 }
 
 // planTo works out the steps from current to the tree root, in an order
@@ -42,16 +42,16 @@ func (s *Session) restoreTo(ctx context.Context, client *wire.Client, st *checkp
 // replaces when the disk holds both, else the files to replace are
 // removed first; a checkpoint that does not fit either way is refused
 // with a noRoomError.
-func (s *Session) planTo(ctx context.Context, client *wire.Client, st *checkpoints.Store, root string, current []wire.ScanEntry) (restorePlan, []treeEntry, error) {
+func (r *Room) planTo(ctx context.Context, client *wire.Client, st *checkpoints.Store, root string, current []wire.ScanEntry) (restorePlan, []treeEntry, error) {
 	target, err := walkTree(st.FS(root))
 	if err != nil {
 		return restorePlan{}, nil, err
 	}
-	disk, err := s.diskSpace(ctx, client)
+	disk, err := r.diskSpace(ctx, client)
 	if err != nil {
 		return restorePlan{}, nil, err
 	}
-	idx := s.lastIndex()
+	idx := r.lastIndex()
 	p := planRestore(current, target, idx, false)
 	if p.space(current, disk.BlockSize).fits(disk) {
 		return p, target, nil
@@ -64,24 +64,24 @@ func (s *Session) planTo(ctx context.Context, client *wire.Client, st *checkpoin
 }
 
 // applyTo makes the steps of p and checks the workspace against target.
-func (s *Session) applyTo(ctx context.Context, client *wire.Client, st *checkpoints.Store, p restorePlan, target []treeEntry) (restoreCounts, error) {
-	if err := s.applyPlan(ctx, client, st, p.steps); err != nil {
+func (r *Room) applyTo(ctx context.Context, client *wire.Client, st *checkpoints.Store, p restorePlan, target []treeEntry) (restoreCounts, error) {
+	if err := r.applyPlan(ctx, client, st, p.steps); err != nil {
 		return p.counts, err
 	}
-	after, started, err := capture.ScanAll(ctx, client, s.skipPaths())
+	after, started, err := capture.ScanAll(ctx, client, r.deps.SkipPaths())
 	if err != nil {
 		return p.counts, err
 	}
 	if err := matches(after, target); err != nil {
 		return p.counts, fmt.Errorf("the workspace does not match the checkpoint after the restore: %w", err)
 	}
-	s.saveIndex(indexAfterRestore(after, target, started))
+	r.saveIndex(indexAfterRestore(after, target, started))
 	return p.counts, nil
 }
 
 // applyPlan sends the steps, with the bytes of the files they write read
 // from the store, a request at a time within the wire's limits.
-func (s *Session) applyPlan(ctx context.Context, client *wire.Client, st *checkpoints.Store, steps []planStep) error {
+func (r *Room) applyPlan(ctx context.Context, client *wire.Client, st *checkpoints.Store, steps []planStep) error {
 	var batch []wire.ApplyStep
 	var batchBytes int
 	flush := func() error {
@@ -114,7 +114,7 @@ func (s *Session) applyPlan(ctx context.Context, client *wire.Client, st *checkp
 			}
 			continue
 		}
-		if err := s.addUpload(st, ps, add); err != nil {
+		if err := addUpload(st, ps, add); err != nil {
 			return err
 		}
 	}
@@ -123,7 +123,7 @@ func (s *Session) applyPlan(ctx context.Context, client *wire.Client, st *checkp
 
 // addUpload adds the write steps of one file, its content read from the
 // store in chunks.
-func (s *Session) addUpload(st *checkpoints.Store, ps planStep, add func(wire.ApplyStep) error) error {
+func addUpload(st *checkpoints.Store, ps planStep, add func(wire.ApplyStep) error) error {
 	r, err := st.OpenBlob(ps.blob)
 	if err != nil {
 		return err
