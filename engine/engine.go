@@ -6,7 +6,8 @@
 //
 // The engine is chosen where the program starts: cmd/wink-mcp builds it
 // from the flags and hands an Engine to the workspace manager and to
-// doctor. No other package imports an engine or its client libraries, so
+// doctor, which learn where its service is from Engine.Service, not from
+// settings of their own. No other package imports an engine or its client libraries, so
 // they build, vet and test without the engine's build tags; a test of this
 // package fails when one starts to (neutral_test.go). Engine-neutral
 // errors and names say nothing of a particular engine: an engine words
