@@ -41,7 +41,7 @@ func (d *doctor) checkpoints(context.Context) Result {
 // which Podman's `container checkpoint` needs, says on this machine.
 func (d *doctor) processes(ctx context.Context) Result {
 	why := d.host.criu(ctx)
-	if isRemote(d.cfg.PodmanURL) {
+	if d.cfg.Engine.Service().Remote {
 		why = "the Podman host's CRIU is not checked from here"
 	}
 	return Result{Status: OK, Detail: "running processes are not kept by checkpoints, restarts or handoffs to another process (start them again): " + why}

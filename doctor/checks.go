@@ -133,8 +133,8 @@ func (d *doctor) diskLimit(context.Context) Result {
 func (d *doctor) podmanCLI(ctx context.Context) Result {
 	path, version, err := d.host.podmanVersion(ctx)
 	switch {
-	case path == "" && isRemote(d.cfg.PodmanURL):
-		return Result{Status: OK, Detail: "not installed here; the service at " + d.cfg.PodmanURL + " is used"}
+	case path == "" && d.cfg.Engine.Service().Remote:
+		return Result{Status: OK, Detail: "not installed here; the service at " + d.cfg.Engine.Service().Address + " is used"}
 	case path == "":
 		return Result{Status: Fail, Detail: "podman is not installed (not found in PATH)",
 			Fix: "install Podman and runc (Debian/Ubuntu: `sudo apt-get install -y podman runc`; or `make setup`), or pass --podman-url for a remote service"}
@@ -322,8 +322,6 @@ func imageWhy(cfg workspace.Config, image string) string {
 func skipped(needs string) Result {
 	return Result{Status: Skip, Detail: "not checked: needs " + needs}
 }
-
-func isRemote(uri string) bool { return uri != "" && !strings.HasPrefix(uri, "unix://") }
 
 func limitText(v uint64) string {
 	if v == ^uint64(0) { // RLIM_INFINITY

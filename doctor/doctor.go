@@ -51,7 +51,7 @@ func Run(ctx context.Context, cfg workspace.Config, out io.Writer, log *slog.Log
 }
 
 func run(ctx context.Context, d *doctor, out io.Writer) bool {
-	fmt.Fprintf(out, "wink-mcp doctor: image %s, Podman service %s\n\n", strings.Join(d.cfg.ImageChoices(), " or else "), orDefault(d.cfg.PodmanURL, "(default sockets)"))
+	fmt.Fprintf(out, "wink-mcp doctor: image %s, Podman service %s\n\n", strings.Join(d.cfg.ImageChoices(), " or else "), orDefault(d.cfg.Engine.Service().Address, "(default sockets)"))
 	var results []Result
 	for _, c := range d.checks() {
 		r := c.run(ctx)

@@ -42,8 +42,7 @@ func (h fakeHost) inotifyLimits() (uint64, uint64, error) { return 65536, 128, n
 func TestRunWithoutAServiceFailsAndSkipsWhatNeedsIt(t *testing.T) {
 	cfg := workspace.DefaultConfig()
 	cfg.CacheDir = t.TempDir()
-	cfg.PodmanURL = "unix://" + t.TempDir() + "/no-podman.sock"
-	eng := enginetest.Unreachable{URI: cfg.PodmanURL}
+	eng := enginetest.Unreachable{URI: "unix://" + t.TempDir() + "/no-podman.sock"}
 	cfg.Engine = eng
 	self, _ := os.Executable()
 	cfg.AgentBinary = self
@@ -57,7 +56,7 @@ func TestRunWithoutAServiceFailsAndSkipsWhatNeedsIt(t *testing.T) {
 		"ok    cache dir     " + cfg.CacheDir + " is writable (100 GiB free)",
 		"ok    disk limit    each session's files get an ext4 filesystem of 2048 MiB, loop-mounted from a sparse image in " + cfg.CacheDir + " (100 GiB free)",
 		"ok    podman        podman version 4.3.1 (/usr/bin/podman)",
-		"FAIL  service       cannot reach the test engine (tried " + cfg.PodmanURL + ")\n",
+		"FAIL  service       cannot reach the test engine (tried " + eng.URI + ")\n",
 		"                    fix: " + eng.ServiceFix() + "\n",
 		"skip  runtime       not checked: needs the service",
 		"ok    ulimits       each container gets nofile=4096 nproc=4096 explicitly, within the host's hard limits (1048576, 1048576)",
@@ -115,10 +114,11 @@ func TestDiskLimitCheck(t *testing.T) {
 
 func TestPodmanMissing(t *testing.T) {
 	d := &doctor{host: fakeHost{}}
+	d.cfg.Engine = enginetest.Unreachable{URI: "unix:///run/podman/podman.sock"}
 	if r := d.podmanCLI(context.Background()); r.Status != Fail || !strings.Contains(r.Fix, "apt-get install -y podman runc") {
 		t.Errorf("local: %+v", r)
 	}
-	d.cfg.PodmanURL = "ssh://core@builder/run/podman/podman.sock"
+	d.cfg.Engine = enginetest.Unreachable{URI: "ssh://core@builder/run/podman/podman.sock", Remote: true}
 	if r := d.podmanCLI(context.Background()); r.Status != OK {
 		t.Errorf("remote service: %+v", r)
 	}

@@ -6,7 +6,8 @@
 //
 // The engine is chosen where the program starts: cmd/wink-mcp builds it
 // from the flags and hands an Engine to the workspace manager and to
-// doctor. No other package imports an engine or its client libraries, so
+// doctor, which learn where its service is from Engine.Service, not from
+// settings of their own. No other package imports an engine or its client libraries, so
 // they build, vet and test without the engine's build tags; a test of this
 // package fails when one starts to (neutral_test.go). Engine-neutral
 // errors and names say nothing of a particular engine: an engine words
@@ -194,6 +195,17 @@ type Description struct {
 	GraphDriver string
 }
 
+// Service is the service an engine was configured to drive, known before
+// the engine connects to it.
+type Service struct {
+	// Address is where the engine was told to find its service; "" when
+	// it tries its default places in turn.
+	Address string
+	// Remote is true when the service is on another host: what this host
+	// has (the engine's CLI, CRIU) is not what the service has.
+	Remote bool
+}
+
 // HostFacts are what container specs depend on about the engine's host.
 type HostFacts struct {
 	Rootless bool            `json:"rootless"`
@@ -212,6 +224,9 @@ type HostFacts struct {
 type Engine interface {
 	// Describe connects to the engine's service and describes it.
 	Describe(ctx context.Context) (Description, error)
+	// Service says which service the engine is configured to drive; it
+	// connects to nothing.
+	Service() Service
 	// ServiceFix says how to get the engine's service to answer; the
 	// error of a service that cannot be reached ends with it.
 	ServiceFix() string

@@ -20,8 +20,7 @@ func newTestServer(t testing.TB) *Server {
 	cfg := workspace.DefaultConfig()
 	cfg.CacheDir = t.TempDir()
 	cfg.Image = "localhost/test-image:1"
-	cfg.PodmanURL = "unix://" + t.TempDir() + "/no-podman.sock"
-	cfg.Engine = enginetest.Unreachable{URI: cfg.PodmanURL}
+	cfg.Engine = enginetest.Unreachable{URI: "unix://" + t.TempDir() + "/no-podman.sock"}
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

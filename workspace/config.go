@@ -113,22 +113,9 @@ type Config struct {
 	// .gitignore rules ignore; by default they are left out and named.
 	ExportIgnored bool
 	// Engine makes and reaches the sessions' containers: cmd/wink-mcp
-	// builds it from the flags (the Podman fields below). NewManager
+	// builds it from the flags, which name its service. NewManager
 	// refuses a Config without one; NewService needs one.
 	Engine engine.Engine
-	// PodmanURL is the Podman service to use; "" tries the root socket,
-	// then the rootless one under $XDG_RUNTIME_DIR.
-	PodmanURL string
-	// PodmanIdentity is the SSH key for ssh:// URLs.
-	PodmanIdentity string
-	// PodmanMachine says PodmanURL is a podman machine's, as its
-	// connection says: Podman trusts the machine's host key without
-	// known_hosts, and so does the engine.
-	PodmanMachine bool
-	// PodmanTLSCert, PodmanTLSKey and PodmanTLSCA are the client
-	// certificate, its key and the CA of a tcp:// service, from its
-	// connection; "" for none.
-	PodmanTLSCert, PodmanTLSKey, PodmanTLSCA string
 	// FilesOnPodmanHost is for a Podman service that does not share this
 	// machine's files (ssh://, a podman machine VM): each session's
 	// /workspace is a volume on the service's host, the agent is copied

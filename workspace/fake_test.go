@@ -105,6 +105,8 @@ func (f *fakeEngine) Describe(context.Context) (engine.Description, error) {
 	return engine.Description{URI: "fake://", Version: "1"}, nil
 }
 
+func (f *fakeEngine) Service() engine.Service { return engine.Service{} }
+
 func (f *fakeEngine) ServiceFix() string { return "start the fake engine" }
 
 func (f *fakeEngine) ImageID(_ context.Context, image string) (string, error) {

@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	"go.podman.io/common/pkg/config"
-
-	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
 // connectionEnvs name a connection as --podman-connection does:
@@ -17,10 +15,23 @@ import (
 var connectionEnvs = []string{"CONTAINER_CONNECTION", "PODMAN_CONNECTION"}
 
 // podmanService is where the --podman-url and --podman-connection flags
-// and their variables left the choice of the Podman service.
+// and their variables left the choice of the Podman service, and, once
+// resolved, the service the engine is built to drive.
 type podmanService struct {
 	urlFlag, connectionFlag, identityFlag bool   // given on the command line
 	connection                            string // named by the flag or a variable
+	// url is the Podman service to use; "" tries the root socket, then
+	// the rootless one under $XDG_RUNTIME_DIR.
+	url string
+	// identity is the SSH key for ssh:// URLs.
+	identity string
+	// machine says url is a podman machine's, as its connection says:
+	// Podman trusts the machine's host key without known_hosts, and so
+	// does the engine.
+	machine bool
+	// tlsCert, tlsKey and tlsCA are the client certificate, its key and
+	// the CA of a tcp:// service, from its connection; "" for none.
+	tlsCert, tlsKey, tlsCA string
 }
 
 // resolvePodmanService chooses the Podman service and its identity as
@@ -28,16 +39,16 @@ type podmanService struct {
 // --podman-connection, CONTAINER_CONNECTION (or PODMAN_CONNECTION),
 // CONTAINER_HOST (or PODMAN_BASE_URL, with CONTAINER_SSHKEY), the default
 // connection of containers.conf and podman-connections.json. With none the
-// engine tries the local sockets. It returns the name of the connection
-// used, "" for none; a named connection that does not exist is an error
-// listing the known ones.
-func resolvePodmanService(w *workspace.Config, s podmanService) (string, error) {
+// engine tries the local sockets. It sets s's service and returns the
+// name of the connection used, "" for none; a named connection that does
+// not exist is an error listing the known ones.
+func resolvePodmanService(s *podmanService) (string, error) {
 	switch {
 	case s.urlFlag && s.connectionFlag:
 		return "", errors.New("--podman-url and --podman-connection both name the Podman service; pass one of them")
 	case s.urlFlag:
 		return "", nil
-	case s.connection == "" && w.PodmanURL != "":
+	case s.connection == "" && s.url != "":
 		return "", nil // CONTAINER_HOST
 	}
 	conf, err := config.New(nil)
@@ -45,7 +56,7 @@ func resolvePodmanService(w *workspace.Config, s podmanService) (string, error) 
 		if s.connection == "" {
 			return "", nil // no default to be had: the local sockets
 		}
-		return "", fmt.Errorf("%s %q: reading Podman's configuration (containers.conf): %w", connectionSource(s), s.connection, err)
+		return "", fmt.Errorf("%s %q: reading Podman's configuration (containers.conf): %w", connectionSource(*s), s.connection, err)
 	}
 	var c *config.Connection
 	if s.connection == "" {
@@ -53,12 +64,12 @@ func resolvePodmanService(w *workspace.Config, s podmanService) (string, error) 
 			return "", nil // none is the default: the local sockets
 		}
 	} else if c, err = conf.GetConnection(s.connection, false); err != nil {
-		return "", unknownConnection(conf, s, err)
+		return "", unknownConnection(conf, *s, err)
 	}
-	w.PodmanURL, w.PodmanMachine = c.URI, c.IsMachine
-	w.PodmanTLSCert, w.PodmanTLSKey, w.PodmanTLSCA = c.TLSCert, c.TLSKey, c.TLSCA
+	s.url, s.machine = c.URI, c.IsMachine
+	s.tlsCert, s.tlsKey, s.tlsCA = c.TLSCert, c.TLSKey, c.TLSCA
 	if !s.identityFlag && c.Identity != "" {
-		w.PodmanIdentity = c.Identity
+		s.identity = c.Identity
 	}
 	return c.Name, nil
 }

@@ -87,16 +87,16 @@ func TestPodmanServiceIsChosenAsPodmanDoes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := cfg.Workspace
-			if w.PodmanURL != tt.url || w.PodmanIdentity != tt.identity || opts.service.connection != tt.used || w.PodmanMachine != tt.machine {
+			w, s := cfg.Workspace, opts.service
+			if s.url != tt.url || s.identity != tt.identity || s.connection != tt.used || s.machine != tt.machine {
 				t.Errorf("url %q identity %q connection %q machine %v; want %q %q %q %v",
-					w.PodmanURL, w.PodmanIdentity, opts.service.connection, w.PodmanMachine, tt.url, tt.identity, tt.used, tt.machine)
+					s.url, s.identity, s.connection, s.machine, tt.url, tt.identity, tt.used, tt.machine)
 			}
-			if tt.used == "tls" && (w.PodmanTLSCert != "/c.pem" || w.PodmanTLSKey != "/k.pem" || w.PodmanTLSCA != "/ca.pem") {
-				t.Errorf("TLS files %q %q %q", w.PodmanTLSCert, w.PodmanTLSKey, w.PodmanTLSCA)
+			if tt.used == "tls" && (s.tlsCert != "/c.pem" || s.tlsKey != "/k.pem" || s.tlsCA != "/ca.pem") {
+				t.Errorf("TLS files %q %q %q", s.tlsCert, s.tlsKey, s.tlsCA)
 			}
-			if strings.HasPrefix(w.PodmanURL, "ssh://") != w.FilesOnPodmanHost {
-				t.Errorf("files on the Podman host %v for %s", w.FilesOnPodmanHost, w.PodmanURL)
+			if strings.HasPrefix(s.url, "ssh://") != w.FilesOnPodmanHost {
+				t.Errorf("files on the Podman host %v for %s", w.FilesOnPodmanHost, s.url)
 			}
 		})
 	}

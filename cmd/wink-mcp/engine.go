@@ -10,11 +10,12 @@ import (
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
-// newEngine builds the container engine w names, today always a Podman
-// service's. This is the one place an engine is chosen: every package the
-// engine is handed to stays engine-neutral (see package engine).
-func newEngine(w workspace.Config, log *slog.Logger) (engine.Engine, error) {
-	return podman.New(podman.Options{URL: w.PodmanURL, Identity: w.PodmanIdentity, Machine: w.PodmanMachine,
-		TLSCert: w.PodmanTLSCert, TLSKey: w.PodmanTLSKey, TLSCA: w.PodmanTLSCA,
+// newEngine builds the container engine for w, today always the Podman
+// service s names. This is the one place an engine is chosen: every
+// package the engine is handed to stays engine-neutral (see package
+// engine), and learns of its service through engine.Engine.
+func newEngine(w workspace.Config, s podmanService, log *slog.Logger) (engine.Engine, error) {
+	return podman.New(podman.Options{URL: s.url, Identity: s.identity, Machine: s.machine,
+		TLSCert: s.tlsCert, TLSKey: s.tlsKey, TLSCA: s.tlsCA,
 		CacheDir: w.CacheDir, APITimeout: w.APITimeout, PullTimeout: w.PullTimeout}, log), nil
 }

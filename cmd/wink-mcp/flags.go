@@ -94,8 +94,8 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.duration(&w.IdleTimeout, "idle-timeout", "remove a session's container after this long without calls (not while background jobs run, up to --max-job-age)", "WINK_IDLE_TIMEOUT")
 	b.duration(&cfg.MaxCommandTimeout, "max-command-timeout", "the longest timeout_seconds podman_shell accepts (at least 1s, at most 24h)", "WINK_MAX_COMMAND_TIMEOUT")
 	b.duration(&w.MaxJobAge, "max-job-age", "how long running background jobs keep an idle session's container from the idle clean-up (0: as long as they run)", "WINK_MAX_JOB_AGE")
-	b.str(&w.PodmanURL, "podman-url", "Podman service URL (default: the root socket, then the rootless one)", "CONTAINER_HOST", "PODMAN_BASE_URL")
-	b.str(&w.PodmanIdentity, "podman-identity", "SSH key for ssh:// Podman URLs (default: the connection's)", "PODMAN_IDENTITY", "CONTAINER_SSHKEY")
+	b.str(&opts.service.url, "podman-url", "Podman service URL (default: the root socket, then the rootless one)", "CONTAINER_HOST", "PODMAN_BASE_URL")
+	b.str(&opts.service.identity, "podman-identity", "SSH key for ssh:// Podman URLs (default: the connection's)", "PODMAN_IDENTITY", "CONTAINER_SSHKEY")
 	b.str(&opts.service.connection, "podman-connection", "a Podman connection (podman system connection list) whose URL and identity to use (default: the default connection, unless CONTAINER_HOST or --podman-url is set)", connectionEnvs...)
 	b.str(&opts.filesOnHost, "files-on-podman-host", "auto, yes or no: each session's /workspace is a volume on the Podman host and the agent is copied there, for a service that does not share this machine's files; no folder mounts (auto: yes for ssh:// URLs)", "WINK_FILES_ON_PODMAN_HOST")
 	b.pathList(&w.SharedPaths, "podman-shared-path", "a folder the Podman host sees at the same path (a podman machine sees your home); with the files on the Podman host, folders under it may be overlay or read-only mounts (repeatable)", "WINK_PODMAN_SHARED_PATHS")
@@ -137,7 +137,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 			opts.service.identityFlag = true
 		}
 	})
-	connection, err := resolvePodmanService(w, opts.service)
+	connection, err := resolvePodmanService(&opts.service)
 	if err != nil {
 		return cfg, opts, err
 	}
@@ -148,7 +148,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	if err := resolveWarm(&cfg, opts); err != nil {
 		return cfg, opts, err
 	}
-	if err := resolveFilesOnHost(w, opts.filesOnHost); err != nil {
+	if err := resolveFilesOnHost(w, opts.filesOnHost, opts.service.url); err != nil {
 		return cfg, opts, err
 	}
 	if err := resolveProfiles(w, opts, lookup); err != nil {
@@ -287,11 +287,11 @@ func resolveWarm(cfg *server.Config, opts serveOptions) error {
 
 // resolveFilesOnHost sets Config.FilesOnPodmanHost from
 // --files-on-podman-host: auto keeps the files on a Podman host reached
-// over ssh, which cannot see this machine's.
-func resolveFilesOnHost(w *workspace.Config, value string) error {
+// over ssh (podmanURL), which cannot see this machine's.
+func resolveFilesOnHost(w *workspace.Config, value, podmanURL string) error {
 	switch strings.ToLower(value) {
 	case "auto":
-		w.FilesOnPodmanHost = strings.HasPrefix(w.PodmanURL, "ssh://")
+		w.FilesOnPodmanHost = strings.HasPrefix(podmanURL, "ssh://")
 	case "yes", "true", "1":
 		w.FilesOnPodmanHost = true
 	case "no", "false", "0":

@@ -28,15 +28,15 @@ func TestFlagsOverrideEnvironmentOverDefaults(t *testing.T) {
 	if w.MemoryBytes != 512<<20 || w.Image != "img:1" || w.CacheDir != "/var/cache/w" || w.IdleTimeout != 2*time.Minute || !w.KeepSessionDirs {
 		t.Errorf("config %+v", w)
 	}
-	if w.PodmanURL != "tcp://h:1" || opts.logs.format != "json" || w.PidsLimit != 256 {
-		t.Errorf("podman url %q, log format %q, pids %d", w.PodmanURL, opts.logs.format, w.PidsLimit)
+	if opts.service.url != "tcp://h:1" || opts.logs.format != "json" || w.PidsLimit != 256 {
+		t.Errorf("podman url %q, log format %q, pids %d", opts.service.url, opts.logs.format, w.PidsLimit)
 	}
 }
 
 func TestContainerHostWinsOverPodmanBaseURL(t *testing.T) {
-	cfg, _, err := parseServeFlags(nil, env(map[string]string{"CONTAINER_HOST": "unix:///a.sock", "PODMAN_BASE_URL": "unix:///b.sock"}), io.Discard)
-	if err != nil || cfg.Workspace.PodmanURL != "unix:///a.sock" {
-		t.Errorf("podman url %q, %v", cfg.Workspace.PodmanURL, err)
+	_, opts, err := parseServeFlags(nil, env(map[string]string{"CONTAINER_HOST": "unix:///a.sock", "PODMAN_BASE_URL": "unix:///b.sock"}), io.Discard)
+	if err != nil || opts.service.url != "unix:///a.sock" {
+		t.Errorf("podman url %q, %v", opts.service.url, err)
 	}
 }
 

@@ -83,7 +83,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	go exitOnSecondSignal(srv, log, stderr, closed)
 	log.Info("starting", "version", server.Version(), "transport", opts.transport)
 	if opts.service.connection != "" {
-		log.Info("podman connection chosen", "connection", opts.service.connection, "uri", cfg.Workspace.PodmanURL)
+		log.Info("podman connection chosen", "connection", opts.service.connection, "uri", opts.service.url)
 	}
 	if opts.transport == server.TransportStdio {
 		err = srv.ServeStdio(ctx, stdin, stdout)
@@ -172,7 +172,7 @@ func configure(command string, args []string, stderr io.Writer, adjust func(*log
 	}
 	if err == nil {
 		cfg.Logger = slog.New(server.RedactingHandler(cfg.Logger.Handler(), cfg.Workspace.PassedEnv))
-		cfg.Workspace.Engine, err = newEngine(cfg.Workspace, cfg.Logger)
+		cfg.Workspace.Engine, err = newEngine(cfg.Workspace, opts.service, cfg.Logger)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", command, err)

@@ -17,6 +17,8 @@ import (
 type Unreachable struct {
 	// URI is the service it says it tried.
 	URI string
+	// Remote says the service is on another host.
+	Remote bool
 }
 
 var _ engine.Engine = Unreachable{}
@@ -28,6 +30,11 @@ var unreachable = engine.Worded(engine.ErrUnreachable, "cannot reach the test en
 // names URI and ends with ServiceFix.
 func (u Unreachable) Err() error {
 	return fmt.Errorf("%w (tried %s). %s", unreachable, u.URI, u.ServiceFix())
+}
+
+// Service returns URI as the address, and Remote.
+func (u Unreachable) Service() engine.Service {
+	return engine.Service{Address: u.URI, Remote: u.Remote}
 }
 
 // ServiceFix returns how to start the test engine's service.

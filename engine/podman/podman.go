@@ -94,6 +94,12 @@ func New(opts Options, log *slog.Logger) *Engine {
 		apiTimeout: opts.APITimeout, pullTimeout: opts.PullTimeout, log: log}
 }
 
+// Service returns the URL the engine was given ("" for the local sockets)
+// and whether it leaves this host's Unix sockets.
+func (e *Engine) Service() engine.Service {
+	return engine.Service{Address: e.url, Remote: e.url != "" && !strings.HasPrefix(e.url, "unix://")}
+}
+
 // ServiceFix returns ServiceRemedy.
 func (e *Engine) ServiceFix() string { return ServiceRemedy }
 

@@ -28,6 +28,22 @@ func TestUnreachableServiceSaysWhatWasTriedAndTheFix(t *testing.T) {
 	}
 }
 
+// Service says, without connecting, where the service is and whether it
+// is off this host's Unix sockets: doctor words its checks by it.
+func TestServiceIsTheConfiguredURLAndWhetherItIsRemote(t *testing.T) {
+	for url, remote := range map[string]bool{
+		"":                               false, // the local sockets
+		"unix:///run/podman/podman.sock": false,
+		"ssh://core@builder/run/podman/podman.sock": true,
+		"tcp://h:8443": true,
+	} {
+		got := New(Options{URL: url}, slog.New(slog.DiscardHandler)).Service()
+		if got != (engine.Service{Address: url, Remote: remote}) {
+			t.Errorf("Service() of %q = %+v, want remote %v", url, got, remote)
+		}
+	}
+}
+
 func TestWithinExplainsOnlyItsOwnDeadline(t *testing.T) {
 	t.Run("the deadline passed", func(t *testing.T) {
 		c, end := within(context.Background(), context.Background(), time.Millisecond)
