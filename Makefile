@@ -25,13 +25,13 @@ build:
 # The server for macOS and Windows (a Podman machine or a remote service
 # runs the containers): bin/wink-mcp-darwin-arm64 and
 # bin/wink-mcp-windows-amd64.exe, carrying the static Linux agents in
-# agents/ (package agents). `make test` builds them, with this machine's
-# agent only, so that they cannot rot; `make dist` first builds the agents
-# for amd64 and arm64.
+# embeddedagents/ (package embeddedagents). `make test` builds them, with
+# this machine's agent only, so that they cannot rot; `make dist` first
+# builds the agents for amd64 and arm64.
 CROSS := darwin/arm64 windows/amd64
 HOSTARCH := $(shell $(GO) env GOARCH)
 cross: build
-	cp $(BIN) agents/wink-mcp-linux-$(HOSTARCH)
+	cp $(BIN) embeddedagents/wink-mcp-linux-$(HOSTARCH)
 	@for target in $(CROSS); do \
 		os=$${target%/*}; arch=$${target#*/}; ext=; [ $$os = windows ] && ext=.exe; \
 		echo "build bin/wink-mcp-$$os-$$arch$$ext"; \
@@ -41,7 +41,7 @@ cross: build
 dist:
 	@for arch in amd64 arm64; do \
 		echo "build the linux/$$arch agent"; \
-		GOOS=linux GOARCH=$$arch $(GO) build $(BUILDFLAGS) -o agents/wink-mcp-linux-$$arch ./cmd/wink-mcp || exit 1; \
+		GOOS=linux GOARCH=$$arch $(GO) build $(BUILDFLAGS) -o embeddedagents/wink-mcp-linux-$$arch ./cmd/wink-mcp || exit 1; \
 	done
 	$(MAKE) cross
 
@@ -70,7 +70,7 @@ reliability: build
 	WINK_BIN=$(abspath $(BIN)) $(GO) test $(BUILDFLAGS) -count=1 -run '^TestReadmeReliabilitySection$$' ./integration -update
 
 clean:
-	rm -rf bin agents/wink-mcp-linux-*
+	rm -rf bin embeddedagents/wink-mcp-linux-*
 
 # Not part of `make test`: several minutes of load. Writes bench-results.json
 # and regenerates the README's Speed table from it.
