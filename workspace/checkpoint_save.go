@@ -120,7 +120,8 @@ func (s *Session) snapshot(ctx context.Context, client *wire.Client, st *checkpo
 	}
 	res.fetched = len(fetch)
 	steps.done("fetch")
-	if err := res.buildTrees(entries, hashes); err == nil {
+	err = res.buildTrees(entries, hashes)
+	if err == nil {
 		err = res.build.Flush()
 	}
 	if err != nil {
