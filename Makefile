@@ -1,5 +1,6 @@
 # wink-mcp: `make setup` prepares a Debian/Ubuntu host and builds the binary;
-# `make test` runs every test (unit, protocol and integration against Podman).
+# `make test` runs every test (unit, protocol and integration against Podman);
+# `make unit` only those that need neither Podman nor root, in a minute or two.
 
 # The Podman bindings need these tags to build without cgo; the binary must be
 # static because it also runs inside containers whose images may lack libc.
@@ -13,7 +14,7 @@ export CGO_ENABLED := 0
 GO ?= go
 BIN := bin/wink-mcp
 
-.PHONY: setup build cross dist test fuzz reliability bench rootless-v2 clean
+.PHONY: setup build cross dist test unit fuzz reliability bench rootless-v2 clean
 
 setup:
 	./scripts/setup.sh
@@ -50,6 +51,27 @@ test: build cross
 	$(GO) vet $(BUILDFLAGS) ./...
 	WINK_BIN=$(abspath $(BIN)) $(GO) test $(BUILDFLAGS) -count=1 -parallel 8 -timeout 40m ./...
 	$(MAKE) fuzz
+
+# Every test that needs neither Podman nor root: all packages but
+# integration, with -short, which the tests that mount a filesystem or
+# reach the Podman service skip. Under the race detector, which catches
+# state touched outside the locks whose order workspace's package doc
+# writes down. -race needs cgo, so a C compiler (without one the tests
+# run without it, and say so); the packages whose tests use their own
+# test binary as the containers' agent need it static, so they run
+# without -race.
+MODULE := github.com/wink-mcp/wink-mcp
+STATIC_TEST_PKGS := server doctor
+RACE_TEST_PKGS = $(shell $(GO) list ./... | grep -v -x -e '$(MODULE)/integration' $(foreach p,$(STATIC_TEST_PKGS),-e '$(MODULE)/$(p)'))
+unit:
+	@if command -v $${CC:-cc} >/dev/null; then \
+		echo "CGO_ENABLED=1 $(GO) test $(BUILDFLAGS) -race -short -count=1 (all but integration $(STATIC_TEST_PKGS))"; \
+		CGO_ENABLED=1 $(GO) test $(BUILDFLAGS) -race -short -count=1 $(RACE_TEST_PKGS); \
+	else \
+		echo "no C compiler ($${CC:-cc}): the unit tests run without -race"; \
+		$(GO) test $(BUILDFLAGS) -short -count=1 $(RACE_TEST_PKGS); \
+	fi
+	$(GO) test $(BUILDFLAGS) -short -count=1 $(addprefix ./,$(STATIC_TEST_PKGS))
 
 # Go fuzzing of path rules, argument decoding and the agent's framing, for a
 # fixed budget per target (10 s in `make test`, a minute in `make reliability`).
