@@ -14,7 +14,7 @@ export CGO_ENABLED := 0
 GO ?= go
 BIN := bin/wink-mcp
 
-.PHONY: setup build cross dist test unit fuzz reliability bench rootless-v2 clean
+.PHONY: setup build cross dist test unit lint fuzz reliability bench rootless-v2 clean
 
 setup:
 	./scripts/setup.sh
@@ -49,6 +49,7 @@ dist:
 test: build cross
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet $(BUILDFLAGS) ./...
+	$(MAKE) lint
 	WINK_BIN=$(abspath $(BIN)) $(GO) test $(BUILDFLAGS) -count=1 -parallel 8 -timeout 40m ./...
 	$(MAKE) fuzz
 
@@ -72,6 +73,15 @@ unit:
 		$(GO) test $(BUILDFLAGS) -short -count=1 $(RACE_TEST_PKGS); \
 	fi
 	$(GO) test $(BUILDFLAGS) -short -count=1 $(addprefix ./,$(STATIC_TEST_PKGS))
+
+# staticcheck at a pinned version: `go run` fetches it from the module
+# proxy the first time and caches the built tool, so a fresh machine needs
+# nothing else. It stays out of go.mod (no tool directive): its own
+# dependencies would join the server's module graph and raise them
+# (golang.org/x/sync, for one).
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint:
+	$(GO) run $(STATICCHECK) -tags '$(TAGS)' ./...
 
 # Go fuzzing of path rules, argument decoding and the agent's framing, for a
 # fixed budget per target (10 s in `make test`, a minute in `make reliability`).
