@@ -1,5 +1,6 @@
 # wink-mcp: `make setup` prepares a Debian/Ubuntu host and builds the binary;
-# `make test` runs every test (unit, protocol and integration against Podman).
+# `make test` runs every test (unit, protocol and integration against Podman);
+# `make unit` only those that need neither Podman nor root, in a minute or two.
 
 # The Podman bindings need these tags to build without cgo; the binary must be
 # static because it also runs inside containers whose images may lack libc.
@@ -13,7 +14,7 @@ export CGO_ENABLED := 0
 GO ?= go
 BIN := bin/wink-mcp
 
-.PHONY: setup build cross dist test fuzz reliability bench rootless-v2 clean
+.PHONY: setup build cross dist test unit lint fuzz reliability bench rootless-v2 clean
 
 setup:
 	./scripts/setup.sh
@@ -25,13 +26,13 @@ build:
 # The server for macOS and Windows (a Podman machine or a remote service
 # runs the containers): bin/wink-mcp-darwin-arm64 and
 # bin/wink-mcp-windows-amd64.exe, carrying the static Linux agents in
-# agents/ (package agents). `make test` builds them, with this machine's
-# agent only, so that they cannot rot; `make dist` first builds the agents
-# for amd64 and arm64.
+# embeddedagents/ (package embeddedagents). `make test` builds them, with
+# this machine's agent only, so that they cannot rot; `make dist` first
+# builds the agents for amd64 and arm64.
 CROSS := darwin/arm64 windows/amd64
 HOSTARCH := $(shell $(GO) env GOARCH)
 cross: build
-	cp $(BIN) agents/wink-mcp-linux-$(HOSTARCH)
+	cp $(BIN) embeddedagents/wink-mcp-linux-$(HOSTARCH)
 	@for target in $(CROSS); do \
 		os=$${target%/*}; arch=$${target#*/}; ext=; [ $$os = windows ] && ext=.exe; \
 		echo "build bin/wink-mcp-$$os-$$arch$$ext"; \
@@ -41,15 +42,46 @@ cross: build
 dist:
 	@for arch in amd64 arm64; do \
 		echo "build the linux/$$arch agent"; \
-		GOOS=linux GOARCH=$$arch $(GO) build $(BUILDFLAGS) -o agents/wink-mcp-linux-$$arch ./cmd/wink-mcp || exit 1; \
+		GOOS=linux GOARCH=$$arch $(GO) build $(BUILDFLAGS) -o embeddedagents/wink-mcp-linux-$$arch ./cmd/wink-mcp || exit 1; \
 	done
 	$(MAKE) cross
 
 test: build cross
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet $(BUILDFLAGS) ./...
+	$(MAKE) lint
 	WINK_BIN=$(abspath $(BIN)) $(GO) test $(BUILDFLAGS) -count=1 -parallel 8 -timeout 40m ./...
 	$(MAKE) fuzz
+
+# Every test that needs neither Podman nor root: all packages but
+# integration, with -short, which the tests that mount a filesystem or
+# reach the Podman service skip. Under the race detector, which catches
+# state touched outside the locks whose order workspace's package doc
+# writes down. -race needs cgo, so a C compiler (without one the tests
+# run without it, and say so); the packages whose tests use their own
+# test binary as the containers' agent need it static, so they run
+# without -race.
+MODULE := github.com/wink-mcp/wink-mcp
+STATIC_TEST_PKGS := server doctor
+RACE_TEST_PKGS = $(shell $(GO) list ./... | grep -v -x -e '$(MODULE)/integration' $(foreach p,$(STATIC_TEST_PKGS),-e '$(MODULE)/$(p)'))
+unit:
+	@if command -v $${CC:-cc} >/dev/null; then \
+		echo "CGO_ENABLED=1 $(GO) test $(BUILDFLAGS) -race -short -count=1 (all but integration $(STATIC_TEST_PKGS))"; \
+		CGO_ENABLED=1 $(GO) test $(BUILDFLAGS) -race -short -count=1 $(RACE_TEST_PKGS); \
+	else \
+		echo "no C compiler ($${CC:-cc}): the unit tests run without -race"; \
+		$(GO) test $(BUILDFLAGS) -short -count=1 $(RACE_TEST_PKGS); \
+	fi
+	$(GO) test $(BUILDFLAGS) -short -count=1 $(addprefix ./,$(STATIC_TEST_PKGS))
+
+# staticcheck at a pinned version: `go run` fetches it from the module
+# proxy the first time and caches the built tool, so a fresh machine needs
+# nothing else. It stays out of go.mod (no tool directive): its own
+# dependencies would join the server's module graph and raise them
+# (golang.org/x/sync, for one).
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint:
+	$(GO) run $(STATICCHECK) -tags '$(TAGS)' ./...
 
 # Go fuzzing of path rules, argument decoding and the agent's framing, for a
 # fixed budget per target (10 s in `make test`, a minute in `make reliability`).
@@ -70,7 +102,7 @@ reliability: build
 	WINK_BIN=$(abspath $(BIN)) $(GO) test $(BUILDFLAGS) -count=1 -run '^TestDocsReliabilitySection$$' ./integration -update
 
 clean:
-	rm -rf bin agents/wink-mcp-linux-*
+	rm -rf bin embeddedagents/wink-mcp-linux-*
 
 # Not part of `make test`: several minutes of load. Writes bench-results.json
 # and regenerates the Speed table of docs/speed.md from it.

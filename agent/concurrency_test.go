@@ -41,7 +41,7 @@ func TestConcurrentChangesToOnePathLoseNothing(t *testing.T) {
 			change: func(c *wire.Client, i int) (int64, error) {
 				var r wire.PythonResult
 				err := c.Call(t.Context(), wire.OpPython, wire.PythonArgs{
-					Code: "x = 1", TimeoutMillis: 5000, OutputChars: 100,
+					Code: "x = 1", TimeoutMillis: 60_000, OutputChars: 100, // a bound, not a speed: 8 python3 starts at once on a loaded 2-core host
 					Writes: []wire.PythonWrite{{Path: "f.txt", Mode: wire.WriteAppend, Content: fmt.Sprintf("<a%02d>", i)}},
 				}, &r)
 				if err == nil && (len(r.Writes) != 1 || !r.Writes[0].Applied) {

@@ -17,6 +17,9 @@ import (
 // smallTmpfs mounts a tmpfs with options on a new directory.
 func smallTmpfs(t *testing.T, options string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs root; -short (make unit) leaves it out")
+	}
 	dir := t.TempDir()
 	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, options); err != nil {
 		if os.Getenv("CI") != "" {

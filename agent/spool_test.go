@@ -14,6 +14,9 @@ import (
 // filesystem, what it writes to stderr is still stored, within the
 // reserve; a spool without one loses it.
 func TestReservedStderrSurvivesAFullDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs root; -short (make unit) leaves it out")
+	}
 	dir := t.TempDir()
 	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
 		if os.Getenv("CI") != "" {

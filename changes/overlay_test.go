@@ -14,6 +14,9 @@ import (
 // root, which CI has; elsewhere the test is skipped.
 func mountOverlay(t *testing.T, lower, upper string, options ...string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs root; -short (make unit) leaves it out")
+	}
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
 			t.Fatal("CI runs the tests as root, so that real overlays check the overlay reader")

@@ -16,6 +16,9 @@ import (
 // what it has free, and still as ErrOverCap for callers that only ask
 // whether it fits; a store under its cap on a roomy disk is neither.
 func TestADiskWithoutRoomIsNotACap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs root; -short (make unit) leaves it out")
+	}
 	dir := t.TempDir()
 	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=8m"); err != nil {
 		if os.Getenv("CI") != "" {

@@ -287,6 +287,7 @@ func (s *Store) Get(id string) (Checkpoint, error) {
 
 func (s *Store) read(id string) (Checkpoint, error) {
 	if !ValidID(id) {
+		//lint:ignore ST1005 the model reads this message: the ellipsis ends the example of the IDs' form, not a sentence
 		return Checkpoint{}, fmt.Errorf("%w %q: checkpoint IDs look like c1, c2, ...", ErrNotFound, id)
 	}
 	data, err := os.ReadFile(filepath.Join(s.dir, recordsDir, id+recordSuffix))

@@ -58,6 +58,7 @@ func TestRefusalsAreToldAndWordedForTheirProxy(t *testing.T) {
 	}
 	waitFor(t, "the download's connection to close", func() bool { return len(s.slots) == 0 })
 	ask("past the byte cap", "GET "+upstream.URL+" HTTP/1.1\r\nHost: x\r\n\r\n")
+	waitFor(t, "the refused request's connection to close", func() bool { return len(s.slots) == 0 })
 	held, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)

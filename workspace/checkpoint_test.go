@@ -353,6 +353,22 @@ func TestCheckpointBadIDsAndTheCap(t *testing.T) {
 	}
 }
 
+// TestCheckpointWhoseTreesPassTheCapIsRefused fills the cap with a file
+// that fits, then needs tree objects past it (a folder of 3,000 folders):
+// the checkpoint is refused as over the cap and leaves nothing, rather
+// than recorded with trees that were never stored.
+func TestCheckpointWhoseTreesPassTheCapIsRefused(t *testing.T) {
+	m, _, _ := newTestManager(t, func(c *Config) { c.CheckpointBytes = 16 << 20 })
+	s, _ := m.Session("trees")
+	echo(t, s, "sh", "-c", "head -c $((16*1024*1024 - 4*1024)) /dev/zero > big && mkdir d && cd d && seq 3000 | xargs mkdir")
+	if _, err := s.Checkpoint(ctx, ""); !errors.Is(err, checkpoints.ErrOverCap) {
+		t.Errorf("checkpoint whose trees pass the cap = %v, want %v", err, checkpoints.ErrOverCap)
+	}
+	if list, err := s.Checkpoints(ctx); err != nil || len(list.Checkpoints) != 0 || list.StoreBytes != 0 {
+		t.Errorf("after the refused checkpoint: %d checkpoints, %d bytes in the store, %v; want none", len(list.Checkpoints), list.StoreBytes, err)
+	}
+}
+
 // TestRestoreToAnOldAutomaticCheckpointKeepsIt restores the oldest of the
 // automatic checkpoints kept: the one the restore takes of the state it
 // replaces must not push its own target out.

@@ -13,9 +13,12 @@ import (
 )
 
 // needRoot skips a test that mounts filesystems when not root, except in
-// CI, where a skip would hide a broken set-up.
+// CI, where a skip would hide a broken set-up, and always with -short.
 func needRoot(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs root; -short (make unit) leaves it out")
+	}
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
 			t.Fatal("CI runs as root; this test mounts a filesystem")

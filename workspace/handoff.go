@@ -80,6 +80,7 @@ func (s *Session) Handoff(ctx context.Context, ttl time.Duration) (Handoff, erro
 		return Handoff{}, fmt.Errorf("a handle works for 1 s to %s, not %s", MaxHandoffTTL, ttl)
 	}
 	s.mu.Lock() // a container being made (a prestart) is made first
+	//lint:ignore SA2001 the empty critical section is the wait for it
 	s.mu.Unlock()
 	if n := s.active.Load(); n > 0 {
 		return Handoff{}, fmt.Errorf("%d other calls of this session are still running in the workspace; hand it over when they have returned", n)

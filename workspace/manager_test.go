@@ -105,6 +105,9 @@ func TestKeepSessionDirs(t *testing.T) {
 // A kept session whose disk cannot be mounted is listed with the reason,
 // not left out as if it had never been.
 func TestKeptDiskThatCannotBeMountedIsReported(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs root; -short (make unit) leaves it out")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: sessions get their own disks only as root")
 	}

@@ -11,6 +11,9 @@ import (
 // A kept session whose disk image cannot be mounted is named, with the
 // reason, instead of the export saying there is no such session.
 func TestExportNamesAKeptSessionItCannotRead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs root; -short (make unit) leaves it out")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: kept disks are mounted only as root")
 	}

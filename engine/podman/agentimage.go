@@ -20,7 +20,7 @@ import (
 	"github.com/containers/podman/v5/pkg/bindings/images"
 	"github.com/containers/podman/v5/pkg/specgen"
 
-	"github.com/wink-mcp/wink-mcp/agents"
+	"github.com/wink-mcp/wink-mcp/embeddedagents"
 	"github.com/wink-mcp/wink-mcp/engine"
 )
 
@@ -94,7 +94,7 @@ func (e *Engine) agentFor(ctx context.Context, path string) (agent []byte, sum s
 
 // pickAgent returns the agent for linux/arch: the binary at path when it
 // is a Linux executable for arch, else the one this build carries
-// (package agents).
+// (package embeddedagents).
 func pickAgent(path, arch string) ([]byte, error) {
 	why := "no agent binary is given"
 	if path != "" {
@@ -111,7 +111,7 @@ func pickAgent(path, arch string) ([]byte, error) {
 			why = path + " is built for linux/" + got
 		}
 	}
-	if b := agents.For(arch); b != nil {
+	if b := embeddedagents.For(arch); b != nil {
 		return b, nil
 	}
 	return nil, fmt.Errorf("the Podman host is linux/%s and %s, nor does this build carry one: "+

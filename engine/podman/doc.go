@@ -1,8 +1,10 @@
 //go:build containers_image_openpgp
 
-// Package podman is the Podman engine: it makes and reaches the sessions'
-// containers through the Podman service's REST API, with the Podman
-// bindings (engine.Engine is what it implements).
+// Package podman is the Podman engine: it implements engine.Engine
+// against the Podman service's REST API through Podman's Go bindings,
+// turns an engine.Spec into the hardened create request, checks that the
+// container Podman made carries every setting asked for, and builds the
+// agent image.
 //
 // Every file of this package needs the build tag containers_image_openpgp,
 // one of the Makefile's four: without it the bindings' image signatures

@@ -16,9 +16,12 @@ import (
 
 // realService returns an Engine on the Podman service `make setup` starts
 // and the image to run, skipping without them (failing when CI is set,
-// where a skip would hide a broken set-up).
+// where a skip would hide a broken set-up), and always with -short.
 func realService(t *testing.T) (*Engine, string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the Podman service; -short (make unit) leaves it out")
+	}
 	socket := envOr("WINK_TEST_PODMAN_SOCKET", "/run/podman/podman.sock")
 	image := envOr("WINK_TEST_IMAGE", "localhost/wink-busybox:latest")
 	missing := ""

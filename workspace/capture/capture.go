@@ -131,7 +131,8 @@ func Snapshot(ctx context.Context, client *wire.Client, st *checkpoints.Store, s
 	}
 	res.Fetched = len(fetch)
 	step("fetch")
-	if err := res.buildTrees(entries, hashes); err == nil {
+	err = res.buildTrees(entries, hashes)
+	if err == nil {
 		err = res.Build.Flush()
 	}
 	if err != nil {

@@ -1,6 +1,6 @@
 //go:build embedagents
 
-package agents
+package embeddedagents
 
 import "embed"
 

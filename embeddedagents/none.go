@@ -1,6 +1,6 @@
 //go:build !embedagents
 
-package agents
+package embeddedagents
 
 // agent returns nil: this build carries no agents (see `make dist`).
 func agent(string) []byte { return nil }
