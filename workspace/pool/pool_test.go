@@ -14,9 +14,8 @@ import (
 
 // entry is a fake pooled container: done closes when its channel ends.
 type entry struct {
-	name  string
-	done  chan struct{}
-	ended bool
+	name string
+	done chan struct{}
 }
 
 // fakeOwner makes and ends entries, failing to make them while fail is set.
