@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/wink-mcp/wink-mcp/changes"
+	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
 
 // Limits of the views of a session's changes.
@@ -114,7 +115,7 @@ func (s *Session) eachFolder(ctx context.Context, prefix string, f func(MountInf
 		defer done()
 	}
 	for _, mi := range s.Info().Mounts {
-		if prefix != "" && !overlaps(mi.Path, prefix) {
+		if prefix != "" && !mounts.Overlaps(mi.Path, prefix) {
 			continue
 		}
 		if err := ctx.Err(); err != nil {

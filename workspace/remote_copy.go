@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
+	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
 
 // With the files on the Podman host (Config.FilesOnPodmanHost), a copy
@@ -44,17 +45,17 @@ func (m *Manager) copyLimit() int64 {
 func (s *Session) uploadCopiesLocked(ctx context.Context, uid, gid int) error {
 	for i := range s.mounts {
 		m := &s.mounts[i]
-		if m.Mode != MountCopy || m.uploaded {
+		if m.Mode != MountCopy || m.Uploaded {
 			continue
 		}
 		r, w := io.Pipe()
-		go func() { w.CloseWithError(writeCopyTar(w, m.base(), m.Path, uid, gid)) }()
+		go func() { w.CloseWithError(writeCopyTar(w, m.Base(), m.Path, uid, gid)) }()
 		err := s.m.eng.CopyIn(ctx, s.name, Root, r)
 		r.CloseWithError(err)
 		if err != nil {
 			return fmt.Errorf("uploading %s to /workspace/%s on the Podman host: %w", m.HostPath, m.Path, err)
 		}
-		m.uploaded = true
+		m.Uploaded = true
 	}
 	return nil
 }
@@ -113,35 +114,11 @@ func writeCopyTar(w io.Writer, base, dest string, uid, gid int) error {
 	return t.Close()
 }
 
-// prepareRemoteMounts makes, in the session directory here, the base of
-// each copy mount not yet copied (the workspace's copy is uploaded) and
-// the directories of each overlay, which the Podman host sees at the same
-// path (Config.SharedPaths).
-func prepareRemoteMounts(mounts []sessionMount) error {
-	for _, m := range mounts {
-		if m.Mode == MountOverlay {
-			if err := makeOverlayDirs(m); err != nil {
-				return err
-			}
-		}
-		if m.Mode != MountCopy {
-			continue
-		}
-		if _, err := os.Lstat(m.base()); err == nil {
-			continue
-		}
-		if err := copyMount(m, nil, 0, 0); err != nil {
-			return fmt.Errorf("copying %s: %w", m.HostPath, err)
-		}
-	}
-	return nil
-}
-
 // pullForExportLocked brings the copies back for the export at the
 // session's end, making a container to read the volume if the session's
 // went idle. The caller holds pullMu, then mu.
 func (s *Session) pullForExportLocked(ctx context.Context) error {
-	if !slices.ContainsFunc(s.mounts, func(m sessionMount) bool { return m.Mode == MountCopy && m.uploaded }) {
+	if !slices.ContainsFunc(s.mounts, func(m mounts.Mounted) bool { return m.Mode == MountCopy && m.Uploaded }) {
 		return nil
 	}
 	if !s.created {
@@ -173,9 +150,9 @@ func (s *Session) pullCopies(ctx context.Context) (func(), error) {
 // pullCopiesOf brings the files of each uploaded copy among mounts back
 // from the session's container into <session>/workspace/<path>, replacing
 // the last ones.
-func (s *Session) pullCopiesOf(ctx context.Context, mounts []sessionMount) error {
+func (s *Session) pullCopiesOf(ctx context.Context, mounts []mounts.Mounted) error {
 	for _, m := range mounts {
-		if m.Mode != MountCopy || !m.uploaded {
+		if m.Mode != MountCopy || !m.Uploaded {
 			continue
 		}
 		if err := s.pullCopy(ctx, m.Path); err != nil {

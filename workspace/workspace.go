@@ -26,7 +26,11 @@
 //   - workspace/capture: a checkpoint's snapshot of /workspace, read
 //     through the agent into the store (capture.State), under the gate;
 //   - workspace/touched: the files a session's tools and commands
-//     touched (touched.Snapshot).
+//     touched (touched.Snapshot);
+//   - workspace/mounts: the host folders a session shows, resolved
+//     against the allowed roots, and their directories and copies in the
+//     session directory (no state and no lock: a session fixes its mounts
+//     once, under Session.mu).
 //
 // Locks are taken in this order, never against it, so that no two
 // goroutines can each hold a lock the other waits for:

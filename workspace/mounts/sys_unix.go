@@ -1,0 +1,19 @@
+//go:build unix
+
+package mounts
+
+import (
+	"io/fs"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// noFollow makes an open fail on a symbolic link.
+const noFollow = unix.O_NOFOLLOW
+
+// fileOwner returns the uid and gid that own info's file.
+func fileOwner(info fs.FileInfo) (uid, gid int) {
+	st := info.Sys().(*syscall.Stat_t)
+	return int(st.Uid), int(st.Gid)
+}
