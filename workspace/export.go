@@ -14,6 +14,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/changes"
 	"github.com/wink-mcp/wink-mcp/workspace/disk"
+	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
 
 // SessionRecord is a session directory found under a cache directory.
@@ -129,7 +130,7 @@ func ExportMount(ctx context.Context, sessionDir string, mi MountInfo, w io.Writ
 // mountChanges opens a mount's folder and lists its changes; the folder is
 // nil when the mount cannot have changed. The caller closes it.
 func mountChanges(ctx context.Context, sessionDir string, mi MountInfo) (*changes.Folder, []changes.Change, error) {
-	folder, err := openFolder(sessionDir, mi)
+	folder, err := mounts.OpenFolder(sessionDir, mi)
 	if err != nil || folder == nil {
 		return nil, nil, err
 	}
