@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"archive/tar"
 	"context"
 	"errors"
 	"fmt"
@@ -11,9 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strings"
 
-	"github.com/wink-mcp/wink-mcp/checkpoints"
 	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
 
@@ -49,7 +46,7 @@ func (s *Session) uploadCopiesLocked(ctx context.Context, uid, gid int) error {
 			continue
 		}
 		r, w := io.Pipe()
-		go func() { w.CloseWithError(writeCopyTar(w, m.Base(), m.Path, uid, gid)) }()
+		go func() { w.CloseWithError(mounts.WriteCopyTar(w, m.Base(), m.Path, uid, gid)) }()
 		err := s.m.eng.CopyIn(ctx, s.name, Root, r)
 		r.CloseWithError(err)
 		if err != nil {
@@ -58,60 +55,6 @@ func (s *Session) uploadCopiesLocked(ctx context.Context, uid, gid int) error {
 		m.Uploaded = true
 	}
 	return nil
-}
-
-// writeCopyTar writes a tar of the directory base as the workspace path
-// dest, with dest's parent directories, every entry owned by uid:gid.
-func writeCopyTar(w io.Writer, base, dest string, uid, gid int) error {
-	t := tar.NewWriter(w)
-	dir := ""
-	for _, seg := range strings.Split(dest, "/") {
-		dir = path.Join(dir, seg)
-		if err := t.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o755, Uid: uid, Gid: gid}); err != nil {
-			return err
-		}
-	}
-	err := filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == base {
-			return err
-		}
-		rel, _ := filepath.Rel(base, p)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		h := &tar.Header{Name: path.Join(dest, filepath.ToSlash(rel)), Mode: int64(info.Mode().Perm()), Uid: uid, Gid: gid, ModTime: info.ModTime()}
-		switch {
-		case d.IsDir():
-			h.Typeflag, h.Name = tar.TypeDir, h.Name+"/"
-		case d.Type()&fs.ModeSymlink != 0:
-			if h.Linkname, err = os.Readlink(p); err != nil {
-				return err
-			}
-			h.Typeflag = tar.TypeSymlink
-		case d.Type().IsRegular():
-			h.Typeflag, h.Size = tar.TypeReg, info.Size()
-		default:
-			return nil
-		}
-		if err := t.WriteHeader(h); err != nil {
-			return err
-		}
-		if h.Typeflag != tar.TypeReg {
-			return nil
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = io.CopyN(t, f, h.Size)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return t.Close()
 }
 
 // pullForExportLocked brings the copies back for the export at the
@@ -179,7 +122,7 @@ func (s *Session) pullCopy(ctx context.Context, dest string) error {
 	r, w := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		err := extractTar(r, root, s.m.copyLimit())
+		err := mounts.ExtractTar(r, root, s.m.copyLimit())
 		r.CloseWithError(err)
 		done <- err
 	}()
@@ -205,55 +148,4 @@ func (s *Session) pullCopy(ctx context.Context, dest string) error {
 		return err
 	}
 	return os.Rename(top, final)
-}
-
-// extractTar unpacks directories, regular files and symlinks from r under
-// root, which confines every name; anything else is skipped. It stops with
-// an error once the files hold more than limit bytes.
-func extractTar(r io.Reader, root *os.Root, limit int64) error {
-	t := tar.NewReader(r)
-	var total int64
-	for {
-		h, err := t.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		name := path.Clean(strings.TrimPrefix(h.Name, "/"))
-		if name == "." || strings.HasPrefix(name, "../") || name == ".." {
-			continue
-		}
-		if dir := path.Dir(name); dir != "." {
-			if err := root.MkdirAll(dir, 0o700); err != nil {
-				return err
-			}
-		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := root.MkdirAll(name, 0o700); err != nil {
-				return err
-			}
-		case tar.TypeSymlink:
-			if err := root.Symlink(h.Linkname, name); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if total += h.Size; total > limit {
-				return fmt.Errorf("it holds more than %s, more than this server brings back to compare (the disk limit, --disk-limit); remove files from it", checkpoints.FormatBytes(limit))
-			}
-			f, err := root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fs.FileMode(h.Mode).Perm()|0o600)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(f, t)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
-		}
-	}
 }
