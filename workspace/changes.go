@@ -17,9 +17,6 @@ const (
 	DiffTextLimit = 1 << 20
 	// MaxDiffBytes bounds a whole diff; past it the diff stops, saying so.
 	MaxDiffBytes = 16 << 20
-	// exportTextLimit is the largest file an exported patch holds as text;
-	// larger ones are binary literals, which reproduce them as well.
-	exportTextLimit = 8 << 20
 )
 
 // FolderChange is one path a session created, modified or deleted in a

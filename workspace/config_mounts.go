@@ -29,6 +29,12 @@ type Mount = mounts.Mount
 // MountInfo describes one host folder in a session's workspace (mounts.Info).
 type MountInfo = mounts.Info
 
+// Export is what one mount's patch holds (mounts.Export).
+type Export = mounts.Export
+
+// ExportedPatch is a patch file the export wrote (mounts.ExportedPatch).
+type ExportedPatch = mounts.ExportedPatch
+
 // planMounts checks the mount settings against the host.
 func (c Config) planMounts() (mounts.Plan, error) {
 	return mounts.MakePlan(c.Mounts, c.MountRoots, c.AllowedRoots, c.CacheDir, c.User)

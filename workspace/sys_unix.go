@@ -29,14 +29,3 @@ func allocatedBytes(info fs.FileInfo) int64 {
 	}
 	return info.Size()
 }
-
-// syncDir flushes a directory's entries to disk, so that a file renamed
-// into it is there after a crash.
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
-}

@@ -22,7 +22,3 @@ func tryLock(f *os.File) error {
 
 // allocatedBytes is the file's size: Windows does not say what it takes.
 func allocatedBytes(info fs.FileInfo) int64 { return info.Size() }
-
-// syncDir does nothing: Windows flushes a rename's directory with the file,
-// and a directory handle cannot be flushed.
-func syncDir(string) error { return nil }

@@ -28,9 +28,10 @@
 //   - workspace/touched: the files a session's tools and commands
 //     touched (touched.Snapshot);
 //   - workspace/mounts: the host folders a session shows, resolved
-//     against the allowed roots, and their directories and copies in the
-//     session directory (no state and no lock: a session fixes its mounts
-//     once, under Session.mu).
+//     against the allowed roots, their directories and copies in the
+//     session directory, their changes and the patches that export them
+//     (no state and no lock: a session fixes its mounts once, under
+//     Session.mu).
 //
 // Locks are taken in this order, never against it, so that no two
 // goroutines can each hold a lock the other waits for:

@@ -1,7 +1,9 @@
 // Package mounts resolves the host folders a session's workspace shows
 // (--mount, the client's roots) against the host and the allowed roots,
-// and lays out and fills their directories in a session directory: an
-// overlay's upper, work and lower, a copy mount's files. It holds no state
+// lays out and fills their directories in a session directory (an
+// overlay's upper, work and lower, a copy mount's files), reads what a
+// session changed in them, and writes those changes as patches (the
+// export at a session's end and `wink-mcp export`). It holds no state
 // and no lock: each call works on the mounts and directories it is given,
 // and the caller (package workspace) fixes a session's mounts once, under
 // that session's lock.

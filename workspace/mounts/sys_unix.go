@@ -4,6 +4,7 @@ package mounts
 
 import (
 	"io/fs"
+	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -16,4 +17,15 @@ const noFollow = unix.O_NOFOLLOW
 func fileOwner(info fs.FileInfo) (uid, gid int) {
 	st := info.Sys().(*syscall.Stat_t)
 	return int(st.Uid), int(st.Gid)
+}
+
+// syncDir flushes a directory's entries to disk, so that a file renamed
+// into it is there after a crash.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
