@@ -80,17 +80,7 @@ func readPending(path string) (pendingExport, error) {
 // process can read them (with Config.FilesOnPodmanHost they are brought
 // back from the Podman host only while the session's container exists).
 func (s *Session) exportsOnEnd() bool {
-	return s.m.cfg.ExportDir != "" && s.kept == nil && !s.m.cfg.FilesOnPodmanHost && s.hasWritableMount()
-}
-
-// hasWritableMount reports whether a mount of the session can change.
-func (s *Session) hasWritableMount() bool {
-	for _, m := range s.mounts {
-		if m.Mode != MountReadOnly {
-			return true
-		}
-	}
-	return false
+	return s.m.cfg.ExportDir != "" && s.kept == nil && !s.m.cfg.FilesOnPodmanHost && mounts.AnyWritable(s.mounts)
 }
 
 // markPendingLocked records that the session's changes wait to be

@@ -125,7 +125,7 @@ func (s *Session) resolveMountsLocked(ctx context.Context, markers changes.Marke
 	case s.kept != nil && err == nil:
 		// A kept workspace keeps its mounts: their changes are in its
 		// numbered directories.
-		if list, err = s.keptMounts(list, recorded); err != nil {
+		if list, err = mounts.Kept(s.kept.name, list, recorded, s.mountPlan().Roots, m.cfg.CacheDir, s.dir); err != nil {
 			return err
 		}
 	case m.cfg.MountRoots:
@@ -257,44 +257,3 @@ func (s *Session) clientRoots(ctx context.Context, configured []mounts.Mounted) 
 // Mounts describes the configured host folders every session's workspace
 // shows (a session may add its client's roots).
 func (m *Manager) Mounts() []MountInfo { return mounts.Infos(m.mounts.Mounts) }
-
-// keptMounts are the mounts of a kept workspace made by an earlier
-// session, as it recorded them: the configured ones must be the same, and
-// the client roots it mounted are mounted again, if still allowed.
-func (s *Session) keptMounts(configured []mounts.Mounted, recorded []MountInfo) ([]mounts.Mounted, error) {
-	var fromConfig []MountInfo
-	for _, mi := range recorded {
-		if !mi.FromRoot {
-			fromConfig = append(fromConfig, mi)
-		}
-	}
-	same := len(fromConfig) == len(configured)
-	for i := 0; same && i < len(configured); i++ {
-		c, r := configured[i], fromConfig[i]
-		same = c.HostPath == r.HostPath && c.Path == r.Path && c.Mode == r.Mode
-	}
-	if !same {
-		var was, now []string
-		for _, mi := range fromConfig {
-			was = append(was, Mount{HostPath: mi.HostPath, Path: mi.Path, Mode: mi.Mode}.String())
-		}
-		for _, c := range configured {
-			now = append(now, c.Mount.String())
-		}
-		return nil, fmt.Errorf("workspace %q was made with the mounts [%s], and this server mounts [%s]; "+
-			"start it with the same --mount flags (its folders' changes belong to those), or choose another workspace name",
-			s.kept.name, strings.Join(was, " "), strings.Join(now, " "))
-	}
-	list := configured
-	for _, mi := range recorded {
-		if !mi.FromRoot {
-			continue
-		}
-		r, err := mounts.Resolve(Mount{HostPath: mi.HostPath, Path: mi.Path, Mode: mi.Mode}, s.mountPlan().Roots, s.m.cfg.CacheDir)
-		if err != nil {
-			return nil, fmt.Errorf("workspace %q mounts the client root %s, which cannot be mounted now: %w", s.kept.name, mi.HostPath, err)
-		}
-		list = append(list, mounts.Mounted{Resolved: r, Dir: filepath.Join(s.dir, mi.Dir), FromRoot: true})
-	}
-	return list, nil
-}

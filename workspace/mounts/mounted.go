@@ -189,3 +189,55 @@ func Infos(mounts []Resolved) []Info {
 	}
 	return out
 }
+
+// AnyWritable reports whether a mount of list can change.
+func AnyWritable(list []Mounted) bool {
+	for _, m := range list {
+		if m.Mode != ReadOnly {
+			return true
+		}
+	}
+	return false
+}
+
+// Kept are the mounts of the kept workspace called name, in the session
+// directory sessionDir, made by an earlier session, as it recorded them:
+// the configured ones must be the same, and the client roots it mounted
+// are mounted again, if still allowed (under roots, outside cacheDir).
+func Kept(name string, configured []Mounted, recorded []Info, roots []string, cacheDir, sessionDir string) ([]Mounted, error) {
+	var fromConfig []Info
+	for _, mi := range recorded {
+		if !mi.FromRoot {
+			fromConfig = append(fromConfig, mi)
+		}
+	}
+	same := len(fromConfig) == len(configured)
+	for i := 0; same && i < len(configured); i++ {
+		c, r := configured[i], fromConfig[i]
+		same = c.HostPath == r.HostPath && c.Path == r.Path && c.Mode == r.Mode
+	}
+	if !same {
+		var was, now []string
+		for _, mi := range fromConfig {
+			was = append(was, Mount{HostPath: mi.HostPath, Path: mi.Path, Mode: mi.Mode}.String())
+		}
+		for _, c := range configured {
+			now = append(now, c.Mount.String())
+		}
+		return nil, fmt.Errorf("workspace %q was made with the mounts [%s], and this server mounts [%s]; "+
+			"start it with the same --mount flags (its folders' changes belong to those), or choose another workspace name",
+			name, strings.Join(was, " "), strings.Join(now, " "))
+	}
+	list := configured
+	for _, mi := range recorded {
+		if !mi.FromRoot {
+			continue
+		}
+		r, err := Resolve(Mount{HostPath: mi.HostPath, Path: mi.Path, Mode: mi.Mode}, roots, cacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("workspace %q mounts the client root %s, which cannot be mounted now: %w", name, mi.HostPath, err)
+		}
+		list = append(list, Mounted{Resolved: r, Dir: filepath.Join(sessionDir, mi.Dir), FromRoot: true})
+	}
+	return list, nil
+}
