@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"io/fs"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/wink-mcp/wink-mcp/changes"
+	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
 
 // Limits of the views of a session's changes.
@@ -19,9 +17,6 @@ const (
 	DiffTextLimit = 1 << 20
 	// MaxDiffBytes bounds a whole diff; past it the diff stops, saying so.
 	MaxDiffBytes = 16 << 20
-	// exportTextLimit is the largest file an exported patch holds as text;
-	// larger ones are binary literals, which reproduce them as well.
-	exportTextLimit = 8 << 20
 )
 
 // FolderChange is one path a session created, modified or deleted in a
@@ -113,77 +108,7 @@ func (s *Session) eachFolder(ctx context.Context, prefix string, f func(MountInf
 		}
 		defer done()
 	}
-	for _, mi := range s.Info().Mounts {
-		if prefix != "" && !overlaps(mi.Path, prefix) {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		folder, err := openFolder(s.dir, mi)
-		if err != nil {
-			return err
-		}
-		if folder == nil {
-			continue // read-only, or not made yet: the mounts after it may have changed
-		}
-		list, err := folder.Changes(ctx)
-		if err == nil {
-			list = changesUnder(list, mi.Path, prefix)
-			if len(list) > 0 {
-				err = f(mi, folder, list)
-			}
-		}
-		folder.Close()
-		if err != nil {
-			return fmt.Errorf("reading the changes to /workspace/%s: %w", mi.Path, err)
-		}
-	}
-	return nil
-}
-
-// changesUnder keeps the changes whose workspace path is prefix or inside
-// it, and the groups whose directory holds prefix.
-func changesUnder(list []changes.Change, mountPath, prefix string) []changes.Change {
-	if prefix == "" || prefix == mountPath || strings.HasPrefix(mountPath, prefix+"/") {
-		return list
-	}
-	var out []changes.Change
-	for _, c := range list {
-		p := strings.TrimSuffix(mountPath+"/"+c.Path, "/")
-		if p == prefix || strings.HasPrefix(p, prefix+"/") || (c.Group != nil && strings.HasPrefix(prefix, p+"/")) {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// openFolder opens a mount of the session in sessionDir for comparison;
-// it returns nil for a read-only mount, or one whose session files do not
-// exist yet: neither can have changed.
-func openFolder(sessionDir string, mi MountInfo) (*changes.Folder, error) {
-	dir := filepath.Join(sessionDir, mi.Dir)
-	var f *changes.Folder
-	var err error
-	switch mi.Mode {
-	case MountOverlay:
-		markers, perr := changes.ParseMarkers(string(mi.Overlay))
-		if perr != nil {
-			return nil, perr
-		}
-		f, err = changes.OpenOverlay(mi.HostPath, filepath.Join(dir, "upper"), markers)
-	case MountCopy:
-		f, err = changes.OpenCopy(filepath.Join(dir, "base"), filepath.Join(sessionDir, "workspace"), mi.Path)
-	default:
-		return nil, nil
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if f != nil {
-		f.IncludeIgnored = mi.ExportIgnored
-	}
-	return f, err
+	return mounts.EachFolder(ctx, s.dir, s.Info().Mounts, prefix, f)
 }
 
 // errDiffFull is returned by cappedBuffer once its limit is reached.

@@ -14,6 +14,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/profiles"
+	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
 
 // Defaults of Config.
@@ -298,7 +299,7 @@ func (c Config) Validate() error {
 		}
 	}
 	check(!c.MountRoots || len(c.AllowedRoots) > 0, "--mount-roots needs at least one --allowed-root: client roots are mounted only under allowed roots")
-	if ch := overlayOptionChar(c.CacheDir); ch != 0 && c.overlays() {
+	if ch := mounts.OverlayOptionChar(c.CacheDir); ch != 0 && c.overlays() {
 		errs = append(errs, fmt.Errorf("--cache-dir %s holds '%c', which an overlay mount cannot carry: the overlays' upper and work directories live there, "+
 			"and Podman writes their paths into the mount's options, where the kernel reads ',' as the end of an option and '\\' as an escape. "+
 			"Choose a cache directory without ',' or '\\' (--cache-dir or WINK_CACHE), or mount the folders as copies (the option copy)", c.CacheDir, ch))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 	"io"
 	"log/slog"
 	"os"
@@ -57,7 +58,7 @@ func writePending(path string, p pendingExport) error {
 	if err != nil {
 		return err
 	}
-	return writeDurably(path, func(w io.Writer) error { _, err := w.Write(data); return err })
+	return mounts.WriteDurably(path, func(w io.Writer) error { _, err := w.Write(data); return err })
 }
 
 func readPending(path string) (pendingExport, error) {
@@ -79,17 +80,7 @@ func readPending(path string) (pendingExport, error) {
 // process can read them (with Config.FilesOnPodmanHost they are brought
 // back from the Podman host only while the session's container exists).
 func (s *Session) exportsOnEnd() bool {
-	return s.m.cfg.ExportDir != "" && s.kept == nil && !s.m.cfg.FilesOnPodmanHost && s.hasWritableMount()
-}
-
-// hasWritableMount reports whether a mount of the session can change.
-func (s *Session) hasWritableMount() bool {
-	for _, m := range s.mounts {
-		if m.Mode != MountReadOnly {
-			return true
-		}
-	}
-	return false
+	return s.m.cfg.ExportDir != "" && s.kept == nil && !s.m.cfg.FilesOnPodmanHost && mounts.AnyWritable(s.mounts)
 }
 
 // markPendingLocked records that the session's changes wait to be
@@ -147,9 +138,9 @@ func exportHint(cacheDir, session, dir string) string {
 
 // exportSession exports a session's changes to dir, logging what it
 // wrote, and reports whether they are all on disk.
-func exportSession(ctx context.Context, log *slog.Logger, hash, sessionDir string, mounts []MountInfo, dir string) bool {
+func exportSession(ctx context.Context, log *slog.Logger, hash, sessionDir string, infos []MountInfo, dir string) bool {
 	start := time.Now()
-	written, err := ExportChanges(ctx, sessionDir, mounts, dir)
+	written, err := mounts.ExportChanges(ctx, sessionDir, infos, dir)
 	took := time.Since(start).Milliseconds()
 	for _, p := range written {
 		if p.Path != "" {

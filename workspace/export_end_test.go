@@ -3,7 +3,6 @@ package workspace
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,30 +112,5 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestWriteDurablyLeavesNothingWhenItFails: a patch whose writing fails
-// leaves no file, no temporary file and none of the directories it made;
-// one that succeeds is whole.
-func TestWriteDurablyLeavesNothingWhenItFails(t *testing.T) {
-	root := t.TempDir()
-	dst := filepath.Join(root, "20261125T000000Z-abc", "code", "app.patch")
-	err := writeDurably(dst, func(w io.Writer) error {
-		w.Write([]byte("half a patch"))
-		return context.DeadlineExceeded
-	})
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("writeDurably = %v", err)
-	}
-	if entries, _ := os.ReadDir(root); len(entries) != 0 {
-		t.Errorf("a failed write left %v", entries)
-	}
-	must(t, writeDurably(dst, func(w io.Writer) error { _, err := w.Write([]byte("whole")); return err }))
-	if data, _ := os.ReadFile(dst); string(data) != "whole" {
-		t.Errorf("the patch holds %q", data)
-	}
-	if stale, _ := filepath.Glob(filepath.Join(filepath.Dir(dst), ".app.patch-*")); len(stale) != 0 {
-		t.Errorf("temporary files left: %v", stale)
 	}
 }

@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -83,29 +82,4 @@ func FindKept(cacheDir string) (records []SessionRecord, release func(), err err
 		records = append(records, rec)
 	}
 	return records, release, nil
-}
-
-// CountChanges counts the changed paths a patch of the session's mounts
-// would hold; what a patch leaves out in bulk is not counted.
-func CountChanges(ctx context.Context, sessionDir string, mounts []MountInfo) (int, error) {
-	n := 0
-	for _, mi := range mounts {
-		if mi.Mode == MountReadOnly {
-			continue
-		}
-		folder, list, err := mountChanges(ctx, sessionDir, mi)
-		if err != nil {
-			return n, fmt.Errorf("listing the changes to %s: %w", mi.HostPath, err)
-		}
-		if folder == nil {
-			continue
-		}
-		folder.Close()
-		for _, c := range list {
-			if c.Group == nil {
-				n++
-			}
-		}
-	}
-	return n, nil
 }

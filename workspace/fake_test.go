@@ -20,6 +20,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/agent"
 	"github.com/wink-mcp/wink-mcp/changes"
 	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
 
 // TestMain lets the test binary act as the supervisor the agent re-executes.
@@ -273,7 +274,7 @@ func (f *fakeEngine) CopyIn(_ context.Context, name, dir string, r io.Reader) er
 		return err
 	}
 	defer root.Close()
-	return extractTar(r, root, 1<<30)
+	return mounts.ExtractTar(r, root, 1<<30)
 }
 
 func (f *fakeEngine) CopyOut(_ context.Context, name, p string, w io.Writer) error {
@@ -281,7 +282,7 @@ func (f *fakeEngine) CopyOut(_ context.Context, name, p string, w io.Writer) err
 	if _, err := os.Lstat(src); err != nil {
 		return err
 	}
-	return writeCopyTar(w, src, path.Base(p), os.Getuid(), os.Getgid())
+	return mounts.WriteCopyTar(w, src, path.Base(p), os.Getuid(), os.Getgid())
 }
 
 // containerPath maps a path under Root in a container to its volume's directory.

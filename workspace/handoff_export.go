@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/workspace/disk"
+	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
 
 // A workspace a handoff made is still its giving session's own
@@ -57,7 +58,7 @@ func (s *Session) carryMarker(root string) error {
 // owner recorded one: a server with --export-on-exit exports what its
 // sessions changed.
 func (s *Session) markHandedOverLocked() error {
-	if s.m.cfg.ExportDir == "" || exportPending(s.kept.root) || !s.hasWritableMount() {
+	if s.m.cfg.ExportDir == "" || exportPending(s.kept.root) || !mounts.AnyWritable(s.mounts) {
 		return nil
 	}
 	if err := writePending(keptExportPath(s.kept.root), pendingExport{Session: s.hash(), ExportDir: s.m.cfg.ExportDir}); err != nil {

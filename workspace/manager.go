@@ -14,6 +14,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
 
 // Manager owns the sessions of one server instance and their containers. It
@@ -24,9 +25,9 @@ type Manager struct {
 	eng         engine.Engine
 	inst        *instance
 	agentBinary string
-	mounts      mountPlan
+	mounts      mounts.Plan
 	// profilePlans are the mounts of the profiles that add their own.
-	profilePlans map[string]mountPlan
+	profilePlans map[string]mounts.Plan
 	disk         *diskTools     // nil when sessions' disks are not limited
 	egress       *egress.Config // nil without Config.Egress
 
@@ -95,7 +96,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 	if err != nil {
 		return nil, err
 	}
-	profilePlans := map[string]mountPlan{}
+	profilePlans := map[string]mounts.Plan{}
 	for name, extra := range cfg.ProfileMounts {
 		c := cfg
 		c.Mounts = append(slices.Clone(cfg.Mounts), extra...)
@@ -143,7 +144,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 		m.pool = newWarmPool(m, cfg.Warm)
 	}
 	log.Info("workspace manager ready", "instance", inst.id, "cache_dir", cfg.CacheDir, "image", strings.Join(cfg.ImageChoices(), " or "), "idle_timeout", cfg.IdleTimeout.String())
-	for _, mt := range plan.mounts {
+	for _, mt := range plan.Mounts {
 		log.Info("host folder mounted in every workspace", "host_path", mt.HostPath, "path", Root+"/"+mt.Path, "mode", mt.Mode)
 	}
 	return m, nil

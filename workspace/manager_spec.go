@@ -38,10 +38,10 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 		}
 		source := mt.HostPath
 		if mt.Mode == MountOverlay {
-			source = mt.lower() // see makeOverlayDirs
+			source = mt.Lower() // see mounts.Mounted.Lower
 		}
 		spec.Mounts = append(spec.Mounts, engine.Mount{Source: source, Destination: Root + "/" + mt.Path,
-			ReadOnly: mt.Mode == MountReadOnly, Upper: mt.upper(), Work: mt.work()})
+			ReadOnly: mt.Mode == MountReadOnly, Upper: mt.Upper(), Work: mt.Work()})
 	}
 	return spec
 }
@@ -61,8 +61,8 @@ func (m *Manager) identity(rootless bool, s *Session) (user string, keepID bool)
 		return fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid()), true
 	case s.rootsOwner != "":
 		return s.rootsOwner, false
-	case s.mountPlan().owner != "":
-		return s.mountPlan().owner, false
+	case s.mountPlan().Owner != "":
+		return s.mountPlan().Owner, false
 	}
 	return DefaultUser, false
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/wire"
+	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
 
 // ProfileChange is the result of Session.UseProfile.
@@ -109,12 +110,12 @@ func (s *Session) UseProfile(ctx context.Context, name string, restart bool, pro
 
 // mountPlan is the plan of the session's mounts: its profile's, when the
 // profile adds some, else the server's.
-func (s *Session) mountPlan() mountPlan {
+func (s *Session) mountPlan() mounts.Plan {
 	return s.m.planOf(s.profile)
 }
 
 // planOf is the mount plan of the sessions of profile p.
-func (m *Manager) planOf(p *profiles.Profile) mountPlan {
+func (m *Manager) planOf(p *profiles.Profile) mounts.Plan {
 	if p != nil {
 		if plan, ok := m.profilePlans[p.Name]; ok {
 			return plan
@@ -124,8 +125,8 @@ func (m *Manager) planOf(p *profiles.Profile) mountPlan {
 }
 
 // sameMounts says whether two plans mount the same folders the same way.
-func sameMounts(a, b mountPlan) bool {
-	return slices.EqualFunc(a.mounts, b.mounts, func(x, y resolvedMount) bool {
+func sameMounts(a, b mounts.Plan) bool {
+	return slices.EqualFunc(a.Mounts, b.Mounts, func(x, y mounts.Resolved) bool {
 		return x.HostPath == y.HostPath && x.Path == y.Path && x.Mode == y.Mode
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/workspace/checkpoint"
+	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 	"github.com/wink-mcp/wink-mcp/workspace/ports"
 	"github.com/wink-mcp/wink-mcp/workspace/touched"
 )
@@ -76,7 +77,7 @@ type Session struct {
 	ended   bool
 	disk    bool // the session directory is its own filesystem, mounted
 
-	mounts         []sessionMount // fixed when the first container is made
+	mounts         []mounts.Mounted // fixed when the first container is made
 	mountsResolved bool
 	rootsOwner     string // "uid:gid" owning the client's writable roots, if it chose the user
 	user           string // the "uid:gid" of the last container made
@@ -229,7 +230,7 @@ func (s *Session) Reset(ctx context.Context) (ContainerInfo, error) {
 			return s.infoLocked(), fmt.Errorf("deleting the workspace files: %w", err)
 		}
 		for i := range s.mounts {
-			s.mounts[i].uploaded = false // the next container gets a fresh copy
+			s.mounts[i].Uploaded = false // the next container gets a fresh copy
 		}
 	}
 	for _, dir := range []string{s.workspaceDir(), filepath.Join(s.dir, mountsDir)} {
@@ -261,7 +262,7 @@ func (s *Session) infoLocked() ContainerInfo {
 		info.Kept = s.kept.name
 	}
 	for _, mt := range s.mounts {
-		info.Mounts = append(info.Mounts, mt.info(s.dir))
+		info.Mounts = append(info.Mounts, mt.Info(s.dir))
 	}
 	return info
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/wire"
+	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
 
 // readyTimeout bounds the wait for a new channel's agent to answer. An agent
@@ -143,14 +144,14 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	s.user = user
 	uid, gid := parseUser(user)
 	if m.cfg.FilesOnPodmanHost {
-		if err := prepareRemoteMounts(s.mounts); err != nil {
+		if err := mounts.PrepareRemote(s.mounts); err != nil {
 			return nil, err
 		}
 	} else {
 		if err := m.prepareWorkspaceDir(s.workspaceDir(), user); err != nil {
 			return nil, err
 		}
-		if err := prepareMounts(s.workspaceDir(), s.mounts, uid, gid); err != nil {
+		if err := mounts.Prepare(s.workspaceDir(), s.mounts, uid, gid); err != nil {
 			return nil, err
 		}
 	}

@@ -3,10 +3,8 @@ package workspace
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/changes"
+	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
 
 // Layout of a session directory:
@@ -30,25 +29,6 @@ const (
 	mountsDir      = "mounts"
 )
 
-// MountInfo describes one host folder in a session's workspace.
-type MountInfo struct {
-	// HostPath is the folder on the host.
-	HostPath string `json:"host_path"`
-	// Path is where it appears, relative to /workspace.
-	Path string `json:"path"`
-	// Mode is overlay, ro or copy.
-	Mode MountMode `json:"mode"`
-	// Dir is its directory under the session directory, "mounts/<n>".
-	Dir string `json:"dir"`
-	// FromRoot is true for a folder the MCP client declared as a root.
-	FromRoot bool `json:"from_root,omitempty"`
-	// Overlay names the driver of an overlay mount ("" is the kernel's).
-	Overlay changes.Markers `json:"overlay,omitempty"`
-	// ExportIgnored puts in patches the new files the folder's .gitignore
-	// rules ignore (the server's --export-ignored).
-	ExportIgnored bool `json:"export_ignored,omitempty"`
-}
-
 // manifest is the content of mounts.json.
 type manifest struct {
 	// Session is the hash of the session that owns the workspace, as its
@@ -57,34 +37,12 @@ type manifest struct {
 	Mounts  []MountInfo `json:"mounts"`
 }
 
-// sessionMount is a mount as one session has it.
-type sessionMount struct {
-	resolvedMount
-	dir      string // absolute: <session>/mounts/<n>
-	fromRoot bool
-	markers  changes.Markers // the overlay driver, for overlay mounts
-	ignored  bool            // patches include new files the folder ignores
-	uploaded bool            // a copy's files are in the Podman host's volume (Config.FilesOnPodmanHost)
-}
-
-func (m sessionMount) info(sessionDir string) MountInfo {
-	rel, _ := filepath.Rel(sessionDir, m.dir)
-	return MountInfo{HostPath: m.HostPath, Path: m.Path, Mode: m.Mode, Dir: rel, FromRoot: m.fromRoot, Overlay: m.markers, ExportIgnored: m.ignored}
-}
-
-// upper, work and base are the mount's directories by role; lower links
-// to the host folder.
-func (m sessionMount) upper() string { return filepath.Join(m.dir, "upper") }
-func (m sessionMount) work() string  { return filepath.Join(m.dir, "work") }
-func (m sessionMount) base() string  { return filepath.Join(m.dir, "base") }
-func (m sessionMount) lower() string { return filepath.Join(m.dir, "lower") }
-
 // writeManifest records the mounts of the session called hash in its
 // directory.
-func writeManifest(sessionDir, hash string, mounts []sessionMount) error {
+func writeManifest(sessionDir, hash string, mounts []mounts.Mounted) error {
 	mf := manifest{Session: hash}
 	for _, m := range mounts {
-		mf.Mounts = append(mf.Mounts, m.info(sessionDir))
+		mf.Mounts = append(mf.Mounts, m.Info(sessionDir))
 	}
 	data, err := json.MarshalIndent(mf, "", "  ")
 	if err != nil {
@@ -120,107 +78,12 @@ func readManifest(sessionDir string) (manifest, error) {
 	return mf, nil
 }
 
-// prepareMounts makes the directories the session's mounts need, copies
-// the files of copy mounts that have not been copied yet, and creates each
-// mount point, owned by uid:gid. Everything under workspaceDir is reached
-// through an os.Root: the session may have planted symlinks there.
-func prepareMounts(workspaceDir string, mounts []sessionMount, uid, gid int) error {
-	ws, err := os.OpenRoot(workspaceDir)
-	if err != nil {
-		return fmt.Errorf("opening the workspace directory: %w", err)
-	}
-	defer ws.Close()
-	for _, m := range mounts {
-		switch m.Mode {
-		case MountOverlay:
-			if err := makeOverlayDirs(m); err != nil {
-				return err
-			}
-		case MountCopy:
-			if _, err := os.Lstat(m.base()); err == nil {
-				continue // copied when the session started; the session's edits are in the workspace
-			}
-			if err := copyMount(m, ws, uid, gid); err != nil {
-				return fmt.Errorf("copying %s to /workspace/%s: %w", m.HostPath, m.Path, err)
-			}
-			continue
-		}
-		if err := makeMountPoint(ws, m.Path, uid, gid); err != nil {
-			return fmt.Errorf("creating the mount point /workspace/%s: %w", m.Path, err)
-		}
-	}
-	return nil
-}
-
-// makeOverlayDirs makes an overlay mount's upper and work directories, and
-// the link to its host folder the container mounts: Podman writes the
-// folder's path into the overlay's mount options, where the kernel reads
-// ',' as the end of an option and '\' as an escape (a folder "a,b" was
-// "no such file or directory"), and a link in the session directory
-// names it with none of them (CheckOverlayPath checks that directory).
-func makeOverlayDirs(m sessionMount) error {
-	for _, d := range []string{m.upper(), m.work()} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("creating the overlay directories of %s: %w", m.Path, err)
-		}
-	}
-	if target, err := os.Readlink(m.lower()); err == nil && target == m.HostPath {
-		return nil
-	}
-	if err := os.Remove(m.lower()); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("replacing the link to %s: %w", m.HostPath, err)
-	}
-	if err := os.Symlink(m.HostPath, m.lower()); err != nil {
-		return fmt.Errorf("linking to %s for its overlay: %w", m.HostPath, err)
-	}
-	return nil
-}
-
-// makeMountPoint creates the directory a mount covers, and its parents,
-// inside ws; an existing directory is kept.
-func makeMountPoint(ws *os.Root, path string, uid, gid int) error {
-	dir := ""
-	for _, seg := range strings.Split(path, "/") {
-		dir = filepath.Join(dir, seg)
-		err := ws.Mkdir(dir, 0o755)
-		if errors.Is(err, fs.ErrExist) {
-			info, err := ws.Lstat(dir)
-			if err != nil {
-				return err
-			}
-			if !info.IsDir() {
-				return fmt.Errorf("/workspace/%s is a %s, not a directory; remove it (rm) so the folder can be mounted", dir, fileType(info.Mode()))
-			}
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if os.Geteuid() == 0 {
-			if err := ws.Lchown(dir, uid, gid); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // parseUser splits a numeric "uid:gid".
 func parseUser(user string) (uid, gid int) {
 	u, g, _ := strings.Cut(user, ":")
 	uid, _ = strconv.Atoi(u)
 	gid, _ = strconv.Atoi(g)
 	return uid, gid
-}
-
-func fileType(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "symlink"
-	case m.IsRegular():
-		return "file"
-	}
-	return "special file"
 }
 
 // RootsFunc returns the host folders the MCP client of the call in ctx
@@ -253,21 +116,21 @@ func (s *Session) resolveMountsLocked(ctx context.Context, markers changes.Marke
 	}
 	m := s.m
 	plan := s.mountPlan()
-	list := make([]sessionMount, 0, len(plan.mounts))
-	for _, mt := range plan.mounts {
-		list = append(list, sessionMount{resolvedMount: mt, dir: filepath.Join(s.dir, mountsDir, strconv.Itoa(len(list)))})
+	list := make([]mounts.Mounted, 0, len(plan.Mounts))
+	for _, mt := range plan.Mounts {
+		list = append(list, mounts.Mounted{Resolved: mt, Dir: filepath.Join(s.dir, mountsDir, strconv.Itoa(len(list)))})
 	}
 	recorded, err := ReadManifest(s.dir)
 	switch {
 	case s.kept != nil && err == nil:
 		// A kept workspace keeps its mounts: their changes are in its
 		// numbered directories.
-		if list, err = s.keptMounts(list, recorded); err != nil {
+		if list, err = mounts.Kept(s.kept.name, list, recorded, s.mountPlan().Roots, m.cfg.CacheDir, s.dir); err != nil {
 			return err
 		}
 	case m.cfg.MountRoots:
 		for _, mt := range s.clientRoots(ctx, list) {
-			list = append(list, sessionMount{resolvedMount: mt, dir: filepath.Join(s.dir, mountsDir, strconv.Itoa(len(list))), fromRoot: true})
+			list = append(list, mounts.Mounted{Resolved: mt, Dir: filepath.Join(s.dir, mountsDir, strconv.Itoa(len(list))), FromRoot: true})
 		}
 	}
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
@@ -276,9 +139,9 @@ func (s *Session) resolveMountsLocked(ctx context.Context, markers changes.Marke
 	if len(list) > 0 {
 		for i := range list {
 			if list[i].Mode == MountOverlay {
-				list[i].markers = markers
+				list[i].Markers = markers
 			}
-			list[i].ignored = m.cfg.ExportIgnored
+			list[i].Ignored = m.cfg.ExportIgnored
 		}
 	}
 	s.mounts, s.mountsResolved = list, true
@@ -345,7 +208,7 @@ func (s *Session) forgetMountsLocked(ctx context.Context) error {
 // mount: under an allowed root, not overlapping another mount. A root the
 // session could not edit (owned by root, or by another user than the
 // other writable mounts) is mounted read-only. Each root left out is logged.
-func (s *Session) clientRoots(ctx context.Context, configured []sessionMount) []resolvedMount {
+func (s *Session) clientRoots(ctx context.Context, configured []mounts.Mounted) []mounts.Resolved {
 	m := s.m
 	m.rootsMu.Lock()
 	f := m.roots
@@ -361,26 +224,26 @@ func (s *Session) clientRoots(ctx context.Context, configured []sessionMount) []
 		return nil
 	}
 	plan := s.mountPlan()
-	owner := plan.owner
+	owner := plan.Owner
 	taken := make([]string, 0, len(configured))
 	for _, c := range configured {
 		taken = append(taken, c.Path)
 	}
-	var out []resolvedMount
+	var out []mounts.Resolved
 	for _, p := range paths {
-		r, err := resolveMount(Mount{HostPath: p}, plan.roots, m.cfg.CacheDir)
-		if err == nil && slices.ContainsFunc(taken, func(t string) bool { return overlaps(t, r.Path) }) {
+		r, err := mounts.Resolve(Mount{HostPath: p}, plan.Roots, m.cfg.CacheDir)
+		if err == nil && slices.ContainsFunc(taken, func(t string) bool { return mounts.Overlaps(t, r.Path) }) {
 			err = fmt.Errorf("its workspace path %q is taken", r.Path)
 		}
 		if err != nil {
 			m.log.Warn("a client root is not mounted", "session", s.hash(), "root", p, "err", err)
 			continue
 		}
-		o := fmt.Sprintf("%d:%d", r.uid, r.gid)
-		if owner == "" && r.uid != 0 && m.cfg.User == "" {
+		o := fmt.Sprintf("%d:%d", r.UID, r.GID)
+		if owner == "" && r.UID != 0 && m.cfg.User == "" {
 			owner = o
 		}
-		if r.uid == 0 || (m.cfg.User == "" && o != owner) {
+		if r.UID == 0 || (m.cfg.User == "" && o != owner) {
 			r.Mode = MountReadOnly
 			m.log.Warn("a client root is mounted read-only: the workspace user could not edit it", "session", s.hash(), "root", p, "owner", o)
 		}
@@ -393,54 +256,4 @@ func (s *Session) clientRoots(ctx context.Context, configured []sessionMount) []
 
 // Mounts describes the configured host folders every session's workspace
 // shows (a session may add its client's roots).
-func (m *Manager) Mounts() []MountInfo { return mountInfos(m.mounts.mounts) }
-
-// mountInfos describes resolved mounts, not yet given to a session.
-func mountInfos(mounts []resolvedMount) []MountInfo {
-	out := make([]MountInfo, 0, len(mounts))
-	for _, mt := range mounts {
-		out = append(out, MountInfo{HostPath: mt.HostPath, Path: mt.Path, Mode: mt.Mode})
-	}
-	return out
-}
-
-// keptMounts are the mounts of a kept workspace made by an earlier
-// session, as it recorded them: the configured ones must be the same, and
-// the client roots it mounted are mounted again, if still allowed.
-func (s *Session) keptMounts(configured []sessionMount, recorded []MountInfo) ([]sessionMount, error) {
-	var fromConfig []MountInfo
-	for _, mi := range recorded {
-		if !mi.FromRoot {
-			fromConfig = append(fromConfig, mi)
-		}
-	}
-	same := len(fromConfig) == len(configured)
-	for i := 0; same && i < len(configured); i++ {
-		c, r := configured[i], fromConfig[i]
-		same = c.HostPath == r.HostPath && c.Path == r.Path && c.Mode == r.Mode
-	}
-	if !same {
-		var was, now []string
-		for _, mi := range fromConfig {
-			was = append(was, Mount{HostPath: mi.HostPath, Path: mi.Path, Mode: mi.Mode}.String())
-		}
-		for _, c := range configured {
-			now = append(now, c.Mount.String())
-		}
-		return nil, fmt.Errorf("workspace %q was made with the mounts [%s], and this server mounts [%s]; "+
-			"start it with the same --mount flags (its folders' changes belong to those), or choose another workspace name",
-			s.kept.name, strings.Join(was, " "), strings.Join(now, " "))
-	}
-	list := configured
-	for _, mi := range recorded {
-		if !mi.FromRoot {
-			continue
-		}
-		r, err := resolveMount(Mount{HostPath: mi.HostPath, Path: mi.Path, Mode: mi.Mode}, s.mountPlan().roots, s.m.cfg.CacheDir)
-		if err != nil {
-			return nil, fmt.Errorf("workspace %q mounts the client root %s, which cannot be mounted now: %w", s.kept.name, mi.HostPath, err)
-		}
-		list = append(list, sessionMount{resolvedMount: r, dir: filepath.Join(s.dir, mi.Dir), fromRoot: true})
-	}
-	return list, nil
-}
+func (m *Manager) Mounts() []MountInfo { return mounts.Infos(m.mounts.Mounts) }

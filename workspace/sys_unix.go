@@ -22,27 +22,10 @@ func tryLock(f *os.File) error {
 	return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 }
 
-// fileOwner returns the uid and gid that own info's file.
-func fileOwner(info fs.FileInfo) (uid, gid int) {
-	st := info.Sys().(*syscall.Stat_t)
-	return int(st.Uid), int(st.Gid)
-}
-
 // allocatedBytes is what the file info describes takes on its disk.
 func allocatedBytes(info fs.FileInfo) int64 {
 	if st, ok := info.Sys().(*syscall.Stat_t); ok {
 		return st.Blocks * 512
 	}
 	return info.Size()
-}
-
-// syncDir flushes a directory's entries to disk, so that a file renamed
-// into it is there after a crash.
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
 }

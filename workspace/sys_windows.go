@@ -20,13 +20,5 @@ func tryLock(f *os.File) error {
 	return windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &whole)
 }
 
-// fileOwner returns nobody's ids: Windows files have no uid, and the
-// containers run as nobody unless --user says otherwise.
-func fileOwner(fs.FileInfo) (uid, gid int) { return 65534, 65534 }
-
 // allocatedBytes is the file's size: Windows does not say what it takes.
 func allocatedBytes(info fs.FileInfo) int64 { return info.Size() }
-
-// syncDir does nothing: Windows flushes a rename's directory with the file,
-// and a directory handle cannot be flushed.
-func syncDir(string) error { return nil }

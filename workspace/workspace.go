@@ -28,7 +28,12 @@
 //   - workspace/touched: the files a session's tools and commands
 //     touched (touched.Snapshot);
 //   - workspace/checkpoint: a session's checkpoints and restores, and the
-//     journal of a restore that did not finish (checkpoint.Room).
+//     journal of a restore that did not finish (checkpoint.Room);
+//   - workspace/mounts: the host folders a session shows, resolved
+//     against the allowed roots, their directories and copies in the
+//     session directory, their changes and the patches that export them
+//     (no state and no lock: a session fixes its mounts once, under
+//     Session.mu).
 //
 // Locks are taken in this order, never against it, so that no two
 // goroutines can each hold a lock the other waits for:

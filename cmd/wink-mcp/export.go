@@ -12,6 +12,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/display"
 	"github.com/wink-mcp/wink-mcp/workspace"
+	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
 
 // runExport writes the changes of a session, or of a kept workspace, to
@@ -75,7 +76,7 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 		s.Mounts[i].ExportIgnored = s.Mounts[i].ExportIgnored || *ignored
 	}
 	if *out != "" {
-		written, err := workspace.ExportChanges(ctx, s.Dir, s.Mounts, *out)
+		written, err := mounts.ExportChanges(ctx, s.Dir, s.Mounts, *out)
 		patches := 0
 		for _, p := range written {
 			if p.Path != "" {
@@ -107,7 +108,7 @@ func runExport(args []string, lookup func(string) (string, bool), stdout, stderr
 		fmt.Fprintf(stderr, "wink-mcp export: %s has %d folders that can change (%s); write their patches with --out DIR\n", describeWhat(s), len(changeable), describeMounts(s))
 		return 2
 	}
-	ex, err := workspace.ExportMount(ctx, s.Dir, changeable[0], stdout)
+	ex, err := mounts.ExportMount(ctx, s.Dir, changeable[0], stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "wink-mcp export: %v\n", err)
 		return 1

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/wink-mcp/wink-mcp/workspace"
+	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
 
 // exportCandidates finds what `wink-mcp export` may export: the kept
@@ -71,7 +72,7 @@ func chooseExport(ctx context.Context, candidates []workspace.SessionRecord, ses
 	for i, c := range candidates {
 		changed[i] = -1
 		if c.Err == nil {
-			if n, err := workspace.CountChanges(ctx, c.Dir, c.Mounts); err == nil {
+			if n, err := mounts.CountChanges(ctx, c.Dir, c.Mounts); err == nil {
 				changed[i] = n
 			}
 		}

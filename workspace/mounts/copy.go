@@ -1,4 +1,4 @@
-package workspace
+package mounts
 
 import (
 	"errors"
@@ -23,17 +23,17 @@ type copyEntry struct {
 	size   int64
 }
 
-// copyMount copies a copy mount's files into the session: first into its
+// CopyFiles copies a copy mount's files into the session: first into its
 // base directory, which keeps them as they were for the session's diff,
 // then, unless ws is nil, into the workspace at the mount's path, owned by
 // uid:gid. It checks the whole selection against MaxBytes before copying
 // anything.
-func copyMount(m sessionMount, ws *os.Root, uid, gid int) error {
+func CopyFiles(m Mounted, ws *os.Root, uid, gid int) error {
 	entries, err := selectCopy(m)
 	if err != nil {
 		return err
 	}
-	tmp := m.base() + ".tmp"
+	tmp := m.Base() + ".tmp"
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func copyMount(m sessionMount, ws *os.Root, uid, gid int) error {
 			return err
 		}
 	}
-	return os.Rename(tmp, m.base())
+	return os.Rename(tmp, m.Base())
 }
 
 // copyOne writes one entry under root, creating its parent directories;
@@ -135,7 +135,7 @@ func copyFile(e copyEntry, root *os.Root) error {
 
 // selectCopy walks the host folder and returns the entries to copy, in
 // walk order, refusing a selection over MaxBytes.
-func selectCopy(m sessionMount) ([]copyEntry, error) {
+func selectCopy(m Mounted) ([]copyEntry, error) {
 	var out []copyEntry
 	var total int64
 	visited := map[string]bool{m.HostPath: true}

@@ -1,32 +1,39 @@
-package workspace
+// Package mounts resolves the host folders a session's workspace shows
+// (--mount, the client's roots) against the host and the allowed roots,
+// lays out and fills their directories in a session directory (an
+// overlay's upper, work and lower, a copy mount's files), reads what a
+// session changed in them, and writes those changes as patches (the
+// export at a session's end and `wink-mcp export`). It holds no state
+// and no lock: each call works on the mounts and directories it is given,
+// and the caller (package workspace) fixes a session's mounts once, under
+// that session's lock.
+package mounts
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/wink-mcp/wink-mcp/glob"
 	"github.com/wink-mcp/wink-mcp/wspath"
 )
 
-// MountMode says how a host folder appears in the workspace.
-type MountMode string
+// Mode says how a host folder appears in the workspace.
+type Mode string
 
 // Mount modes.
 const (
-	// MountOverlay shows the folder read-write through a Podman overlay: the
+	// Overlay shows the folder read-write through a Podman overlay: the
 	// host copy never changes, and the session's changes collect in its
 	// session directory.
-	MountOverlay MountMode = "overlay"
-	// MountReadOnly shows the folder read-only.
-	MountReadOnly MountMode = "ro"
-	// MountCopy copies the folder's files, filtered, into the session's
+	Overlay Mode = "overlay"
+	// ReadOnly shows the folder read-only.
+	ReadOnly Mode = "ro"
+	// Copy copies the folder's files, filtered, into the session's
 	// directory when the session starts; for hosts without overlays.
-	MountCopy MountMode = "copy"
+	Copy Mode = "copy"
 )
 
 // DefaultCopyMaxBytes bounds the bytes a copy mount copies unless it says otherwise.
@@ -40,7 +47,7 @@ type Mount struct {
 	// folder's own name.
 	Path string
 	// Mode is overlay (the default), ro or copy.
-	Mode MountMode
+	Mode Mode
 	// Include, Exclude, MaxBytes and FollowSymlinks apply to copy mounts:
 	// the files copied are those matching an Include pattern (all when
 	// there is none) and no Exclude pattern, at most MaxBytes in all;
@@ -56,61 +63,63 @@ func (m Mount) String() string {
 	return fmt.Sprintf("%s:%s:%s", m.HostPath, m.Path, m.Mode)
 }
 
-// resolvedMount is a Mount checked against the host: the folder exists,
-// lies under an allowed root, and has an owner.
-type resolvedMount struct {
+// Resolved is a Mount checked against the host: the folder exists,
+// lies under an allowed root, and has an owner (UID, GID).
+type Resolved struct {
 	Mount
 	include, exclude []*glob.Pattern
 	roots            []string // the allowed roots, resolved: where a followed link may lead
-	uid, gid         int
+	UID, GID         int
 }
 
 // writable reports whether the session may change the folder in place.
-func (m resolvedMount) writable() bool { return m.Mode == MountOverlay }
+func (m Resolved) writable() bool { return m.Mode == Overlay }
 
-// mountPlan is what start-up makes of the mount settings: the mounts and
+// Plan is what start-up makes of the mount settings: the mounts and
 // the allowed roots, resolved, and the owner of the writable mounts.
-type mountPlan struct {
-	mounts []resolvedMount
-	roots  []string
-	owner  string // "uid:gid", "" without writable mounts
+type Plan struct {
+	Mounts []Resolved
+	Roots  []string
+	Owner  string // "uid:gid", "" without writable mounts
 }
 
-// planMounts checks the mount settings against the host. An explicit User
-// makes the owner of the writable mounts irrelevant.
-func (c Config) planMounts() (mountPlan, error) {
-	if len(c.Mounts) == 0 && !c.MountRoots {
-		return mountPlan{}, nil
+// MakePlan checks the mount settings against the host: the mounts, whether
+// the client's roots are mounted, the allowed roots, the cache directory
+// they must stay out of, and the --user. An explicit user makes the owner
+// of the writable mounts irrelevant.
+func MakePlan(list []Mount, mountRoots bool, allowedRoots []string, cacheDir, user string) (Plan, error) {
+	if len(list) == 0 && !mountRoots {
+		return Plan{}, nil
 	}
-	roots, err := resolveRoots(c.AllowedRoots)
+	roots, err := resolveRoots(allowedRoots)
 	if err != nil {
-		return mountPlan{}, err
+		return Plan{}, err
 	}
-	mounts, err := resolveMounts(c.Mounts, roots, c.CacheDir)
+	resolved, err := resolveMounts(list, roots, cacheDir)
 	if err != nil {
-		return mountPlan{}, err
+		return Plan{}, err
 	}
-	owner, err := writableOwner(mounts)
-	if c.User != "" {
+	owner, err := writableOwner(resolved)
+	if user != "" {
 		err = nil
 	}
-	return mountPlan{mounts: mounts, roots: roots, owner: owner}, err
+	return Plan{Mounts: resolved, Roots: roots, Owner: owner}, err
 }
 
 // resolveMounts checks mounts against the host and the (resolved) allowed
 // roots, and against each other. Every problem is reported, each naming
 // its mount.
-func resolveMounts(mounts []Mount, roots []string, cacheDir string) ([]resolvedMount, error) {
+func resolveMounts(mounts []Mount, roots []string, cacheDir string) ([]Resolved, error) {
 	var errs []error
-	var out []resolvedMount
+	var out []Resolved
 	for _, m := range mounts {
-		r, err := resolveMount(m, roots, cacheDir)
+		r, err := Resolve(m, roots, cacheDir)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--mount %s: %w", m.HostPath, err))
 			continue
 		}
 		for _, other := range out {
-			if overlaps(r.Path, other.Path) {
+			if Overlaps(r.Path, other.Path) {
 				errs = append(errs, fmt.Errorf("--mount %s: its workspace path %q overlaps %q of %s; give one of them another WORKSPACE_PATH", m.HostPath, r.Path, other.Path, other.HostPath))
 			}
 		}
@@ -137,8 +146,10 @@ func resolveRoots(allowed []string) ([]string, error) {
 	return out, errors.Join(errs...)
 }
 
-func resolveMount(m Mount, roots []string, cacheDir string) (resolvedMount, error) {
-	r := resolvedMount{Mount: m, roots: roots}
+// Resolve checks one mount against the host, the (resolved) allowed roots
+// and the cache directory, filling in its defaults.
+func Resolve(m Mount, roots []string, cacheDir string) (Resolved, error) {
+	r := Resolved{Mount: m, roots: roots}
 	host, err := realDir(m.HostPath)
 	if err != nil {
 		return r, err
@@ -161,16 +172,16 @@ func resolveMount(m Mount, roots []string, cacheDir string) (resolvedMount, erro
 	}
 	switch r.Mode {
 	case "":
-		r.Mode = MountOverlay
-	case MountOverlay, MountReadOnly:
-	case MountCopy:
+		r.Mode = Overlay
+	case Overlay, ReadOnly:
+	case Copy:
 		if r.MaxBytes == 0 {
 			r.MaxBytes = DefaultCopyMaxBytes
 		}
 	default:
 		return r, fmt.Errorf("mode %q: want overlay, ro or copy", r.Mode)
 	}
-	if r.Mode != MountCopy && (len(m.Include)+len(m.Exclude) > 0 || m.MaxBytes != 0 || m.FollowSymlinks) {
+	if r.Mode != Copy && (len(m.Include)+len(m.Exclude) > 0 || m.MaxBytes != 0 || m.FollowSymlinks) {
 		return r, errors.New("include, exclude, max_bytes and follow_symlinks apply to copy mounts only; add copy to the mount's options")
 	}
 	if r.MaxBytes < 0 {
@@ -194,7 +205,7 @@ func resolveMount(m Mount, roots []string, cacheDir string) (resolvedMount, erro
 	if err != nil {
 		return r, err
 	}
-	r.uid, r.gid = fileOwner(info)
+	r.UID, r.GID = fileOwner(info)
 	return r, nil
 }
 
@@ -232,8 +243,8 @@ func underAny(p string, dirs []string) bool {
 	return false
 }
 
-// overlaps reports whether two workspace paths are the same or nested.
-func overlaps(a, b string) bool {
+// Overlaps reports whether two workspace paths are the same or nested.
+func Overlaps(a, b string) bool {
 	return a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/")
 }
 
@@ -241,15 +252,15 @@ func overlaps(a, b string) bool {
 // the containers must run as for the session to edit them. Root-owned
 // folders and folders of different owners are refused: the workspace runs
 // as one user, never root.
-func writableOwner(mounts []resolvedMount) (string, error) {
+func writableOwner(mounts []Resolved) (string, error) {
 	owner, from := "", ""
 	for _, m := range mounts {
 		if !m.writable() {
 			continue
 		}
-		o := fmt.Sprintf("%d:%d", m.uid, m.gid)
+		o := fmt.Sprintf("%d:%d", m.UID, m.GID)
 		switch {
-		case m.uid == 0:
+		case m.UID == 0:
 			return "", fmt.Errorf("--mount %s: the folder is owned by root, and the workspace never runs as root, so the session could not edit it; "+
 				"mount it read-only (%s:%s:ro), copy it (%s:%s:copy), give it to a user (chown), or choose a user with --user", m.HostPath, m.HostPath, m.Path, m.HostPath, m.Path)
 		case owner == "":
@@ -261,33 +272,13 @@ func writableOwner(mounts []resolvedMount) (string, error) {
 	return owner, nil
 }
 
-// CheckMounts resolves the configured mounts as a server would at start-up,
-// and returns them and the user the workspace would run as (on rootful
-// Podman), or the problems found.
-func (c Config) CheckMounts() ([]MountInfo, string, error) {
-	plan, err := c.planMounts()
-	if err != nil {
-		return nil, "", err
-	}
-	user := c.User
-	if user == "" {
-		user = cmp.Or(plan.owner, DefaultUser)
-	}
-	return mountInfos(plan.mounts), user, nil
-}
-
-// overlayOptionChar returns the first character of path that an overlay
+// OverlayOptionChar returns the first character of path that an overlay
 // mount's options cannot carry (the kernel splits them at ',' and
 // unescapes '\'), or 0. A host folder's path never reaches those options
 // (see makeOverlayDirs); the cache directory's does.
-func overlayOptionChar(path string) rune {
+func OverlayOptionChar(path string) rune {
 	if i := strings.IndexAny(path, ",\\"); i >= 0 {
 		return rune(path[i])
 	}
 	return 0
-}
-
-// overlays says whether some session may mount a folder as an overlay.
-func (c Config) overlays() bool {
-	return c.MountRoots || slices.ContainsFunc(c.allMounts(), func(m Mount) bool { return m.Mode == "" || m.Mode == MountOverlay })
 }
