@@ -6,37 +6,29 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
 	"github.com/wink-mcp/wink-mcp/egress"
-	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/profiles"
+	"github.com/wink-mcp/wink-mcp/workspace/images"
 )
 
-// A profile with setup commands runs them once, in a container from its
-// base image, and commits the result as an image that its sessions start
-// from. The image's tag and labels carry the profile's image key: a hash of
-// every input (profiles.Profile.ImageKey), so a changed input builds anew
-// and an unchanged one never does. Concurrent first sessions of a profile
-// wait for one build: in this process through Manager.builds, across
-// processes through a lock file per key.
+// The profile images' names and labels are package images'.
 
 // ProfileImageRepo names the images profiles' setups build.
-const ProfileImageRepo = "localhost/wink-profile"
+const ProfileImageRepo = images.ProfileImageRepo
 
 // Labels of a profile's image.
 const (
-	LabelProfile     = "io.wink-mcp.profile"
-	LabelProfileKey  = "io.wink-mcp.profile-key"
-	LabelProfileBase = "io.wink-mcp.profile-base"
+	LabelProfile     = images.LabelProfile
+	LabelProfileKey  = images.LabelProfileKey
+	LabelProfileBase = images.LabelProfileBase
 	// LabelProfileFile is the identity of the profiles file the image's
 	// profile comes from (profiles.Profile.FileID): only that file's
 	// builds and prunes remove it.
-	LabelProfileFile = "io.wink-mcp.profile-file"
+	LabelProfileFile = images.LabelProfileFile
 )
 
 // buildOutputLimit is what a setup command's result keeps of each stream;
@@ -45,42 +37,6 @@ const buildOutputLimit = 1 << 20
 
 // ErrSetupFailed is wrapped by the error of a profile whose setup failed.
 var ErrSetupFailed = errors.New("the profile's setup failed")
-
-// builds are the image builds in progress in this process, by image key.
-// They end with the manager: Close cancels them (stop) and waits for
-// their containers to go (wg).
-type builds struct {
-	ctx     context.Context
-	stop    context.CancelFunc
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	running map[string]*build
-}
-
-// build is one image build; its waiters follow status until done closes.
-type build struct {
-	done  chan struct{}
-	image string
-	err   error
-	// ran says the setup ran, rather than another process's image being
-	// found once its lock was free.
-	ran    bool
-	status sync.Mutex
-	line   string
-	start  time.Time
-}
-
-func (b *build) setStatus(line string) {
-	b.status.Lock()
-	b.line = line
-	b.status.Unlock()
-}
-
-func (b *build) report() Progress {
-	b.status.Lock()
-	defer b.status.Unlock()
-	return Progress{ElapsedMillis: time.Since(b.start).Milliseconds(), Line: b.line}
-}
 
 // BuildProfile builds the image of the profile called name unless it is
 // built; it returns the image and whether it ran the setup.
@@ -97,7 +53,7 @@ func (m *Manager) BuildProfile(ctx context.Context, name string, progress func(P
 func (m *Manager) profileImage(ctx context.Context, p *profiles.Profile, progress func(Progress)) (image string, built bool, err error) {
 	defer func() {
 		if err == nil && p != nil {
-			m.known.set(p.Name, image)
+			m.known.Set(p.Name, image)
 		}
 	}()
 	if p == nil {
@@ -113,21 +69,25 @@ func (m *Manager) profileImage(ctx context.Context, p *profiles.Profile, progres
 		return "", false, err
 	}
 	key := p.ImageKey(id)
-	if _, ok, err := m.builtImage(ctx, p, key); err != nil || ok {
-		return profileImageName(p, key), false, err
+	if _, ok, err := images.Find(ctx, m.eng, p, key); err != nil || ok {
+		return images.Name(p, key), false, err
 	}
-	b := m.startBuild(p, base, id, key)
+	// The build is the manager's, not the caller's: a session that stops
+	// waiting leaves it to finish for the next.
+	b := m.builds.Start(key, func(ctx context.Context, b *images.Build) (string, bool, error) {
+		return m.runBuild(ctx, p, base, id, key, b)
+	})
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
 		select {
-		case <-b.done:
-			return b.image, b.ran, b.err
+		case <-b.Done():
+			return b.Result()
 		case <-ctx.Done():
 			return "", false, fmt.Errorf("waiting for profile %q's setup (it goes on, for the next session): %w", p.Name, ctx.Err())
 		case <-tick.C:
 			if progress != nil {
-				progress(b.report())
+				progress(b.Report())
 			}
 		}
 	}
@@ -145,70 +105,17 @@ func (m *Manager) profileBase(ctx context.Context, p *profiles.Profile) (string,
 	return image, nil
 }
 
-// profileImageName is the tag of p's image of key.
-func profileImageName(p *profiles.Profile, key string) string {
-	return ProfileImageRepo + ":" + p.Name + "-" + key[:32]
-}
-
-// builtImage finds p's image of key: labelled with the whole key and
-// tagged with its name. An image built FROM it inherits the label, but
-// not the tag, so it is never taken for it.
-func (m *Manager) builtImage(ctx context.Context, p *profiles.Profile, key string) (engine.Image, bool, error) {
-	return findProfileImage(ctx, m.eng, p, key)
-}
-
-// findProfileImage is builtImage on eng.
-func findProfileImage(ctx context.Context, eng engine.Engine, p *profiles.Profile, key string) (engine.Image, bool, error) {
-	found, err := eng.Images(ctx, LabelProfileKey+"="+key)
-	if err != nil {
-		return engine.Image{}, false, err
-	}
-	name := profileImageName(p, key)
-	for _, img := range found {
-		if slices.Contains(img.Names, name) {
-			return img, true, nil
-		}
-	}
-	return engine.Image{}, false, nil
-}
-
-// startBuild returns the build of key in progress in this process, or
-// starts it. The build is the manager's, not the caller's: a session that
-// stops waiting leaves it to finish for the next.
-func (m *Manager) startBuild(p *profiles.Profile, base, baseID, key string) *build {
-	m.builds.mu.Lock()
-	defer m.builds.mu.Unlock()
-	if b := m.builds.running[key]; b != nil {
-		return b
-	}
-	if m.builds.running == nil {
-		m.builds.running = map[string]*build{}
-	}
-	b := &build{done: make(chan struct{}), start: time.Now()}
-	m.builds.running[key] = b
-	m.builds.wg.Add(1)
-	go func() {
-		defer m.builds.wg.Done()
-		b.image, b.ran, b.err = m.runBuild(m.builds.ctx, p, base, baseID, key, b)
-		m.builds.mu.Lock()
-		delete(m.builds.running, key)
-		m.builds.mu.Unlock()
-		close(b.done)
-	}()
-	return b
-}
-
 // runBuild builds the image of key, unless another process built it while
 // this one waited for the lock; ran says it did.
-func (m *Manager) runBuild(ctx context.Context, p *profiles.Profile, base, baseID, key string, b *build) (image string, ran bool, err error) {
-	image = profileImageName(p, key)
-	b.setStatus("waiting for another wink-mcp building the same image")
+func (m *Manager) runBuild(ctx context.Context, p *profiles.Profile, base, baseID, key string, b *images.Build) (image string, ran bool, err error) {
+	image = images.Name(p, key)
+	b.SetStatus("waiting for another wink-mcp building the same image")
 	unlock, err := m.lockBuild(ctx, key)
 	if err != nil {
 		return "", false, err
 	}
 	defer unlock()
-	if _, ok, err := m.builtImage(ctx, p, key); err != nil || ok {
+	if _, ok, err := images.Find(ctx, m.eng, p, key); err != nil || ok {
 		return image, false, err
 	}
 	start := time.Now()
@@ -217,18 +124,18 @@ func (m *Manager) runBuild(ctx context.Context, p *profiles.Profile, base, baseI
 		m.log.Warn("profile setup failed", "event", EventSetupFailed, "profile", p.Name, "duration_ms", time.Since(start).Milliseconds(), "err", err)
 		return "", false, err
 	}
-	img, _, err := m.builtImage(ctx, p, key)
+	img, _, err := images.Find(ctx, m.eng, p, key)
 	if err != nil {
 		return "", false, err
 	}
 	m.log.Info("profile image built", "event", EventImageBuilt, "profile", p.Name, "image", image, "size_bytes", img.Size, "duration_ms", time.Since(start).Milliseconds())
-	m.pruneProfileImages(ctx, p, key)
+	images.PruneOlder(ctx, m.eng, m.log, p, key)
 	return image, true, nil
 }
 
 // setup runs p's setup commands in a container from base and commits it.
 // The container goes whatever happens, and no image is left of a failure.
-func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, key, image string, b *build) (err error) {
+func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, key, image string, b *images.Build) (err error) {
 	s := m.newSession("", "setup-"+key[:20])
 	s.profile, s.setupBase = p, base
 	refusals := &setupRefusals{profile: p}
@@ -238,7 +145,7 @@ func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, 
 		defer cancel()
 		s.end(endCtx)
 	}()
-	b.setStatus("starting the setup container from " + base)
+	b.SetStatus("starting the setup container from " + base)
 	if _, err := s.Start(ctx); err != nil {
 		return fmt.Errorf("%w: starting its container from %s: %v", ErrSetupFailed, base, err)
 	}
@@ -255,12 +162,12 @@ func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, 
 		if i < len(p.SetupSource) {
 			command = p.SetupSource[i]
 		}
-		b.setStatus(what + ": " + firstLine(command))
+		b.SetStatus(what + ": " + firstLine(command))
 		req := ExecRequest{Argv: []string{"sh", "-c", run}, Timeout: timeout, Grace: 2 * time.Second,
 			Capture: true, OutputLimit: buildOutputLimit, Env: map[string]string{},
 			Progress: func(pr Progress) {
 				if pr.Line != "" {
-					b.setStatus(what + ": " + pr.Line)
+					b.SetStatus(what + ": " + pr.Line)
 				}
 			}}
 		if s.proxy != nil {
@@ -282,11 +189,11 @@ func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, 
 				float64(res.DurationMillis)/1000, command, outputTail(res), refusals.explain())
 		}
 	}
-	b.setStatus("emptying " + strings.Join(setupScratch, " and "))
+	b.SetStatus("emptying " + strings.Join(setupScratch, " and "))
 	if err := m.eng.ClearDirs(ctx, s.name, setupScratch); err != nil {
 		return fmt.Errorf("%w: emptying %s before saving the image: %v", ErrSetupFailed, strings.Join(setupScratch, " and "), err)
 	}
-	b.setStatus("saving the image " + image)
+	b.SetStatus("saving the image " + image)
 	labels := map[string]string{LabelProfile: p.Name, LabelProfileKey: key, LabelProfileBase: baseID, LabelProfileFile: p.FileID}
 	// The container's owner labels would be every session's: neutralised.
 	for k := range s.labels() {
