@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wink-mcp/wink-mcp/checkpoints"
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/workspace/images"
@@ -138,7 +137,7 @@ func (m *Manager) runBuild(ctx context.Context, p *profiles.Profile, base, baseI
 func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, key, image string, b *images.Build) (err error) {
 	s := m.newSession("", "setup-"+key[:20])
 	s.profile, s.setupBase = p, base
-	refusals := &setupRefusals{profile: p}
+	refusals := images.NewSetupRefusals(p)
 	s.proxy = m.setupProxy(s, p, refusals)
 	defer func() {
 		endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.APITimeout)
@@ -155,7 +154,7 @@ func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, 
 	}
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	go m.watchSetupDisk(ctx, s.name, p, stop)
+	go images.WatchSetupDisk(ctx, m.eng, s.name, p, stop)
 	for i, run := range p.Setup {
 		what := fmt.Sprintf("setup command %d of %d", i+1, len(p.Setup))
 		command := run // as written, ${NAME} unexpanded, for messages
@@ -174,7 +173,7 @@ func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, 
 			req.Env = proxyEnv()
 		}
 		res, err := s.Exec(ctx, req)
-		if cause := context.Cause(ctx); errors.Is(cause, errSetupDisk) {
+		if cause := context.Cause(ctx); errors.Is(cause, images.ErrSetupDisk) {
 			return fmt.Errorf("%w: %s (%s) was stopped: %v", ErrSetupFailed, what, command, cause)
 		}
 		if err != nil {
@@ -186,7 +185,7 @@ func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, 
 				status = fmt.Sprintf("was stopped at limits.setup_timeout (%s)", timeout)
 			}
 			return fmt.Errorf("%w: %s %s after %.1f s: %s\n%s%s", ErrSetupFailed, what, status,
-				float64(res.DurationMillis)/1000, command, outputTail(res), refusals.explain())
+				float64(res.DurationMillis)/1000, command, outputTail(res), refusals.Explain())
 		}
 	}
 	b.SetStatus("emptying " + strings.Join(setupScratch, " and "))
@@ -202,43 +201,10 @@ func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, 
 	return m.eng.Commit(ctx, s.name, image, labels)
 }
 
-// setupDiskInterval is how often a setup's writes are measured.
-const setupDiskInterval = time.Second
-
-// errSetupDisk is the cause of a setup stopped for writing too much.
-var errSetupDisk = errors.New("the setup wrote more than its limit")
-
-// watchSetupDisk stops the setup, through stop, once its container has
-// written more than p's setup_disk limit, until ctx ends.
-func (m *Manager) watchSetupDisk(ctx context.Context, name string, p *profiles.Profile, stop context.CancelCauseFunc) {
-	limit := p.Limits.SetupDiskBytes
-	if limit == 0 {
-		limit = profiles.DefaultSetupDiskBytes
-	}
-	tick := time.NewTicker(setupDiskInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		written, err := m.eng.WrittenBytes(ctx, name)
-		if err != nil {
-			continue // the next tick tries again; the command's own end is not this watch's business
-		}
-		if written > limit {
-			stop(fmt.Errorf("%w: it had written %s to the image (its /tmp, which is also HOME, and /workspace included), more than limits.setup_disk (%s); raise the limit or install less",
-				errSetupDisk, checkpoints.FormatBytes(written), checkpoints.FormatBytes(limit)))
-			return
-		}
-	}
-}
-
 // setupProxy returns the egress proxy of a setup container: p's setup
 // patterns alone, never the server's, and no one to ask; nil without any.
 // Its refusals are kept in refusals, for the error of a command that fails.
-func (m *Manager) setupProxy(s *Session, p *profiles.Profile, refusals *setupRefusals) *egress.Session {
+func (m *Manager) setupProxy(s *Session, p *profiles.Profile, refusals *images.SetupRefusals) *egress.Session {
 	if len(p.Egress.Setup) == 0 {
 		return nil
 	}
@@ -248,7 +214,7 @@ func (m *Manager) setupProxy(s *Session, p *profiles.Profile, refusals *setupRef
 		return nil
 	}
 	return egress.NewSession(egress.Config{Policy: policy, MaxBytes: m.cfg.EgressMaxBytes, MaxConns: m.cfg.EgressMaxConns,
-		Wording: setupWording(p), OnRefusal: refusals.note, Log: m.log}, s.key)
+		Wording: images.SetupWording(p), OnRefusal: refusals.Note, Log: m.log}, s.key)
 }
 
 // lockBuild takes the lock of key's build across processes, waiting for

@@ -51,7 +51,7 @@
 //     gate's list of running commands, the builds in progress
 //     (images.Builds.mu), a build's status line (images.Build.status),
 //     the known images' (images.Known.mu), Manager.rootsMu, a
-//     setup's refusals (setupRefusals.mu), a progress relay's
+//     setup's refusals (images.SetupRefusals.mu), a progress relay's
 //     (latestOnly), and a kept workspace's egress recorder's
 //     (egressrecord.Recorder.mu, then its egress.Meter's).
 //

@@ -1,13 +1,14 @@
 // Package images keeps the images sessions start from: the profile
 // images a profile's setup builds (their names, labels, look-up and
 // pruning), the builds in progress in this process (Builds), and the
-// images this process last found for each profile (Known). It reaches
-// the engine only through what it is given, never by importing
-// workspace, which runs a setup's commands in a session of its own.
+// images this process last found for each profile (Known), and what a
+// setup's egress proxy refused (SetupRefusals). It reaches the engine
+// only through what it is given, never by importing workspace, which runs
+// a setup's commands in a session of its own.
 //
 // Its locks are leaves: Builds.mu (the builds in progress), a build's
-// status line (Build.status) and Known.mu; none is held while another
-// lock is taken.
+// status line (Build.status), Known.mu and SetupRefusals.mu; none is held
+// while another lock is taken.
 package images
 
 import (
