@@ -6,37 +6,28 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/wink-mcp/wink-mcp/checkpoints"
 	"github.com/wink-mcp/wink-mcp/egress"
-	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/profiles"
+	"github.com/wink-mcp/wink-mcp/workspace/images"
 )
 
-// A profile with setup commands runs them once, in a container from its
-// base image, and commits the result as an image that its sessions start
-// from. The image's tag and labels carry the profile's image key: a hash of
-// every input (profiles.Profile.ImageKey), so a changed input builds anew
-// and an unchanged one never does. Concurrent first sessions of a profile
-// wait for one build: in this process through Manager.builds, across
-// processes through a lock file per key.
+// The profile images' names and labels are package images'.
 
 // ProfileImageRepo names the images profiles' setups build.
-const ProfileImageRepo = "localhost/wink-profile"
+const ProfileImageRepo = images.ProfileImageRepo
 
 // Labels of a profile's image.
 const (
-	LabelProfile     = "io.wink-mcp.profile"
-	LabelProfileKey  = "io.wink-mcp.profile-key"
-	LabelProfileBase = "io.wink-mcp.profile-base"
+	LabelProfile     = images.LabelProfile
+	LabelProfileKey  = images.LabelProfileKey
+	LabelProfileBase = images.LabelProfileBase
 	// LabelProfileFile is the identity of the profiles file the image's
 	// profile comes from (profiles.Profile.FileID): only that file's
 	// builds and prunes remove it.
-	LabelProfileFile = "io.wink-mcp.profile-file"
+	LabelProfileFile = images.LabelProfileFile
 )
 
 // buildOutputLimit is what a setup command's result keeps of each stream;
@@ -45,42 +36,6 @@ const buildOutputLimit = 1 << 20
 
 // ErrSetupFailed is wrapped by the error of a profile whose setup failed.
 var ErrSetupFailed = errors.New("the profile's setup failed")
-
-// builds are the image builds in progress in this process, by image key.
-// They end with the manager: Close cancels them (stop) and waits for
-// their containers to go (wg).
-type builds struct {
-	ctx     context.Context
-	stop    context.CancelFunc
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	running map[string]*build
-}
-
-// build is one image build; its waiters follow status until done closes.
-type build struct {
-	done  chan struct{}
-	image string
-	err   error
-	// ran says the setup ran, rather than another process's image being
-	// found once its lock was free.
-	ran    bool
-	status sync.Mutex
-	line   string
-	start  time.Time
-}
-
-func (b *build) setStatus(line string) {
-	b.status.Lock()
-	b.line = line
-	b.status.Unlock()
-}
-
-func (b *build) report() Progress {
-	b.status.Lock()
-	defer b.status.Unlock()
-	return Progress{ElapsedMillis: time.Since(b.start).Milliseconds(), Line: b.line}
-}
 
 // BuildProfile builds the image of the profile called name unless it is
 // built; it returns the image and whether it ran the setup.
@@ -97,7 +52,7 @@ func (m *Manager) BuildProfile(ctx context.Context, name string, progress func(P
 func (m *Manager) profileImage(ctx context.Context, p *profiles.Profile, progress func(Progress)) (image string, built bool, err error) {
 	defer func() {
 		if err == nil && p != nil {
-			m.known.set(p.Name, image)
+			m.known.Set(p.Name, image)
 		}
 	}()
 	if p == nil {
@@ -113,21 +68,25 @@ func (m *Manager) profileImage(ctx context.Context, p *profiles.Profile, progres
 		return "", false, err
 	}
 	key := p.ImageKey(id)
-	if _, ok, err := m.builtImage(ctx, p, key); err != nil || ok {
-		return profileImageName(p, key), false, err
+	if _, ok, err := images.Find(ctx, m.eng, p, key); err != nil || ok {
+		return images.Name(p, key), false, err
 	}
-	b := m.startBuild(p, base, id, key)
+	// The build is the manager's, not the caller's: a session that stops
+	// waiting leaves it to finish for the next.
+	b := m.builds.Start(key, func(ctx context.Context, b *images.Build) (string, bool, error) {
+		return m.runBuild(ctx, p, base, id, key, b)
+	})
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
 		select {
-		case <-b.done:
-			return b.image, b.ran, b.err
+		case <-b.Done():
+			return b.Result()
 		case <-ctx.Done():
 			return "", false, fmt.Errorf("waiting for profile %q's setup (it goes on, for the next session): %w", p.Name, ctx.Err())
 		case <-tick.C:
 			if progress != nil {
-				progress(b.report())
+				progress(b.Report())
 			}
 		}
 	}
@@ -145,70 +104,17 @@ func (m *Manager) profileBase(ctx context.Context, p *profiles.Profile) (string,
 	return image, nil
 }
 
-// profileImageName is the tag of p's image of key.
-func profileImageName(p *profiles.Profile, key string) string {
-	return ProfileImageRepo + ":" + p.Name + "-" + key[:32]
-}
-
-// builtImage finds p's image of key: labelled with the whole key and
-// tagged with its name. An image built FROM it inherits the label, but
-// not the tag, so it is never taken for it.
-func (m *Manager) builtImage(ctx context.Context, p *profiles.Profile, key string) (engine.Image, bool, error) {
-	return findProfileImage(ctx, m.eng, p, key)
-}
-
-// findProfileImage is builtImage on eng.
-func findProfileImage(ctx context.Context, eng engine.Engine, p *profiles.Profile, key string) (engine.Image, bool, error) {
-	found, err := eng.Images(ctx, LabelProfileKey+"="+key)
-	if err != nil {
-		return engine.Image{}, false, err
-	}
-	name := profileImageName(p, key)
-	for _, img := range found {
-		if slices.Contains(img.Names, name) {
-			return img, true, nil
-		}
-	}
-	return engine.Image{}, false, nil
-}
-
-// startBuild returns the build of key in progress in this process, or
-// starts it. The build is the manager's, not the caller's: a session that
-// stops waiting leaves it to finish for the next.
-func (m *Manager) startBuild(p *profiles.Profile, base, baseID, key string) *build {
-	m.builds.mu.Lock()
-	defer m.builds.mu.Unlock()
-	if b := m.builds.running[key]; b != nil {
-		return b
-	}
-	if m.builds.running == nil {
-		m.builds.running = map[string]*build{}
-	}
-	b := &build{done: make(chan struct{}), start: time.Now()}
-	m.builds.running[key] = b
-	m.builds.wg.Add(1)
-	go func() {
-		defer m.builds.wg.Done()
-		b.image, b.ran, b.err = m.runBuild(m.builds.ctx, p, base, baseID, key, b)
-		m.builds.mu.Lock()
-		delete(m.builds.running, key)
-		m.builds.mu.Unlock()
-		close(b.done)
-	}()
-	return b
-}
-
 // runBuild builds the image of key, unless another process built it while
 // this one waited for the lock; ran says it did.
-func (m *Manager) runBuild(ctx context.Context, p *profiles.Profile, base, baseID, key string, b *build) (image string, ran bool, err error) {
-	image = profileImageName(p, key)
-	b.setStatus("waiting for another wink-mcp building the same image")
+func (m *Manager) runBuild(ctx context.Context, p *profiles.Profile, base, baseID, key string, b *images.Build) (image string, ran bool, err error) {
+	image = images.Name(p, key)
+	b.SetStatus("waiting for another wink-mcp building the same image")
 	unlock, err := m.lockBuild(ctx, key)
 	if err != nil {
 		return "", false, err
 	}
 	defer unlock()
-	if _, ok, err := m.builtImage(ctx, p, key); err != nil || ok {
+	if _, ok, err := images.Find(ctx, m.eng, p, key); err != nil || ok {
 		return image, false, err
 	}
 	start := time.Now()
@@ -217,28 +123,28 @@ func (m *Manager) runBuild(ctx context.Context, p *profiles.Profile, base, baseI
 		m.log.Warn("profile setup failed", "event", EventSetupFailed, "profile", p.Name, "duration_ms", time.Since(start).Milliseconds(), "err", err)
 		return "", false, err
 	}
-	img, _, err := m.builtImage(ctx, p, key)
+	img, _, err := images.Find(ctx, m.eng, p, key)
 	if err != nil {
 		return "", false, err
 	}
 	m.log.Info("profile image built", "event", EventImageBuilt, "profile", p.Name, "image", image, "size_bytes", img.Size, "duration_ms", time.Since(start).Milliseconds())
-	m.pruneProfileImages(ctx, p, key)
+	images.PruneOlder(ctx, m.eng, m.log, p, key)
 	return image, true, nil
 }
 
 // setup runs p's setup commands in a container from base and commits it.
 // The container goes whatever happens, and no image is left of a failure.
-func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, key, image string, b *build) (err error) {
+func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, key, image string, b *images.Build) (err error) {
 	s := m.newSession("", "setup-"+key[:20])
 	s.profile, s.setupBase = p, base
-	refusals := &setupRefusals{profile: p}
+	refusals := images.NewSetupRefusals(p)
 	s.proxy = m.setupProxy(s, p, refusals)
 	defer func() {
 		endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.APITimeout)
 		defer cancel()
 		s.end(endCtx)
 	}()
-	b.setStatus("starting the setup container from " + base)
+	b.SetStatus("starting the setup container from " + base)
 	if _, err := s.Start(ctx); err != nil {
 		return fmt.Errorf("%w: starting its container from %s: %v", ErrSetupFailed, base, err)
 	}
@@ -248,26 +154,26 @@ func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, 
 	}
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	go m.watchSetupDisk(ctx, s.name, p, stop)
+	go images.WatchSetupDisk(ctx, m.eng, s.name, p, stop)
 	for i, run := range p.Setup {
 		what := fmt.Sprintf("setup command %d of %d", i+1, len(p.Setup))
 		command := run // as written, ${NAME} unexpanded, for messages
 		if i < len(p.SetupSource) {
 			command = p.SetupSource[i]
 		}
-		b.setStatus(what + ": " + firstLine(command))
+		b.SetStatus(what + ": " + firstLine(command))
 		req := ExecRequest{Argv: []string{"sh", "-c", run}, Timeout: timeout, Grace: 2 * time.Second,
 			Capture: true, OutputLimit: buildOutputLimit, Env: map[string]string{},
 			Progress: func(pr Progress) {
 				if pr.Line != "" {
-					b.setStatus(what + ": " + pr.Line)
+					b.SetStatus(what + ": " + pr.Line)
 				}
 			}}
 		if s.proxy != nil {
 			req.Env = proxyEnv()
 		}
 		res, err := s.Exec(ctx, req)
-		if cause := context.Cause(ctx); errors.Is(cause, errSetupDisk) {
+		if cause := context.Cause(ctx); errors.Is(cause, images.ErrSetupDisk) {
 			return fmt.Errorf("%w: %s (%s) was stopped: %v", ErrSetupFailed, what, command, cause)
 		}
 		if err != nil {
@@ -279,14 +185,14 @@ func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, 
 				status = fmt.Sprintf("was stopped at limits.setup_timeout (%s)", timeout)
 			}
 			return fmt.Errorf("%w: %s %s after %.1f s: %s\n%s%s", ErrSetupFailed, what, status,
-				float64(res.DurationMillis)/1000, command, outputTail(res), refusals.explain())
+				float64(res.DurationMillis)/1000, command, outputTail(res), refusals.Explain())
 		}
 	}
-	b.setStatus("emptying " + strings.Join(setupScratch, " and "))
+	b.SetStatus("emptying " + strings.Join(setupScratch, " and "))
 	if err := m.eng.ClearDirs(ctx, s.name, setupScratch); err != nil {
 		return fmt.Errorf("%w: emptying %s before saving the image: %v", ErrSetupFailed, strings.Join(setupScratch, " and "), err)
 	}
-	b.setStatus("saving the image " + image)
+	b.SetStatus("saving the image " + image)
 	labels := map[string]string{LabelProfile: p.Name, LabelProfileKey: key, LabelProfileBase: baseID, LabelProfileFile: p.FileID}
 	// The container's owner labels would be every session's: neutralised.
 	for k := range s.labels() {
@@ -295,43 +201,10 @@ func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, 
 	return m.eng.Commit(ctx, s.name, image, labels)
 }
 
-// setupDiskInterval is how often a setup's writes are measured.
-const setupDiskInterval = time.Second
-
-// errSetupDisk is the cause of a setup stopped for writing too much.
-var errSetupDisk = errors.New("the setup wrote more than its limit")
-
-// watchSetupDisk stops the setup, through stop, once its container has
-// written more than p's setup_disk limit, until ctx ends.
-func (m *Manager) watchSetupDisk(ctx context.Context, name string, p *profiles.Profile, stop context.CancelCauseFunc) {
-	limit := p.Limits.SetupDiskBytes
-	if limit == 0 {
-		limit = profiles.DefaultSetupDiskBytes
-	}
-	tick := time.NewTicker(setupDiskInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		written, err := m.eng.WrittenBytes(ctx, name)
-		if err != nil {
-			continue // the next tick tries again; the command's own end is not this watch's business
-		}
-		if written > limit {
-			stop(fmt.Errorf("%w: it had written %s to the image (its /tmp, which is also HOME, and /workspace included), more than limits.setup_disk (%s); raise the limit or install less",
-				errSetupDisk, checkpoints.FormatBytes(written), checkpoints.FormatBytes(limit)))
-			return
-		}
-	}
-}
-
 // setupProxy returns the egress proxy of a setup container: p's setup
 // patterns alone, never the server's, and no one to ask; nil without any.
 // Its refusals are kept in refusals, for the error of a command that fails.
-func (m *Manager) setupProxy(s *Session, p *profiles.Profile, refusals *setupRefusals) *egress.Session {
+func (m *Manager) setupProxy(s *Session, p *profiles.Profile, refusals *images.SetupRefusals) *egress.Session {
 	if len(p.Egress.Setup) == 0 {
 		return nil
 	}
@@ -341,7 +214,7 @@ func (m *Manager) setupProxy(s *Session, p *profiles.Profile, refusals *setupRef
 		return nil
 	}
 	return egress.NewSession(egress.Config{Policy: policy, MaxBytes: m.cfg.EgressMaxBytes, MaxConns: m.cfg.EgressMaxConns,
-		Wording: setupWording(p), OnRefusal: refusals.note, Log: m.log}, s.key)
+		Wording: images.SetupWording(p), OnRefusal: refusals.Note, Log: m.log}, s.key)
 }
 
 // lockBuild takes the lock of key's build across processes, waiting for

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/wire"
+	"github.com/wink-mcp/wink-mcp/workspace/images"
 )
 
 // useMeter makes mt count the session's egress, its proxy's included: a
@@ -99,7 +100,7 @@ func (s *Session) openTunnelLocked(ctx context.Context) error {
 func (s *Session) egressOff() string {
 	why := "this workspace has no network; ask the user to start wink-mcp with --egress naming the hosts it needs."
 	if s.setupBase != "" && s.profile != nil {
-		why = "this setup has no network: egress.setup of " + profileAt(s.profile) + " names no host; add the hosts the setup needs there."
+		why = "this setup has no network: egress.setup of " + images.ProfileAt(s.profile) + " names no host; add the hosts the setup needs there."
 	}
 	return "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n" +
 		"wink-mcp egress proxy: " + why + "\n"

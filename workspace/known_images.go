@@ -3,41 +3,9 @@ package workspace
 import (
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/wink-mcp/wink-mcp/profiles"
 )
-
-// knownImages are the images new containers start from as this process
-// last found them, by profile name ("" for sessions without one): the
-// server's choice among its images (Manager.ensureImage), a profile's
-// image, built or base (Manager.profileImage, which the making of every
-// container goes through, the pool's included), and what a prompt's
-// look-up found there. They let an initialize name a session's image
-// without asking the engine. Safe for concurrent use.
-type knownImages struct {
-	mu     sync.Mutex
-	images map[string]string
-}
-
-// set records image as profile's and returns the one recorded before.
-func (k *knownImages) set(profile, image string) (previous string) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.images == nil {
-		k.images = map[string]string{}
-	}
-	previous, k.images[profile] = k.images[profile], image
-	return previous
-}
-
-// get is the image recorded for profile.
-func (k *knownImages) get(profile string) (string, bool) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	image, ok := k.images[profile]
-	return image, ok
-}
 
 // KnownSessionImage is SessionImage without asking the engine, so it never
 // waits: the image the session's container runs; before it has one, the
@@ -79,12 +47,12 @@ func (m *Manager) sessionImage(id string) (image string, p *profiles.Profile) {
 // builds from, saying which choice comes next when the engine lacks it.
 func (m *Manager) knownImage(p *profiles.Profile) PlannedImage {
 	out := PlannedImage{Profile: profileName(p)}
-	if image, ok := m.known.get(out.Profile); ok {
+	if image, ok := m.known.Get(out.Profile); ok {
 		out.Image = image
 		return out
 	}
 	choices := baseChoices(m.cfg, p)
-	if base, ok := m.known.get(""); ok && (p == nil || p.Image == "") {
+	if base, ok := m.known.Get(""); ok && (p == nil || p.Image == "") {
 		choices = []string{base}
 	}
 	out.Image = choices[0]

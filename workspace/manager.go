@@ -14,6 +14,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/workspace/images"
 	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
 
@@ -33,7 +34,7 @@ type Manager struct {
 
 	pool *warmPool // nil without Config.Warm
 
-	builds builds // the profile images being built
+	builds *images.Builds // the profile images being built
 
 	rootsMu sync.Mutex
 	roots   RootsFunc
@@ -66,7 +67,7 @@ type Manager struct {
 	stopReaper context.CancelFunc
 	reaperDone chan struct{}
 
-	known knownImages // the images new containers start from, as last found
+	known images.Known // the images new containers start from, as last found
 }
 
 // NewManager checks cfg, takes this instance's lock under the cache
@@ -123,7 +124,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 		sessions: map[string]*Session{}, options: map[string]SessionOptions{}, parked: map[string]*parked{}, stopReaper: stop, reaperDone: make(chan struct{}),
 	}
 	m.leftoverCtx, m.stopLeftovers = context.WithCancel(context.Background())
-	m.builds.ctx, m.builds.stop = context.WithCancel(context.Background())
+	m.builds = images.NewBuilds()
 	m.closing = make(chan struct{})
 	if cfg.EgressOn() {
 		m.egress = &egress.Config{Policy: policy, MaxBytes: cfg.EgressMaxBytes, MaxConns: cfg.EgressMaxConns, Log: log}
@@ -361,8 +362,7 @@ func (m *Manager) Close(ctx context.Context) error {
 
 	m.stopReaper()
 	<-m.reaperDone
-	m.builds.stop() // each removes its setup container as it ends
-	m.builds.wg.Wait()
+	m.builds.Close() // each removes its setup container as it ends
 	var wg sync.WaitGroup
 	if m.pool != nil {
 		wg.Go(func() { m.pool.Close(ctx) })

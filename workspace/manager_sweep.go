@@ -40,7 +40,7 @@ func (m *Manager) ensureImage(ctx context.Context) (string, error) {
 	if err != nil {
 		return image, withImageRemedy(err)
 	}
-	if m.known.set("", image) != image && m.cfg.Image == "" {
+	if m.known.Set("", image) != image && m.cfg.Image == "" {
 		m.log.Info("image chosen", "image", image, "choices", m.cfg.ImageChoices())
 	}
 	return image, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/wire"
+	"github.com/wink-mcp/wink-mcp/workspace/images"
 	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
 
@@ -186,7 +187,7 @@ func (m *Manager) sessionProxy(s *Session, p *profiles.Profile) *egress.Session 
 			m.log.Error("a profile's egress patterns no longer parse", "err", err)
 			return nil
 		}
-		cfg.Policy, cfg.Wording = policy, sessionWording(p)
+		cfg.Policy, cfg.Wording = policy, images.SessionWording(p)
 	}
 	if m.cfg.EgressAsk {
 		cfg.Ask = func(ctx context.Context, host string, port int) (bool, error) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/profiles"
+	"github.com/wink-mcp/wink-mcp/workspace/images"
 )
 
 // ProfileImage is a profile's image as ProfileImages finds it.
@@ -38,8 +39,8 @@ func profileImages(ctx context.Context, eng engine.Engine, cfg Config) ([]Profil
 		}
 		if baseID != "" && len(p.Setup) > 0 {
 			key := p.ImageKey(baseID)
-			pi.Image = profileImageName(p, key)
-			img, ok, err := findProfileImage(ctx, eng, p, key)
+			pi.Image = images.Name(p, key)
+			img, ok, err := images.Find(ctx, eng, p, key)
 			if err != nil {
 				return nil, err
 			}
@@ -124,7 +125,7 @@ func (m *Manager) plannedImage(ctx context.Context, p *profiles.Profile) Planned
 		if baseID == "" {
 			out.Pending = "pulled " + onFirstUse
 		} else {
-			m.known.set(out.Profile, base)
+			m.known.Set(out.Profile, base)
 		}
 		return out
 	case baseID == "":
@@ -132,11 +133,11 @@ func (m *Manager) plannedImage(ctx context.Context, p *profiles.Profile) Planned
 		return out
 	}
 	key := p.ImageKey(baseID)
-	out.Image = profileImageName(p, key)
-	if _, built, err := findProfileImage(ctx, m.eng, p, key); err != nil || !built {
+	out.Image = images.Name(p, key)
+	if _, built, err := images.Find(ctx, m.eng, p, key); err != nil || !built {
 		out.Pending = fmt.Sprintf("built from `%s` by profile `%s`'s setup %s", base, p.Name, onFirstUse)
 	} else {
-		m.known.set(out.Profile, out.Image)
+		m.known.Set(out.Profile, out.Image)
 	}
 	return out
 }
@@ -193,31 +194,4 @@ func (m *Manager) PruneProfileImages(ctx context.Context) (removed, kept []strin
 func gone(file string) bool {
 	_, err := os.Stat(file)
 	return errors.Is(err, fs.ErrNotExist)
-}
-
-// pruneProfileImages removes the images p's file made for p other than
-// key's; one a container still runs stays, and so do the images of a
-// profile of the same name in another file.
-func (m *Manager) pruneProfileImages(ctx context.Context, p *profiles.Profile, key string) {
-	found, err := m.eng.Images(ctx, LabelProfile+"="+p.Name)
-	if err != nil {
-		m.log.Warn("listing a profile's older images", "profile", p.Name, "err", err)
-		return
-	}
-	for _, img := range found {
-		if img.Labels[LabelProfileKey] == key || img.Labels[LabelProfileFile] != p.FileID {
-			continue
-		}
-		refs := img.Names
-		if len(refs) == 0 {
-			refs = []string{img.ID}
-		}
-		for _, ref := range refs {
-			if err := m.eng.RemoveImage(ctx, ref); err != nil {
-				m.log.Info("an older image of a profile stays", "profile", p.Name, "image", ref, "err", err)
-				continue
-			}
-			m.log.Info("removed an older image of a profile", "profile", p.Name, "image", ref)
-		}
-	}
 }

@@ -33,7 +33,10 @@
 //     against the allowed roots, their directories and copies in the
 //     session directory, their changes and the patches that export them
 //     (no state and no lock: a session fixes its mounts once, under
-//     Session.mu).
+//     Session.mu);
+//   - workspace/images: the profile images a setup builds (names, labels,
+//     look-up, pruning), the builds in progress (images.Builds) and the
+//     images last found for each profile (images.Known).
 //
 // Locks are taken in this order, never against it, so that no two
 // goroutines can each hold a lock the other waits for:
@@ -50,9 +53,10 @@
 //     (ports.Room.mu: its tunnel is reached before the lock, through
 //     Session.mu), the touched files' record
 //     (touched.Snapshot.mu), a capture's index (capture.State.mu), the
-//     gate's list of running commands, Manager.builds.mu, a build's
-//     status line (build.status), Manager.known's, Manager.rootsMu, a
-//     setup's refusals (setupRefusals.mu), a progress relay's
+//     gate's list of running commands, the builds in progress
+//     (images.Builds.mu), a build's status line (images.Build.status),
+//     the known images' (images.Known.mu), Manager.rootsMu, a
+//     setup's refusals (images.SetupRefusals.mu), a progress relay's
 //     (latestOnly), and a kept workspace's egress recorder's
 //     (egressrecord.Recorder.mu, then its egress.Meter's).
 //

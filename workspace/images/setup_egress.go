@@ -1,4 +1,4 @@
-package workspace
+package images
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 )
 
 // A setup's egress proxy answers a host it refuses with a 403 whose text
-// says why, in the profile's terms (setupWording), but package managers
+// says why, in the profile's terms (SetupWording), but package managers
 // and curl show only the status ("CONNECT tunnel failed, response 403"),
 // so the reason would reach no one. The proxy tells the setup of each
 // refusal (egress.Config.OnRefusal), and the error of a command that fails
@@ -22,9 +22,9 @@ import (
 // once); past it, they are only counted.
 const maxSetupRefusals = 16
 
-// setupRefusals are the refusals of one setup's egress proxy. It is safe
+// SetupRefusals are the refusals of one setup's egress proxy. It is safe
 // for concurrent use.
-type setupRefusals struct {
+type SetupRefusals struct {
 	profile *profiles.Profile
 	mu      sync.Mutex
 	total   int
@@ -32,9 +32,14 @@ type setupRefusals struct {
 	dropped int // refusals of hosts past the kept ones
 }
 
-// note keeps f, once for each host and port; it is the setup proxy's
+// NewSetupRefusals returns the empty record of a setup of p.
+func NewSetupRefusals(p *profiles.Profile) *SetupRefusals {
+	return &SetupRefusals{profile: p}
+}
+
+// Note keeps f, once for each host and port; it is the setup proxy's
 // egress.Config.OnRefusal.
-func (r *setupRefusals) note(f egress.Refusal) {
+func (r *SetupRefusals) Note(f egress.Refusal) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.total++
@@ -50,15 +55,15 @@ func (r *setupRefusals) note(f egress.Refusal) {
 	}
 }
 
-// explain describes the setup's refusals so far, each host and port
+// Explain describes the setup's refusals so far, each host and port
 // once: "" when there were none. A setup whose profile names no host has
 // no proxy and no network at all, which it says instead.
-func (r *setupRefusals) explain() string {
+func (r *SetupRefusals) Explain() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.profile.Egress.Setup) == 0 {
 		return fmt.Sprintf("If the command needed the network: the setup has none, because egress.setup of %s names no host; add the hosts it needs there.\n",
-			profileAt(r.profile))
+			ProfileAt(r.profile))
 	}
 	if r.total == 0 {
 		return ""
@@ -82,23 +87,23 @@ func (r *setupRefusals) explain() string {
 	return b.String()
 }
 
-// setupWording is how the refusals of p's setup proxy speak: of
+// SetupWording is how the refusals of p's setup proxy speak: of
 // egress.setup, which alone opens the setup's network, not --egress.
-func setupWording(p *profiles.Profile) egress.Wording {
+func SetupWording(p *profiles.Profile) egress.Wording {
 	return egress.Wording{Patterns: "egress.setup", Allow: func(pattern string) string {
-		return fmt.Sprintf("If the setup needs it, add %q to egress.setup of %s; sessions reach it only if egress.session names it too.", pattern, profileAt(p))
+		return fmt.Sprintf("If the setup needs it, add %q to egress.setup of %s; sessions reach it only if egress.session names it too.", pattern, ProfileAt(p))
 	}}
 }
 
-// sessionWording is how the refusals of the proxy of a session under p,
+// SessionWording is how the refusals of the proxy of a session under p,
 // whose egress.session adds patterns to --egress, speak: of both.
-func sessionWording(p *profiles.Profile) egress.Wording {
+func SessionWording(p *profiles.Profile) egress.Wording {
 	return egress.Wording{Patterns: "--egress or egress.session", Allow: func(pattern string) string {
-		return fmt.Sprintf("Ask the user to start wink-mcp with --egress %s, or to add %q to egress.session of %s, if this host is needed.", pattern, pattern, profileAt(p))
+		return fmt.Sprintf("Ask the user to start wink-mcp with --egress %s, or to add %q to egress.session of %s, if this host is needed.", pattern, pattern, ProfileAt(p))
 	}}
 }
 
-// profileAt names p and where it is written.
-func profileAt(p *profiles.Profile) string {
+// ProfileAt names p and where it is written.
+func ProfileAt(p *profiles.Profile) string {
 	return fmt.Sprintf("profile %q (%s:%d)", p.Name, p.File, p.Line)
 }

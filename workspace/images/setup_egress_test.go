@@ -1,4 +1,4 @@
-package workspace
+package images
 
 import (
 	"bufio"
@@ -19,13 +19,13 @@ import (
 // setupProxyFor serves a proxy configured as a setup's is for p, which
 // resolves every name to loopback, and returns a function that sends it a
 // CONNECT to host:port and returns the answer's body.
-func setupProxyFor(t *testing.T, p *profiles.Profile, r *setupRefusals) func(hostPort string) string {
+func setupProxyFor(t *testing.T, p *profiles.Profile, r *SetupRefusals) func(hostPort string) string {
 	t.Helper()
 	policy, err := egress.ParsePolicy(p.Egress.Setup)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := egress.NewSession(egress.Config{Policy: policy, Wording: setupWording(p), OnRefusal: r.note,
+	s := egress.NewSession(egress.Config{Policy: policy, Wording: SetupWording(p), OnRefusal: r.Note,
 		Resolve: func(context.Context, string) ([]netip.Addr, error) {
 			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 		}}, "setup")
@@ -59,9 +59,9 @@ func setupProxyFor(t *testing.T, p *profiles.Profile, r *setupRefusals) func(hos
 // add; each host is explained once, and a bounded number of them.
 func TestSetupRefusalsSayHowToAllow(t *testing.T) {
 	p := &profiles.Profile{Name: "app", File: "p.yaml", Line: 3, Egress: profiles.Egress{Setup: []string{"localhost", "*.example.org"}}}
-	r := &setupRefusals{profile: p}
+	r := &SetupRefusals{profile: p}
 	connect := setupProxyFor(t, p, r)
-	if r.explain() != "" {
+	if r.Explain() != "" {
 		t.Error("no refusal explained as some")
 	}
 	bodies := []string{connect("registry.npmjs.org:443"), connect("registry.npmjs.org:443"), connect("localhost:80"), connect("mirror.example.org:8080")}
@@ -70,7 +70,7 @@ func TestSetupRefusalsSayHowToAllow(t *testing.T) {
 			t.Errorf("the proxy's answer: %q; want it to name egress.setup of the profile, not --egress", body)
 		}
 	}
-	text := r.explain()
+	text := r.Explain()
 	for _, want := range []string{
 		"refused 4 connection(s)",
 		`registry.npmjs.org:443: no egress.setup pattern allows it (allowed: localhost, *.example.org). If the setup needs it, add "registry.npmjs.org" to egress.setup of profile "app" (p.yaml:3); sessions reach it only if egress.session names it too.`,
@@ -87,11 +87,11 @@ func TestSetupRefusalsSayHowToAllow(t *testing.T) {
 	for i := range maxSetupRefusals + 5 {
 		connect(fmt.Sprintf("h%d.invalid:443", i))
 	}
-	if text := r.explain(); !strings.Contains(text, "and 8 refusals of other hosts") {
+	if text := r.Explain(); !strings.Contains(text, "and 8 refusals of other hosts") {
 		t.Errorf("past the bound: %s", text)
 	}
-	offline := &setupRefusals{profile: &profiles.Profile{Name: "off", File: "p.yaml", Line: 9}}
-	if text := offline.explain(); !strings.Contains(text, `the setup has none, because egress.setup of profile "off" (p.yaml:9) names no host`) {
+	offline := &SetupRefusals{profile: &profiles.Profile{Name: "off", File: "p.yaml", Line: 9}}
+	if text := offline.Explain(); !strings.Contains(text, `the setup has none, because egress.setup of profile "off" (p.yaml:9) names no host`) {
 		t.Errorf("a setup without egress.setup: %q", text)
 	}
 }
@@ -100,7 +100,7 @@ func TestSetupRefusalsSayHowToAllow(t *testing.T) {
 // egress.session patterns is told both ways to allow a host.
 func TestProfileSessionRefusalsNameBothLists(t *testing.T) {
 	p := &profiles.Profile{Name: "web", File: "p.yaml", Line: 7}
-	w := sessionWording(p)
+	w := SessionWording(p)
 	if got := w.Allow("api.example.com"); got != `Ask the user to start wink-mcp with --egress api.example.com, or to add "api.example.com" to egress.session of profile "web" (p.yaml:7), if this host is needed.` {
 		t.Errorf("remedy: %q", got)
 	}
