@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/workspace/keep"
 )
 
 // Limits of a handoff.
@@ -227,7 +229,7 @@ func (m *Manager) attach(ctx context.Context, s *Session, handle string) (Attach
 func (m *Manager) claimHandle(key, principal string) (string, error) {
 	path := filepath.Join(m.cfg.CacheDir, handoffsDir, key+".json")
 	var rec handoffRecord
-	if readJSON(path, &rec) != nil || rec.Principal != principal {
+	if keep.ReadJSON(path, &rec) != nil || rec.Principal != principal {
 		return "", ErrBadHandle
 	}
 	taken := path + ".taken-" + newWarmKey()
@@ -235,7 +237,7 @@ func (m *Manager) claimHandle(key, principal string) (string, error) {
 		return "", ErrBadHandle
 	}
 	defer os.Remove(taken)
-	if readJSON(taken, &rec) != nil || rec.Principal != principal || !time.Now().Before(rec.Expires) {
+	if keep.ReadJSON(taken, &rec) != nil || rec.Principal != principal || !time.Now().Before(rec.Expires) {
 		return "", ErrBadHandle
 	}
 	return rec.Workspace, nil

@@ -28,7 +28,10 @@
 //   - workspace/touched: the files a session's tools and commands
 //     touched (touched.Snapshot);
 //   - workspace/checkpoint: a session's checkpoints and restores, and the
-//     journal of a restore that did not finish (checkpoint.Room).
+//     journal of a restore that did not finish (checkpoint.Room);
+//   - workspace/keep: a kept workspace's records on the cache disk, its
+//     name and its directory's layout (no state and no lock: the lock
+//     file that says a session owns it is taken here, in claimWorkspace).
 //
 // Locks are taken in this order, never against it, so that no two
 // goroutines can each hold a lock the other waits for:
