@@ -127,8 +127,8 @@ func (s *Session) checkAttachDisk(key string) error {
 	limit := s.limits().DiskBytes
 	limited := s.m.disk != nil && limit > 0 && len(s.handedOver) > 0
 	s.mu.Unlock()
-	var rec handoffRecord
-	if !limited || keep.ReadJSON(filepath.Join(s.m.cfg.CacheDir, handoffsDir, key+".json"), &rec) != nil || rec.Principal != s.principal {
+	var rec keep.HandoffRecord
+	if !limited || keep.ReadJSON(filepath.Join(s.m.cfg.CacheDir, keep.HandoffsDir, key+".json"), &rec) != nil || rec.Principal != s.principal {
 		return nil // claimHandle gives the one answer to a bad handle
 	}
 	info, err := os.Stat(filepath.Join(keptRoot(s.m.cfg.CacheDir, rec.Workspace), keptDiskImage))
@@ -200,10 +200,10 @@ func (m *Manager) sweepHandedOver(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	dir := filepath.Join(m.cfg.CacheDir, handoffsDir)
+	dir := filepath.Join(m.cfg.CacheDir, keep.HandoffsDir)
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		var rec handoffRecord
+		var rec keep.HandoffRecord
 		path := filepath.Join(dir, e.Name())
 		if keep.ReadJSON(path, &rec) == nil && time.Now().After(rec.Expires) {
 			os.Remove(path)

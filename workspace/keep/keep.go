@@ -1,6 +1,6 @@
 // Package keep holds a kept workspace's records on the cache disk: its
-// name, the layout of its directory, its record (workspace.json) and its
-// owner (owner.json). It owns no lock and no state in memory: the lock
+// name, the layout of its directory, its record (workspace.json), its
+// owner (owner.json), and the files of the handles a handoff gives. It owns no lock and no state in memory: the lock
 // file that says a session owns a workspace is taken by package
 // workspace, which owns the session that holds it.
 package keep

@@ -64,3 +64,21 @@ func TestRecordAndOwnerReadBackFromTheirFiles(t *testing.T) {
 		t.Errorf("ReadRecord of a torn record = %v, want an error naming the file", err)
 	}
 }
+
+// TestHandlesAreLookedUpByTheirDigestOnly: a handle is 256 random bits,
+// each new one different, and the key its file is named by is its
+// digest, never the handle itself.
+func TestHandlesAreLookedUpByTheirDigestOnly(t *testing.T) {
+	seen := map[string]bool{}
+	for range 64 {
+		h := NewHandle()
+		if len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" || seen[h] {
+			t.Fatalf("NewHandle() = %q: want 64 hex digits, each handle new", h)
+		}
+		seen[h] = true
+		key := HandleKey(h)
+		if key == h || len(key) != 64 || HandleKey(h) != key {
+			t.Fatalf("HandleKey(%q) = %q: want its stable SHA-256, not the handle", h, key)
+		}
+	}
+}
