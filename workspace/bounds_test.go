@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/egress"
+	"github.com/wink-mcp/wink-mcp/workspace/keep"
 )
 
 // The egress count is the session's: the giver's fresh workspace and the
@@ -89,7 +90,7 @@ func TestKeptWorkspaceRecordsItsEgressAsItGoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	recorded := func() int64 {
-		rec, _ := readRecord(a.kept.root)
+		rec, _ := keep.ReadRecord(a.kept.root)
 		return rec.EgressBytes
 	}
 	a.egressMeter().RaiseTo(1 << 20)

@@ -2,14 +2,13 @@ package workspace
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/workspace/keep"
 )
 
 // Limits of a handoff.
@@ -23,11 +22,6 @@ const (
 // ErrBadHandle is the one answer to a handle that is unknown, used,
 // expired or another principal's: nothing can be learnt by probing.
 var ErrBadHandle = errors.New("the handle is not accepted: it is unknown, already used, or expired (a handle works once, before its expiry, for clients with the same credentials)")
-
-// handoffsDir holds, under the cache directory, the handles of workspaces
-// handed over by stdio sessions, for another process to attach: each a
-// file named by the SHA-256 of its handle, never by the handle.
-const handoffsDir = "handoffs"
 
 // Handoff is a workspace given a handle.
 type Handoff struct {
@@ -49,25 +43,6 @@ type Attached struct {
 	// Workspace is the kept workspace's name, when one was opened.
 	Workspace string
 	Info      ContainerInfo
-}
-
-// handoffRecord is a handle's file, for a workspace handed over to another process.
-type handoffRecord struct {
-	Workspace string    `json:"workspace"`
-	Principal string    `json:"principal,omitempty"`
-	Expires   time.Time `json:"expires"`
-}
-
-// handleKey is what a handle is looked up by.
-func handleKey(handle string) string {
-	sum := sha256.Sum256([]byte(handle))
-	return hex.EncodeToString(sum[:])
-}
-
-func newHandle() string {
-	var b [32]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // Handoff gives the workspace a one-time handle that works for ttl and
@@ -131,7 +106,7 @@ func (m *Manager) handoff(ctx context.Context, s *Session, ttl time.Duration) (H
 	m.sessions[s.id()] = fresh
 	m.mu.Unlock()
 
-	h := Handoff{Handle: newHandle(), Expires: time.Now().Add(ttl).UTC()}
+	h := Handoff{Handle: keep.NewHandle(), Expires: time.Now().Add(ttl).UTC()}
 	if s.stdio {
 		if err := m.persist(ctx, s, name, h.Expires); err != nil {
 			return Handoff{}, err
@@ -140,14 +115,14 @@ func (m *Manager) handoff(ctx context.Context, s *Session, ttl time.Duration) (H
 			m.expireHandedOver(name, h.Expires)
 		}
 		h.Workspace = name
-		rec := handoffRecord{Workspace: name, Principal: s.principal, Expires: h.Expires}
-		if err := writeJSON(filepath.Join(m.cfg.CacheDir, handoffsDir, handleKey(h.Handle)+".json"), rec); err != nil {
+		rec := keep.HandoffRecord{Workspace: name, Principal: s.principal, Expires: h.Expires}
+		if err := writeJSON(filepath.Join(m.cfg.CacheDir, keep.HandoffsDir, keep.HandleKey(h.Handle)+".json"), rec); err != nil {
 			return Handoff{}, fmt.Errorf("recording the handle: %w", err)
 		}
 		m.log.Info("workspace handed over", "event", "handoff", "session", s.hash(), "workspace", name, "expires", h.Expires)
 		return h, nil
 	}
-	key := handleKey(h.Handle)
+	key := keep.HandleKey(h.Handle)
 	p := &parked{s: s, principal: s.principal, expires: h.Expires}
 	m.mu.Lock()
 	m.parking--
@@ -178,7 +153,7 @@ func (m *Manager) attach(ctx context.Context, s *Session, handle string) (Attach
 		return Attached{}, errors.New("this session's workspace holds work (files written, commands run or checkpoints), which attaching would replace; " +
 			"hand it over first (workspace_handoff), or attach from a new session")
 	}
-	key := handleKey(handle)
+	key := keep.HandleKey(handle)
 	m.mu.Lock()
 	if m.closed || m.sessions[s.id()] != s {
 		m.mu.Unlock()
@@ -225,9 +200,9 @@ func (m *Manager) attach(ctx context.Context, s *Session, handle string) (Attach
 // claimHandle takes the handle file of key for principal, once: the file
 // is renamed away before it is trusted, so two attachers never both win.
 func (m *Manager) claimHandle(key, principal string) (string, error) {
-	path := filepath.Join(m.cfg.CacheDir, handoffsDir, key+".json")
-	var rec handoffRecord
-	if readJSON(path, &rec) != nil || rec.Principal != principal {
+	path := filepath.Join(m.cfg.CacheDir, keep.HandoffsDir, key+".json")
+	var rec keep.HandoffRecord
+	if keep.ReadJSON(path, &rec) != nil || rec.Principal != principal {
 		return "", ErrBadHandle
 	}
 	taken := path + ".taken-" + newWarmKey()
@@ -235,7 +210,7 @@ func (m *Manager) claimHandle(key, principal string) (string, error) {
 		return "", ErrBadHandle
 	}
 	defer os.Remove(taken)
-	if readJSON(taken, &rec) != nil || rec.Principal != principal || !time.Now().Before(rec.Expires) {
+	if keep.ReadJSON(taken, &rec) != nil || rec.Principal != principal || !time.Now().Before(rec.Expires) {
 		return "", ErrBadHandle
 	}
 	return rec.Workspace, nil

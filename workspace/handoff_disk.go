@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
+	"github.com/wink-mcp/wink-mcp/workspace/keep"
 )
 
 // A stdio session hands its workspace to another process over the disk: a
@@ -68,7 +69,7 @@ func (s *Session) heldDisk() int64 {
 // wait to be exported, unless a live session attached it (it is within
 // that session's limit then).
 func holdsGiversDisk(root string) bool {
-	rec, err := readRecord(root)
+	rec, err := keep.ReadRecord(root)
 	switch {
 	case err != nil || !rec.FromHandoff:
 		return false // deleted, or opened by its name and kept
@@ -126,8 +127,8 @@ func (s *Session) checkAttachDisk(key string) error {
 	limit := s.limits().DiskBytes
 	limited := s.m.disk != nil && limit > 0 && len(s.handedOver) > 0
 	s.mu.Unlock()
-	var rec handoffRecord
-	if !limited || readJSON(filepath.Join(s.m.cfg.CacheDir, handoffsDir, key+".json"), &rec) != nil || rec.Principal != s.principal {
+	var rec keep.HandoffRecord
+	if !limited || keep.ReadJSON(filepath.Join(s.m.cfg.CacheDir, keep.HandoffsDir, key+".json"), &rec) != nil || rec.Principal != s.principal {
 		return nil // claimHandle gives the one answer to a bad handle
 	}
 	info, err := os.Stat(filepath.Join(keptRoot(s.m.cfg.CacheDir, rec.Workspace), keptDiskImage))
@@ -199,12 +200,12 @@ func (m *Manager) sweepHandedOver(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	dir := filepath.Join(m.cfg.CacheDir, handoffsDir)
+	dir := filepath.Join(m.cfg.CacheDir, keep.HandoffsDir)
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		var rec handoffRecord
+		var rec keep.HandoffRecord
 		path := filepath.Join(dir, e.Name())
-		if readJSON(path, &rec) == nil && time.Now().After(rec.Expires) {
+		if keep.ReadJSON(path, &rec) == nil && time.Now().After(rec.Expires) {
 			os.Remove(path)
 		}
 	}
@@ -240,7 +241,7 @@ func (m *Manager) persist(ctx context.Context, s *Session, name string, expires 
 // until expires, and the egress bytes it has carried; one it makes is
 // marked as made by a handoff.
 func reserve(root, name, principal string, expires time.Time, egressBytes int64) error {
-	rec, err := readRecord(root)
+	rec, err := keep.ReadRecord(root)
 	if err != nil {
 		now := time.Now().UTC()
 		rec = WorkspaceRecord{Name: name, Created: now, LastUsed: now, FromHandoff: true}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/workspace/disk"
+	"github.com/wink-mcp/wink-mcp/workspace/keep"
 	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
 
@@ -122,7 +123,7 @@ func (m *Manager) exportKept(ctx context.Context, root, name string) bool {
 // it when they cannot be written, and reports whether it deleted it.
 func (m *Manager) endUnclaimed(ctx context.Context, name string) (bool, error) {
 	root := keptRoot(m.cfg.CacheDir, name)
-	if rec, err := readRecord(root); err != nil || !rec.FromHandoff || time.Now().Before(rec.HandoffUntil) {
+	if rec, err := keep.ReadRecord(root); err != nil || !rec.FromHandoff || time.Now().Before(rec.HandoffUntil) {
 		return false, nil
 	}
 	lock, err := os.OpenFile(filepath.Join(root, lockFile), os.O_CREATE|os.O_RDWR|noFollow, 0o600)
@@ -134,7 +135,7 @@ func (m *Manager) endUnclaimed(ctx context.Context, name string) (bool, error) {
 		return false, nil // opened, or another process ends it
 	}
 	// Read again under the lock: it may have been opened by its name since.
-	if rec, err := readRecord(root); err != nil || !rec.FromHandoff || time.Now().Before(rec.HandoffUntil) {
+	if rec, err := keep.ReadRecord(root); err != nil || !rec.FromHandoff || time.Now().Before(rec.HandoffUntil) {
 		return false, nil
 	}
 	os.Remove(filepath.Join(root, ownerFile)) // its owner, if any, is gone
@@ -174,7 +175,7 @@ func handedOverKept(cacheDir string) []string {
 	var out []string
 	for _, marker := range markers {
 		root := filepath.Dir(marker)
-		rec, err := readRecord(root)
+		rec, err := keep.ReadRecord(root)
 		p, perr := readPending(marker)
 		if err != nil || perr != nil || time.Now().Before(rec.HandoffUntil) {
 			continue

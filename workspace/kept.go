@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
 	"github.com/wink-mcp/wink-mcp/workspace/disk"
+	"github.com/wink-mcp/wink-mcp/workspace/keep"
 )
 
 // KeptWorkspace describes a kept workspace found under a cache directory.
@@ -66,7 +66,7 @@ func describeKept(cacheDir, name string) KeptWorkspace {
 	root := keptRoot(cacheDir, name)
 	k := KeptWorkspace{Dir: root}
 	k.Name = name
-	rec, err := readRecord(root)
+	rec, err := keep.ReadRecord(root)
 	if err != nil {
 		k.Err = err
 	} else {
@@ -74,7 +74,7 @@ func describeKept(cacheDir, name string) KeptWorkspace {
 	}
 	if alive, err := probeLock(filepath.Join(root, lockFile)); err == nil && alive {
 		var o WorkspaceOwner
-		if err := readJSON(filepath.Join(root, ownerFile), &o); err == nil {
+		if err := keep.ReadJSON(filepath.Join(root, ownerFile), &o); err == nil {
 			k.Owner = &o
 		} else {
 			k.Owner = &WorkspaceOwner{}
@@ -110,7 +110,7 @@ func RemoveKept(cacheDir, name string) error {
 	} else {
 		defer lock.Close()
 		if err := tryLock(lock); err != nil {
-			return fmt.Errorf("%w: workspace %q is owned by %s; end that session first", ErrWorkspaceInUse, name, describeOwner(root))
+			return fmt.Errorf("%w: workspace %q is owned by %s; end that session first", ErrWorkspaceInUse, name, keep.DescribeOwner(root))
 		}
 	}
 	return removeKeptFiles(root, name)
@@ -157,14 +157,6 @@ func PruneKept(cacheDir string, cutoff time.Time, dryRun bool) ([]string, error)
 	return pruned, errors.Join(errs...)
 }
 
-func readJSON(path string, v any) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(data, v)
-}
-
 // treeBytes sums what the files under dir take on the disk.
 func treeBytes(dir string) int64 {
 	var n int64
@@ -178,14 +170,6 @@ func treeBytes(dir string) int64 {
 		return nil
 	})
 	return n
-}
-
-// String renders who owns a kept workspace.
-func (o *WorkspaceOwner) String() string {
-	if o.PID == 0 {
-		return "in use"
-	}
-	return fmt.Sprintf("in use by process %d on %s, session %s, since %s", o.PID, o.Host, o.Session, o.Since.Format(time.RFC3339))
 }
 
 // Summary renders the workspace in one line.

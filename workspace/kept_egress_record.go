@@ -6,6 +6,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/workspace/egressrecord"
+	"github.com/wink-mcp/wink-mcp/workspace/keep"
 )
 
 // egressRecorder keeps a kept workspace's egress count in its record
@@ -28,7 +29,7 @@ func (k *keptWorkspace) stopRecordingEgress() {
 // writeEgressBytes raises the record's EgressBytes of the kept workspace at
 // root to used.
 func writeEgressBytes(root string, used int64) error {
-	rec, err := readRecord(root)
+	rec, err := keep.ReadRecord(root)
 	if err != nil {
 		return err
 	}

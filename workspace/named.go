@@ -9,72 +9,33 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/workspace/keep"
 )
 
-// A kept workspace outlives its sessions and its server process; one
-// session of one process owns it at a time. Layout:
-//
-//	<cache>/workspaces/<name>/lock            held locked (flock) by the owning process
-//	<cache>/workspaces/<name>/owner.json      who owns it, for the message a second asker gets
-//	<cache>/workspaces/<name>/workspace.json  its record: when made and last used, by whom
-//	<cache>/workspaces/<name>/session/        its session directory (/workspace, mounts' changes)
-//	<cache>/workspaces/<name>/disk.img        that directory's filesystem, when disks are limited
-//	<cache>/workspaces/<name>/store/          its checkpoints
-//	<cache>/workspaces/<name>/export.json     where a handed-over one's changes are due (handoff_export.go)
+// The records of a kept workspace on the cache disk, its name and its
+// layout live in package keep; these are their names here.
 const (
-	workspacesDir  = "workspaces"
-	ownerFile      = "owner.json"
-	recordFile     = "workspace.json"
-	keptSessionDir = "session"
-	keptDiskImage  = "disk.img"
-	keptStoreDir   = "store"
+	workspacesDir  = keep.WorkspacesDir
+	ownerFile      = keep.OwnerFile
+	recordFile     = keep.RecordFile
+	keptSessionDir = keep.SessionDir
+	keptDiskImage  = keep.DiskImage
+	keptStoreDir   = keep.StoreDir
 )
-
-// namePattern is what a kept workspace may be called: it names a directory.
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // ErrWorkspaceInUse means another session owns the kept workspace asked for.
-var ErrWorkspaceInUse = errors.New("the workspace is in use")
+var ErrWorkspaceInUse = keep.ErrWorkspaceInUse
 
 // CheckWorkspaceName says what is wrong with a kept workspace's name.
-func CheckWorkspaceName(name string) error {
-	if !namePattern.MatchString(name) {
-		return fmt.Errorf("workspace name %q must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
-	}
-	return nil
-}
+func CheckWorkspaceName(name string) error { return keep.CheckWorkspaceName(name) }
 
 // WorkspaceOwner is who owns a kept workspace.
-type WorkspaceOwner struct {
-	PID      int       `json:"pid"`
-	Host     string    `json:"host"`
-	Instance string    `json:"instance"`
-	Session  string    `json:"session"`
-	Since    time.Time `json:"since"`
-}
+type WorkspaceOwner = keep.WorkspaceOwner
 
 // WorkspaceRecord describes a kept workspace.
-type WorkspaceRecord struct {
-	Name     string    `json:"name"`
-	Created  time.Time `json:"created"`
-	LastUsed time.Time `json:"last_used"`
-	// Principal is the digest of the bearer token of the client that made
-	// it ("" for local clients); only that principal may open it.
-	Principal string `json:"principal,omitempty"`
-	// HandoffUntil, while in the future, reserves it for the holder of
-	// the handle it was handed over with: no name opens it.
-	HandoffUntil time.Time `json:"handoff_until,omitzero"`
-	// EgressBytes is what its sessions' egress proxies have carried in
-	// all, which the next session that opens it goes on counting from
-	// (--egress-max-bytes); kept up to date while a session has it.
-	EgressBytes int64 `json:"egress_bytes,omitempty"`
-	// FromHandoff says a stdio session's handoff made it of the session's
-	// own workspace: it is deleted once nothing holds it (see
-	// handoff_disk.go), unless someone opens it by name, which keeps it.
-	FromHandoff bool `json:"from_handoff,omitempty"`
-}
+type WorkspaceRecord = keep.WorkspaceRecord
 
 // keptWorkspace is a kept workspace some session of this process owns.
 type keptWorkspace struct {
@@ -94,7 +55,7 @@ func (k *keptWorkspace) diskImage() string  { return filepath.Join(k.root, keptD
 func (k *keptWorkspace) storeDir() string   { return filepath.Join(k.root, keptStoreDir) }
 
 // keptRoot is where the kept workspace name lives under cacheDir.
-func keptRoot(cacheDir, name string) string { return filepath.Join(cacheDir, workspacesDir, name) }
+func keptRoot(cacheDir, name string) string { return keep.Root(cacheDir, name) }
 
 // claimWorkspace takes the kept workspace name for a session of inst,
 // making it when it does not exist. It fails, naming the owner, when
@@ -121,13 +82,13 @@ func claimWorkspace(cacheDir string, opts SessionOptions, inst *instance, sessio
 				ErrWorkspaceInUse, name, pid)
 		}
 		if errors.Is(err, errLocked) {
-			return nil, fmt.Errorf("%w: workspace %q is owned by %s; end that session (close its client), or choose another workspace name", ErrWorkspaceInUse, name, describeOwner(root))
+			return nil, fmt.Errorf("%w: workspace %q is owned by %s; end that session (close its client), or choose another workspace name", ErrWorkspaceInUse, name, keep.DescribeOwner(root))
 		}
 		return nil, fmt.Errorf("locking workspace %s: %w", name, err)
 	}
 	k := &keptWorkspace{name: name, root: root, lock: lock}
 	// A refused claim changes nothing: the lock goes, the record stays.
-	rec, err := readRecord(root)
+	rec, err := keep.ReadRecord(root)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		now := time.Now().UTC()
@@ -171,35 +132,13 @@ func awaitKeptOwner(cacheDir, name string, log *slog.Logger) {
 // meter counted, and gives the workspace up.
 func (k *keptWorkspace) release(egressBytes int64) {
 	k.stopRecordingEgress()
-	if rec, err := readRecord(k.root); err == nil {
+	if rec, err := keep.ReadRecord(k.root); err == nil {
 		rec.LastUsed = time.Now().UTC()
 		rec.EgressBytes = max(rec.EgressBytes, egressBytes)
 		_ = writeJSON(filepath.Join(k.root, recordFile), rec)
 	}
 	os.Remove(filepath.Join(k.root, ownerFile))
 	k.lock.Close()
-}
-
-// describeOwner names the owner of the workspace at root for a message.
-func describeOwner(root string) string {
-	var o WorkspaceOwner
-	data, err := os.ReadFile(filepath.Join(root, ownerFile))
-	if err != nil || json.Unmarshal(data, &o) != nil {
-		return "another wink-mcp process"
-	}
-	return fmt.Sprintf("wink-mcp process %d on %s (session %s, since %s)", o.PID, o.Host, o.Session, o.Since.Format(time.RFC3339))
-}
-
-func readRecord(root string) (WorkspaceRecord, error) {
-	var rec WorkspaceRecord
-	data, err := os.ReadFile(filepath.Join(root, recordFile))
-	if err != nil {
-		return rec, err
-	}
-	if err := json.Unmarshal(data, &rec); err != nil {
-		return rec, fmt.Errorf("reading %s: %w", filepath.Join(root, recordFile), err)
-	}
-	return rec, nil
 }
 
 // writeJSON writes v to path atomically.

@@ -36,7 +36,10 @@
 //     Session.mu);
 //   - workspace/images: the profile images a setup builds (names, labels,
 //     look-up, pruning), the builds in progress (images.Builds) and the
-//     images last found for each profile (images.Known).
+//     images last found for each profile (images.Known);
+//   - workspace/keep: a kept workspace's records on the cache disk, its
+//     name and its directory's layout (no state and no lock: the lock
+//     file that says a session owns it is taken here, in claimWorkspace).
 //
 // Locks are taken in this order, never against it, so that no two
 // goroutines can each hold a lock the other waits for:
