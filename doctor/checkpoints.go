@@ -31,7 +31,7 @@ func (d *doctor) checkpoints(context.Context) Result {
 	}
 	detail := fmt.Sprintf("files only, saved through the agent into %s (%s); %d kept workspaces (%s of files, %s of checkpoints; `wink-mcp workspaces`)",
 		d.cfg.CacheDir, limit, len(kept), checkpoints.FormatBytes(files), checkpoints.FormatBytes(store))
-	if d.cfg.FilesOnPodmanHost {
+	if d.cfg.FilesOnEngineHost {
 		return Result{Status: OK, Detail: detail + "; with the files on the Podman host, sessions cannot keep a workspace by name or hand one to another process"}
 	}
 	return Result{Status: OK, Detail: detail}

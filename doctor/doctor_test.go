@@ -103,7 +103,7 @@ func TestDiskLimitCheck(t *testing.T) {
 		{"files on the Podman host", 2 << 30, fakeHost{free: 100 << 30}, Warn, "a volume on the Podman host", "--disk-limit 0", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := &doctor{cfg: workspace.Config{CacheDir: "/var/cache/wink", Limits: engine.Limits{DiskBytes: tc.limit}, FilesOnPodmanHost: tc.onHost}, host: tc.host}
+			d := &doctor{cfg: workspace.Config{CacheDir: "/var/cache/wink", Limits: engine.Limits{DiskBytes: tc.limit}, FilesOnEngineHost: tc.onHost}, host: tc.host}
 			r := d.diskLimit(context.Background())
 			if r.Status != tc.status || !strings.Contains(r.Detail, tc.detail) || !strings.Contains(r.Fix, tc.fix) {
 				t.Errorf("%v %q fix %q; want %v with %q, fix with %q", r.Status, r.Detail, r.Fix, tc.status, tc.detail, tc.fix)

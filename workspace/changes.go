@@ -101,7 +101,7 @@ func (s *Session) Diff(ctx context.Context, prefix string) (DiffResult, error) {
 func (s *Session) eachFolder(ctx context.Context, prefix string, f func(MountInfo, *changes.Folder, []changes.Change) error) error {
 	defer s.enter()()
 	isCopy := func(mi MountInfo) bool { return mi.Mode == MountCopy }
-	if s.m.cfg.FilesOnPodmanHost && slices.ContainsFunc(s.Info().Mounts, isCopy) {
+	if s.m.cfg.FilesOnEngineHost && slices.ContainsFunc(s.Info().Mounts, isCopy) {
 		done, err := s.pullCopies(ctx)
 		if err != nil {
 			return err

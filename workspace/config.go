@@ -117,14 +117,14 @@ type Config struct {
 	// builds it from the flags, which name its service. NewManager
 	// refuses a Config without one; NewService needs one.
 	Engine engine.Engine
-	// FilesOnPodmanHost is for a Podman service that does not share this
-	// machine's files (ssh://, a podman machine VM): each session's
-	// /workspace is a volume on the service's host, the agent is copied
-	// into an image there, and host folders cannot be mounted.
-	FilesOnPodmanHost bool
-	// SharedPaths are folders of this machine that the Podman host sees
+	// FilesOnEngineHost is for an engine whose host does not share this
+	// machine's files (Podman over ssh://, a podman machine VM): each
+	// session's /workspace is a volume on the engine's host, the agent is
+	// copied into an image there, and host folders cannot be mounted.
+	FilesOnEngineHost bool
+	// SharedPaths are folders of this machine that the engine's host sees
 	// at the same paths (a podman machine shares the user's home). With
-	// FilesOnPodmanHost, host folders under them may be mounted as
+	// FilesOnEngineHost, host folders under them may be mounted as
 	// overlays or read-only, and overlays need CacheDir under one too:
 	// their changes are kept there.
 	SharedPaths []string
@@ -281,17 +281,17 @@ func (c Config) Validate() error {
 	const onPodmanHost = "cannot serve a Podman service whose host does not share this machine's files " +
 		"(--files-on-podman-host, the default for ssh:// URLs): "
 	for _, mt := range c.allMounts() {
-		check(!c.FilesOnPodmanHost || mt.Mode == MountCopy || c.sharedWithPodmanHost(mt.HostPath), "--mount %s as an overlay or read-only mount %s"+
+		check(!c.FilesOnEngineHost || mt.Mode == MountCopy || c.sharedWithEngineHost(mt.HostPath), "--mount %s as an overlay or read-only mount %s"+
 			"the folder is not there. Mount it as a copy (add the option copy), which is uploaded; or, if the Podman host sees it "+
 			"at the same path (a podman machine sees your home), say so with --podman-shared-path", mt.HostPath, onPodmanHost)
-		check(!c.FilesOnPodmanHost || mt.Mode == MountCopy || mt.Mode == MountReadOnly || !c.sharedWithPodmanHost(mt.HostPath) ||
-			c.sharedWithPodmanHost(c.CacheDir), "--mount %s as an overlay on a Podman host that does not share this machine's files "+
+		check(!c.FilesOnEngineHost || mt.Mode == MountCopy || mt.Mode == MountReadOnly || !c.sharedWithEngineHost(mt.HostPath) ||
+			c.sharedWithEngineHost(c.CacheDir), "--mount %s as an overlay on a Podman host that does not share this machine's files "+
 			"needs the cache directory %s under a --podman-shared-path too, where the overlay's changes are kept; move --cache-dir there", mt.HostPath, c.CacheDir)
 	}
-	check(!c.FilesOnPodmanHost || !c.MountRoots || c.sharedWithPodmanHost(c.CacheDir) && !slices.ContainsFunc(c.AllowedRoots, func(r string) bool { return !c.sharedWithPodmanHost(r) }),
+	check(!c.FilesOnEngineHost || !c.MountRoots || c.sharedWithEngineHost(c.CacheDir) && !slices.ContainsFunc(c.AllowedRoots, func(r string) bool { return !c.sharedWithEngineHost(r) }),
 		"--mount-roots %sthe client's roots are not there unless every --allowed-root and the cache directory are under a --podman-shared-path. "+
 			"Drop --mount-roots, or say which folders the Podman host sees at the same path", onPodmanHost)
-	check(!c.FilesOnPodmanHost || !c.KeepSessionDirs, "--keep-session-dirs %s"+
+	check(!c.FilesOnEngineHost || !c.KeepSessionDirs, "--keep-session-dirs %s"+
 		"the session's files are a volume there, removed with the session. Drop --keep-session-dirs", onPodmanHost)
 	if c.Profile != "" {
 		if _, err := c.Profiles.Get(c.Profile); err != nil {
@@ -307,9 +307,9 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// sharedWithPodmanHost says whether the Podman host sees path at the same
-// path (SharedPaths).
-func (c Config) sharedWithPodmanHost(path string) bool {
+// sharedWithEngineHost says whether the engine's host sees path at the
+// same path (SharedPaths).
+func (c Config) sharedWithEngineHost(path string) bool {
 	path = filepath.Clean(path)
 	return slices.ContainsFunc(c.SharedPaths, func(shared string) bool {
 		shared = filepath.Clean(shared)

@@ -6,10 +6,6 @@ import (
 	"testing"
 )
 
-// renamedLater are the Config fields that still name Podman and are
-// renamed once issue 32's moves are merged; remove each as it goes.
-var renamedLater = map[string]bool{"FilesOnPodmanHost": true}
-
 // TestConfigNamesNoEngine fails when a field of Config names an engine:
 // Config is engine-neutral (see package engine), and how to reach an
 // engine's service is the business of cmd/wink-mcp, which builds the
@@ -19,7 +15,7 @@ func TestConfigNamesNoEngine(t *testing.T) {
 	for f := range reflect.TypeFor[Config]().Fields() {
 		name := strings.ToLower(f.Name)
 		for _, eng := range []string{"podman", "docker", "kube"} {
-			if strings.Contains(name, eng) && !renamedLater[f.Name] {
+			if strings.Contains(name, eng) {
 				t.Errorf("workspace.Config.%s names the %s engine; set the engine's own options where cmd/wink-mcp builds it", f.Name, eng)
 			}
 		}

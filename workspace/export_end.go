@@ -77,10 +77,10 @@ func readPending(path string) (pendingExport, error) {
 // ends, and so are marked as pending: the server exports, the session
 // has a mount that can change, its files would not outlive it anyway (a
 // kept workspace's do), and they are on this machine, where another
-// process can read them (with Config.FilesOnPodmanHost they are brought
+// process can read them (with Config.FilesOnEngineHost they are brought
 // back from the Podman host only while the session's container exists).
 func (s *Session) exportsOnEnd() bool {
-	return s.m.cfg.ExportDir != "" && s.kept == nil && !s.m.cfg.FilesOnPodmanHost && mounts.AnyWritable(s.mounts)
+	return s.m.cfg.ExportDir != "" && s.kept == nil && !s.m.cfg.FilesOnEngineHost && mounts.AnyWritable(s.mounts)
 }
 
 // markPendingLocked records that the session's changes wait to be

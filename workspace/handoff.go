@@ -64,7 +64,7 @@ func (s *Session) Handoff(ctx context.Context, ttl time.Duration) (Handoff, erro
 }
 
 func (m *Manager) handoff(ctx context.Context, s *Session, ttl time.Duration) (Handoff, error) {
-	if s.stdio && m.cfg.FilesOnPodmanHost {
+	if s.stdio && m.cfg.FilesOnEngineHost {
 		return Handoff{}, errors.New("a workspace whose files are on the Podman host (--files-on-podman-host) can only be handed to a session of the same server, over HTTP or SSE")
 	}
 	// Over stdio the workspace goes to disk under this name.

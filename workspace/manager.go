@@ -81,7 +81,7 @@ func NewManager(cfg Config, log *slog.Logger) (*Manager, error) {
 		return nil, err
 	}
 	bin, err := ResolveAgentBinary(cfg.AgentBinary)
-	if err != nil && cfg.FilesOnPodmanHost && cfg.AgentBinary == "" {
+	if err != nil && cfg.FilesOnEngineHost && cfg.AgentBinary == "" {
 		// This server's own binary cannot be the agent (a macOS or Windows
 		// build): the engine copies one this build carries, or says why not.
 		bin, err = "", nil
@@ -130,7 +130,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 		m.egress = &egress.Config{Policy: policy, MaxBytes: cfg.EgressMaxBytes, MaxConns: cfg.EgressMaxConns, Log: log}
 	}
 	switch {
-	case cfg.DiskBytes > 0 && cfg.FilesOnPodmanHost:
+	case cfg.DiskBytes > 0 && cfg.FilesOnEngineHost:
 		log.Warn("sessions can fill the Podman host's disk", "err", ErrDiskLimitUnavailable.Error()+
 			": the sessions' files are volumes on the Podman host (--files-on-podman-host), which wink-mcp cannot bound; pass --disk-limit 0 to silence this")
 	case cfg.limitsDisks():
@@ -246,7 +246,7 @@ func (m *Manager) Register(id string, opts SessionOptions) {
 // newKeptSession returns a session that owns the kept workspace opts
 // names, or why it cannot.
 func (m *Manager) newKeptSession(id, hash string, opts SessionOptions) (*Session, error) {
-	if m.cfg.FilesOnPodmanHost {
+	if m.cfg.FilesOnEngineHost {
 		return nil, errors.New("kept workspaces need the session's files on this machine, and this server keeps them on the Podman host " +
 			"(--files-on-podman-host); connect without a workspace name")
 	}

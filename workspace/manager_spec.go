@@ -24,7 +24,7 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 		Unlimited:   host.Unlimitable,
 		Env:         s.containerEnv(),
 	}
-	if m.cfg.FilesOnPodmanHost {
+	if m.cfg.FilesOnEngineHost {
 		spec.WorkspaceVolume, spec.CopyAgent = s.name, true
 	} else {
 		spec.WorkspaceDir = s.workspaceDir()

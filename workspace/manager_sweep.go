@@ -107,7 +107,7 @@ func (m *Manager) discard(ctx context.Context, name string) error {
 	if err := m.eng.Remove(ctx, name); err != nil {
 		return err
 	}
-	if !m.cfg.FilesOnPodmanHost {
+	if !m.cfg.FilesOnEngineHost {
 		return nil
 	}
 	return m.eng.RemoveWorkspace(ctx, name)

@@ -103,7 +103,7 @@ func testCopyMountChangesDiffAndExport(t *testing.T, onPodmanHost bool) {
 	exportDir := t.TempDir()
 	m, _, _ := newTestManager(t, func(c *Config) {
 		c.Mounts, c.AllowedRoots, c.ExportDir = []Mount{{HostPath: folder, Mode: MountCopy}}, []string{root}, exportDir
-		c.FilesOnPodmanHost = onPodmanHost
+		c.FilesOnEngineHost = onPodmanHost
 	})
 	s, _ := m.Session("s")
 	if changes, err := s.Changes(ctx, ""); err != nil || len(changes) != 0 {

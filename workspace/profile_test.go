@@ -386,7 +386,7 @@ func TestSessionImageNamesOneImage(t *testing.T) {
 // Podman host, a setup's /workspace is still its container's own, not a
 // volume of that host, unbounded by limits.setup_disk.
 func TestSetupMakesNoVolumeOnAPodmanHost(t *testing.T) {
-	m, eng := newProfileManager(t, func(c *Config) { c.FilesOnPodmanHost = true })
+	m, eng := newProfileManager(t, func(c *Config) { c.FilesOnEngineHost = true })
 	useBuilt(t, m, "a")
 	eng.mu.Lock()
 	defer eng.mu.Unlock()

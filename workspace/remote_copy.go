@@ -8,7 +8,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
 
-// With the files on the Podman host (Config.FilesOnPodmanHost), a copy
+// With the files on the Podman host (Config.FilesOnEngineHost), a copy
 // mount's base stays in the session directory here, as it does locally,
 // while the session's copy lives in the workspace volume there: it is
 // uploaded once when the session's first container is made, and brought

@@ -11,7 +11,7 @@ import (
 func TestConcurrentChangesOnThePodmanHost(t *testing.T) {
 	root, folder := hostTree(t, map[string]string{"a.txt": "one\n"})
 	m, _, _ := newTestManager(t, func(c *Config) {
-		c.Mounts, c.AllowedRoots, c.FilesOnPodmanHost = []Mount{{HostPath: folder, Mode: MountCopy}}, []string{root}, true
+		c.Mounts, c.AllowedRoots, c.FilesOnEngineHost = []Mount{{HostPath: folder, Mode: MountCopy}}, []string{root}, true
 	})
 	s, _ := m.Session("s")
 	if _, err := s.WriteFile(ctx, "proj/b.txt", "new\n"); err != nil {

@@ -13,9 +13,9 @@ import (
 // there that outlives idle cleanup and goes with the session, the agent is
 // copied rather than mounted, and nothing of the session's files is on
 // this machine.
-func TestFilesOnPodmanHostLiveInAVolume(t *testing.T) {
+func TestFilesOnEngineHostLiveInAVolume(t *testing.T) {
 	m, eng, _ := newTestManager(t, func(c *Config) {
-		c.FilesOnPodmanHost = true
+		c.FilesOnEngineHost = true
 		c.IdleTimeout = 100 * time.Millisecond
 	})
 	s, _ := m.Session("remote")
@@ -49,7 +49,7 @@ func TestFilesOnPodmanHostLiveInAVolume(t *testing.T) {
 // A sweep removes the workspace volumes of dead instances, with or without
 // their containers.
 func TestSweepRemovesOrphanVolumes(t *testing.T) {
-	m, eng, _ := newTestManager(t, func(c *Config) { c.FilesOnPodmanHost = true })
+	m, eng, _ := newTestManager(t, func(c *Config) { c.FilesOnEngineHost = true })
 	dead, err := newInstance(m.cfg.CacheDir, false)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +68,7 @@ func TestSweepRemovesOrphanVolumes(t *testing.T) {
 }
 
 // What needs this machine's files is refused, naming the option and why.
-func TestFilesOnPodmanHostRefusesWhatNeedsLocalFiles(t *testing.T) {
+func TestFilesOnEngineHostRefusesWhatNeedsLocalFiles(t *testing.T) {
 	for name, mutate := range map[string]func(c *Config){
 		"--mount":             func(c *Config) { c.Mounts = []Mount{{HostPath: "/srv/p", Path: "p", Mode: MountOverlay}} },
 		"--mount /srv/q":      func(c *Config) { c.Mounts = []Mount{{HostPath: "/srv/q", Path: "q", Mode: MountReadOnly}} },
@@ -76,7 +76,7 @@ func TestFilesOnPodmanHostRefusesWhatNeedsLocalFiles(t *testing.T) {
 		"--keep-session-dirs": func(c *Config) { c.KeepSessionDirs = true },
 	} {
 		c := DefaultConfig()
-		c.FilesOnPodmanHost = true
+		c.FilesOnEngineHost = true
 		mutate(&c)
 		err := c.Validate()
 		if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "--files-on-podman-host") {
@@ -90,7 +90,7 @@ func TestFilesOnPodmanHostRefusesWhatNeedsLocalFiles(t *testing.T) {
 func TestResetWithTheFilesOnThePodmanHost(t *testing.T) {
 	root, folder := hostTree(t, map[string]string{"a.txt": "one\n"})
 	m, eng, _ := newTestManager(t, func(c *Config) {
-		c.Mounts, c.AllowedRoots, c.FilesOnPodmanHost = []Mount{{HostPath: folder, Mode: MountCopy}}, []string{root}, true
+		c.Mounts, c.AllowedRoots, c.FilesOnEngineHost = []Mount{{HostPath: folder, Mode: MountCopy}}, []string{root}, true
 	})
 	s, _ := m.Session("s")
 	for path, content := range map[string]string{"scratch.txt": "x", "proj/a.txt": "edited\n"} {

@@ -57,7 +57,7 @@ type Session struct {
 	// for one creation instead of racing to make two containers.
 	mu sync.Mutex
 	// pullMu serialises bringing a session's copies back from the Podman
-	// host and reading them (Config.FilesOnPodmanHost) with each other and
+	// host and reading them (Config.FilesOnEngineHost) with each other and
 	// with what deletes the files (Reset, end); it is taken before mu.
 	pullMu sync.Mutex
 	client *wire.Client
@@ -225,7 +225,7 @@ func (s *Session) Reset(ctx context.Context) (ContainerInfo, error) {
 	if err := s.removeLocked(ctx); err != nil {
 		return s.infoLocked(), err
 	}
-	if s.m.cfg.FilesOnPodmanHost {
+	if s.m.cfg.FilesOnEngineHost {
 		if err := s.m.eng.RemoveWorkspace(ctx, s.name); err != nil {
 			return s.infoLocked(), fmt.Errorf("deleting the workspace files: %w", err)
 		}

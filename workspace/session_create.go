@@ -143,7 +143,7 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	user, keepID := m.identity(host.Rootless, s)
 	s.user = user
 	uid, gid := parseUser(user)
-	if m.cfg.FilesOnPodmanHost {
+	if m.cfg.FilesOnEngineHost {
 		if err := mounts.PrepareRemote(s.mounts); err != nil {
 			return nil, err
 		}
@@ -185,7 +185,7 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 			err = m.eng.Create(ctx, spec)
 		}
 	}
-	if err == nil && m.cfg.FilesOnPodmanHost {
+	if err == nil && m.cfg.FilesOnEngineHost {
 		err = s.uploadCopiesLocked(ctx, uid, gid)
 	}
 	if err != nil {

@@ -129,7 +129,7 @@ func (s *Session) end(ctx context.Context) {
 		// the container's removal need not wait for each other.
 		s.stopJobsLocked(ctx)
 	}
-	if exportNow && s.m.cfg.FilesOnPodmanHost {
+	if exportNow && s.m.cfg.FilesOnEngineHost {
 		// The copies are on the Podman host: bring them back while a container holds them.
 		if err := s.pullForExportLocked(ctx); err != nil {
 			s.m.log.Error("exporting the session's changes failed", "session", s.hash(), "err", err)
@@ -143,7 +143,7 @@ func (s *Session) end(ctx context.Context) {
 	} else {
 		exported <- true
 	}
-	if err := s.removeOrRetryLocked(ctx); err == nil && s.m.cfg.FilesOnPodmanHost {
+	if err := s.removeOrRetryLocked(ctx); err == nil && s.m.cfg.FilesOnEngineHost {
 		if err := s.m.eng.RemoveWorkspace(ctx, s.name); err != nil {
 			s.m.log.Warn("removing the workspace volume at session end failed; retrying in the background", "session", s.hash(), "volume", s.name, "err", err)
 			s.m.removeLater(s.name)

@@ -190,7 +190,7 @@ func (s *Session) recordMountsLocked() error {
 // for a profile with other mounts: the copies and overlay directories of
 // the old ones go, and the next container fixes the mounts anew.
 func (s *Session) forgetMountsLocked(ctx context.Context) error {
-	if s.m.cfg.FilesOnPodmanHost {
+	if s.m.cfg.FilesOnEngineHost {
 		if err := s.m.eng.RemoveWorkspace(ctx, s.name); err != nil {
 			return fmt.Errorf("deleting the workspace files: %w", err)
 		}

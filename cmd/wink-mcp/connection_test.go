@@ -95,8 +95,8 @@ func TestPodmanServiceIsChosenAsPodmanDoes(t *testing.T) {
 			if tt.used == "tls" && (s.tlsCert != "/c.pem" || s.tlsKey != "/k.pem" || s.tlsCA != "/ca.pem") {
 				t.Errorf("TLS files %q %q %q", s.tlsCert, s.tlsKey, s.tlsCA)
 			}
-			if strings.HasPrefix(s.url, "ssh://") != w.FilesOnPodmanHost {
-				t.Errorf("files on the Podman host %v for %s", w.FilesOnPodmanHost, s.url)
+			if strings.HasPrefix(s.url, "ssh://") != w.FilesOnEngineHost {
+				t.Errorf("files on the Podman host %v for %s", w.FilesOnEngineHost, s.url)
 			}
 		})
 	}

@@ -245,7 +245,7 @@ func checkKeptWorkspace(cfg server.Config, opts serveOptions) error {
 			opts.transport, map[string]string{server.TransportHTTP: "/mcp", server.TransportSSE: "/sse"}[opts.transport], cfg.KeptWorkspace)
 	case cfg.Workspace.Warm > 0:
 		return fmt.Errorf("--workspace with --warm %d: a kept workspace's container is made on its own files, never taken from the pool; drop --warm", cfg.Workspace.Warm)
-	case cfg.Workspace.FilesOnPodmanHost:
+	case cfg.Workspace.FilesOnEngineHost:
 		return errors.New("--workspace keeps the session's files on this machine, and --files-on-podman-host keeps them on the Podman host; drop one of them")
 	}
 	return nil
@@ -285,17 +285,17 @@ func resolveWarm(cfg *server.Config, opts serveOptions) error {
 	return nil
 }
 
-// resolveFilesOnHost sets Config.FilesOnPodmanHost from
+// resolveFilesOnHost sets Config.FilesOnEngineHost from
 // --files-on-podman-host: auto keeps the files on a Podman host reached
 // over ssh (podmanURL), which cannot see this machine's.
 func resolveFilesOnHost(w *workspace.Config, value, podmanURL string) error {
 	switch strings.ToLower(value) {
 	case "auto":
-		w.FilesOnPodmanHost = strings.HasPrefix(podmanURL, "ssh://")
+		w.FilesOnEngineHost = strings.HasPrefix(podmanURL, "ssh://")
 	case "yes", "true", "1":
-		w.FilesOnPodmanHost = true
+		w.FilesOnEngineHost = true
 	case "no", "false", "0":
-		w.FilesOnPodmanHost = false
+		w.FilesOnEngineHost = false
 	default:
 		return fmt.Errorf("--files-on-podman-host %q: want auto, yes or no", value)
 	}

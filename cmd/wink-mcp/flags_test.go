@@ -42,7 +42,7 @@ func TestContainerHostWinsOverPodmanBaseURL(t *testing.T) {
 
 // ssh:// keeps the session's files on the Podman host unless told not to,
 // and a mount then is refused naming both options.
-func TestFilesOnPodmanHostFollowTheURL(t *testing.T) {
+func TestFilesOnEngineHostFollowTheURL(t *testing.T) {
 	for _, tt := range []struct {
 		args []string
 		want bool
@@ -54,8 +54,8 @@ func TestFilesOnPodmanHostFollowTheURL(t *testing.T) {
 		{[]string{"--podman-url", "tcp://h:1", "--files-on-podman-host", "yes"}, true},
 	} {
 		cfg, _, err := parseServeFlags(tt.args, env(nil), io.Discard)
-		if err != nil || cfg.Workspace.FilesOnPodmanHost != tt.want {
-			t.Errorf("%v: files on the Podman host %v (%v), want %v", tt.args, cfg.Workspace.FilesOnPodmanHost, err, tt.want)
+		if err != nil || cfg.Workspace.FilesOnEngineHost != tt.want {
+			t.Errorf("%v: files on the Podman host %v (%v), want %v", tt.args, cfg.Workspace.FilesOnEngineHost, err, tt.want)
 		}
 	}
 	dir := t.TempDir()

@@ -37,7 +37,7 @@ type Mounted struct {
 	FromRoot bool
 	Markers  changes.Markers // the overlay driver, for overlay mounts
 	Ignored  bool            // patches include new files the folder ignores
-	Uploaded bool            // a copy's files are in the Podman host's volume (Config.FilesOnPodmanHost)
+	Uploaded bool            // a copy's files are in the Podman host's volume (Config.FilesOnEngineHost)
 }
 
 // Info describes the mount, its directory relative to sessionDir.
