@@ -9,17 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// waitFor polls cond until it holds, failing the test after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s", what)
-		}
-	}
-}
+	"github.com/wink-mcp/wink-mcp/internal/testwait"
+)
 
 // answerOn reads the proxy's answer on c: its status line and body.
 func answerOn(t *testing.T, c net.Conn) (string, string) {
@@ -65,20 +57,20 @@ func TestProxyConnectionLimitQueues(t *testing.T) {
 	for range limit {
 		idle = append(idle, dial())
 	}
-	waitFor(t, "the idle connections to hold every slot", func() bool { return len(s.slots) == limit })
+	testwait.For(t, "the idle connections to hold every slot", func() bool { return len(s.slots) == limit })
 
 	queued := dial()
 	io.WriteString(queued, "GET "+upstream.URL+" HTTP/1.1\r\nHost: x\r\n\r\n")
-	waitFor(t, "the request to wait", func() bool { return s.waiting.Load() == 1 })
+	testwait.For(t, "the request to wait", func() bool { return s.waiting.Load() == 1 })
 	idle[0].Close()
 	if status, body := answerOn(t, queued); !strings.HasPrefix(status, "200") || body != "ok" {
 		t.Fatalf("a queued request once a connection closed: %s %q", status, body)
 	}
 	queued.Close()
 
-	waitFor(t, "the slots to free", func() bool { return len(s.slots) == limit-1 })
+	testwait.For(t, "the slots to free", func() bool { return len(s.slots) == limit-1 })
 	idle[0] = dial()
-	waitFor(t, "the slots to fill", func() bool { return len(s.slots) == limit })
+	testwait.For(t, "the slots to fill", func() bool { return len(s.slots) == limit })
 	connect := func() net.Conn {
 		c := dial()
 		io.WriteString(c, "CONNECT "+upstream.Listener.Addr().String()+" HTTP/1.1\r\n\r\n")
@@ -88,7 +80,7 @@ func TestProxyConnectionLimitQueues(t *testing.T) {
 	for range queuedPerConn * limit {
 		waiting = append(waiting, connect())
 	}
-	waitFor(t, "a full queue", func() bool { return s.waiting.Load() == queuedPerConn*limit })
+	testwait.For(t, "a full queue", func() bool { return s.waiting.Load() == queuedPerConn*limit })
 	status, body := answerOn(t, connect())
 	if !strings.HasPrefix(status, "503 wink-mcp egress limit --egress-max-conns 4") || !strings.Contains(body, "16 more waiting") {
 		t.Errorf("past the limit and a full queue: %s %q", status, body)
@@ -99,11 +91,11 @@ func TestProxyConnectionLimitQueues(t *testing.T) {
 			t.Errorf("after waiting in vain: %s %q", status, body)
 		}
 	}
-	waitFor(t, "the queue to empty", func() bool { return s.waiting.Load() == 0 })
+	testwait.For(t, "the queue to empty", func() bool { return s.waiting.Load() == 0 })
 	for _, c := range idle {
 		c.Close()
 	}
-	waitFor(t, "every slot to free", func() bool { return len(s.slots) == 0 })
+	testwait.For(t, "every slot to free", func() bool { return len(s.slots) == 0 })
 	if code, b := get(t, clientVia("http://"+ln.Addr().String(), nil), upstream.URL); code != 200 || b != "ok" {
 		t.Fatalf("after closing: %d %q", code, b)
 	}

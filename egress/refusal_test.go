@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/internal/testwait"
 )
 
 // Every refusal, of every kind, is told to OnRefusal as its client reads
@@ -56,15 +58,15 @@ func TestRefusalsAreToldAndWordedForTheirProxy(t *testing.T) {
 	if code, _ := get(t, clientVia(proxy, nil), upstream.URL); code != 200 {
 		t.Fatalf("the allowed download: %d", code)
 	}
-	waitFor(t, "the download's connection to close", func() bool { return len(s.slots) == 0 })
+	testwait.For(t, "the download's connection to close", func() bool { return len(s.slots) == 0 })
 	ask("past the byte cap", "GET "+upstream.URL+" HTTP/1.1\r\nHost: x\r\n\r\n")
-	waitFor(t, "the refused request's connection to close", func() bool { return len(s.slots) == 0 })
+	testwait.For(t, "the refused request's connection to close", func() bool { return len(s.slots) == 0 })
 	held, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer held.Close()
-	waitFor(t, "a connection to hold the only slot", func() bool { return len(s.slots) == 1 })
+	testwait.For(t, "a connection to hold the only slot", func() bool { return len(s.slots) == 1 })
 	ask("past the connection limit", "CONNECT other.test:443 HTTP/1.1\r\n\r\n")
 
 	mu.Lock()

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/internal/testwait"
 )
 
 // heldInitialize sends an initialize's headers asking to continue and
@@ -122,7 +124,7 @@ func TestSlotsComeBackFromRequestsThatOpenNothing(t *testing.T) {
 		t.Fatalf("a first initialize's headers: %d", status)
 	}
 	conn.Close() // the body never comes
-	waitFor(t, "the slot of an initialize whose body never came", func() bool { return s.sessions.count() == 0 })
+	testwait.For(t, "the slot of an initialize whose body never came", func() bool { return s.sessions.count() == 0 })
 
 	id := initialize(t, base)
 	conn, rd, _ := heldInitialize(t, base, id)
@@ -174,7 +176,7 @@ func TestCrowdOfSSEStreamsGetsExactlyTheSlots(t *testing.T) {
 	for _, resp := range open {
 		resp.Body.Close()
 	}
-	waitFor(t, "the ended streams' slots", func() bool { return s.sessions.count() == 0 })
+	testwait.For(t, "the ended streams' slots", func() bool { return s.sessions.count() == 0 })
 }
 
 // A handoff and a new session racing for the last slot are counted under
@@ -196,15 +198,5 @@ func TestHandoffAndInitializeShareTheCount(t *testing.T) {
 	}
 	if finish(t, conn, rd) == "" {
 		t.Error("the initialize holding the last slot got no session")
-	}
-}
-
-// waitFor polls cond for up to ten seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
 	}
 }

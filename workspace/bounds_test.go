@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/egress"
+	"github.com/wink-mcp/wink-mcp/internal/testwait"
 	"github.com/wink-mcp/wink-mcp/workspace/keep"
 )
 
@@ -94,10 +95,10 @@ func TestKeptWorkspaceRecordsItsEgressAsItGoes(t *testing.T) {
 		return rec.EgressBytes
 	}
 	a.egressMeter().RaiseTo(1 << 20)
-	waitFor(t, "the record to hold the count", func() bool { return recorded() == 1<<20 })
+	testwait.For(t, "the record to hold the count", func() bool { return recorded() == 1<<20 })
 	other := egress.NewMeter(0, 3<<20)
 	a.useMeter(other)
-	waitFor(t, "the record to follow the session's new meter", func() bool { return recorded() == 3<<20 })
+	testwait.For(t, "the record to follow the session's new meter", func() bool { return recorded() == 3<<20 })
 	other.RaiseTo(4 << 20)
 	m.EndSession(ctx, "a") // the release writes the last count at once
 	if got := recorded(); got != 4<<20 {

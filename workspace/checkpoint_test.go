@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
+	"github.com/wink-mcp/wink-mcp/internal/testwait"
 	"github.com/wink-mcp/wink-mcp/workspace/capture"
 	"github.com/wink-mcp/wink-mcp/workspace/checkpoint"
 )
@@ -192,7 +193,7 @@ func TestRestoreStopsRunningCommandsAndJobs(t *testing.T) {
 		_, err := s.Exec(ctx, ExecRequest{Argv: []string{"sh", "-c", "echo late > f; sleep 100"}, Timeout: time.Minute, OutputLimit: 10})
 		done <- err
 	}()
-	waitFor(t, "the command to write f", func() bool {
+	testwait.For(t, "the command to write f", func() bool {
 		data, _ := os.ReadFile(filepath.Join(s.workspaceDir(), "f"))
 		return string(data) == "late\n"
 	})
@@ -328,7 +329,7 @@ func TestIdleCleanupTakesACheckpointFirst(t *testing.T) {
 	if _, err := s.WriteFile(ctx, "work.txt", "not lost"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the idle clean-up", func() bool { return eng.count() == 0 })
+	testwait.For(t, "the idle clean-up", func() bool { return eng.count() == 0 })
 	list, err := s.Checkpoints(ctx)
 	if err != nil || len(list.Checkpoints) != 1 || list.Checkpoints[0].Auto != "idle" {
 		t.Fatalf("checkpoints after the idle clean-up = %+v, %v; logs:\n%s", list, err, logs)

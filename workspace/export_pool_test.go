@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/wink-mcp/wink-mcp/internal/testwait"
 )
 
 // A pooled container no session took is no session: `wink-mcp export`
@@ -18,7 +20,7 @@ func TestPooledContainerIsASessionOnlyOnceTaken(t *testing.T) {
 		c.Mounts, c.AllowedRoots, c.ExportDir, c.Warm = []Mount{{HostPath: folder, Mode: MountCopy}}, []string{root}, exportDir, 2
 		cache = c.CacheDir
 	})
-	waitFor(t, "a full pool", func() bool { return len(readyEntries(m.pool)) == 2 })
+	testwait.For(t, "a full pool", func() bool { return len(readyEntries(m.pool)) == 2 })
 	found := func() []SessionRecord {
 		t.Helper()
 		records, release, err := FindSessions(cache)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/internal/testwait"
 )
 
 // handedOverRun is a stdio session's workspace, with a change to a
@@ -85,7 +87,7 @@ func TestHandedOverWorkspaceExportsBeforeItGoes(t *testing.T) {
 		end      func(t *testing.T, r *handedOverRun)
 	}{
 		{name: "expiry in the giver", ttl: 50 * time.Millisecond, end: func(t *testing.T, r *handedOverRun) {
-			waitFor(t, "the expired workspace to go", func() bool { return !fileThere(keptRoot(r.cache, r.h.Workspace)) })
+			testwait.For(t, "the expired workspace to go", func() bool { return !fileThere(keptRoot(r.cache, r.h.Workspace)) })
 		}},
 		{name: "the next start's sweep", ttl: 50 * time.Millisecond, end: func(t *testing.T, r *handedOverRun) {
 			// Its timer never fires; past the expiry, Close says the

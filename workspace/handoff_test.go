@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/internal/testwait"
 )
 
 func TestHandoffInProcessKeepsTheContainerAndJobs(t *testing.T) {
@@ -58,7 +60,7 @@ func TestHandoffInProcessKeepsTheContainerAndJobs(t *testing.T) {
 	if _, err := b2.Handoff(ctx, 50*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the expired workspace's container to go", func() bool { return eng.count() < before })
+	testwait.For(t, "the expired workspace's container to go", func() bool { return eng.count() < before })
 }
 
 func TestHandoffOverStdioGoesToDiskForAnotherProcess(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/internal/testwait"
 )
 
 // The idle clean-up leaves a container whose jobs run, until the oldest
@@ -23,7 +25,7 @@ func TestIdleCleanupSparesRunningJobsUntilTheirMaxAge(t *testing.T) {
 	if eng.count() != 1 {
 		t.Fatal("the idle clean-up removed a container whose job runs")
 	}
-	waitFor(t, "the clean-up past the job age", func() bool { return eng.count() == 0 })
+	testwait.For(t, "the clean-up past the job age", func() bool { return eng.count() == 0 })
 	_, err = s.JobStatus(ctx, started.Job.ID)
 	if err == nil || !strings.Contains(err.Error(), "recreated") {
 		t.Errorf("status of a job lost with its container: %v", err)
@@ -38,5 +40,5 @@ func TestIdleCleanupIgnoresEndedJobs(t *testing.T) {
 	if _, err := s.StartJob(ctx, JobRequest{Argv: []string{"true"}, Wait: time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "idle cleanup", func() bool { return eng.count() == 0 })
+	testwait.For(t, "idle cleanup", func() bool { return eng.count() == 0 })
 }

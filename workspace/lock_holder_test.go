@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/internal/testwait"
 )
 
 // TestALockWhoseHolderExitedIsNoOwner holds a kept workspace's lock in a
@@ -33,7 +35,7 @@ func TestALockWhoseHolderExitedIsNoOwner(t *testing.T) {
 	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	must(t, holder.Start())
 	t.Cleanup(func() { _ = syscall.Kill(-holder.Process.Pid, syscall.SIGKILL) })
-	waitFor(t, "flock to take the lock", func() bool { alive, _ := probeLock(path); return alive })
+	testwait.For(t, "flock to take the lock", func() bool { alive, _ := probeLock(path); return alive })
 	if pid := exitingHolder(path); pid != 0 {
 		t.Fatalf("a live holder is reported exiting: %d", pid)
 	}
@@ -53,7 +55,7 @@ func TestALockWhoseHolderExitedIsNoOwner(t *testing.T) {
 		_, err := m.Session("s")
 		got <- err
 	}()
-	waitFor(t, "the session to wait for the lock", func() bool {
+	testwait.For(t, "the session to wait for the lock", func() bool {
 		logs.mu.Lock()
 		defer logs.mu.Unlock()
 		return strings.Contains(logs.buf.String(), "waiting for an exiting process to release its lock")

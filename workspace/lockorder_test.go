@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/internal/testwait"
 )
 
 // deadlockTimeout is how long a step that takes a few milliseconds may
@@ -38,7 +40,7 @@ func within(t *testing.T, what string, f func()) bool {
 // while a new session is given that container.
 func TestManagerNeverWaitsForASessionLock(t *testing.T) {
 	m, _, _ := newTestManager(t, func(c *Config) { c.Warm = 1 })
-	waitFor(t, "a full pool", func() bool { return len(readyEntries(m.pool)) == 1 })
+	testwait.For(t, "a full pool", func() bool { return len(readyEntries(m.pool)) == 1 })
 	e := m.pool.Ready()[0]
 
 	e.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/internal/testwait"
 )
 
 var ctx = context.Background()
@@ -135,7 +136,7 @@ func TestIdleCleanupKeepsFilesAndNextCallRecreates(t *testing.T) {
 	m, eng, logs := newTestManager(t, func(c *Config) { c.IdleTimeout = 100 * time.Millisecond })
 	s, _ := m.Session("idle")
 	echo(t, s, "sh", "-c", "echo kept > f")
-	waitFor(t, "idle cleanup", func() bool { return eng.count() == 0 })
+	testwait.For(t, "idle cleanup", func() bool { return eng.count() == 0 })
 	if res := echo(t, s, "cat", "f"); res.Stdout != "kept\n" {
 		t.Errorf("after idle cleanup the file reads %q", res.Stdout)
 	}
@@ -289,7 +290,7 @@ func TestCloseWaitsForSessionsBeingEnded(t *testing.T) {
 	eng.removeDelay = 300 * time.Millisecond
 	eng.mu.Unlock()
 	go m.EndSession(ctx, "ending")
-	waitFor(t, "the session to leave the map", func() bool {
+	testwait.For(t, "the session to leave the map", func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		return m.sessions["ending"] == nil
@@ -305,7 +306,7 @@ func TestCloseWaitsForSessionsBeingEnded(t *testing.T) {
 // waitChannelEnd waits until the session's channel has noticed it is broken.
 func waitChannelEnd(t *testing.T, s *Session) {
 	t.Helper()
-	waitFor(t, "channel end", func() bool {
+	testwait.For(t, "channel end", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		select {
@@ -315,19 +316,6 @@ func waitChannelEnd(t *testing.T, s *Session) {
 			return false
 		}
 	})
-}
-
-// waitFor waits for cond, long enough for a machine busy with the other
-// packages' tests.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // A container whose removal fails when its session ends (a Podman service
@@ -343,7 +331,7 @@ func TestFailedRemovalAtSessionEndIsRetried(t *testing.T) {
 	if eng.count() != 1 {
 		t.Fatal("the removal did not fail; the test proves nothing")
 	}
-	waitFor(t, "the retried removal", func() bool { return eng.count() == 0 })
+	testwait.For(t, "the retried removal", func() bool { return eng.count() == 0 })
 }
 
 func TestCloseHurriesFailedRemovals(t *testing.T) {

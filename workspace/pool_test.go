@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wink-mcp/wink-mcp/internal/testwait"
 	"github.com/wink-mcp/wink-mcp/workspace/pool"
 )
 
@@ -22,7 +23,7 @@ func readyEntries(p *warmPool) []string {
 
 func TestPoolHandsEachNewSessionAReadyContainerAndRefills(t *testing.T) {
 	m, eng, logs := newTestManager(t, func(c *Config) { c.Warm = 2 })
-	waitFor(t, "a full pool", func() bool { return len(readyEntries(m.pool)) == 2 })
+	testwait.For(t, "a full pool", func() bool { return len(readyEntries(m.pool)) == 2 })
 	pooled := readyEntries(m.pool)
 	s, _ := m.Session("first")
 	if !slices.Contains(pooled, s.name) {
@@ -35,7 +36,7 @@ func TestPoolHandsEachNewSessionAReadyContainerAndRefills(t *testing.T) {
 	if eng.creates != 2 && eng.creates != 3 {
 		t.Errorf("%d containers made", eng.creates)
 	}
-	waitFor(t, "the pool to refill", func() bool { return len(readyEntries(m.pool)) == 2 })
+	testwait.For(t, "the pool to refill", func() bool { return len(readyEntries(m.pool)) == 2 })
 	if !slices.Contains(logs.events(), EventTakenFromPool) {
 		t.Errorf("events %v lack %s", logs.events(), EventTakenFromPool)
 	}
@@ -51,7 +52,7 @@ func TestPoolHandsEachNewSessionAReadyContainerAndRefills(t *testing.T) {
 
 func TestPoolNeverHandsOutAContainerThatDiedWhileWaiting(t *testing.T) {
 	m, eng, _ := newTestManager(t, func(c *Config) { c.Warm = 1 })
-	waitFor(t, "a full pool", func() bool { return len(readyEntries(m.pool)) == 1 })
+	testwait.For(t, "a full pool", func() bool { return len(readyEntries(m.pool)) == 1 })
 	dead := readyEntries(m.pool)[0]
 	eng.kill(dead)
 	e := m.pool.Ready()[0]
@@ -61,7 +62,7 @@ func TestPoolNeverHandsOutAContainerThatDiedWhileWaiting(t *testing.T) {
 		t.Fatal("a dead pooled container was handed out")
 	}
 	echo(t, s, "true")
-	waitFor(t, "the dead container removed", func() bool {
+	testwait.For(t, "the dead container removed", func() bool {
 		eng.mu.Lock()
 		defer eng.mu.Unlock()
 		_, ok := eng.containers[dead]
@@ -71,7 +72,7 @@ func TestPoolNeverHandsOutAContainerThatDiedWhileWaiting(t *testing.T) {
 
 func TestManyNewSessionsAtOnceEachGetTheirOwnContainer(t *testing.T) {
 	m, _, _ := newTestManager(t, func(c *Config) { c.Warm = 4 })
-	waitFor(t, "a full pool", func() bool { return len(readyEntries(m.pool)) == 4 })
+	testwait.For(t, "a full pool", func() bool { return len(readyEntries(m.pool)) == 4 })
 	var wg sync.WaitGroup
 	sessions := make([]*Session, 12)
 	for i := range sessions {
@@ -95,7 +96,7 @@ func TestManyNewSessionsAtOnceEachGetTheirOwnContainer(t *testing.T) {
 
 func TestCloseRemovesThePool(t *testing.T) {
 	m, eng, _ := newTestManager(t, func(c *Config) { c.Warm = 3 })
-	waitFor(t, "a full pool", func() bool { return len(readyEntries(m.pool)) == 3 })
+	testwait.For(t, "a full pool", func() bool { return len(readyEntries(m.pool)) == 3 })
 	dirs := []string{}
 	for _, e := range m.pool.Ready() {
 		dirs = append(dirs, e.dir)
@@ -120,7 +121,7 @@ func TestPoolThatCannotMakeContainersClosesCleanly(t *testing.T) {
 	eng.startErr = errors.New("runtime exploded")
 	eng.mu.Unlock()
 	// Two rounds of failures: more than one round's worth of them at once.
-	waitFor(t, "two rounds of failures", func() bool {
+	testwait.For(t, "two rounds of failures", func() bool {
 		return logs.count("making a pooled container failed") >= 2*pool.Parallel
 	})
 	done := make(chan error, 1)

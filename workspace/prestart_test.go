@@ -10,13 +10,14 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/changes"
 	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/internal/testwait"
 )
 
 func TestPrestartMakesTheContainerBeforeTheFirstCall(t *testing.T) {
 	m, eng, _ := newTestManager(t, nil)
 	s, _ := m.Session("early")
 	s.Prestart(ctx)
-	waitFor(t, "the container", func() bool { return eng.count() == 1 && s.Info().User != "" })
+	testwait.For(t, "the container", func() bool { return eng.count() == 1 && s.Info().User != "" })
 	echo(t, s, "true")
 	if eng.creates != 1 {
 		t.Errorf("%d containers made, want the prestarted one only", eng.creates)
@@ -31,7 +32,7 @@ func TestSessionEndingDuringPrestartLeavesNoContainer(t *testing.T) {
 	eng.createDelay = time.Hour
 	s, _ := m.Session("short")
 	s.Prestart(ctx)
-	waitFor(t, "the create request", func() bool { return eng.count() == 1 })
+	testwait.For(t, "the create request", func() bool { return eng.count() == 1 })
 	ended := make(chan struct{})
 	go func() { m.EndSession(ctx, "short"); close(ended) }()
 	select {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/internal/testwait"
 	"github.com/wink-mcp/wink-mcp/profiles"
 )
 
@@ -225,7 +226,7 @@ func TestABuildNeitherBlocksInfoNorOutlivesTheManager(t *testing.T) {
 		_, err := s.UseProfile(ctx, "slow", false, nil)
 		done <- err
 	}()
-	waitFor(t, "the setup to run", func() bool {
+	testwait.For(t, "the setup to run", func() bool {
 		eng.mu.Lock()
 		defer eng.mu.Unlock()
 		for name, c := range eng.containers {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/internal/testwait"
 )
 
 // With the files on the Podman host, a session's /workspace is a volume
@@ -33,7 +34,7 @@ func TestFilesOnEngineHostLiveInAVolume(t *testing.T) {
 	if _, err := os.Stat(s.workspaceDir()); !os.IsNotExist(err) {
 		t.Errorf("a workspace directory on this machine: %v", err)
 	}
-	waitFor(t, "idle cleanup", func() bool { return eng.count() == 0 })
+	testwait.For(t, "idle cleanup", func() bool { return eng.count() == 0 })
 	if eng.volume(name) == "" {
 		t.Fatal("idle cleanup removed the workspace volume")
 	}

@@ -5,9 +5,9 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/wink-mcp/wink-mcp/egress"
+	"github.com/wink-mcp/wink-mcp/internal/testwait"
 )
 
 // record is a fake kept workspace's record: the counts written to it.
@@ -32,32 +32,20 @@ func (r *record) last() int64 {
 	return r.writes[len(r.writes)-1]
 }
 
-// waitFor waits until cond holds, failing the test after a long while.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestRecorderWritesTheCountOfTheMeterItFollows(t *testing.T) {
 	rec := &record{}
 	first := egress.NewMeter(1<<20, 100)
 	r := Start(t.TempDir(), first, rec.write, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	waitFor(t, "the starting count written", func() bool { return rec.last() == 100 })
+	testwait.For(t, "the starting count written", func() bool { return rec.last() == 100 })
 	first.RaiseTo(5000)
-	waitFor(t, "a raised count written", func() bool { return rec.last() == 5000 })
+	testwait.For(t, "a raised count written", func() bool { return rec.last() == 5000 })
 
 	second := egress.NewMeter(1<<20, 7000)
 	r.Follow(second)
-	waitFor(t, "the followed meter's count written", func() bool { return rec.last() == 7000 })
+	testwait.For(t, "the followed meter's count written", func() bool { return rec.last() == 7000 })
 	first.RaiseTo(9000) // no longer followed
 	second.RaiseTo(8000)
-	waitFor(t, "the followed meter's raise written", func() bool { return rec.last() == 8000 })
+	testwait.For(t, "the followed meter's raise written", func() bool { return rec.last() == 8000 })
 
 	r.Close()
 	r.Close() // safe twice

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/internal/testwait"
 )
 
 // entry is a fake pooled container: done closes when its channel ends.
@@ -55,28 +57,16 @@ func (o *fakeOwner) endedNames() []string {
 	return slices.Clone(o.ended)
 }
 
-// waitFor waits until cond holds, failing the test after a long while.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestPoolFillsHandsOutAndRefills(t *testing.T) {
 	o := &fakeOwner{}
 	p := New(3, o.deps())
 	defer p.Close(context.Background())
-	waitFor(t, "a full pool", func() bool { return len(p.Ready()) == 3 })
+	testwait.For(t, "a full pool", func() bool { return len(p.Ready()) == 3 })
 	first := p.Ready()[0]
 	if got := p.Take(); got != first {
 		t.Fatalf("Take = %v, want the oldest entry %v", got, first)
 	}
-	waitFor(t, "the pool to refill", func() bool { return len(p.Ready()) == 3 })
+	testwait.For(t, "the pool to refill", func() bool { return len(p.Ready()) == 3 })
 	if slices.Contains(p.Ready(), first) {
 		t.Fatal("an entry taken is still in the pool")
 	}
@@ -86,19 +76,19 @@ func TestPoolNeverHandsOutADeadEntry(t *testing.T) {
 	o := &fakeOwner{}
 	p := New(1, o.deps())
 	defer p.Close(context.Background())
-	waitFor(t, "a full pool", func() bool { return len(p.Ready()) == 1 })
+	testwait.For(t, "a full pool", func() bool { return len(p.Ready()) == 1 })
 	dead := p.Ready()[0]
 	close(dead.done)
 	if got := p.Take(); got != nil {
 		t.Fatalf("Take handed out %v, whose channel ended", got.name)
 	}
-	waitFor(t, "the dead entry ended", func() bool { return slices.Contains(o.endedNames(), dead.name) })
+	testwait.For(t, "the dead entry ended", func() bool { return slices.Contains(o.endedNames(), dead.name) })
 }
 
 func TestPoolCloseEndsEveryEntry(t *testing.T) {
 	o := &fakeOwner{}
 	p := New(4, o.deps())
-	waitFor(t, "a full pool", func() bool { return len(p.Ready()) == 4 })
+	testwait.For(t, "a full pool", func() bool { return len(p.Ready()) == 4 })
 	ready := p.Ready()
 	p.Close(context.Background())
 	for _, e := range ready {
@@ -114,7 +104,7 @@ func TestPoolCloseEndsEveryEntry(t *testing.T) {
 func TestPoolThatCannotMakeEntriesBacksOffAndCloses(t *testing.T) {
 	o := &fakeOwner{fail: errors.New("runtime exploded")}
 	p := New(8, o.deps())
-	waitFor(t, "two rounds of failures", func() bool { return len(o.endedNames()) >= 2*Parallel })
+	testwait.For(t, "two rounds of failures", func() bool { return len(o.endedNames()) >= 2*Parallel })
 	done := make(chan struct{})
 	go func() {
 		p.Close(context.Background())
