@@ -1,9 +1,7 @@
 package workspace
 
 import (
-	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 )
 
@@ -33,21 +31,3 @@ func logEvent(log *slog.Logger, event string, s *Session, start time.Time, attrs
 		"duration_ms", time.Since(start).Milliseconds(),
 	}, attrs...)...)
 }
-
-// stepTimes records how long each step of making a container took, so the
-// ready event breaks a first call's wait down step by step.
-type stepTimes struct {
-	last  time.Time
-	parts []string
-}
-
-func newStepTimes() *stepTimes { return &stepTimes{last: time.Now()} }
-
-// done ends the step named step, which began when the previous one ended.
-func (t *stepTimes) done(step string) {
-	now := time.Now()
-	t.parts = append(t.parts, fmt.Sprintf("%s=%dms", step, now.Sub(t.last).Milliseconds()))
-	t.last = now
-}
-
-func (t *stepTimes) String() string { return strings.Join(t.parts, " ") }

@@ -10,6 +10,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/workspace/mounts"
+	"github.com/wink-mcp/wink-mcp/workspace/steps"
 )
 
 // readyTimeout bounds the wait for a new channel's agent to answer. An agent
@@ -85,7 +86,7 @@ func (s *Session) recoverLocked(ctx context.Context) (*wire.Client, error) {
 	var reason string
 	switch {
 	case running:
-		err := s.connectLocked(ctx, newStepTimes())
+		err := s.connectLocked(ctx, steps.Start())
 		if err == nil {
 			logEvent(s.m.log, EventChannelReopened, s, start)
 			return s.client, nil
@@ -109,7 +110,7 @@ func (s *Session) recoverLocked(ctx context.Context) (*wire.Client, error) {
 // createLocked creates, starts and connects to a new container.
 func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	start := time.Now()
-	steps := newStepTimes()
+	times := steps.Start()
 	m := s.m
 	image := s.setupBase
 	if image == "" && s.prepared.profile == s.profile {
@@ -124,16 +125,16 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	}
 	s.image = image
 	s.seen.Store(&PlannedImage{Image: image, Profile: profileName(s.profile)})
-	steps.done("image")
+	times.Done("image")
 	if err := s.mountDiskLocked(ctx); err != nil {
 		return nil, err
 	}
-	steps.done("disk")
+	times.Done("disk")
 	host, settled, err := m.eng.Host(ctx)
 	if err != nil {
 		return nil, err
 	}
-	steps.done("host_facts")
+	times.Done("host_facts")
 	if err := limitsError(host, m.cfg.AllowUnenforcedLimits); err != nil {
 		return nil, err
 	}
@@ -155,7 +156,7 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 			return nil, err
 		}
 	}
-	steps.done("prepare_dirs")
+	times.Done("prepare_dirs")
 	spec := m.spec(s, host, user, keepID)
 	s.unenforced = unenforced(host).Limits
 	remove := func() error {
@@ -191,7 +192,7 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	if err != nil {
 		return fail(err)
 	}
-	steps.done("create")
+	times.Done("create")
 	logEvent(m.log, EventCreated, s, start, "image", spec.Image, "user", spec.User, "memory_bytes", spec.MemoryBytes,
 		"cpus", spec.CPUs, "pids_limit", spec.PidsLimit, "tmp_bytes", spec.TmpBytes, "nofile", spec.NofileLimit,
 		"nproc", spec.NprocLimit, "network", "none", "cap_drop", "ALL", "no_new_privileges", true, "keep_id", keepID, "mounts", len(spec.Mounts),
@@ -199,10 +200,10 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	if err := m.eng.Start(ctx, s.name); err != nil {
 		return fail(err)
 	}
-	steps.done("start")
+	times.Done("start")
 	s.startedAt = time.Now()
 	logEvent(m.log, EventStarted, s, start)
-	if err := s.connectLocked(ctx, steps); err != nil {
+	if err := s.connectLocked(ctx, times); err != nil {
 		return fail(fmt.Errorf("the workspace container %s started but its agent did not answer: %w", s.name, err))
 	}
 	if err := s.makeWorkdirLocked(ctx); err != nil {
@@ -215,7 +216,7 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 		if err != nil {
 			return fail(err)
 		}
-		steps.done("host_facts_confirmed")
+		times.Done("host_facts_confirmed")
 		if now != host {
 			m.log.Warn("the Podman service's host changed since an earlier process recorded it; making the container again",
 				"session", s.hash(), "recorded", host, "now", now)
@@ -226,18 +227,18 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 			return s.createLocked(ctx)
 		}
 	}
-	logEvent(m.log, EventReady, s, start, "steps", steps.String())
+	logEvent(m.log, EventReady, s, start, "steps", times.String())
 	return s.client, nil
 }
 
 // connectLocked opens a channel to the agent and waits for it to answer,
-// recording both steps in steps.
-func (s *Session) connectLocked(ctx context.Context, steps *stepTimes) error {
+// recording both steps in times.
+func (s *Session) connectLocked(ctx context.Context, times *steps.Times) error {
 	stream, err := s.m.eng.OpenChannel(ctx, s.name)
 	if err != nil {
 		return err
 	}
-	steps.done("channel")
+	times.Done("channel")
 	client := wire.NewClient(stream, stream)
 	pingCtx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
@@ -245,18 +246,18 @@ func (s *Session) connectLocked(ctx context.Context, steps *stepTimes) error {
 		stream.Close()
 		return fmt.Errorf("waiting for the agent: %w", err)
 	}
-	steps.done("agent_ping")
+	times.Done("agent_ping")
 	if err := s.startWatchLocked(pingCtx, client); err != nil {
 		stream.Close()
 		return err
 	}
-	steps.done("watch")
+	times.Done("watch")
 	if s.proxy != nil {
 		if err := s.openTunnelLocked(ctx); err != nil {
 			stream.Close()
 			return err
 		}
-		steps.done("egress_tunnel")
+		times.Done("egress_tunnel")
 	}
 	client.Watch(heartbeatInterval, heartbeatTimeout, stream)
 	s.client, s.stream = client, stream

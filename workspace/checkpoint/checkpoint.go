@@ -133,9 +133,9 @@ func (r *Room) saveWith(ctx context.Context, client *wire.Client, st *checkpoint
 		return Checkpoint{}, nil, err
 	}
 	snap.Done()
-	snap.steps.done("commit")
+	snap.steps.Done("commit")
 	r.saveIndex(snap.Index)
-	snap.steps.done("index")
+	snap.steps.Done("index")
 	r.deps.Log.Info("workspace checkpoint", "event", "checkpoint", "session", r.deps.Hash(), "checkpoint", cp.ID, "auto", cp.Auto,
 		"files", cp.Files, "bytes", cp.Bytes, "added_bytes", cp.Added, "fetched_files", snap.Fetched, "duration_ms", time.Since(start).Milliseconds(),
 		"steps", snap.steps.String())

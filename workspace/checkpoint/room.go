@@ -12,9 +12,7 @@ package checkpoint
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,21 +77,3 @@ type Room struct {
 // New returns the checkpoints room of a session; its store is opened on
 // first use.
 func New(deps Deps) *Room { return &Room{deps: deps} }
-
-// stepTimes records how long each step of a checkpoint took, so that its
-// log line breaks the time down step by step.
-type stepTimes struct {
-	last  time.Time
-	parts []string
-}
-
-func newStepTimes() *stepTimes { return &stepTimes{last: time.Now()} }
-
-// done ends the step named step, which began when the previous one ended.
-func (t *stepTimes) done(step string) {
-	now := time.Now()
-	t.parts = append(t.parts, fmt.Sprintf("%s=%dms", step, now.Sub(t.last).Milliseconds()))
-	t.last = now
-}
-
-func (t *stepTimes) String() string { return strings.Join(t.parts, " ") }
