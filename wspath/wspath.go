@@ -101,6 +101,10 @@ func Clean(p string) (string, error) {
 			return fail("has more than %d segments", MaxSegments)
 		}
 	}
+	if len(segs) > 0 && segs[0] == "~" {
+		// "./~" or "a/../~" would clean to "~", which Clean refuses.
+		return fail("starts with ~ once cleaned, which is not expanded; paths are relative to %s", Root)
+	}
 	return strings.Join(segs, "/"), nil
 }
 
