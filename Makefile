@@ -62,7 +62,7 @@ test: build cross
 # test binary as the containers' agent need it static, so they run
 # without -race.
 MODULE := github.com/wink-mcp/wink-mcp
-STATIC_TEST_PKGS := server doctor cmd/wink-mcp
+STATIC_TEST_PKGS := doctor cmd/wink-mcp
 RACE_TEST_PKGS = $(shell $(GO) list ./... | grep -v -x -e '$(MODULE)/integration' $(foreach p,$(STATIC_TEST_PKGS),-e '$(MODULE)/$(p)'))
 unit:
 	@if command -v $${CC:-cc} >/dev/null; then \

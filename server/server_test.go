@@ -21,11 +21,7 @@ func newTestServer(t testing.TB) *Server {
 	cfg.CacheDir = t.TempDir()
 	cfg.Image = "localhost/test-image:1"
 	cfg.Engine = enginetest.Unreachable{URI: "unix://" + t.TempDir() + "/no-podman.sock"}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.AgentBinary = self
+	cfg.AgentBinary = enginetest.NeverRunAgent(t)
 	s, err := New(Config{Workspace: cfg})
 	if err != nil {
 		t.Fatal(err)
