@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/wink-mcp/wink-mcp/changes"
+	"github.com/wink-mcp/wink-mcp/internal/testtree"
 )
 
 // TestIgnoredDirectoriesComeLastAsOneEntry: across two mounted folders,
@@ -13,8 +14,8 @@ import (
 // workspace_diff puts every folder's hunks before any left-out line, which
 // names the directory by its workspace path.
 func TestIgnoredDirectoriesComeLastAsOneEntry(t *testing.T) {
-	rootA, a := hostTree(t, map[string]string{".gitignore": "build/\n", "a.txt": "a\n"})
-	rootB, b := hostTree(t, map[string]string{"b.txt": "b\n"})
+	rootA, a := testtree.Host(t, map[string]string{".gitignore": "build/\n", "a.txt": "a\n"})
+	rootB, b := testtree.Host(t, map[string]string{"b.txt": "b\n"})
 	m, _, _ := newTestManager(t, func(c *Config) {
 		c.Mounts = []Mount{{HostPath: a, Path: "a", Mode: MountCopy}, {HostPath: b, Path: "b", Mode: MountCopy}}
 		c.AllowedRoots = []string{rootA, rootB}
@@ -53,7 +54,7 @@ func TestIgnoredDirectoriesComeLastAsOneEntry(t *testing.T) {
 // cannot change, does not end the listing; the folders mounted after it
 // are read too (they were skipped when it came first).
 func TestChangesReadEveryFolderAfterAReadOnlyOne(t *testing.T) {
-	root, folder := hostTree(t, map[string]string{"a.txt": "a\n"})
+	root, folder := testtree.Host(t, map[string]string{"a.txt": "a\n"})
 	m, _, _ := newTestManager(t, func(c *Config) {
 		c.Mounts = []Mount{{HostPath: folder, Path: "ro", Mode: MountReadOnly}, {HostPath: folder, Path: "cp", Mode: MountCopy}}
 		c.AllowedRoots = []string{root}

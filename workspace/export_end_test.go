@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wink-mcp/wink-mcp/internal/testtree"
 )
 
 // TestUnexportedChangesOutliveEveryEnd: an export that cannot be written
@@ -31,7 +33,7 @@ func TestUnexportedChangesOutliveEveryEnd(t *testing.T) {
 			ctx: func() context.Context { c, cancel := context.WithCancel(context.Background()); cancel(); return c }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root, folder := hostTree(t, map[string]string{"a.txt": "one\n"})
+			root, folder := testtree.Host(t, map[string]string{"a.txt": "one\n"})
 			exportDir := filepath.Join(t.TempDir(), "patches")
 			var cache string
 			m, _, logs := newTestManager(t, func(c *Config) {
@@ -82,7 +84,7 @@ func TestUnexportedChangesOutliveEveryEnd(t *testing.T) {
 // (no change, or only files the folder ignores) leave nothing in the
 // export folder, not even their directory.
 func TestNothingToExportLeavesNothing(t *testing.T) {
-	root, folder := hostTree(t, map[string]string{".gitignore": "build/\n", "a.txt": "one\n"})
+	root, folder := testtree.Host(t, map[string]string{".gitignore": "build/\n", "a.txt": "one\n"})
 	exportDir := t.TempDir()
 	m, _, logs := newTestManager(t, func(c *Config) {
 		c.Mounts, c.AllowedRoots, c.ExportDir = []Mount{{HostPath: folder, Mode: MountCopy}}, []string{root}, exportDir

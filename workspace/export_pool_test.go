@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/wink-mcp/wink-mcp/internal/testtree"
 	"github.com/wink-mcp/wink-mcp/internal/testwait"
 )
 
@@ -13,7 +14,7 @@ import (
 // does not find it and it waits for no export. The session that takes it
 // is found under its own hash, and its pending export is marked with it.
 func TestPooledContainerIsASessionOnlyOnceTaken(t *testing.T) {
-	root, folder := hostTree(t, map[string]string{"a.txt": "one\n"})
+	root, folder := testtree.Host(t, map[string]string{"a.txt": "one\n"})
 	exportDir := filepath.Join(t.TempDir(), "patches")
 	var cache string
 	m, _, logs := newTestManager(t, func(c *Config) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wink-mcp/wink-mcp/internal/testtree"
 	"github.com/wink-mcp/wink-mcp/internal/testwait"
 )
 
@@ -26,7 +27,7 @@ type handedOverRun struct {
 // change proj/a.txt and hand its workspace over for ttl.
 func handOverChange(t *testing.T, exportDir string, ttl time.Duration) *handedOverRun {
 	t.Helper()
-	root, folder := hostTree(t, map[string]string{"a.txt": "one\n"})
+	root, folder := testtree.Host(t, map[string]string{"a.txt": "one\n"})
 	r := &handedOverRun{cache: t.TempDir(), exportDir: exportDir}
 	r.configure = func(c *Config) {
 		c.CacheDir, c.Mounts, c.AllowedRoots = r.cache, []Mount{{HostPath: folder, Mode: MountCopy}}, []string{root}

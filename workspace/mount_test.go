@@ -8,30 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wink-mcp/wink-mcp/internal/testtree"
 )
 
-// hostTree makes a folder of files under a new allowed root and returns both.
-func hostTree(t *testing.T, files map[string]string) (root, folder string) {
-	t.Helper()
-	root = t.TempDir()
-	folder = filepath.Join(root, "proj")
-	for name, content := range files {
-		p := filepath.Join(folder, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.MkdirAll(folder, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return root, folder
-}
-
 func TestCopyMountHonoursFiltersAndBudget(t *testing.T) {
-	root, folder := hostTree(t, map[string]string{
+	root, folder := testtree.Host(t, map[string]string{
 		"main.go": "package main\n", "go.mod": "module x\n", "README.md": "# x\n",
 		"vendor/dep/dep.go": "package dep\n", "internal/a.go": "package internal\n", "big.go": strings.Repeat("x", 5000),
 	})
@@ -99,7 +81,7 @@ func TestCopyMountChangesDiffAndExport(t *testing.T) {
 }
 
 func testCopyMountChangesDiffAndExport(t *testing.T, onPodmanHost bool) {
-	root, folder := hostTree(t, map[string]string{"a.txt": "one\ntwo\n", "gone.txt": "bye\n", "sub/keep.txt": "keep\n"})
+	root, folder := testtree.Host(t, map[string]string{"a.txt": "one\ntwo\n", "gone.txt": "bye\n", "sub/keep.txt": "keep\n"})
 	exportDir := t.TempDir()
 	m, _, _ := newTestManager(t, func(c *Config) {
 		c.Mounts, c.AllowedRoots, c.ExportDir = []Mount{{HostPath: folder, Mode: MountCopy}}, []string{root}, exportDir

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/wink-mcp/wink-mcp/internal/testtree"
 )
 
 // Calls reading the changes at once, while the session edits its copy,
 // each see a whole copy: bringing it back is serialised.
 func TestConcurrentChangesOnThePodmanHost(t *testing.T) {
-	root, folder := hostTree(t, map[string]string{"a.txt": "one\n"})
+	root, folder := testtree.Host(t, map[string]string{"a.txt": "one\n"})
 	m, _, _ := newTestManager(t, func(c *Config) {
 		c.Mounts, c.AllowedRoots, c.FilesOnEngineHost = []Mount{{HostPath: folder, Mode: MountCopy}}, []string{root}, true
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/internal/testtree"
 	"github.com/wink-mcp/wink-mcp/internal/testwait"
 )
 
@@ -89,7 +90,7 @@ func TestFilesOnEngineHostRefusesWhatNeedsLocalFiles(t *testing.T) {
 // A reset on the Podman host empties the session's volume and gives the
 // next container a fresh copy of each copy mount.
 func TestResetWithTheFilesOnThePodmanHost(t *testing.T) {
-	root, folder := hostTree(t, map[string]string{"a.txt": "one\n"})
+	root, folder := testtree.Host(t, map[string]string{"a.txt": "one\n"})
 	m, eng, _ := newTestManager(t, func(c *Config) {
 		c.Mounts, c.AllowedRoots, c.FilesOnEngineHost = []Mount{{HostPath: folder, Mode: MountCopy}}, []string{root}, true
 	})

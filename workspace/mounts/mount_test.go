@@ -5,30 +5,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wink-mcp/wink-mcp/internal/testtree"
 )
 
-// hostTree makes a folder of files under a new allowed root and returns both.
-func hostTree(t *testing.T, files map[string]string) (root, folder string) {
-	t.Helper()
-	root = t.TempDir()
-	folder = filepath.Join(root, "proj")
-	for name, content := range files {
-		p := filepath.Join(folder, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.MkdirAll(folder, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return root, folder
-}
-
 func TestResolveMountsRefusesWhatItShould(t *testing.T) {
-	root, folder := hostTree(t, map[string]string{"a.txt": "a"})
+	root, folder := testtree.Host(t, map[string]string{"a.txt": "a"})
 	outside := t.TempDir()
 	file := filepath.Join(folder, "a.txt")
 	link := filepath.Join(root, "escape")
