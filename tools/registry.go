@@ -19,8 +19,9 @@ type Options struct {
 }
 
 // Interfaces are the interfaces the tools take of a session's workspace,
-// each tool one of them: the workspace WorkspaceFor returns must implement
-// every one, or the tools that take the missing ones answer with an error.
+// each tool one of them: the workspace WorkspaceFor returns, or one of its
+// parts (Composite), must implement every one, or the tools that take the
+// missing ones answer with an error.
 func Interfaces() []reflect.Type {
 	return []reflect.Type{
 		reflect.TypeFor[FileReader](), reflect.TypeFor[FileWriter](), reflect.TypeFor[FileSearcher](),

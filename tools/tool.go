@@ -23,9 +23,36 @@ import (
 )
 
 // WorkspaceFor returns the workspace of the MCP session a call belongs to.
-// Each tool takes of it only the interface it needs; a tool whose interface
-// the workspace lacks answers with a tool error, not a panic.
+// Each tool takes of it only the interface it needs, from the workspace
+// itself or, when the workspace is a Composite, from the first of its parts
+// that implements it; a tool whose interface no part has answers with a
+// tool error, not a panic.
 type WorkspaceFor func(ctx context.Context) (any, error)
+
+// Composite is a workspace made of parts (its files, its jobs, its
+// checkpoints...), each implementing some of the tools' interfaces.
+type Composite interface {
+	// Parts returns the parts, in the order a tool looks for its
+	// interface among them.
+	Parts() []any
+}
+
+// partOf returns what of ws implements W: ws itself, or the first of its
+// parts that does.
+func partOf[W any](ws any) (W, bool) {
+	if w, ok := ws.(W); ok {
+		return w, true
+	}
+	if c, ok := ws.(Composite); ok {
+		for _, p := range c.Parts() {
+			if w, ok := p.(W); ok {
+				return w, true
+			}
+		}
+	}
+	var zero W
+	return zero, false
+}
 
 // Result is a tool's structured result.
 type Result interface {
@@ -90,7 +117,7 @@ func build[W any, P any, R Result](workspaceFor WorkspaceFor, d definition[W, P,
 		if err != nil {
 			return mcp.NewToolResultError(errorMessage(err)), nil
 		}
-		w, ok := ws.(W)
+		w, ok := partOf[W](ws)
 		if !ok {
 			return mcp.NewToolResultError(lacking(d.name, ws, reflect.TypeFor[W]())), nil
 		}

@@ -98,3 +98,31 @@ func TestTheMissingInterfaceIsNamed(t *testing.T) {
 		t.Errorf("message %q does not name the workspace's type and FileReader", msg)
 	}
 }
+
+// fakeComposite is a workspace made of parts.
+type fakeComposite []any
+
+func (c fakeComposite) Parts() []any { return c }
+
+// A tool on a Composite workspace takes the first part that implements its
+// interface, and names the composite when none does.
+func TestAToolTakesItsInterfaceFromAPart(t *testing.T) {
+	first, second := &fakeFiles{}, &fakeFiles{}
+	tool, err := Ls(func(context.Context) (any, error) { return fakeComposite{&fakeChanges{}, first, second}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := call(t, tool, `{"path":"a"}`); res.IsError {
+		t.Fatalf("ls on a composite with files: %s", text(res))
+	}
+	if len(first.calls) != 1 || len(second.calls) != 0 {
+		t.Errorf("the first files part got %q and the second %q, want one call on the first", first.calls, second.calls)
+	}
+	tool, err = Ls(func(context.Context) (any, error) { return fakeComposite{&fakeChanges{}}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := text(call(t, tool, `{}`)); !strings.Contains(msg, "(tools.fakeComposite) lacks the methods of tools.FileReader") {
+		t.Errorf("message %q does not name the composite and FileReader", msg)
+	}
+}
