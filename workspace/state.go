@@ -106,7 +106,7 @@ func (s *Session) State(ctx context.Context) (State, error) {
 		}
 	}
 	s.mu.Unlock()
-	st.Ports = s.Ports()
+	st.Ports = s.ports.Ports()
 	if s.checkpoints.HasCheckpoints() {
 		store, err := s.checkpoints.Store()
 		if err != nil {
