@@ -71,7 +71,7 @@ func TestHandoffOverStdioGoesToDiskForAnotherProcess(t *testing.T) {
 	b.Register("stdio", SessionOptions{Stdio: true})
 	s, _ := a.Session("stdio")
 	echo(t, s, "sh", "-c", "mkdir -p src && echo half-done > src/work.txt")
-	if _, err := s.Checkpoint(ctx, "planned"); err != nil {
+	if _, err := s.checkpoints.Checkpoint(ctx, "planned"); err != nil {
 		t.Fatal(err)
 	}
 	h, err := s.Handoff(ctx, time.Minute)
@@ -102,7 +102,7 @@ func TestHandoffOverStdioGoesToDiskForAnotherProcess(t *testing.T) {
 	if text, err := r2.ReadWhole(ctx, "src/work.txt"); err != nil || text != "half-done\n" {
 		t.Errorf("attached work.txt = %q, %v", text, err)
 	}
-	if list, err := r2.Checkpoints(ctx); err != nil || len(list.Checkpoints) != 1 {
+	if list, err := r2.checkpoints.Checkpoints(ctx); err != nil || len(list.Checkpoints) != 1 {
 		t.Errorf("attached checkpoints = %+v, %v", list, err)
 	}
 	b.Register("stdio3", SessionOptions{Stdio: true})

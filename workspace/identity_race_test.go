@@ -29,7 +29,7 @@ func TestAttachWhileCallsStart(t *testing.T) {
 	if _, err := giver.WriteFile(ctx, "f", "one"); err != nil {
 		t.Fatal(err)
 	}
-	cp, err := giver.Checkpoint(ctx, "one")
+	cp, err := giver.checkpoints.Checkpoint(ctx, "one")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestAttachWhileCallsStart(t *testing.T) {
 				_, _ = giver.Exec(ctx, ExecRequest{Argv: []string{"touch", path + ".sh"}, Timeout: 10 * time.Second})
 				_, _ = giver.Remove(ctx, path)
 				if r == 0 {
-					_, _ = giver.Restore(ctx, cp.ID)
+					_, _ = giver.checkpoints.Restore(ctx, cp.ID)
 				}
 			}
 		})

@@ -276,6 +276,7 @@ func (m *Manager) newSession(id, key string) *Session {
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.ports = s.newPorts()
 	s.checkpoints = s.newCheckpoints()
+	s.folders = s.newFolders()
 	s.lastUsed.Store(time.Now().UnixNano())
 	s.opened = time.Now()
 	s.serve(id, key)

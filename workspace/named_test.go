@@ -24,7 +24,7 @@ func TestKeptWorkspaceOutlivesItsProcess(t *testing.T) {
 	if _, err := s.WriteFile(ctx, "notes.txt", "kept"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Checkpoint(ctx, "first"); err != nil {
+	if _, err := s.checkpoints.Checkpoint(ctx, "first"); err != nil {
 		t.Fatal(err)
 	}
 	b.Register("two", SessionOptions{Workspace: "proj"})
@@ -48,7 +48,7 @@ func TestKeptWorkspaceOutlivesItsProcess(t *testing.T) {
 	if text, err := s2.ReadWhole(ctx, "notes.txt"); err != nil || text != "kept" {
 		t.Errorf("resumed notes.txt = %q, %v", text, err)
 	}
-	list, err := s2.Checkpoints(ctx)
+	list, err := s2.checkpoints.Checkpoints(ctx)
 	if err != nil || len(list.Checkpoints) != 1 || list.Checkpoints[0].Message != "first" {
 		t.Errorf("resumed checkpoints = %+v, %v", list, err)
 	}

@@ -9,5 +9,7 @@ func (s *Session) Parts() []any {
 	return []any{
 		s,
 		s.ports,
+		s.checkpoints,
+		s.folders,
 	}
 }

@@ -25,7 +25,7 @@ func TestConcurrentChangesOnThePodmanHost(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			list, err := s.Changes(ctx, "")
+			list, err := s.folders.Changes(ctx, "")
 			if err == nil && len(list) != 1 {
 				err = fmt.Errorf("saw %d changes, want 1: %v", len(list), list)
 			}

@@ -113,7 +113,7 @@ func TestResetWithTheFilesOnThePodmanHost(t *testing.T) {
 	if _, err := s.ReadFile(ctx, "scratch.txt", 0, 100); err == nil {
 		t.Error("scratch.txt survived the reset")
 	}
-	if list, err := s.Changes(ctx, ""); err != nil || len(list) != 0 {
+	if list, err := s.folders.Changes(ctx, ""); err != nil || len(list) != 0 {
 		t.Errorf("changes after the reset: %v %v", list, err)
 	}
 }

@@ -17,7 +17,7 @@ func TestAnUnfinishedRestoreLeavesTheJobsReachable(t *testing.T) {
 	m, _, _ := newTestManager(t, nil)
 	s, _ := m.Session("stuck")
 	echo(t, s, "sh", "-c", "head -c 2000000 /dev/urandom > big")
-	cp, err := s.Checkpoint(ctx, "")
+	cp, err := s.checkpoints.Checkpoint(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}

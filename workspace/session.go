@@ -16,6 +16,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/workspace/checkpoint"
+	"github.com/wink-mcp/wink-mcp/workspace/folders"
 	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 	"github.com/wink-mcp/wink-mcp/workspace/ports"
 	"github.com/wink-mcp/wink-mcp/workspace/touched"
@@ -125,6 +126,9 @@ type Session struct {
 	// room (package checkpoint) opens on first use.
 	storeDir    string
 	checkpoints *checkpoint.Room
+	// folders shows what the session changed in its mounted host folders
+	// (package folders).
+	folders *folders.Part
 	// ranCommands says a command ran, so the files may hold more than the
 	// tools wrote.
 	ranCommands atomic.Bool

@@ -28,7 +28,14 @@
 //   - workspace/touched: the files a session's tools and commands
 //     touched (touched.Snapshot);
 //   - workspace/checkpoint: a session's checkpoints and restores, and the
-//     journal of a restore that did not finish (checkpoint.Room);
+//     journal of a restore that did not finish (checkpoint.Room, which
+//     serves the checkpoint tools itself);
+//   - workspace/folders: what a session changed in its mounted host
+//     folders, listed and diffed (folders.Part; no state and no lock: a
+//     read of the changes takes the session's pullMu when the copies are
+//     on the Podman host);
+//   - workspace/difftext: the cap on a diff's size (no state and no
+//     lock);
 //   - workspace/mounts: the host folders a session shows, resolved
 //     against the allowed roots, their directories and copies in the
 //     session directory, their changes and the patches that export them
