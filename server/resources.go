@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -30,6 +31,29 @@ const (
 // fileURI is the resource URI of a workspace file.
 func fileURI(path string) string { return filesURIPrefix + path }
 
+// watchReporter is what the snapshot resource takes of a session's
+// workspace to say how completely it is watched.
+type watchReporter interface {
+	// Watching says how completely the workspace is watched for the
+	// changes commands make.
+	Watching() workspace.WatchReport
+}
+
+// sessionPart returns the part of the request's session's workspace that
+// implements W, as a tool takes its interface (tools.PartOf).
+func sessionPart[W any](ctx context.Context, s *Server) (W, error) {
+	var zero W
+	ws, err := s.sessionWorkspace(ctx)
+	if err != nil {
+		return zero, err
+	}
+	w, ok := tools.PartOf[W](ws)
+	if !ok {
+		return zero, fmt.Errorf("the session's workspace has no part that implements %s", reflect.TypeFor[W]())
+	}
+	return w, nil
+}
+
 // snapshotEntry is one touched file in the snapshot resource.
 type snapshotEntry struct {
 	workspace.TouchedFile
@@ -48,12 +72,16 @@ func (s *Server) registerResources() {
 			if err != nil {
 				return nil, err
 			}
+			watch, err := sessionPart[watchReporter](ctx, s)
+			if err != nil {
+				return nil, err
+			}
 			files := ws.Snapshot()
 			entries := make([]snapshotEntry, len(files))
 			for i, f := range files {
 				entries[i] = snapshotEntry{TouchedFile: f, URI: fileURI(f.Path)}
 			}
-			b, err := json.MarshalIndent(map[string]any{"files": entries, "watch": ws.Watching()}, "", "  ")
+			b, err := json.MarshalIndent(map[string]any{"files": entries, "watch": watch.Watching()}, "", "  ")
 			if err != nil {
 				return nil, err
 			}

@@ -37,9 +37,9 @@ type Composite interface {
 	Parts() []any
 }
 
-// partOf returns what of ws implements W: ws itself, or the first of its
-// parts that does.
-func partOf[W any](ws any) (W, bool) {
+// PartOf returns what of ws implements W: ws itself, or the first of its
+// parts that does (Composite); ok is false when none does.
+func PartOf[W any](ws any) (W, bool) {
 	if w, ok := ws.(W); ok {
 		return w, true
 	}
@@ -117,7 +117,7 @@ func build[W any, P any, R Result](workspaceFor WorkspaceFor, d definition[W, P,
 		if err != nil {
 			return mcp.NewToolResultError(errorMessage(err)), nil
 		}
-		w, ok := partOf[W](ws)
+		w, ok := PartOf[W](ws)
 		if !ok {
 			return mcp.NewToolResultError(lacking(d.name, ws, reflect.TypeFor[W]())), nil
 		}

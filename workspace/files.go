@@ -178,7 +178,7 @@ func (s *Session) Python(ctx context.Context, req PythonRequest) (PythonResult, 
 			s.wrote(ctx, w.Path, w.SizeBytes, w.Seq)
 		}
 	}
-	s.commanded(ctx, r.Changes)
+	s.watcher.Commanded(ctx, r.Changes)
 	return r, err
 }
 

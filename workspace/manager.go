@@ -277,6 +277,7 @@ func (m *Manager) newSession(id, key string) *Session {
 	s.ports = s.newPorts()
 	s.checkpoints = s.newCheckpoints()
 	s.folders = s.newFolders()
+	s.watcher = s.newWatcher()
 	s.lastUsed.Store(time.Now().UnixNano())
 	s.opened = time.Now()
 	s.serve(id, key)

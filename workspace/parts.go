@@ -11,5 +11,6 @@ func (s *Session) Parts() []any {
 		s.ports,
 		s.checkpoints,
 		s.folders,
+		s.watcher,
 	}
 }

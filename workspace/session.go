@@ -20,6 +20,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 	"github.com/wink-mcp/wink-mcp/workspace/ports"
 	"github.com/wink-mcp/wink-mcp/workspace/touched"
+	"github.com/wink-mcp/wink-mcp/workspace/watch"
 )
 
 // Session is one MCP session's workspace, safe for concurrent use; every
@@ -117,8 +118,9 @@ type Session struct {
 	jobsStarted atomic.Bool
 
 	touched touched.Snapshot // files the tools and commands wrote, edited or removed
-	// watchStatus is the latest status of the agent's watch.
-	watchStatus atomic.Pointer[wire.WatchStatus]
+	// watcher follows the changes the container's processes make
+	// (package watch).
+	watcher *watch.Watcher
 
 	// gate orders the calls around checkpoints and restores.
 	gate *gate
@@ -178,7 +180,7 @@ func (s *Session) Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
 	}
 	var res ExecResult
 	err := s.call(ctx, wire.OpExec, args, &res, req.Progress)
-	s.commanded(ctx, res.Changes)
+	s.watcher.Commanded(ctx, res.Changes)
 	return res, err
 }
 

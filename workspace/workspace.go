@@ -36,6 +36,9 @@
 //     on the Podman host);
 //   - workspace/difftext: the cap on a diff's size (no state and no
 //     lock);
+//   - workspace/watch: the agent's watch of /workspace, its status, and
+//     the changes processes make, recorded in the touched files
+//     (watch.Watcher; no lock: its status is an atomic pointer);
 //   - workspace/mounts: the host folders a session shows, resolved
 //     against the allowed roots, their directories and copies in the
 //     session directory, their changes and the patches that export them
