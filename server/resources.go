@@ -31,6 +31,20 @@ const (
 // fileURI is the resource URI of a workspace file.
 func fileURI(path string) string { return filesURIPrefix + path }
 
+// touchedFiles is what the snapshot resource takes of a session's
+// workspace to list the files its tools and commands touched.
+type touchedFiles interface {
+	// Snapshot lists the files the session's tools and commands wrote,
+	// edited or removed.
+	Snapshot() []workspace.TouchedFile
+}
+
+// wholeReader is what a file resource takes of a session's workspace.
+type wholeReader interface {
+	// ReadWhole returns a UTF-8 file's whole content, exactly.
+	ReadWhole(ctx context.Context, path string) (string, error)
+}
+
 // watchReporter is what the snapshot resource takes of a session's
 // workspace to say how completely it is watched.
 type watchReporter interface {
@@ -40,16 +54,22 @@ type watchReporter interface {
 }
 
 // sessionPart returns the part of the request's session's workspace that
-// implements W, as a tool takes its interface (tools.PartOf).
+// implements W (see partOf).
 func sessionPart[W any](ctx context.Context, s *Server) (W, error) {
-	var zero W
 	ws, err := s.sessionWorkspace(ctx)
 	if err != nil {
+		var zero W
 		return zero, err
 	}
+	return partOf[W](ws)
+}
+
+// partOf returns the part of ws that implements W, as a tool takes its
+// interface (tools.PartOf).
+func partOf[W any](ws *workspace.Session) (W, error) {
 	w, ok := tools.PartOf[W](ws)
 	if !ok {
-		return zero, fmt.Errorf("the session's workspace has no part that implements %s", reflect.TypeFor[W]())
+		return w, fmt.Errorf("the session's workspace has no part that implements %s", reflect.TypeFor[W]())
 	}
 	return w, nil
 }
@@ -72,11 +92,15 @@ func (s *Server) registerResources() {
 			if err != nil {
 				return nil, err
 			}
-			watch, err := sessionPart[watchReporter](ctx, s)
+			touched, err := partOf[touchedFiles](ws)
 			if err != nil {
 				return nil, err
 			}
-			files := ws.Snapshot()
+			watch, err := partOf[watchReporter](ws)
+			if err != nil {
+				return nil, err
+			}
+			files := touched.Snapshot()
 			entries := make([]snapshotEntry, len(files))
 			for i, f := range files {
 				entries[i] = snapshotEntry{TouchedFile: f, URI: fileURI(f.Path)}
@@ -97,11 +121,11 @@ func (s *Server) registerResources() {
 			if err != nil {
 				return nil, err
 			}
-			ws, err := s.sessionWorkspace(ctx)
+			files, err := sessionPart[wholeReader](ctx, s)
 			if err != nil {
 				return nil, err
 			}
-			text, err := ws.ReadWhole(ctx, path)
+			text, err := files.ReadWhole(ctx, path)
 			if err != nil {
 				return nil, err
 			}

@@ -22,7 +22,7 @@ func TestIgnoredDirectoriesComeLastAsOneEntry(t *testing.T) {
 	})
 	s, _ := m.Session("s")
 	for path, content := range map[string]string{"a/build/x/1.o": "1", "a/build/2.o": "22", "b/b.txt": "b, edited\n"} {
-		if _, err := s.WriteFile(ctx, path, content); err != nil {
+		if _, err := s.files.WriteFile(ctx, path, content); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -60,7 +60,7 @@ func TestChangesReadEveryFolderAfterAReadOnlyOne(t *testing.T) {
 		c.AllowedRoots = []string{root}
 	})
 	s, _ := m.Session("s")
-	if _, err := s.WriteFile(ctx, "cp/a.txt", "a, edited\n"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "cp/a.txt", "a, edited\n"); err != nil {
 		t.Fatal(err)
 	}
 	list, err := s.folders.Changes(ctx, "")

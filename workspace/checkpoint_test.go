@@ -218,7 +218,7 @@ func TestRestoreStopsRunningCommandsAndJobs(t *testing.T) {
 func TestRestoreRacingWritesTearsNothing(t *testing.T) {
 	m, _, _ := newTestManager(t, nil)
 	s, _ := m.Session("race")
-	if _, err := s.WriteFile(ctx, "f.txt", "checkpointed"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "f.txt", "checkpointed"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.checkpoints.Checkpoint(ctx, ""); err != nil {
@@ -227,7 +227,7 @@ func TestRestoreRacingWritesTearsNothing(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 40 {
 		wg.Go(func() {
-			if _, err := s.WriteFile(ctx, "f.txt", strings.Repeat(fmt.Sprint(i%10), 10_000)); err != nil {
+			if _, err := s.files.WriteFile(ctx, "f.txt", strings.Repeat(fmt.Sprint(i%10), 10_000)); err != nil {
 				t.Errorf("write %d: %v", i, err)
 			}
 		})
@@ -312,7 +312,7 @@ func TestUnfinishedRestoreIsFinishedBeforeTheNextCall(t *testing.T) {
 	}
 	// A new owner of the workspace opens its store and finds the journal.
 	reopenCheckpoints(t, s)
-	if _, err := s.List(ctx, ""); err != nil {
+	if _, err := s.files.List(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := treeState(t, s.workspaceDir()); !maps.Equal(got, want) {
@@ -326,7 +326,7 @@ func TestUnfinishedRestoreIsFinishedBeforeTheNextCall(t *testing.T) {
 func TestIdleCleanupTakesACheckpointFirst(t *testing.T) {
 	m, eng, logs := newTestManager(t, func(c *Config) { c.IdleTimeout = 100 * time.Millisecond })
 	s, _ := m.Session("idle")
-	if _, err := s.WriteFile(ctx, "work.txt", "not lost"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "work.txt", "not lost"); err != nil {
 		t.Fatal(err)
 	}
 	testwait.For(t, "the idle clean-up", func() bool { return eng.count() == 0 })
@@ -376,14 +376,14 @@ func TestCheckpointWhoseTreesPassTheCapIsRefused(t *testing.T) {
 func TestRestoreToAnOldAutomaticCheckpointKeepsIt(t *testing.T) {
 	m, _, _ := newTestManager(t, nil)
 	s, _ := m.Session("autos")
-	if _, err := s.WriteFile(ctx, "f", "v0"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "f", "v0"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.checkpoints.Checkpoint(ctx, "base"); err != nil {
 		t.Fatal(err)
 	}
 	for i := 1; i <= checkpoint.KeptAutoCheckpoints+1; i++ {
-		if _, err := s.WriteFile(ctx, "f", fmt.Sprint("v", i)); err != nil {
+		if _, err := s.files.WriteFile(ctx, "f", fmt.Sprint("v", i)); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.checkpoints.Restore(ctx, "c1"); err != nil {
@@ -398,7 +398,7 @@ func TestRestoreToAnOldAutomaticCheckpointKeepsIt(t *testing.T) {
 	if _, err := s.checkpoints.Restore(ctx, oldest.ID); err != nil {
 		t.Fatalf("restoring the oldest automatic checkpoint %s: %v", oldest.ID, err)
 	}
-	if text, _ := s.ReadWhole(ctx, "f"); text != "v2" {
+	if text, _ := s.files.ReadWhole(ctx, "f"); text != "v2" {
 		t.Errorf("f = %q, want v2", text)
 	}
 	list, _ = s.checkpoints.Checkpoints(ctx)
@@ -420,7 +420,7 @@ func TestCheckpointOperationsRacingEachOther(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
-			if _, err := s.WriteFile(ctx, fmt.Sprintf("a/w%d", i), "w"); err != nil {
+			if _, err := s.files.WriteFile(ctx, fmt.Sprintf("a/w%d", i), "w"); err != nil {
 				t.Errorf("write: %v", err)
 			}
 		})

@@ -278,6 +278,7 @@ func (m *Manager) newSession(id, key string) *Session {
 	s.checkpoints = s.newCheckpoints()
 	s.folders = s.newFolders()
 	s.watcher = s.newWatcher()
+	s.files = s.newFiles()
 	s.lastUsed.Store(time.Now().UnixNano())
 	s.opened = time.Now()
 	s.serve(id, key)

@@ -91,16 +91,16 @@ func testCopyMountChangesDiffAndExport(t *testing.T, onPodmanHost bool) {
 	if changes, err := s.folders.Changes(ctx, ""); err != nil || len(changes) != 0 {
 		t.Fatalf("changes before any call: %v %v", changes, err)
 	}
-	if _, err := s.WriteFile(ctx, "proj/a.txt", "one\n2\n"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "proj/a.txt", "one\n2\n"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.WriteFile(ctx, "proj/new.txt", "new\n"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "proj/new.txt", "new\n"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Remove(ctx, "proj/gone.txt"); err != nil {
+	if _, err := s.files.Remove(ctx, "proj/gone.txt"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.WriteFile(ctx, "scratch.txt", "not in a mount\n"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "scratch.txt", "not in a mount\n"); err != nil {
 		t.Fatal(err)
 	}
 	list, err := s.folders.Changes(ctx, "")

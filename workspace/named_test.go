@@ -21,7 +21,7 @@ func TestKeptWorkspaceOutlivesItsProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.WriteFile(ctx, "notes.txt", "kept"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "notes.txt", "kept"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.checkpoints.Checkpoint(ctx, "first"); err != nil {
@@ -45,7 +45,7 @@ func TestKeptWorkspaceOutlivesItsProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text, err := s2.ReadWhole(ctx, "notes.txt"); err != nil || text != "kept" {
+	if text, err := s2.files.ReadWhole(ctx, "notes.txt"); err != nil || text != "kept" {
 		t.Errorf("resumed notes.txt = %q, %v", text, err)
 	}
 	list, err := s2.checkpoints.Checkpoints(ctx)

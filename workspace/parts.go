@@ -8,6 +8,7 @@ package workspace
 func (s *Session) Parts() []any {
 	return []any{
 		s,
+		s.files,
 		s.ports,
 		s.checkpoints,
 		s.folders,

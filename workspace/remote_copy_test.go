@@ -16,7 +16,7 @@ func TestConcurrentChangesOnThePodmanHost(t *testing.T) {
 		c.Mounts, c.AllowedRoots, c.FilesOnEngineHost = []Mount{{HostPath: folder, Mode: MountCopy}}, []string{root}, true
 	})
 	s, _ := m.Session("s")
-	if _, err := s.WriteFile(ctx, "proj/b.txt", "new\n"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "proj/b.txt", "new\n"); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup

@@ -34,7 +34,7 @@ func TestAnUnfinishedRestoreLeavesTheJobsReachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	reopenCheckpoints(t, s)
-	if _, err := s.List(ctx, ""); err == nil || !strings.Contains(err.Error(), "job action=forget") || !strings.Contains(err.Error(), "did not finish") {
+	if _, err := s.files.List(ctx, ""); err == nil || !strings.Contains(err.Error(), "job action=forget") || !strings.Contains(err.Error(), "did not finish") {
 		t.Errorf("a call on the half-restored workspace = %v", err)
 	}
 	if _, err := s.Jobs(ctx); err != nil {

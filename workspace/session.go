@@ -16,6 +16,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/workspace/checkpoint"
+	"github.com/wink-mcp/wink-mcp/workspace/files"
 	"github.com/wink-mcp/wink-mcp/workspace/folders"
 	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 	"github.com/wink-mcp/wink-mcp/workspace/ports"
@@ -118,6 +119,9 @@ type Session struct {
 	jobsStarted atomic.Bool
 
 	touched touched.Snapshot // files the tools and commands wrote, edited or removed
+	// files is the workspace's files as the file tools see them (package
+	// files).
+	files *files.Part
 	// watcher follows the changes the container's processes make
 	// (package watch).
 	watcher *watch.Watcher

@@ -36,6 +36,8 @@
 //     on the Podman host);
 //   - workspace/difftext: the cap on a diff's size (no state and no
 //     lock);
+//   - workspace/files: the files as the file tools see them, each call
+//     one of the session's (files.Part; no state and no lock of its own);
 //   - workspace/watch: the agent's watch of /workspace, its status, and
 //     the changes processes make, recorded in the touched files
 //     (watch.Watcher; no lock: its status is an atomic pointer);
