@@ -185,7 +185,7 @@ func TestRestoreStopsRunningCommandsAndJobs(t *testing.T) {
 	if _, err := s.checkpoints.Checkpoint(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.StartJob(ctx, JobRequest{Argv: []string{"sleep", "100"}, Timeout: time.Minute}); err != nil {
+	if _, err := s.jobs.StartJob(ctx, JobRequest{Argv: []string{"sleep", "100"}, Timeout: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)

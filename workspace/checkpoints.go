@@ -44,7 +44,7 @@ func (s *Session) newCheckpoints() *checkpoint.Room {
 		TryLockFiles:    s.gate.tryLockFiles,
 		LockAll:         s.gate.lockAll,
 		CommandsRunning: s.gate.commandsRunning,
-		JobsStarted:     s.jobsStarted.Load,
+		JobsStarted:     s.jobs.Started,
 		WroteFiles:      func() bool { return len(s.touched.List()) > 0 || s.ranCommands.Load() },
 		SkipPaths:       s.skipPaths,
 		Changed:         func(ctx context.Context) { s.m.changed(ctx, s.id(), s.touched.Paths()...) },

@@ -18,7 +18,7 @@ func TestHandoffInProcessKeepsTheContainerAndJobs(t *testing.T) {
 	if _, err := a.files.WriteFile(ctx, "plan.md", "the plan"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.StartJob(ctx, JobRequest{Argv: []string{"sleep", "60"}, Timeout: time.Minute}); err != nil {
+	if _, err := a.jobs.StartJob(ctx, JobRequest{Argv: []string{"sleep", "60"}, Timeout: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	h, err := a.Handoff(ctx, time.Minute)
@@ -43,7 +43,7 @@ func TestHandoffInProcessKeepsTheContainerAndJobs(t *testing.T) {
 	if text, err := b2.files.ReadWhole(ctx, "plan.md"); err != nil || text != "the plan" {
 		t.Errorf("attached plan.md = %q, %v", text, err)
 	}
-	jobs, err := b2.Jobs(ctx)
+	jobs, err := b2.jobs.Jobs(ctx)
 	if err != nil || jobs.Running != 1 {
 		t.Errorf("attached jobs = %+v, %v", jobs, err)
 	}

@@ -275,6 +275,7 @@ func (m *Manager) newSession(id, key string) *Session {
 		diskFile: filepath.Join(m.inst.dir, disksDir, key+".img"), gate: newGate(), storeDir: m.inst.storeDir(key)}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.ports = s.newPorts()
+	s.jobs = s.newJobs()
 	s.checkpoints = s.newCheckpoints()
 	s.folders = s.newFolders()
 	s.watcher = s.newWatcher()

@@ -9,6 +9,7 @@ func (s *Session) Parts() []any {
 	return []any{
 		s,
 		s.files,
+		s.jobs,
 		s.ports,
 		s.checkpoints,
 		s.folders,

@@ -37,7 +37,7 @@ func TestAnUnfinishedRestoreLeavesTheJobsReachable(t *testing.T) {
 	if _, err := s.files.List(ctx, ""); err == nil || !strings.Contains(err.Error(), "job action=forget") || !strings.Contains(err.Error(), "did not finish") {
 		t.Errorf("a call on the half-restored workspace = %v", err)
 	}
-	if _, err := s.Jobs(ctx); err != nil {
+	if _, err := s.jobs.Jobs(ctx); err != nil {
 		t.Errorf("listing jobs beside the unfinished restore: %v", err)
 	}
 }

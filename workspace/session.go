@@ -18,6 +18,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/workspace/checkpoint"
 	"github.com/wink-mcp/wink-mcp/workspace/files"
 	"github.com/wink-mcp/wink-mcp/workspace/folders"
+	"github.com/wink-mcp/wink-mcp/workspace/jobs"
 	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 	"github.com/wink-mcp/wink-mcp/workspace/ports"
 	"github.com/wink-mcp/wink-mcp/workspace/touched"
@@ -114,9 +115,9 @@ type Session struct {
 
 	active   atomic.Int32 // calls in progress
 	lastUsed atomic.Int64 // unix nanoseconds of the last call's start or end
-	// jobsStarted says a job was started in the current container, so its
-	// end and its idle clean-up ask the agent about running jobs.
-	jobsStarted atomic.Bool
+	// jobs are the background jobs started in the container (package
+	// jobs).
+	jobs *jobs.Part
 
 	touched touched.Snapshot // files the tools and commands wrote, edited or removed
 	// files is the workspace's files as the file tools see them (package
@@ -284,7 +285,7 @@ func (s *Session) call(ctx context.Context, op string, args, result any, progres
 	// A call that neither sees nor changes the files (a job's status, its
 	// output, forgetting it) goes on beside a restore that cannot finish:
 	// it may be what frees the disk the restore needs.
-	if !jobQuery(op) {
+	if !jobs.Query(op) {
 		if err := s.checkpoints.SettlePendingRestore(ctx); err != nil {
 			return err
 		}

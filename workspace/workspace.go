@@ -38,6 +38,10 @@
 //     lock);
 //   - workspace/files: the files as the file tools see them, each call
 //     one of the session's (files.Part; no state and no lock of its own);
+//   - workspace/jobs: the background jobs started in the container, and
+//     what the session asks of them under Session.mu before its
+//     container goes (jobs.Part; no lock: whether one was started is an
+//     atomic flag);
 //   - workspace/watch: the agent's watch of /workspace, its status, and
 //     the changes processes make, recorded in the touched files
 //     (watch.Watcher; no lock: its status is an atomic pointer);
