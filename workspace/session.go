@@ -26,8 +26,9 @@ import (
 )
 
 // Session is one MCP session's workspace, safe for concurrent use; every
-// method honours ctx's cancellation. The tools take of it only the small
-// interfaces they define (package tools). The container is made by
+// method honours ctx's cancellation. The tools take of it, or of one of
+// its parts (Parts), only the small interfaces they define (package
+// tools). The container is made by
 // Prestart, or by the first call that needs it.
 type Session struct {
 	m *Manager

@@ -2,8 +2,8 @@
 // container, created on the first call that needs it by a container engine
 // (package engine; Podman's is engine/podman), with the session's files
 // under /workspace and the wink-mcp agent as its init. It hides the engine
-// from the tools: they see a Session through the small interfaces they
-// define (package tools).
+// from the tools: they see a Session, and the parts it wires (Parts),
+// through the small interfaces they define (package tools).
 //
 // The Manager maps sessions to containers, removes idle ones, recreates dead
 // ones, and at start-up removes containers left by wink-mcp servers that
