@@ -34,7 +34,7 @@ func (c pathCompleter) CompleteResourceArgument(ctx context.Context, uri string,
 	if err != nil {
 		return none, nil
 	}
-	files, err := sessionPart[tools.FileReader](ctx, c.s)
+	files, err := requestPart[tools.FileReader](ctx, c.s)
 	if err != nil {
 		return nil, err
 	}

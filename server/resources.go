@@ -53,9 +53,9 @@ type watchReporter interface {
 	Watching() workspace.WatchReport
 }
 
-// sessionPart returns the part of the request's session's workspace that
+// requestPart returns the part of the request's session's workspace that
 // implements W (see partOf).
-func sessionPart[W any](ctx context.Context, s *Server) (W, error) {
+func requestPart[W any](ctx context.Context, s *Server) (W, error) {
 	ws, err := s.sessionWorkspace(ctx)
 	if err != nil {
 		var zero W
@@ -121,7 +121,7 @@ func (s *Server) registerResources() {
 			if err != nil {
 				return nil, err
 			}
-			files, err := sessionPart[wholeReader](ctx, s)
+			files, err := requestPart[wholeReader](ctx, s)
 			if err != nil {
 				return nil, err
 			}
