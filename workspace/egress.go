@@ -9,41 +9,9 @@ import (
 
 	"github.com/hashicorp/yamux"
 
-	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/workspace/images"
 )
-
-// useMeter makes mt count the session's egress, its proxy's included: a
-// workspace given to another session, or a session's fresh workspace after
-// a handoff, counts against the session that has it, never from zero.
-func (s *Session) useMeter(mt *egress.Meter) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.meter = mt
-	if s.proxy != nil {
-		s.proxy.SetMeter(mt)
-	}
-	if s.kept != nil && s.kept.egress != nil {
-		s.kept.egress.Follow(mt)
-	}
-}
-
-// egressMeter returns the meter the session counts its egress with.
-func (s *Session) egressMeter() *egress.Meter {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.meter
-}
-
-// takeMeterOf makes the session's own meter count taken's egress, raised
-// first to what taken's has counted: taking a workspace over never gives
-// a session more of its cap back.
-func (s *Session) takeMeterOf(taken *Session) {
-	mt := s.egressMeter()
-	mt.RaiseTo(taken.egressMeter().Used())
-	taken.useMeter(mt)
-}
 
 // tunnelReadyTimeout bounds the wait for the agent's proxy to listen.
 const tunnelReadyTimeout = 10 * time.Second

@@ -34,7 +34,7 @@ func (s *Session) mountDiskLocked(ctx context.Context) error {
 	if s.disk || s.m.disk == nil || size == 0 || s.setupBase != "" {
 		return nil
 	}
-	size, err := s.diskBudget(size)
+	size, err := s.handoffs.diskBudget(size)
 	if err != nil {
 		return err
 	}
