@@ -100,7 +100,7 @@ func keptDiskBytes(root string) int64 {
 func (h *handoffs) checkHandoffDisk() error {
 	s := h.s
 	s.mu.Lock()
-	limit := s.limits().DiskBytes
+	limit := profileLimits(s.m.cfg.Limits, s.profile).DiskBytes
 	limited := s.m.disk != nil && limit > 0
 	image, ownFiles := s.diskFile, s.kept == nil || s.kept.fromHandoff
 	s.mu.Unlock()
@@ -126,7 +126,7 @@ func (h *handoffs) checkHandoffDisk() error {
 func (h *handoffs) checkAttachDisk(key string) error {
 	s := h.s
 	s.mu.Lock()
-	limit := s.limits().DiskBytes
+	limit := profileLimits(s.m.cfg.Limits, s.profile).DiskBytes
 	limited := s.m.disk != nil && limit > 0 && len(h.handedOver) > 0
 	s.mu.Unlock()
 	var rec keep.HandoffRecord

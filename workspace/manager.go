@@ -189,7 +189,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.setProfileLocked(profile)
+		s.profileSwitch.setLocked(profile)
 		delete(m.options, id)
 		m.sessions[id] = s
 		return s, nil
@@ -211,7 +211,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 	} else {
 		s = m.newSession(id, hash)
 		s.principal, s.stdio = opts.Principal, opts.Stdio
-		s.setProfileLocked(profile)
+		s.profileSwitch.setLocked(profile)
 	}
 	m.sessions[id] = s
 	return s, nil
@@ -280,12 +280,13 @@ func (m *Manager) newSession(id, key string) *Session {
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.ports = s.newPorts()
 	s.handoffs = &handoffs{s: s}
+	s.profileSwitch = &profileSwitch{s: s}
 	s.checkpoints = s.newCheckpoints()
 	s.lastUsed.Store(time.Now().UnixNano())
 	s.opened = time.Now()
 	s.serve(id, key)
 	s.meter = egress.NewMeter(m.cfg.EgressMaxBytes, 0)
-	s.setProfileLocked(m.defaultProfile())
+	s.profileSwitch.setLocked(m.defaultProfile())
 	return s
 }
 

@@ -7,5 +7,6 @@ func (s *Session) Parts() []any {
 	return []any{
 		s,
 		s.handoffs,
+		s.profileSwitch,
 	}
 }

@@ -52,6 +52,10 @@ type Session struct {
 	// own, see Parts), and holds the workspaces the session handed to
 	// another process while they wait.
 	handoffs *handoffs
+	// profileSwitch changes the session's profile (a part of its own, see
+	// Parts); the profile itself stays here, with the life cycle that
+	// makes containers from it.
+	profileSwitch *profileSwitch
 
 	// mu serialises the container's lifecycle: concurrent first calls wait
 	// for one creation instead of racing to make two containers.
@@ -254,7 +258,7 @@ func (s *Session) Info() ContainerInfo {
 
 func (s *Session) infoLocked() ContainerInfo {
 	info := ContainerInfo{Name: s.name, Image: s.image, User: s.user, Unenforced: s.unenforced, Attach: s.m.eng.AttachCommand(s.name),
-		Profile: profileName(s.profile), CommandTimeout: s.commandTimeout()}
+		Profile: profileName(s.profile), CommandTimeout: commandTimeout(s.profile)}
 	if s.profile != nil {
 		info.Workdir = s.profile.Workdir
 	}
