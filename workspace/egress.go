@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 
+	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/workspace/images"
 )
@@ -52,7 +53,7 @@ func (s *Session) openTunnelLocked(ctx context.Context) error {
 	}
 	s.tunnel = mux
 	if s.proxy == nil {
-		go refuseEgress(mux, s.egressOff()) // the tunnel carries port previews only
+		go refuseEgress(mux, egressOff(s.setupBase != "", s.profile)) // the tunnel carries port previews only
 		return nil
 	}
 	go func() {
@@ -64,11 +65,12 @@ func (s *Session) openTunnelLocked(ctx context.Context) error {
 }
 
 // egressOff is the answer to a connection to the proxy of a container
-// without egress: what would give it some, a setup's or a session's.
-func (s *Session) egressOff() string {
+// without egress, a setup's of profile p or a session's: what would give
+// it some.
+func egressOff(setup bool, p *profiles.Profile) string {
 	why := "this workspace has no network; ask the user to start wink-mcp with --egress naming the hosts it needs."
-	if s.setupBase != "" && s.profile != nil {
-		why = "this setup has no network: egress.setup of " + images.ProfileAt(s.profile) + " names no host; add the hosts the setup needs there."
+	if setup && p != nil {
+		why = "this setup has no network: egress.setup of " + images.ProfileAt(p) + " names no host; add the hosts the setup needs there."
 	}
 	return "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n" +
 		"wink-mcp egress proxy: " + why + "\n"

@@ -177,12 +177,13 @@ func (ps *profileSwitch) setLocked(p *profiles.Profile) {
 	s := ps.s
 	s.profile = p
 	s.seen.Store(&PlannedImage{Profile: profileName(p)})
-	s.proxy = s.m.sessionProxy(s, p)
+	s.proxy = ps.proxyFor(p)
 }
 
-// sessionProxy returns the egress proxy of session s under profile p: the
+// proxyFor returns the egress proxy of the session under profile p: the
 // server's patterns and the profile's session patterns; nil for none.
-func (m *Manager) sessionProxy(s *Session, p *profiles.Profile) *egress.Session {
+func (ps *profileSwitch) proxyFor(p *profiles.Profile) *egress.Session {
+	s, m := ps.s, ps.s.m
 	var extra []string
 	if p != nil {
 		extra = p.Egress.Session
