@@ -77,7 +77,7 @@ func TestKnownSessionImageFollowsAProfileChange(t *testing.T) {
 	if got := m.KnownSessionImage("a"); got.Image != "test-image" || got.Profile != "" {
 		t.Fatalf("before the change: %+v", got)
 	}
-	res, err := s.UseProfile(ctx, "built", true, nil)
+	res, err := s.profileSwitch.UseProfile(ctx, "built", true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

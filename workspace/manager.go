@@ -52,8 +52,11 @@ type Manager struct {
 	parking   int
 	parkLimit func(waiting int) error
 	// handoffTimers delete the workspaces handed to another process that
-	// nobody attached (expireHandedOver).
+	// nobody attached (handoffs.expireLater).
 	handoffTimers []*time.Timer
+	// handedOverDisk is the workspaces handed to another process, on the
+	// cache disk.
+	handedOverDisk handedOverDisk
 
 	// leftovers are retries of removals that failed at session end (see
 	// removeLater); leftoverCtx ends them when Close runs out of time.
@@ -124,6 +127,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 		sessions: map[string]*Session{}, options: map[string]SessionOptions{}, parked: map[string]*parked{}, stopReaper: stop, reaperDone: make(chan struct{}),
 	}
 	m.leftoverCtx, m.stopLeftovers = context.WithCancel(context.Background())
+	m.handedOverDisk = handedOverDisk{cacheDir: cfg.CacheDir, log: log}
 	m.builds = images.NewBuilds()
 	m.closing = make(chan struct{})
 	if cfg.EgressOn() {
@@ -185,7 +189,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.setProfileLocked(profile)
+		s.profileSwitch.setLocked(profile)
 		delete(m.options, id)
 		m.sessions[id] = s
 		return s, nil
@@ -207,7 +211,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 	} else {
 		s = m.newSession(id, hash)
 		s.principal, s.stdio = opts.Principal, opts.Stdio
-		s.setProfileLocked(profile)
+		s.profileSwitch.setLocked(profile)
 	}
 	m.sessions[id] = s
 	return s, nil
@@ -275,12 +279,14 @@ func (m *Manager) newSession(id, key string) *Session {
 		diskFile: filepath.Join(m.inst.dir, disksDir, key+".img"), gate: newGate(), storeDir: m.inst.storeDir(key)}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.ports = s.newPorts()
+	s.handoffs = &handoffs{s: s}
+	s.profileSwitch = &profileSwitch{s: s}
 	s.checkpoints = s.newCheckpoints()
 	s.lastUsed.Store(time.Now().UnixNano())
 	s.opened = time.Now()
 	s.serve(id, key)
 	s.meter = egress.NewMeter(m.cfg.EgressMaxBytes, 0)
-	s.setProfileLocked(m.defaultProfile())
+	s.profileSwitch.setLocked(m.defaultProfile())
 	return s
 }
 

@@ -20,9 +20,9 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 		KeepID:      keepID,
 		Root:        Root,
 		AgentBinary: m.agentBinary,
-		Limits:      s.limits(),
+		Limits:      profileLimits(m.cfg.Limits, s.profile),
 		Unlimited:   host.Unlimitable,
-		Env:         s.containerEnv(),
+		Env:         containerEnv(&m.cfg, s.profile, s.proxy != nil),
 	}
 	if m.cfg.FilesOnEngineHost {
 		spec.WorkspaceVolume, spec.CopyAgent = s.name, true

@@ -69,7 +69,7 @@ func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
 		m.log.Info("workspace "+EventOrphanRemoved, "event", EventOrphanRemoved, "container", c.Name,
 			"session", c.Labels[LabelSession], "instance", c.Labels[LabelInstance], "duration_ms", time.Since(start).Milliseconds())
 	}
-	if err := m.sweepHandedOver(ctx); err != nil {
+	if err := m.handedOverDisk.sweep(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	for _, dead := range deadInstanceDirs(m.cfg.CacheDir, m.inst) {

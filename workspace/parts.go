@@ -4,5 +4,9 @@ package workspace
 // their interfaces from (tools.Composite): the session itself, for its
 // container's life cycle and commands, and the rooms it wires.
 func (s *Session) Parts() []any {
-	return []any{s}
+	return []any{
+		s,
+		s.handoffs,
+		s.profileSwitch,
+	}
 }

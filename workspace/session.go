@@ -46,12 +46,16 @@ type Session struct {
 	kept *keptWorkspace
 	// stdio says the client is a local process over stdio (SessionOptions.Stdio).
 	// It and principal are set before any call can find the session, and
-	// never change: an attach keeps them (see Manager.attach).
+	// never change: an attach keeps them (see handoffs.Attach).
 	stdio bool
-	// handedOver are the roots of the kept workspaces this session handed
-	// to another process; while they wait (for an attach, or for their
-	// export), they share its disk limit.
-	handedOver []string
+	// handoffs hands the workspace over and takes one over (a part of its
+	// own, see Parts), and holds the workspaces the session handed to
+	// another process while they wait.
+	handoffs *handoffs
+	// profileSwitch changes the session's profile (a part of its own, see
+	// Parts); the profile itself stays here, with the life cycle that
+	// makes containers from it.
+	profileSwitch *profileSwitch
 
 	// mu serialises the container's lifecycle: concurrent first calls wait
 	// for one creation instead of racing to make two containers.
@@ -67,7 +71,7 @@ type Session struct {
 	proxy  *egress.Session
 	tunnel *yamux.Session
 	// meter counts the session's egress against --egress-max-bytes; every
-	// proxy the session makes counts into it (see useMeter).
+	// proxy the session makes counts into it (see handoffs.useMeter).
 	meter *egress.Meter
 	// ports are the container ports shown on this machine (a room of its
 	// own, package ports).
@@ -254,7 +258,7 @@ func (s *Session) Info() ContainerInfo {
 
 func (s *Session) infoLocked() ContainerInfo {
 	info := ContainerInfo{Name: s.name, Image: s.image, User: s.user, Unenforced: s.unenforced, Attach: s.m.eng.AttachCommand(s.name),
-		Profile: profileName(s.profile), CommandTimeout: s.commandTimeout()}
+		Profile: profileName(s.profile), CommandTimeout: commandTimeout(s.profile)}
 	if s.profile != nil {
 		info.Workdir = s.profile.Workdir
 	}

@@ -30,11 +30,11 @@ const (
 // mountDiskLocked gives the session directory a filesystem of its own,
 // the size of the disk limit, before anything is written to it.
 func (s *Session) mountDiskLocked(ctx context.Context) error {
-	size := s.limits().DiskBytes
+	size := profileLimits(s.m.cfg.Limits, s.profile).DiskBytes
 	if s.disk || s.m.disk == nil || size == 0 || s.setupBase != "" {
 		return nil
 	}
-	size, err := s.diskBudget(size)
+	size, err := s.handoffs.diskBudget(size)
 	if err != nil {
 		return err
 	}
@@ -206,8 +206,10 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	if err := s.connectLocked(ctx, times); err != nil {
 		return fail(fmt.Errorf("the workspace container %s started but its agent did not answer: %w", s.name, err))
 	}
-	if err := s.makeWorkdirLocked(ctx); err != nil {
-		return fail(err)
+	if s.setupBase == "" { // a setup's container runs in the root
+		if err := makeWorkdir(ctx, s.client, s.profile); err != nil {
+			return fail(err)
+		}
 	}
 	if !settled {
 		// Made from facts an earlier process recorded: used only once the

@@ -153,7 +153,7 @@ func (s *Session) end(ctx context.Context) {
 	switch {
 	case handedOver:
 		// Still a session's own: it goes with it, once its changes are exported.
-		s.endHandedOverLocked(ctx)
+		s.handoffs.endHandedOverLocked(ctx)
 	case s.kept != nil:
 		s.unmountDiskLocked()
 		s.kept.release(s.meter.Used())

@@ -41,6 +41,13 @@
 //     name and its directory's layout (no state and no lock: the lock
 //     file that says a session owns it is taken here, in claimWorkspace).
 //
+// The parts of a session that work on the state its life cycle owns stay
+// in this package, each holding its session and taking its locks as a
+// Session method would: handoffs (handoff and attach, and the workspaces
+// the session handed to another process while they wait) and
+// profileSwitch (a change of profile). Session.Parts lists them for the
+// tools.
+//
 // Locks are taken in this order, never against it, so that no two
 // goroutines can each hold a lock the other waits for:
 //
