@@ -69,7 +69,7 @@ func (s *Session) UseProfile(ctx context.Context, name string, restart bool, pro
 	if err := s.checkProfileChange(p, restart); err != nil {
 		return ProfileChange{}, err
 	}
-	image, built, err := s.m.profileImage(ctx, p, progress)
+	image, built, err := s.m.images.Image(ctx, p, progress)
 	if err != nil {
 		return ProfileChange{}, err
 	}

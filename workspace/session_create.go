@@ -61,7 +61,7 @@ func (s *Session) buildImage(ctx context.Context) error {
 	if has || p == nil || len(p.Setup) == 0 {
 		return nil
 	}
-	image, _, err := s.m.profileImage(ctx, p, nil)
+	image, _, err := s.m.images.Image(ctx, p, nil)
 	if err == nil {
 		s.mu.Lock()
 		s.prepared = preparedImage{profile: p, image: image}
@@ -119,7 +119,7 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	s.prepared = preparedImage{}
 	if image == "" {
 		var err error
-		if image, _, err = m.profileImage(ctx, s.profile, nil); err != nil {
+		if image, _, err = m.images.Image(ctx, s.profile, nil); err != nil {
 			return nil, err
 		}
 	}

@@ -36,7 +36,9 @@
 //     Session.mu);
 //   - workspace/images: the profile images a setup builds (names, labels,
 //     look-up, pruning), the builds in progress (images.Builds) and the
-//     images last found for each profile (images.Known);
+//     images last found for each profile (images.Known), held by the
+//     manager's images.Room, which also says which image a session runs
+//     or will run (a setup's session is still made by the manager);
 //   - workspace/keep: a kept workspace's records on the cache disk, its
 //     name and its directory's layout (no state and no lock: the lock
 //     file that says a session owns it is taken here, in claimWorkspace).
