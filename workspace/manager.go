@@ -280,6 +280,7 @@ func (m *Manager) newSession(id, key string) *Session {
 	s := &Session{m: m, key: key, name: containerName(m.cfg.NamePrefix, key), dir: m.inst.sessionDir(key),
 		diskFile: filepath.Join(m.inst.dir, disksDir, key+".img"), gate: newGate(), storeDir: m.inst.storeDir(key)}
 	s.life, s.endLife = context.WithCancel(context.Background())
+	s.mounts.s = s
 	s.ports = s.newPorts()
 	s.checkpoints = s.newCheckpoints()
 	s.lastUsed.Store(time.Now().UnixNano())

@@ -32,8 +32,9 @@
 //   - workspace/mounts: the host folders a session shows, resolved
 //     against the allowed roots, their directories and copies in the
 //     session directory, their changes and the patches that export them
-//     (no state and no lock: a session fixes its mounts once, under
-//     Session.mu);
+//     (no state and no lock: a session's own, sessionMounts in this
+//     package, fixes its mounts once, under Session.mu, as a step of its
+//     container's life cycle);
 //   - workspace/images: the profile images a setup builds (names, labels,
 //     look-up, pruning), the builds in progress (images.Builds) and the
 //     images last found for each profile (images.Known), held by the
@@ -47,7 +48,8 @@
 // goroutines can each hold a lock the other waits for:
 //
 //  1. a session's gate (the files and processes a call, a checkpoint or a
-//     restore shares or takes whole), or its pullMu (never both);
+//     restore shares or takes whole), or its mounts' pullMu
+//     (sessionMounts.pullMu; never both);
 //  2. Session.mu;
 //  3. Manager.mu, under which the server's callbacks (the park limit,
 //     CountParked's count) take only locks of their own;
