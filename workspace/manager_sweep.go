@@ -67,7 +67,7 @@ func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
 		}
 		// Sessions whose changes were never exported are exported first;
 		// those that cannot be stay, files and all.
-		if m.recoverExports(ctx, dir) > 0 || dead.kept {
+		if recoverExports(ctx, m.log, m.cfg.CacheDir, dir) > 0 || dead.kept {
 			unlock()
 			continue
 		}
