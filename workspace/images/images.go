@@ -11,7 +11,9 @@
 //
 // Its locks are leaves: Builds.mu (the builds in progress), a build's
 // status line (Build.status), Known.mu and SetupRefusals.mu; none is held
-// while another lock is taken.
+// while another lock is taken. A Room calls its Deps (whose setup and
+// look-up of a session take the session's and the manager's locks)
+// holding none of them.
 package images
 
 import (
