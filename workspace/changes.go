@@ -102,7 +102,7 @@ func (s *Session) eachFolder(ctx context.Context, prefix string, f func(MountInf
 	defer s.enter()()
 	isCopy := func(mi MountInfo) bool { return mi.Mode == MountCopy }
 	if s.m.cfg.FilesOnEngineHost && slices.ContainsFunc(s.Info().Mounts, isCopy) {
-		done, err := s.pullCopies(ctx)
+		done, err := s.mounts.pullCopies(ctx)
 		if err != nil {
 			return err
 		}

@@ -121,7 +121,7 @@ func (h *handoffs) carryMarker(root string) error {
 // owner recorded one: a server with --export-on-exit exports what its
 // sessions changed.
 func (s *Session) markHandedOverLocked() error {
-	if s.m.cfg.ExportDir == "" || exportPending(s.kept.root) || !mounts.AnyWritable(s.mounts) {
+	if s.m.cfg.ExportDir == "" || exportPending(s.kept.root) || !mounts.AnyWritable(s.mounts.list) {
 		return nil
 	}
 	if err := writePending(keptExportPath(s.kept.root), pendingExport{Session: s.hash(), ExportDir: s.m.cfg.ExportDir}); err != nil {

@@ -34,7 +34,7 @@ type Manager struct {
 
 	pool *warmPool // nil without Config.Warm
 
-	builds *images.Builds // the profile images being built
+	images *images.Room // the profiles' images: their builds, and what is known of them
 
 	rootsMu sync.Mutex
 	roots   RootsFunc
@@ -69,8 +69,6 @@ type Manager struct {
 
 	stopReaper context.CancelFunc
 	reaperDone chan struct{}
-
-	known images.Known // the images new containers start from, as last found
 }
 
 // NewManager checks cfg, takes this instance's lock under the cache
@@ -128,7 +126,15 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 	}
 	m.leftoverCtx, m.stopLeftovers = context.WithCancel(context.Background())
 	m.handedOverDisk = handedOverDisk{cacheDir: cfg.CacheDir, log: log}
-	m.builds = images.NewBuilds()
+	m.images = images.NewRoom(images.Deps{
+		Engine: eng, Log: log, Profiles: cfg.Profiles, ImageChoices: cfg.ImageChoices(), ImageFixed: cfg.Image != "",
+		BuildLocks: filepath.Join(cfg.CacheDir, "builds"), TryLock: tryLockBusy,
+		EnsureImage: func(ctx context.Context) (string, error) {
+			image, err := eng.EnsureImage(ctx, cfg.ImageChoices())
+			return image, withImageRemedy(err)
+		},
+		Setup: m.setup, Session: m.sessionImage,
+	})
 	m.closing = make(chan struct{})
 	if cfg.EgressOn() {
 		m.egress = &egress.Config{Policy: policy, MaxBytes: cfg.EgressMaxBytes, MaxConns: cfg.EgressMaxConns, Log: log}
@@ -278,6 +284,7 @@ func (m *Manager) newSession(id, key string) *Session {
 	s := &Session{m: m, key: key, name: containerName(m.cfg.NamePrefix, key), dir: m.inst.sessionDir(key),
 		diskFile: filepath.Join(m.inst.dir, disksDir, key+".img"), gate: newGate(), storeDir: m.inst.storeDir(key)}
 	s.life, s.endLife = context.WithCancel(context.Background())
+	s.mounts.s = s
 	s.ports = s.newPorts()
 	s.handoffs = &handoffs{s: s}
 	s.profileSwitch = &profileSwitch{s: s}
@@ -289,6 +296,10 @@ func (m *Manager) newSession(id, key string) *Session {
 	s.profileSwitch.setLocked(m.defaultProfile())
 	return s
 }
+
+// Images is the room of the profiles' images: their builds, and which
+// image a session runs or will run.
+func (m *Manager) Images() *images.Room { return m.images }
 
 // OnEgressAsk sets the function that asks a session's user whether it may
 // reach a host no --egress pattern allows (Config.EgressAsk). Set it
@@ -368,7 +379,7 @@ func (m *Manager) Close(ctx context.Context) error {
 
 	m.stopReaper()
 	<-m.reaperDone
-	m.builds.Close() // each removes its setup container as it ends
+	m.images.Close() // each build removes its setup container as it ends
 	var wg sync.WaitGroup
 	if m.pool != nil {
 		wg.Go(func() { m.pool.Close(ctx) })

@@ -82,7 +82,7 @@ func (ps *profileSwitch) UseProfile(ctx context.Context, name string, restart bo
 	if err := ps.checkChange(p, restart); err != nil {
 		return ProfileChange{}, err
 	}
-	image, built, err := s.m.profileImage(ctx, p, progress)
+	image, built, err := s.m.images.Image(ctx, p, progress)
 	if err != nil {
 		return ProfileChange{}, err
 	}
@@ -103,10 +103,10 @@ func (ps *profileSwitch) UseProfile(ctx context.Context, name string, restart bo
 			s.mu.Unlock()
 			return res, err
 		}
-		if s.mountsResolved && !sameMounts(s.m.planOf(p), s.mountPlan()) {
+		if s.mounts.resolved && !sameMounts(s.m.planOf(p), s.mountPlan()) {
 			// No call has run (changeErrLocked): the folders are
 			// fixed again for the new profile, from nothing.
-			if err := s.forgetMountsLocked(ctx); err != nil {
+			if err := s.mounts.forgetLocked(ctx); err != nil {
 				s.mu.Unlock()
 				return res, err
 			}
@@ -159,7 +159,7 @@ func (ps *profileSwitch) changeErrLocked(p *profiles.Profile, restart bool) erro
 	if s.profile == p {
 		return nil
 	}
-	if (s.used.Load() || s.kept != nil) && s.mountsResolved && !sameMounts(s.m.planOf(p), s.mountPlan()) {
+	if (s.used.Load() || s.kept != nil) && s.mounts.resolved && !sameMounts(s.m.planOf(p), s.mountPlan()) {
 		return fmt.Errorf("%w: %s mounts other host folders than this session's, and a session's folders are fixed once it has "+
 			"run calls or keeps a workspace (their changes are its work). Start a new session with that profile (?profile=%s over HTTP, --profile %s over stdio)",
 			ErrProfileInUse, displayProfile(p), p.Name, p.Name)

@@ -268,7 +268,7 @@ func useBuilt(t *testing.T, m *Manager, id string) ProfileChange {
 }
 
 // TestPruneKeepsOnlyTheCurrentImages checks both prunes: a build's, of
-// its own profile's older images, and PruneProfileImages, of the file's
+// its own profile's older images, and images.Room.Prune, of the file's
 // stale images, those that name no file and those of a file that is gone;
 // neither touches an image of a profile of the same name in another file
 // that still exists.
@@ -299,7 +299,7 @@ func TestPruneKeepsOnlyTheCurrentImages(t *testing.T) {
 	image("localhost/wink-profile:gone-1", map[string]string{LabelProfile: "gone", LabelProfileKey: "1", LabelProfileFile: this})
 	image("localhost/wink-profile:legacy-1", map[string]string{LabelProfile: "built", LabelProfileKey: "1"})
 	image("localhost/wink-profile:built-deleted", map[string]string{LabelProfile: "built", LabelProfileKey: "3", LabelProfileFile: filepath.Join(t.TempDir(), "deleted.yaml")})
-	removed, kept, err := m.PruneProfileImages(ctx)
+	removed, kept, err := m.images.Prune(ctx)
 	slices.Sort(removed)
 	want := []string{"localhost/wink-profile:built-deleted", "localhost/wink-profile:gone-1", "localhost/wink-profile:legacy-1"}
 	if err != nil || !slices.Equal(removed, want) {
@@ -360,23 +360,23 @@ func TestAContainerOfABuiltProfileLooksItsImageUpOnce(t *testing.T) {
 // when the answer cannot come in time, at once what this process found.
 func TestSessionImageNamesOneImage(t *testing.T) {
 	m, eng := newProfileManager(t, nil)
-	if got := m.SessionImage(ctx, "plain"); got.Image != "test-image" || got.Profile != "" || got.Pending != "" {
+	if got := m.images.SessionImage(ctx, "plain"); got.Image != "test-image" || got.Profile != "" || got.Pending != "" {
 		t.Errorf("no profile: %+v", got)
 	}
 	m.Register("b", SessionOptions{Profile: "built"})
-	before := m.SessionImage(ctx, "b")
+	before := m.images.SessionImage(ctx, "b")
 	if !strings.HasPrefix(before.Image, ProfileImageRepo+":built-") || before.Profile != "built" || !strings.Contains(before.Pending, "built from `test-image`") {
 		t.Errorf("before the build: %+v", before)
 	}
 	built := useBuilt(t, m, "b")
-	if after := m.SessionImage(ctx, "b"); after.Image != built.Image || after.Image != before.Image || after.Pending != "" {
+	if after := m.images.SessionImage(ctx, "b"); after.Image != built.Image || after.Image != before.Image || after.Pending != "" {
 		t.Errorf("after the build: %+v; want %s, built", after, built.Image)
 	}
 	m.Register("c", SessionOptions{Profile: "built"})
 	eng.mu.Lock() // an engine that does not answer
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	busy := m.SessionImage(short, "c")
+	busy := m.images.SessionImage(short, "c")
 	eng.mu.Unlock()
 	if busy.Image != built.Image || busy.Profile != "built" || busy.Pending != "" {
 		t.Errorf("with no answer in time: %+v; want %s, as the build found it", busy, built.Image)
