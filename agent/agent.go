@@ -57,12 +57,10 @@ type Agent struct {
 	poolMu sync.Mutex
 	idle   []*supervisor // supervisors waiting for a command
 
-	// mutateMu serialises every change the file tools make (write, edit,
-	// rm, evaluate_python's writes): each reads, decides and renames with no
-	// other tool change in between, so no update is lost. lastSeq numbers
-	// the changes in the order they happened (see mutation).
-	mutateMu sync.Mutex
-	lastSeq  int64
+	// mutations serialises the changes to the workspace's files.
+	mutations *mutations
+	// files serves the file tools.
+	files *fileOps
 
 	jobs *jobs
 
@@ -84,16 +82,6 @@ type Agent struct {
 	commands atomic.Int64
 }
 
-// mutation takes the lock every tool change holds and returns the change's
-// sequence number, which orders it among all this workspace's changes, also
-// across agent restarts: it is a time in nanoseconds, strictly increasing.
-// The caller calls the returned function when done.
-func (a *Agent) mutation() (seq int64, done func()) {
-	a.mutateMu.Lock()
-	a.lastSeq = max(a.lastSeq+1, time.Now().UnixNano())
-	return a.lastSeq, a.mutateMu.Unlock
-}
-
 // New opens the workspace and returns an Agent. Close releases it.
 func New(cfg Config) (*Agent, error) {
 	root, err := os.OpenRoot(cfg.Workspace)
@@ -113,7 +101,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	guardCtx, stopGuard := context.WithCancel(context.Background())
 	tmp := os.TempDir()
-	return &Agent{workspace: cfg.Workspace, root: root, self: self, log: log, children: map[int]struct{}{}, jobs: newJobs(), watch: newWatcher(root),
+	mutations, watch := &mutations{}, newWatcher(root)
+	return &Agent{workspace: cfg.Workspace, root: root, self: self, log: log, children: map[int]struct{}{}, jobs: newJobs(), watch: watch,
+		mutations: mutations, files: &fileOps{root: root, mutations: mutations, watch: watch},
 		guardCtx: guardCtx, stopGuard: stopGuard, notes: map[int][]string{}, tmp: tmp, tmpOnWorkspace: sameFilesystem(cfg.Workspace, tmp)}, nil
 }
 
@@ -219,21 +209,21 @@ func (a *Agent) handle(ctx context.Context, req wire.Request, report func(wire.P
 			return a.waitCommands(ctx, time.Duration(args.TimeoutMillis)*time.Millisecond), nil
 		})
 	case wire.OpList:
-		result, werr = dispatch(req.Args, func(args wire.PathArgs) (*wire.ListResult, *wire.Error) { return a.list(args.Path) })
+		result, werr = dispatch(req.Args, func(args wire.PathArgs) (*wire.ListResult, *wire.Error) { return a.files.list(args.Path) })
 	case wire.OpRead:
-		result, werr = dispatch(req.Args, a.read)
+		result, werr = dispatch(req.Args, a.files.read)
 	case wire.OpReadBytes:
-		result, werr = dispatch(req.Args, a.readBytes)
+		result, werr = dispatch(req.Args, a.files.readBytes)
 	case wire.OpWrite:
-		result, werr = dispatch(req.Args, a.write)
+		result, werr = dispatch(req.Args, a.files.write)
 	case wire.OpEdit:
-		result, werr = dispatch(req.Args, a.edit)
+		result, werr = dispatch(req.Args, a.files.edit)
 	case wire.OpGlob:
-		result, werr = dispatch(req.Args, a.glob)
+		result, werr = dispatch(req.Args, a.files.glob)
 	case wire.OpGrep:
-		result, werr = dispatch(req.Args, a.grep)
+		result, werr = dispatch(req.Args, a.files.grep)
 	case wire.OpRemove:
-		result, werr = dispatch(req.Args, func(args wire.PathArgs) (*wire.RemoveResult, *wire.Error) { return a.remove(args.Path) })
+		result, werr = dispatch(req.Args, func(args wire.PathArgs) (*wire.RemoveResult, *wire.Error) { return a.files.remove(args.Path) })
 	case wire.OpJobStart:
 		result, werr = dispatch(req.Args, a.startJob)
 	case wire.OpJobStatus:
