@@ -19,7 +19,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,7 +42,6 @@ type Config struct {
 type Agent struct {
 	workspace string
 	root      *os.Root
-	self      string
 	log       *slog.Logger
 
 	// tmp is the temporary directory commands use; tmpOnWorkspace says it
@@ -51,11 +49,8 @@ type Agent struct {
 	tmp            string
 	tmpOnWorkspace bool
 
-	mu       sync.Mutex
-	children map[int]struct{} // supervisors started and not yet reaped
-
-	poolMu sync.Mutex
-	idle   []*supervisor // supervisors waiting for a command
+	// supervisors run the commands.
+	supervisors *supervisors
 
 	// mutations serialises the changes to the workspace's files.
 	mutations *mutations
@@ -102,14 +97,14 @@ func New(cfg Config) (*Agent, error) {
 	guardCtx, stopGuard := context.WithCancel(context.Background())
 	tmp := os.TempDir()
 	mutations, watch := &mutations{}, newWatcher(root)
-	return &Agent{workspace: cfg.Workspace, root: root, self: self, log: log, children: map[int]struct{}{}, jobs: newJobs(), watch: watch,
+	return &Agent{workspace: cfg.Workspace, root: root, log: log, supervisors: newSupervisors(self, log), jobs: newJobs(), watch: watch,
 		mutations: mutations, files: &fileOps{root: root, mutations: mutations, watch: watch},
 		guardCtx: guardCtx, stopGuard: stopGuard, notes: map[int][]string{}, tmp: tmp, tmpOnWorkspace: sameFilesystem(cfg.Workspace, tmp)}, nil
 }
 
 // Close lets the waiting supervisors exit and releases the workspace handle.
 func (a *Agent) Close() error {
-	a.closeSupervisors()
+	a.supervisors.closeIdle()
 	a.stopGuard()
 	a.watch.close()
 	return a.root.Close()
@@ -276,25 +271,6 @@ func dispatch[A any, R any](raw json.RawMessage, op func(A) (*R, *wire.Error)) (
 		return nil, werr
 	}
 	return r, nil
-}
-
-// startChild starts cmd and records it as a live supervisor, under the same
-// lock the init reaper takes, so the reaper never collects a supervisor
-// before cmd.Wait does.
-func (a *Agent) startChild(cmd *exec.Cmd) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	a.children[cmd.Process.Pid] = struct{}{}
-	return nil
-}
-
-func (a *Agent) forgetChild(pid int) {
-	a.mu.Lock()
-	delete(a.children, pid)
-	a.mu.Unlock()
 }
 
 // waitCommands answers OpWaitCommands: it waits until no command runs, for

@@ -74,13 +74,13 @@ type replyOrError struct {
 // cancelled ctx kills it too and is reported as an error, as is a command
 // that cannot start.
 func (a *Agent) run(ctx context.Context, spec runSpec) (*runOutcome, *wire.Error) {
-	sup, err := a.takeSupervisor()
+	sup, err := a.supervisors.take()
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInternal, "%v", err)
 	}
 	st, err := openStreams(spec.stdin != "", spec.result != nil)
 	if err != nil {
-		a.releaseSupervisor(sup)
+		a.supervisors.release(sup)
 		return nil, wire.Errorf(wire.CodeInternal, "creating the command's pipes: %v", err)
 	}
 	out := &runOutcome{stdout: newCapture(spec.limit, spec.capture), stderr: newCapture(spec.limit, spec.capture)}
@@ -120,10 +120,10 @@ func (a *Agent) run(ctx context.Context, spec runSpec) (*runOutcome, *wire.Error
 	case got = <-replies:
 	case <-timer.C:
 		out.timedOut = true
-		got, out.endedBy = a.stopCommand(sup, replies, spec.grace)
+		got, out.endedBy = sup.stopCommand(replies, spec.grace)
 	case <-ctx.Done():
 		cancelled = true
-		got, out.endedBy = a.stopCommand(sup, replies, spec.grace)
+		got, out.endedBy = sup.stopCommand(replies, spec.grace)
 	}
 	out.duration = time.Since(start)
 	st.wait(copied, waitDelay)
@@ -136,7 +136,7 @@ func (a *Agent) run(ctx context.Context, spec runSpec) (*runOutcome, *wire.Error
 			return nil, wire.Errorf(wire.CodeInternal, "the command's supervisor stopped before the command ended (did the command kill it?)")
 		}
 	} else {
-		a.releaseSupervisor(sup)
+		a.supervisors.release(sup)
 	}
 	switch {
 	case got.err == nil && got.reply.Error != nil:
@@ -174,30 +174,6 @@ func reportProgress(start time.Time, out *runOutcome, report func(wire.Progress)
 		}
 	}()
 	return func() { close(done) }
-}
-
-// stopCommand stops the command a supervisor runs (not the supervisor):
-// SIGTERM to its whole tree, then, when the command has not ended within
-// grace, SIGKILL. It waits for the supervisor's report, killing a
-// supervisor that does not report in time, and names the signal that
-// ended the command.
-func (a *Agent) stopCommand(sup *supervisor, replies <-chan replyOrError, grace time.Duration) (replyOrError, string) {
-	if grace > 0 {
-		signalDescendants(sup.pid, unix.SIGTERM)
-		select {
-		case r := <-replies:
-			return r, "SIGTERM"
-		case <-time.After(grace):
-		}
-	}
-	killDescendants(sup.pid, cleanupTimeout, nil)
-	select {
-	case r := <-replies:
-		return r, "SIGKILL"
-	case <-time.After(2 * cleanupTimeout):
-		killTree(sup.pid, cleanupTimeout)
-		return <-replies, "SIGKILL"
-	}
 }
 
 // exec answers OpExec; report sends its progress frames.

@@ -5,7 +5,6 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -62,9 +61,7 @@ func (a *Agent) checkInotify(share inotifyShare, shares int, pressed int) int {
 	if err != nil {
 		return pressed
 	}
-	a.mu.Lock()
-	supervisors := maps.Clone(a.children)
-	a.mu.Unlock()
+	supervisors := a.supervisors.live()
 	holders := readHolders(procs, supervisors, share.watches+1)
 	kill, instances, watches := overShare(holders, share)
 	for _, h := range kill {

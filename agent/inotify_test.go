@@ -4,7 +4,6 @@ package agent
 
 import (
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -75,9 +74,7 @@ func TestGuardKillsAJobPastItsShare(t *testing.T) {
 	}
 	small, greedy := start(1), start(5)
 	procs, _ := readProcs()
-	a.mu.Lock()
-	sups := maps.Clone(a.children)
-	a.mu.Unlock()
+	sups := a.supervisors.live()
 	byInstances := map[int]int{}
 	for _, h := range readHolders(procs, sups, 1000) {
 		byInstances[h.instances] += h.watches

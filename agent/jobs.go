@@ -274,7 +274,7 @@ const firstOutputBytes = 4 << 10
 // launch hands j's command to a supervisor of its own and starts the
 // goroutines that carry its streams and wait for its end.
 func (a *Agent) launch(j *job, ex wire.ExecArgs, closeStdin bool) *wire.Error {
-	sup, err := a.spawnSupervisor()
+	sup, err := a.supervisors.spawn()
 	if err != nil {
 		return wire.Errorf(wire.CodeInternal, "%v", err)
 	}
@@ -330,7 +330,7 @@ func (a *Agent) superviseJob(j *job, st *streams, copied <-chan struct{}, replie
 	case got = <-replies:
 	case <-expired:
 		timedOut = true
-		got, endedBy = a.stopCommand(j.sup, replies, grace)
+		got, endedBy = j.sup.stopCommand(replies, grace)
 	}
 	st.wait(copied, waitDelay)
 	full := a.fullNow()
