@@ -44,10 +44,8 @@ type Agent struct {
 	root      *os.Root
 	log       *slog.Logger
 
-	// tmp is the temporary directory commands use; tmpOnWorkspace says it
-	// is on /workspace's filesystem (see fullNow).
-	tmp            string
-	tmpOnWorkspace bool
+	// disks looks at the filesystems commands fill.
+	disks *disks
 
 	// supervisors run the commands.
 	supervisors *supervisors
@@ -96,10 +94,11 @@ func New(cfg Config) (*Agent, error) {
 	}
 	guardCtx, stopGuard := context.WithCancel(context.Background())
 	tmp := os.TempDir()
-	mutations, watch := &mutations{}, newWatcher(root)
-	return &Agent{workspace: cfg.Workspace, root: root, log: log, supervisors: newSupervisors(self, log), jobs: newJobs(), watch: watch,
+	mutations, watch, jobs := &mutations{}, newWatcher(root), newJobs()
+	disks := &disks{workspace: cfg.Workspace, tmp: tmp, tmpOnWorkspace: sameFilesystem(cfg.Workspace, tmp), keptOutputs: jobs.keptOutputs}
+	return &Agent{workspace: cfg.Workspace, root: root, log: log, supervisors: newSupervisors(self, log), jobs: jobs, watch: watch, disks: disks,
 		mutations: mutations, files: &fileOps{root: root, mutations: mutations, watch: watch},
-		guardCtx: guardCtx, stopGuard: stopGuard, notes: map[int][]string{}, tmp: tmp, tmpOnWorkspace: sameFilesystem(cfg.Workspace, tmp)}, nil
+		guardCtx: guardCtx, stopGuard: stopGuard, notes: map[int][]string{}}, nil
 }
 
 // Close lets the waiting supervisors exit and releases the workspace handle.
@@ -250,7 +249,7 @@ func (a *Agent) handle(ctx context.Context, req wire.Request, report func(wire.P
 	case wire.OpJobForget:
 		result, werr = dispatch(req.Args, a.forgetJob)
 	case wire.OpDiskSpace:
-		result, werr = a.diskSpace()
+		result, werr = a.disks.space()
 	default:
 		werr = wire.Errorf(wire.CodeBadRequest, "unknown operation %q", req.Op)
 	}

@@ -46,40 +46,54 @@ func sameFilesystem(a, b string) bool {
 	return unix.Stat(a, &sa) == nil && unix.Stat(b, &sb) == nil && sa.Dev == sb.Dev
 }
 
+// disks looks at the filesystems commands write to: /workspace's, and the
+// temporary directory's when that is another. It holds no state that
+// changes, so it is safe for concurrent use.
+type disks struct {
+	workspace string
+	// tmp is the temporary directory commands use; tmpOnWorkspace says it
+	// is on /workspace's filesystem.
+	tmp            string
+	tmpOnWorkspace bool
+	// keptOutputs lists the finished jobs' kept outputs on /workspace's
+	// disk (see jobs.keptOutputs).
+	keptOutputs func() []wire.KeptOutput
+}
+
 // fullDisks says which filesystems a command left full.
 type fullDisks struct{ workspace, tmp bool }
 
 // fullNow tells which of the filesystems of /workspace and of the
 // temporary directory, when that is another, are full.
-func (a *Agent) fullNow() fullDisks {
+func (d *disks) fullNow() fullDisks {
 	var f fullDisks
-	if d, err := statDisk(a.workspace); err == nil {
-		f.workspace = d.Full()
+	if ws, err := statDisk(d.workspace); err == nil {
+		f.workspace = ws.Full()
 	}
-	if !a.tmpOnWorkspace {
-		if d, err := statDisk(a.tmp); err == nil {
-			f.tmp = d.Full()
+	if !d.tmpOnWorkspace {
+		if tmp, err := statDisk(d.tmp); err == nil {
+			f.tmp = tmp.Full()
 		}
 	}
 	return f
 }
 
-// diskReport describes the filesystems of /workspace and of the temporary
+// report describes the filesystems of /workspace and of the temporary
 // directory as they are now, for a command that left those full says
 // full; nil when it left none full.
-func (a *Agent) diskReport(full fullDisks) *wire.DiskFull {
+func (d *disks) report(full fullDisks) *wire.DiskFull {
 	if !full.workspace && !full.tmp {
 		return nil
 	}
-	ws, werr := a.diskSpace()
+	ws, werr := d.space()
 	if werr != nil {
 		return nil
 	}
 	r := &wire.DiskFull{Workspace: *ws, WorkspaceFull: full.workspace, TmpFull: full.tmp}
-	if !a.tmpOnWorkspace {
-		if t, err := statDisk(a.tmp); err == nil {
+	if !d.tmpOnWorkspace {
+		if t, err := statDisk(d.tmp); err == nil {
 			if t.Full() {
-				t.Top, t.TopPartial = topUses(a.tmp, t.NoFreeFiles())
+				t.Top, t.TopPartial = topUses(d.tmp, t.NoFreeFiles())
 			}
 			r.Tmp = &t
 		}
@@ -102,7 +116,7 @@ func (a *Agent) jobDisks(j *job, reports map[fullDisks]*wire.DiskFull) *wire.Dis
 	full := j.full
 	j.mu.Unlock()
 	if _, made := reports[full]; !made {
-		reports[full] = a.diskReport(full)
+		reports[full] = a.disks.report(full)
 	}
 	return reports[full]
 }

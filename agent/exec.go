@@ -149,7 +149,7 @@ func (a *Agent) run(ctx context.Context, spec runSpec) (*runOutcome, *wire.Error
 		out.exitCode = got.reply.ExitCode
 	}
 	out.oom = oomReport(oomBefore, out.exitCode, out.timedOut)
-	out.full = a.fullNow()
+	out.full = a.disks.fullNow()
 	return out, nil
 }
 
@@ -206,7 +206,7 @@ func (a *Agent) exec(ctx context.Context, args wire.ExecArgs, report func(wire.P
 		EndedBy:        out.endedBy,
 		DurationMillis: out.duration.Milliseconds(),
 		OOM:            out.oom,
-		DiskFull:       a.diskReport(out.full),
+		DiskFull:       a.disks.report(out.full),
 	}
 	res.Stdout, res.StdoutTruncated = out.stdout.text()
 	res.Stderr, res.StderrTruncated = out.stderr.text()

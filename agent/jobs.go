@@ -333,7 +333,7 @@ func (a *Agent) superviseJob(j *job, st *streams, copied <-chan struct{}, replie
 		got, endedBy = j.sup.stopCommand(replies, grace)
 	}
 	st.wait(copied, waitDelay)
-	full := a.fullNow()
+	full := a.disks.fullNow()
 	j.mu.Lock()
 	j.ended, j.full = time.Now(), full
 	switch {

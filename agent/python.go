@@ -81,7 +81,7 @@ func (a *Agent) python(ctx context.Context, args wire.PythonArgs, report func(wi
 	if werr != nil {
 		return nil, werr
 	}
-	res := &wire.PythonResult{Globals: map[string]string{}, Reads: refs, Writes: []wire.WriteOutcome{}, TimedOut: out.timedOut, DiskFull: a.diskReport(out.full)}
+	res := &wire.PythonResult{Globals: map[string]string{}, Reads: refs, Writes: []wire.WriteOutcome{}, TimedOut: out.timedOut, DiskFull: a.disks.report(out.full)}
 	res.Stdout = capChars(out.stdout, args.OutputChars)
 	res.Stderr = withNotes(capChars(out.stderr, args.OutputChars), out.notes)
 	var r runnerResult
