@@ -94,11 +94,14 @@ func New(cfg Config) (*Agent, error) {
 	}
 	guardCtx, stopGuard := context.WithCancel(context.Background())
 	tmp := os.TempDir()
-	mutations, watch, jobs := &mutations{}, newWatcher(root), newJobs()
-	disks := &disks{workspace: cfg.Workspace, tmp: tmp, tmpOnWorkspace: sameFilesystem(cfg.Workspace, tmp), keptOutputs: jobs.keptOutputs}
-	return &Agent{workspace: cfg.Workspace, root: root, log: log, supervisors: newSupervisors(self, log), jobs: jobs, watch: watch, disks: disks,
+	mutations, watch := &mutations{}, newWatcher(root)
+	a := &Agent{workspace: cfg.Workspace, root: root, log: log, supervisors: newSupervisors(self, log), watch: watch,
+		disks:     &disks{workspace: cfg.Workspace, tmp: tmp, tmpOnWorkspace: sameFilesystem(cfg.Workspace, tmp)},
 		mutations: mutations, files: &fileOps{root: root, mutations: mutations, watch: watch},
-		guardCtx: guardCtx, stopGuard: stopGuard, notes: map[int][]string{}}, nil
+		guardCtx: guardCtx, stopGuard: stopGuard, notes: map[int][]string{}}
+	a.jobs = newJobs(jobDeps{workspace: cfg.Workspace, resolveDir: a.resolveDir, supervisors: a.supervisors, watch: watch, disks: a.disks, log: log})
+	a.disks.keptOutputs = a.jobs.keptOutputs
+	return a, nil
 }
 
 // Close lets the waiting supervisors exit and releases the workspace handle.
@@ -219,17 +222,17 @@ func (a *Agent) handle(ctx context.Context, req wire.Request, report func(wire.P
 	case wire.OpRemove:
 		result, werr = dispatch(req.Args, func(args wire.PathArgs) (*wire.RemoveResult, *wire.Error) { return a.files.remove(args.Path) })
 	case wire.OpJobStart:
-		result, werr = dispatch(req.Args, a.startJob)
+		result, werr = dispatch(req.Args, a.jobs.startJob)
 	case wire.OpJobStatus:
-		result, werr = dispatch(req.Args, a.jobStatus)
+		result, werr = dispatch(req.Args, a.jobs.jobStatus)
 	case wire.OpJobOutput:
-		result, werr = dispatch(req.Args, a.jobOutput)
+		result, werr = dispatch(req.Args, a.jobs.jobOutput)
 	case wire.OpJobSignal:
-		result, werr = dispatch(req.Args, a.signalJob)
+		result, werr = dispatch(req.Args, a.jobs.signalJob)
 	case wire.OpJobInput:
-		result, werr = dispatch(req.Args, a.jobInput)
+		result, werr = dispatch(req.Args, a.jobs.jobInput)
 	case wire.OpJobList:
-		result, werr = dispatch(req.Args, a.listJobs)
+		result, werr = dispatch(req.Args, a.jobs.listJobs)
 	case wire.OpScan:
 		result, werr = dispatch(req.Args, a.scan)
 	case wire.OpReadFiles:
@@ -245,9 +248,9 @@ func (a *Agent) handle(ctx context.Context, req wire.Request, report func(wire.P
 	case wire.OpChanges:
 		result, werr = dispatch(req.Args, func(args wire.ChangesArgs) (*wire.ChangesResult, *wire.Error) { return a.changes(ctx, args) })
 	case wire.OpJobStopAll:
-		result, werr = dispatch(req.Args, a.stopAllJobs)
+		result, werr = dispatch(req.Args, a.jobs.stopAllJobs)
 	case wire.OpJobForget:
-		result, werr = dispatch(req.Args, a.forgetJob)
+		result, werr = dispatch(req.Args, a.jobs.forgetJob)
 	case wire.OpDiskSpace:
 		result, werr = a.disks.space()
 	default:

@@ -47,28 +47,3 @@ func (js *jobs) keptOutputs() []wire.KeptOutput {
 	}
 	return kept
 }
-
-// forgetJob answers OpJobForget: a finished job's record and kept output
-// go, and with them the disk space the output took.
-func (a *Agent) forgetJob(args wire.JobArgs) (*wire.JobInfo, *wire.Error) {
-	j, werr := a.jobs.get(args.ID)
-	if werr != nil {
-		return nil, werr
-	}
-	if j.running() {
-		return nil, wire.Errorf(wire.CodeInvalid, "job %s is still running: stop it first (job action=signal), then forget it", args.ID)
-	}
-	in := j.info()
-	a.jobs.forget(j)
-	return &in, nil
-}
-
-// forget drops a finished job's record and closes its output files.
-func (js *jobs) forget(j *job) {
-	js.mu.Lock()
-	defer js.mu.Unlock()
-	j.out.close()
-	j.errs.close()
-	delete(js.all, j.id)
-	js.order = slices.DeleteFunc(js.order, func(id string) bool { return id == j.id })
-}

@@ -101,26 +101,6 @@ func (d *disks) report(full fullDisks) *wire.DiskFull {
 	return r
 }
 
-// jobInfo describes j and, when it left a filesystem full, the state of
-// the disks now.
-func (a *Agent) jobInfo(j *job) wire.JobInfo {
-	in := j.info()
-	in.DiskFull = a.jobDisks(j, map[fullDisks]*wire.DiskFull{})
-	return in
-}
-
-// jobDisks is the report of the disks j left full, nil for none, made
-// once per fullDisks value in reports.
-func (a *Agent) jobDisks(j *job, reports map[fullDisks]*wire.DiskFull) *wire.DiskFull {
-	j.mu.Lock()
-	full := j.full
-	j.mu.Unlock()
-	if _, made := reports[full]; !made {
-		reports[full] = a.disks.report(full)
-	}
-	return reports[full]
-}
-
 // topUses counts what each entry of dir takes, itself and everything
 // under it on dir's filesystem, and returns the maxTop that take the most
 // bytes (with byEntries, the most files and directories), most first;

@@ -211,7 +211,7 @@ func (a *Agent) exec(ctx context.Context, args wire.ExecArgs, report func(wire.P
 	res.Stdout, res.StdoutTruncated = out.stdout.text()
 	res.Stderr, res.StderrTruncated = out.stderr.text()
 	res.Stderr = withNotes(res.Stderr, out.notes)
-	res.OutputJob = a.keepOutput(args.Argv, dir, time.Now().Add(-out.duration), out)
+	res.OutputJob = a.jobs.keepOutput(args.Argv, dir, time.Now().Add(-out.duration), out)
 	return res, nil
 }
 

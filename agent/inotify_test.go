@@ -65,7 +65,7 @@ func TestGuardKillsAJobPastItsShare(t *testing.T) {
 	self, _ := os.Executable()
 	watched := watchDirs(t, 10)
 	start := func(instances int) *job {
-		res, werr := a.startJob(wire.JobStartArgs{Exec: wire.ExecArgs{Argv: []string{self, "hold-inotify", strconv.Itoa(instances), watched}}, WaitMillis: 10_000})
+		res, werr := a.jobs.startJob(wire.JobStartArgs{Exec: wire.ExecArgs{Argv: []string{self, "hold-inotify", strconv.Itoa(instances), watched}}, WaitMillis: 10_000})
 		if werr != nil || !strings.Contains(res.Stdout.Data, "held") {
 			t.Fatalf("job: %+v %v", res, werr)
 		}
