@@ -38,7 +38,9 @@ type Config struct {
 }
 
 // Agent serves workspace requests. It is safe for concurrent use: each
-// request runs on its own goroutine.
+// request runs on its own goroutine. It runs commands and answers for the
+// workspace's changes itself, and hands the file tools' requests to files
+// and the jobs' to jobs; each part keeps its own state and lock.
 type Agent struct {
 	workspace string
 	root      *os.Root
@@ -55,20 +57,15 @@ type Agent struct {
 	// files serves the file tools.
 	files *fileOps
 
+	// jobs serves the job operations.
 	jobs *jobs
 
 	// watch follows the changes commands make (see OpWatch).
 	watch *watcher
 
-	// guardOnce starts the inotify guard (see startGuard), which runs
-	// until guardCtx is done (see Close).
-	guardOnce sync.Once
-	guardCtx  context.Context
-	stopGuard context.CancelFunc
-	// notes holds, by supervisor, what the agent tells the foreground
-	// command it runs (see tellCommand).
-	notesMu sync.Mutex
-	notes   map[int][]string
+	// guard bounds the commands' share of the host's inotify limits,
+	// once OpWatch starts it; Close stops it.
+	guard *inotifyGuard
 
 	// commands counts the exec and python requests running, whose
 	// process trees a restore waits for (see OpWaitCommands).
@@ -92,22 +89,21 @@ func New(cfg Config) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	guardCtx, stopGuard := context.WithCancel(context.Background())
 	tmp := os.TempDir()
 	mutations, watch := &mutations{}, newWatcher(root)
 	a := &Agent{workspace: cfg.Workspace, root: root, log: log, supervisors: newSupervisors(self, log), watch: watch,
 		disks:     &disks{workspace: cfg.Workspace, tmp: tmp, tmpOnWorkspace: sameFilesystem(cfg.Workspace, tmp)},
-		mutations: mutations, files: &fileOps{root: root, mutations: mutations, watch: watch},
-		guardCtx: guardCtx, stopGuard: stopGuard, notes: map[int][]string{}}
+		mutations: mutations, files: &fileOps{root: root, mutations: mutations, watch: watch}}
 	a.jobs = newJobs(jobDeps{workspace: cfg.Workspace, resolveDir: a.resolveDir, supervisors: a.supervisors, watch: watch, disks: a.disks, log: log})
 	a.disks.keptOutputs = a.jobs.keptOutputs
+	a.guard = newInotifyGuard(a.supervisors, a.jobs, log)
 	return a, nil
 }
 
 // Close lets the waiting supervisors exit and releases the workspace handle.
 func (a *Agent) Close() error {
 	a.supervisors.closeIdle()
-	a.stopGuard()
+	a.guard.stop()
 	a.watch.close()
 	return a.root.Close()
 }
@@ -242,7 +238,7 @@ func (a *Agent) handle(ctx context.Context, req wire.Request, report func(wire.P
 	case wire.OpWatch:
 		result, werr = dispatch(req.Args, func(args wire.WatchArgs) (*wire.WatchStatus, *wire.Error) {
 			st := a.watch.start(args.MaxDirs)
-			a.startGuard(args.InotifyShares)
+			a.guard.start(args.InotifyShares)
 			return &st, nil
 		})
 	case wire.OpChanges:

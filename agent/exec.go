@@ -88,8 +88,8 @@ func (a *Agent) run(ctx context.Context, spec runSpec) (*runOutcome, *wire.Error
 		out.stdout.spillDir, out.stderr.spillDir = a.workspace, a.workspace
 	}
 	start, oomBefore := time.Now(), oomKills()
-	a.expectNotes(sup.pid)
-	defer a.takeNotes(sup.pid)
+	a.guard.expectNotes(sup.pid)
+	defer a.guard.takeNotes(sup.pid)
 	err = send(sup.ctl, commandSpec{Argv: spec.argv, Dir: spec.dir, Env: spec.env, PassResult: spec.result != nil}, st.commandEnds())
 	st.closeCommandEnds()
 	if err != nil {
@@ -127,7 +127,7 @@ func (a *Agent) run(ctx context.Context, spec runSpec) (*runOutcome, *wire.Error
 	}
 	out.duration = time.Since(start)
 	st.wait(copied, waitDelay)
-	out.notes = a.takeNotes(sup.pid)
+	out.notes = a.guard.takeNotes(sup.pid)
 	if got.err != nil {
 		// The supervisor died mid-command (the command may have killed it);
 		// what it supervised is now init's and dies as strays.

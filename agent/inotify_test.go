@@ -82,7 +82,7 @@ func TestGuardKillsAJobPastItsShare(t *testing.T) {
 	if byInstances[1] != 10 || byInstances[5] != 50 {
 		t.Fatalf("holders counted: %v (instances → watches), want 1 → 10 and 5 → 50", byInstances)
 	}
-	a.checkInotify(inotifyShare{instances: 4, watches: 1000}, 8, 0)
+	a.guard.checkInotify(inotifyShare{instances: 4, watches: 1000}, 8, 0)
 	select {
 	case <-greedy.done:
 	case <-time.After(10 * time.Second):
@@ -118,7 +118,7 @@ func TestGuardTellsAForegroundCommand(t *testing.T) {
 			case <-stop:
 				return
 			case <-time.After(50 * time.Millisecond):
-				a.checkInotify(inotifyShare{instances: 1, watches: 1}, 8, 0)
+				a.guard.checkInotify(inotifyShare{instances: 1, watches: 1}, 8, 0)
 			}
 		}
 	}()

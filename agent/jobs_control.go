@@ -22,6 +22,21 @@ func (j *job) closeStdin() {
 	}
 }
 
+// tell writes msg to the standard error of the running job supervisor
+// runs, and reports false when no running job has that supervisor.
+func (js *jobs) tell(supervisor int, msg string) bool {
+	for _, j := range js.list() {
+		j.mu.Lock()
+		ours := j.sup != nil && j.sup.pid == supervisor && j.ended.IsZero()
+		j.mu.Unlock()
+		if ours {
+			_, _ = j.errs.Write([]byte("\n" + msg + "\n"))
+			return true
+		}
+	}
+	return false
+}
+
 // jobSignals are the signals job action=signal may send.
 var jobSignals = map[string]unix.Signal{"TERM": unix.SIGTERM, "INT": unix.SIGINT, "HUP": unix.SIGHUP, "KILL": unix.SIGKILL}
 
