@@ -183,6 +183,7 @@ func (sv *supervisors) startChild(cmd *exec.Cmd) error {
 	return nil
 }
 
+// forgetChild drops a reaped supervisor from the live ones.
 func (sv *supervisors) forgetChild(pid int) {
 	sv.mu.Lock()
 	delete(sv.children, pid)
