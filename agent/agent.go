@@ -19,7 +19,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,59 +38,38 @@ type Config struct {
 }
 
 // Agent serves workspace requests. It is safe for concurrent use: each
-// request runs on its own goroutine.
+// request runs on its own goroutine. It runs commands and answers for the
+// workspace's changes itself, and hands the file tools' requests to files
+// and the jobs' to jobs; each part keeps its own state and lock.
 type Agent struct {
 	workspace string
 	root      *os.Root
-	self      string
 	log       *slog.Logger
 
-	// tmp is the temporary directory commands use; tmpOnWorkspace says it
-	// is on /workspace's filesystem (see fullNow).
-	tmp            string
-	tmpOnWorkspace bool
+	// disks looks at the filesystems commands fill.
+	disks *disks
 
-	mu       sync.Mutex
-	children map[int]struct{} // supervisors started and not yet reaped
+	// supervisors run the commands.
+	supervisors *supervisors
 
-	poolMu sync.Mutex
-	idle   []*supervisor // supervisors waiting for a command
+	// mutations serialises the changes to the workspace's files.
+	mutations *mutations
+	// files serves the file tools.
+	files *fileOps
 
-	// mutateMu serialises every change the file tools make (write, edit,
-	// rm, evaluate_python's writes): each reads, decides and renames with no
-	// other tool change in between, so no update is lost. lastSeq numbers
-	// the changes in the order they happened (see mutation).
-	mutateMu sync.Mutex
-	lastSeq  int64
-
+	// jobs serves the job operations.
 	jobs *jobs
 
 	// watch follows the changes commands make (see OpWatch).
 	watch *watcher
 
-	// guardOnce starts the inotify guard (see startGuard), which runs
-	// until guardCtx is done (see Close).
-	guardOnce sync.Once
-	guardCtx  context.Context
-	stopGuard context.CancelFunc
-	// notes holds, by supervisor, what the agent tells the foreground
-	// command it runs (see tellCommand).
-	notesMu sync.Mutex
-	notes   map[int][]string
+	// guard bounds the commands' share of the host's inotify limits,
+	// once OpWatch starts it; Close stops it.
+	guard *inotifyGuard
 
 	// commands counts the exec and python requests running, whose
 	// process trees a restore waits for (see OpWaitCommands).
 	commands atomic.Int64
-}
-
-// mutation takes the lock every tool change holds and returns the change's
-// sequence number, which orders it among all this workspace's changes, also
-// across agent restarts: it is a time in nanoseconds, strictly increasing.
-// The caller calls the returned function when done.
-func (a *Agent) mutation() (seq int64, done func()) {
-	a.mutateMu.Lock()
-	a.lastSeq = max(a.lastSeq+1, time.Now().UnixNano())
-	return a.lastSeq, a.mutateMu.Unlock
 }
 
 // New opens the workspace and returns an Agent. Close releases it.
@@ -111,16 +89,21 @@ func New(cfg Config) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	guardCtx, stopGuard := context.WithCancel(context.Background())
 	tmp := os.TempDir()
-	return &Agent{workspace: cfg.Workspace, root: root, self: self, log: log, children: map[int]struct{}{}, jobs: newJobs(), watch: newWatcher(root),
-		guardCtx: guardCtx, stopGuard: stopGuard, notes: map[int][]string{}, tmp: tmp, tmpOnWorkspace: sameFilesystem(cfg.Workspace, tmp)}, nil
+	mutations, watch := &mutations{}, newWatcher(root)
+	a := &Agent{workspace: cfg.Workspace, root: root, log: log, supervisors: newSupervisors(self, log), watch: watch,
+		disks:     &disks{workspace: cfg.Workspace, tmp: tmp, tmpOnWorkspace: sameFilesystem(cfg.Workspace, tmp)},
+		mutations: mutations, files: &fileOps{root: root, mutations: mutations, watch: watch}}
+	a.jobs = newJobs(jobDeps{workspace: cfg.Workspace, resolveDir: a.resolveDir, supervisors: a.supervisors, watch: watch, disks: a.disks, log: log})
+	a.disks.keptOutputs = a.jobs.keptOutputs
+	a.guard = newInotifyGuard(a.supervisors, a.jobs, log)
+	return a, nil
 }
 
 // Close lets the waiting supervisors exit and releases the workspace handle.
 func (a *Agent) Close() error {
-	a.closeSupervisors()
-	a.stopGuard()
+	a.supervisors.closeIdle()
+	a.guard.stop()
 	a.watch.close()
 	return a.root.Close()
 }
@@ -219,33 +202,33 @@ func (a *Agent) handle(ctx context.Context, req wire.Request, report func(wire.P
 			return a.waitCommands(ctx, time.Duration(args.TimeoutMillis)*time.Millisecond), nil
 		})
 	case wire.OpList:
-		result, werr = dispatch(req.Args, func(args wire.PathArgs) (*wire.ListResult, *wire.Error) { return a.list(args.Path) })
+		result, werr = dispatch(req.Args, func(args wire.PathArgs) (*wire.ListResult, *wire.Error) { return a.files.list(args.Path) })
 	case wire.OpRead:
-		result, werr = dispatch(req.Args, a.read)
+		result, werr = dispatch(req.Args, a.files.read)
 	case wire.OpReadBytes:
-		result, werr = dispatch(req.Args, a.readBytes)
+		result, werr = dispatch(req.Args, a.files.readBytes)
 	case wire.OpWrite:
-		result, werr = dispatch(req.Args, a.write)
+		result, werr = dispatch(req.Args, a.files.write)
 	case wire.OpEdit:
-		result, werr = dispatch(req.Args, a.edit)
+		result, werr = dispatch(req.Args, a.files.edit)
 	case wire.OpGlob:
-		result, werr = dispatch(req.Args, a.glob)
+		result, werr = dispatch(req.Args, a.files.glob)
 	case wire.OpGrep:
-		result, werr = dispatch(req.Args, a.grep)
+		result, werr = dispatch(req.Args, a.files.grep)
 	case wire.OpRemove:
-		result, werr = dispatch(req.Args, func(args wire.PathArgs) (*wire.RemoveResult, *wire.Error) { return a.remove(args.Path) })
+		result, werr = dispatch(req.Args, func(args wire.PathArgs) (*wire.RemoveResult, *wire.Error) { return a.files.remove(args.Path) })
 	case wire.OpJobStart:
-		result, werr = dispatch(req.Args, a.startJob)
+		result, werr = dispatch(req.Args, a.jobs.startJob)
 	case wire.OpJobStatus:
-		result, werr = dispatch(req.Args, a.jobStatus)
+		result, werr = dispatch(req.Args, a.jobs.jobStatus)
 	case wire.OpJobOutput:
-		result, werr = dispatch(req.Args, a.jobOutput)
+		result, werr = dispatch(req.Args, a.jobs.jobOutput)
 	case wire.OpJobSignal:
-		result, werr = dispatch(req.Args, a.signalJob)
+		result, werr = dispatch(req.Args, a.jobs.signalJob)
 	case wire.OpJobInput:
-		result, werr = dispatch(req.Args, a.jobInput)
+		result, werr = dispatch(req.Args, a.jobs.jobInput)
 	case wire.OpJobList:
-		result, werr = dispatch(req.Args, a.listJobs)
+		result, werr = dispatch(req.Args, a.jobs.listJobs)
 	case wire.OpScan:
 		result, werr = dispatch(req.Args, a.scan)
 	case wire.OpReadFiles:
@@ -255,17 +238,17 @@ func (a *Agent) handle(ctx context.Context, req wire.Request, report func(wire.P
 	case wire.OpWatch:
 		result, werr = dispatch(req.Args, func(args wire.WatchArgs) (*wire.WatchStatus, *wire.Error) {
 			st := a.watch.start(args.MaxDirs)
-			a.startGuard(args.InotifyShares)
+			a.guard.start(args.InotifyShares)
 			return &st, nil
 		})
 	case wire.OpChanges:
 		result, werr = dispatch(req.Args, func(args wire.ChangesArgs) (*wire.ChangesResult, *wire.Error) { return a.changes(ctx, args) })
 	case wire.OpJobStopAll:
-		result, werr = dispatch(req.Args, a.stopAllJobs)
+		result, werr = dispatch(req.Args, a.jobs.stopAllJobs)
 	case wire.OpJobForget:
-		result, werr = dispatch(req.Args, a.forgetJob)
+		result, werr = dispatch(req.Args, a.jobs.forgetJob)
 	case wire.OpDiskSpace:
-		result, werr = a.diskSpace()
+		result, werr = a.disks.space()
 	default:
 		werr = wire.Errorf(wire.CodeBadRequest, "unknown operation %q", req.Op)
 	}
@@ -286,25 +269,6 @@ func dispatch[A any, R any](raw json.RawMessage, op func(A) (*R, *wire.Error)) (
 		return nil, werr
 	}
 	return r, nil
-}
-
-// startChild starts cmd and records it as a live supervisor, under the same
-// lock the init reaper takes, so the reaper never collects a supervisor
-// before cmd.Wait does.
-func (a *Agent) startChild(cmd *exec.Cmd) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	a.children[cmd.Process.Pid] = struct{}{}
-	return nil
-}
-
-func (a *Agent) forgetChild(pid int) {
-	a.mu.Lock()
-	delete(a.children, pid)
-	a.mu.Unlock()
 }
 
 // waitCommands answers OpWaitCommands: it waits until no command runs, for

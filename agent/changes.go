@@ -55,7 +55,7 @@ func (a *Agent) reportChanges(n int) *wire.ChangesResult {
 // lock, so no tool change is half made and the changes get one number in
 // the order of the tools' own.
 func (a *Agent) takeChanges(n int) ([]wire.Change, bool) {
-	seq, done := a.mutation()
+	seq, done := a.mutations.begin()
 	defer done()
 	return a.watch.take(n, seq)
 }

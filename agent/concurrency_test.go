@@ -163,7 +163,7 @@ func TestEditRefusesAFileACommandChanged(t *testing.T) {
 		t.Run(change.name, func(t *testing.T) {
 			p := filepath.Join(dir, "f.txt")
 			mustWrite(t, p, "original text, 24 bytes!")
-			_, read, werr := a.readTextInfo("f.txt")
+			_, read, werr := a.files.readTextInfo("f.txt")
 			if werr != nil {
 				t.Fatal(werr)
 			}
@@ -171,7 +171,7 @@ func TestEditRefusesAFileACommandChanged(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 			change.do(p)
 			after, _ := os.ReadFile(p)
-			werr = a.replaceFile("f.txt", []byte("the edit"), 0o644, read)
+			werr = a.files.replaceFile("f.txt", []byte("the edit"), 0o644, read)
 			if werr == nil || werr.Code != wire.CodeConflict {
 				t.Fatalf("replaceFile = %v, want a conflict", werr)
 			}

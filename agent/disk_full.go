@@ -46,65 +46,59 @@ func sameFilesystem(a, b string) bool {
 	return unix.Stat(a, &sa) == nil && unix.Stat(b, &sb) == nil && sa.Dev == sb.Dev
 }
 
+// disks looks at the filesystems commands write to: /workspace's, and the
+// temporary directory's when that is another. It holds no state that
+// changes, so it is safe for concurrent use.
+type disks struct {
+	workspace string
+	// tmp is the temporary directory commands use; tmpOnWorkspace says it
+	// is on /workspace's filesystem.
+	tmp            string
+	tmpOnWorkspace bool
+	// keptOutputs lists the finished jobs' kept outputs on /workspace's
+	// disk (see jobs.keptOutputs).
+	keptOutputs func() []wire.KeptOutput
+}
+
 // fullDisks says which filesystems a command left full.
 type fullDisks struct{ workspace, tmp bool }
 
 // fullNow tells which of the filesystems of /workspace and of the
 // temporary directory, when that is another, are full.
-func (a *Agent) fullNow() fullDisks {
+func (d *disks) fullNow() fullDisks {
 	var f fullDisks
-	if d, err := statDisk(a.workspace); err == nil {
-		f.workspace = d.Full()
+	if ws, err := statDisk(d.workspace); err == nil {
+		f.workspace = ws.Full()
 	}
-	if !a.tmpOnWorkspace {
-		if d, err := statDisk(a.tmp); err == nil {
-			f.tmp = d.Full()
+	if !d.tmpOnWorkspace {
+		if tmp, err := statDisk(d.tmp); err == nil {
+			f.tmp = tmp.Full()
 		}
 	}
 	return f
 }
 
-// diskReport describes the filesystems of /workspace and of the temporary
+// report describes the filesystems of /workspace and of the temporary
 // directory as they are now, for a command that left those full says
 // full; nil when it left none full.
-func (a *Agent) diskReport(full fullDisks) *wire.DiskFull {
+func (d *disks) report(full fullDisks) *wire.DiskFull {
 	if !full.workspace && !full.tmp {
 		return nil
 	}
-	ws, werr := a.diskSpace()
+	ws, werr := d.space()
 	if werr != nil {
 		return nil
 	}
 	r := &wire.DiskFull{Workspace: *ws, WorkspaceFull: full.workspace, TmpFull: full.tmp}
-	if !a.tmpOnWorkspace {
-		if t, err := statDisk(a.tmp); err == nil {
+	if !d.tmpOnWorkspace {
+		if t, err := statDisk(d.tmp); err == nil {
 			if t.Full() {
-				t.Top, t.TopPartial = topUses(a.tmp, t.NoFreeFiles())
+				t.Top, t.TopPartial = topUses(d.tmp, t.NoFreeFiles())
 			}
 			r.Tmp = &t
 		}
 	}
 	return r
-}
-
-// jobInfo describes j and, when it left a filesystem full, the state of
-// the disks now.
-func (a *Agent) jobInfo(j *job) wire.JobInfo {
-	in := j.info()
-	in.DiskFull = a.jobDisks(j, map[fullDisks]*wire.DiskFull{})
-	return in
-}
-
-// jobDisks is the report of the disks j left full, nil for none, made
-// once per fullDisks value in reports.
-func (a *Agent) jobDisks(j *job, reports map[fullDisks]*wire.DiskFull) *wire.DiskFull {
-	j.mu.Lock()
-	full := j.full
-	j.mu.Unlock()
-	if _, made := reports[full]; !made {
-		reports[full] = a.diskReport(full)
-	}
-	return reports[full]
 }
 
 // topUses counts what each entry of dir takes, itself and everything

@@ -101,10 +101,10 @@ func BenchmarkFullNow(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer a.Close()
-	if a.tmpOnWorkspace {
+	if a.disks.tmpOnWorkspace {
 		b.Fatal("/dev/shm is on the workspace's filesystem: the benchmark would look at one filesystem, not two")
 	}
 	for b.Loop() {
-		a.fullNow()
+		a.disks.fullNow()
 	}
 }

@@ -74,13 +74,13 @@ type replyOrError struct {
 // cancelled ctx kills it too and is reported as an error, as is a command
 // that cannot start.
 func (a *Agent) run(ctx context.Context, spec runSpec) (*runOutcome, *wire.Error) {
-	sup, err := a.takeSupervisor()
+	sup, err := a.supervisors.take()
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInternal, "%v", err)
 	}
 	st, err := openStreams(spec.stdin != "", spec.result != nil)
 	if err != nil {
-		a.releaseSupervisor(sup)
+		a.supervisors.release(sup)
 		return nil, wire.Errorf(wire.CodeInternal, "creating the command's pipes: %v", err)
 	}
 	out := &runOutcome{stdout: newCapture(spec.limit, spec.capture), stderr: newCapture(spec.limit, spec.capture)}
@@ -88,8 +88,8 @@ func (a *Agent) run(ctx context.Context, spec runSpec) (*runOutcome, *wire.Error
 		out.stdout.spillDir, out.stderr.spillDir = a.workspace, a.workspace
 	}
 	start, oomBefore := time.Now(), oomKills()
-	a.expectNotes(sup.pid)
-	defer a.takeNotes(sup.pid)
+	a.guard.expectNotes(sup.pid)
+	defer a.guard.takeNotes(sup.pid)
 	err = send(sup.ctl, commandSpec{Argv: spec.argv, Dir: spec.dir, Env: spec.env, PassResult: spec.result != nil}, st.commandEnds())
 	st.closeCommandEnds()
 	if err != nil {
@@ -120,14 +120,14 @@ func (a *Agent) run(ctx context.Context, spec runSpec) (*runOutcome, *wire.Error
 	case got = <-replies:
 	case <-timer.C:
 		out.timedOut = true
-		got, out.endedBy = a.stopCommand(sup, replies, spec.grace)
+		got, out.endedBy = sup.stopCommand(replies, spec.grace)
 	case <-ctx.Done():
 		cancelled = true
-		got, out.endedBy = a.stopCommand(sup, replies, spec.grace)
+		got, out.endedBy = sup.stopCommand(replies, spec.grace)
 	}
 	out.duration = time.Since(start)
 	st.wait(copied, waitDelay)
-	out.notes = a.takeNotes(sup.pid)
+	out.notes = a.guard.takeNotes(sup.pid)
 	if got.err != nil {
 		// The supervisor died mid-command (the command may have killed it);
 		// what it supervised is now init's and dies as strays.
@@ -136,7 +136,7 @@ func (a *Agent) run(ctx context.Context, spec runSpec) (*runOutcome, *wire.Error
 			return nil, wire.Errorf(wire.CodeInternal, "the command's supervisor stopped before the command ended (did the command kill it?)")
 		}
 	} else {
-		a.releaseSupervisor(sup)
+		a.supervisors.release(sup)
 	}
 	switch {
 	case got.err == nil && got.reply.Error != nil:
@@ -149,7 +149,7 @@ func (a *Agent) run(ctx context.Context, spec runSpec) (*runOutcome, *wire.Error
 		out.exitCode = got.reply.ExitCode
 	}
 	out.oom = oomReport(oomBefore, out.exitCode, out.timedOut)
-	out.full = a.fullNow()
+	out.full = a.disks.fullNow()
 	return out, nil
 }
 
@@ -174,30 +174,6 @@ func reportProgress(start time.Time, out *runOutcome, report func(wire.Progress)
 		}
 	}()
 	return func() { close(done) }
-}
-
-// stopCommand stops the command a supervisor runs (not the supervisor):
-// SIGTERM to its whole tree, then, when the command has not ended within
-// grace, SIGKILL. It waits for the supervisor's report, killing a
-// supervisor that does not report in time, and names the signal that
-// ended the command.
-func (a *Agent) stopCommand(sup *supervisor, replies <-chan replyOrError, grace time.Duration) (replyOrError, string) {
-	if grace > 0 {
-		signalDescendants(sup.pid, unix.SIGTERM)
-		select {
-		case r := <-replies:
-			return r, "SIGTERM"
-		case <-time.After(grace):
-		}
-	}
-	killDescendants(sup.pid, cleanupTimeout, nil)
-	select {
-	case r := <-replies:
-		return r, "SIGKILL"
-	case <-time.After(2 * cleanupTimeout):
-		killTree(sup.pid, cleanupTimeout)
-		return <-replies, "SIGKILL"
-	}
 }
 
 // exec answers OpExec; report sends its progress frames.
@@ -230,12 +206,12 @@ func (a *Agent) exec(ctx context.Context, args wire.ExecArgs, report func(wire.P
 		EndedBy:        out.endedBy,
 		DurationMillis: out.duration.Milliseconds(),
 		OOM:            out.oom,
-		DiskFull:       a.diskReport(out.full),
+		DiskFull:       a.disks.report(out.full),
 	}
 	res.Stdout, res.StdoutTruncated = out.stdout.text()
 	res.Stderr, res.StderrTruncated = out.stderr.text()
 	res.Stderr = withNotes(res.Stderr, out.notes)
-	res.OutputJob = a.keepOutput(args.Argv, dir, time.Now().Add(-out.duration), out)
+	res.OutputJob = a.jobs.keepOutput(args.Argv, dir, time.Now().Add(-out.duration), out)
 	return res, nil
 }
 

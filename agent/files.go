@@ -18,6 +18,16 @@ import (
 	"github.com/wink-mcp/wink-mcp/wire"
 )
 
+// fileOps are the file tools' operations on the workspace (read, write,
+// edit, rm, ls, glob, grep), confined to its root. It is safe for
+// concurrent use: every change holds the agent's mutation lock.
+type fileOps struct {
+	root      *os.Root
+	mutations *mutations
+	// watch is told which changes are the tools' own.
+	watch *watcher
+}
+
 // rel turns a normalised workspace path into the name os.Root expects.
 func rel(p string) string {
 	if p == "" {
@@ -42,8 +52,8 @@ func kindOf(m fs.FileMode) string {
 // openRegular opens a regular file for reading. It opens without blocking
 // (a fifo swapped in after a check cannot hang the agent) and checks the
 // opened file itself, so nothing but a regular file is ever read.
-func (a *Agent) openRegular(p string) (*os.File, fs.FileInfo, *wire.Error) {
-	f, err := a.root.OpenFile(rel(p), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+func (ops *fileOps) openRegular(p string) (*os.File, fs.FileInfo, *wire.Error) {
+	f, err := ops.root.OpenFile(rel(p), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, pathError(p, err)
 	}
@@ -75,15 +85,15 @@ func kindName(m fs.FileMode) string {
 }
 
 // readText loads a regular file of at most wire.MaxFileBytes that is UTF-8 text.
-func (a *Agent) readText(p string) (string, *wire.Error) {
-	text, _, werr := a.readTextInfo(p)
+func (ops *fileOps) readText(p string) (string, *wire.Error) {
+	text, _, werr := ops.readTextInfo(p)
 	return text, werr
 }
 
 // readTextInfo is readText that also describes the file it read, so that a
 // change can check the file is still that one before replacing it.
-func (a *Agent) readTextInfo(p string) (string, fs.FileInfo, *wire.Error) {
-	f, fi, werr := a.openRegular(p)
+func (ops *fileOps) readTextInfo(p string) (string, fs.FileInfo, *wire.Error) {
+	f, fi, werr := ops.openRegular(p)
 	if werr != nil {
 		return "", nil, werr
 	}
@@ -106,15 +116,15 @@ func (a *Agent) readTextInfo(p string) (string, fs.FileInfo, *wire.Error) {
 
 // writable checks that p may be replaced by a write: it is missing or a
 // regular file. It returns the mode to keep and whether p exists.
-func (a *Agent) writable(p string) (fs.FileMode, bool, *wire.Error) {
-	fi, err := a.root.Lstat(p)
+func (ops *fileOps) writable(p string) (fs.FileMode, bool, *wire.Error) {
+	fi, err := ops.root.Lstat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return 0o644, false, nil
 	case err != nil:
 		return 0, false, pathError(p, err)
 	case fi.Mode()&fs.ModeSymlink != 0:
-		target, _ := a.root.Readlink(p)
+		target, _ := ops.root.Readlink(p)
 		return 0, false, wire.Errorf(wire.CodeInvalid, "%q is a symbolic link (to %q); the file tools write files, not links: write to the link's target instead", p, target)
 	case fi.IsDir():
 		return 0, false, wire.Errorf(wire.CodeInvalid, "%q is a directory", p)
@@ -125,12 +135,12 @@ func (a *Agent) writable(p string) (fs.FileMode, bool, *wire.Error) {
 }
 
 // makeParents creates the directories above p.
-func (a *Agent) makeParents(p string) *wire.Error {
+func (ops *fileOps) makeParents(p string) *wire.Error {
 	dir := path.Dir(p)
 	if dir == "." {
 		return nil
 	}
-	err := a.root.MkdirAll(dir, 0o755)
+	err := ops.root.MkdirAll(dir, 0o755)
 	switch {
 	case err == nil:
 		return nil
@@ -145,12 +155,12 @@ func (a *Agent) makeParents(p string) *wire.Error {
 // the temporary file is removed. With read set, p must still be the file
 // read describes (a command may have changed it since it was read); if it
 // is not, nothing is written and the error says so.
-func (a *Agent) replaceFile(p string, data []byte, perm fs.FileMode, read fs.FileInfo) *wire.Error {
+func (ops *fileOps) replaceFile(p string, data []byte, perm fs.FileMode, read fs.FileInfo) *wire.Error {
 	var suffix [6]byte
 	_, _ = rand.Read(suffix[:])
 	dir, base := path.Split(p)
 	tmp := dir + ".wink-" + truncate(base, 64) + "." + hex.EncodeToString(suffix[:]) + ".tmp"
-	f, err := a.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	f, err := ops.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return pathError(p, err)
 	}
@@ -162,16 +172,16 @@ func (a *Agent) replaceFile(p string, data []byte, perm fs.FileMode, read fs.Fil
 		err = cerr
 	}
 	if err == nil && read != nil {
-		if werr := a.unchangedSince(p, read); werr != nil {
-			_ = a.root.Remove(tmp)
+		if werr := ops.unchangedSince(p, read); werr != nil {
+			_ = ops.root.Remove(tmp)
 			return werr
 		}
 	}
 	if err == nil {
-		err = a.root.Rename(tmp, p)
+		err = ops.root.Rename(tmp, p)
 	}
 	if err != nil {
-		_ = a.root.Remove(tmp)
+		_ = ops.root.Remove(tmp)
 		return pathError(p, err)
 	}
 	return nil
@@ -180,8 +190,8 @@ func (a *Agent) replaceFile(p string, data []byte, perm fs.FileMode, read fs.Fil
 // unchangedSince checks that p is still the file read describes: the same
 // inode, size and modification time. Tool changes are serialised, so only a
 // command can have changed it.
-func (a *Agent) unchangedSince(p string, read fs.FileInfo) *wire.Error {
-	now, err := a.root.Lstat(p)
+func (ops *fileOps) unchangedSince(p string, read fs.FileInfo) *wire.Error {
+	now, err := ops.root.Lstat(p)
 	if err == nil && os.SameFile(now, read) && now.Size() == read.Size() && now.ModTime().Equal(read.ModTime()) {
 		return nil
 	}
@@ -196,8 +206,8 @@ func truncate(s string, n int) string {
 }
 
 // read answers OpRead.
-func (a *Agent) read(args wire.ReadArgs) (*wire.ReadResult, *wire.Error) {
-	text, werr := a.readText(args.Path)
+func (ops *fileOps) read(args wire.ReadArgs) (*wire.ReadResult, *wire.Error) {
+	text, werr := ops.readText(args.Path)
 	if werr != nil {
 		return nil, werr
 	}
@@ -231,11 +241,11 @@ func (a *Agent) read(args wire.ReadArgs) (*wire.ReadResult, *wire.Error) {
 }
 
 // readBytes answers OpReadBytes: bytes of any regular file, text or not.
-func (a *Agent) readBytes(args wire.ReadBytesArgs) (*wire.ReadBytesResult, *wire.Error) {
+func (ops *fileOps) readBytes(args wire.ReadBytesArgs) (*wire.ReadBytesResult, *wire.Error) {
 	if args.Offset < 0 || args.Limit <= 0 || args.Limit > wire.MaxBinaryBytes {
 		return nil, wire.Errorf(wire.CodeBadRequest, "offset must not be negative and limit must be 1 to %d", wire.MaxBinaryBytes)
 	}
-	f, fi, werr := a.openRegular(args.Path)
+	f, fi, werr := ops.openRegular(args.Path)
 	if werr != nil {
 		return nil, werr
 	}
@@ -264,7 +274,7 @@ func splitEnding(line string) (string, string) {
 }
 
 // write answers OpWrite.
-func (a *Agent) write(args wire.WriteArgs) (*wire.WriteResult, *wire.Error) {
+func (ops *fileOps) write(args wire.WriteArgs) (*wire.WriteResult, *wire.Error) {
 	if args.Path == "" {
 		return nil, wire.Errorf(wire.CodeInvalid, "the path names the workspace root, not a file")
 	}
@@ -277,18 +287,18 @@ func (a *Agent) write(args wire.WriteArgs) (*wire.WriteResult, *wire.Error) {
 	case utf8.RuneCountInString(args.Content) > wire.MaxFileChars:
 		return nil, wire.Errorf(wire.CodeInvalid, "content is %d characters; the limit is %d", utf8.RuneCountInString(args.Content), wire.MaxFileChars)
 	}
-	seq, done := a.mutation()
+	seq, done := ops.mutations.begin()
 	defer done()
 	made := false
-	defer func() { a.watch.own(made, args.Path) }()
-	if werr := a.makeParents(args.Path); werr != nil {
+	defer func() { ops.watch.own(made, args.Path) }()
+	if werr := ops.makeParents(args.Path); werr != nil {
 		return nil, werr
 	}
-	perm, exists, werr := a.writable(args.Path)
+	perm, exists, werr := ops.writable(args.Path)
 	if werr != nil {
 		return nil, werr
 	}
-	if werr := a.replaceFile(args.Path, content, perm, nil); werr != nil {
+	if werr := ops.replaceFile(args.Path, content, perm, nil); werr != nil {
 		return nil, werr
 	}
 	made = true
@@ -296,25 +306,25 @@ func (a *Agent) write(args wire.WriteArgs) (*wire.WriteResult, *wire.Error) {
 }
 
 // edit answers OpEdit.
-func (a *Agent) edit(args wire.EditArgs) (*wire.EditResult, *wire.Error) {
+func (ops *fileOps) edit(args wire.EditArgs) (*wire.EditResult, *wire.Error) {
 	switch {
 	case args.Old == "":
 		return nil, wire.Errorf(wire.CodeInvalid, "old_string is empty; to create or replace a whole file use write_file")
 	case args.Old == args.New:
 		return nil, wire.Errorf(wire.CodeInvalid, "old_string and new_string are the same; nothing would change")
 	}
-	seq, done := a.mutation()
+	seq, done := ops.mutations.begin()
 	defer done()
 	made := false
-	defer func() { a.watch.own(made, args.Path) }()
-	perm, exists, werr := a.writable(args.Path)
+	defer func() { ops.watch.own(made, args.Path) }()
+	perm, exists, werr := ops.writable(args.Path)
 	if werr != nil {
 		return nil, werr
 	}
 	if !exists {
 		return nil, wire.Errorf(wire.CodeNotFound, "%q does not exist in /workspace; create it with write_file", args.Path)
 	}
-	text, read, werr := a.readTextInfo(args.Path)
+	text, read, werr := ops.readTextInfo(args.Path)
 	if werr != nil {
 		return nil, werr
 	}
@@ -343,7 +353,7 @@ func (a *Agent) edit(args wire.EditArgs) (*wire.EditResult, *wire.Error) {
 	if c := utf8.RuneCountInString(updated); c > wire.MaxFileChars {
 		return nil, wire.Errorf(wire.CodeInvalid, "the edited %q would be %d characters; the limit is %d, so the file was left unchanged", args.Path, c, wire.MaxFileChars)
 	}
-	if werr := a.replaceFile(args.Path, []byte(updated), perm, read); werr != nil {
+	if werr := ops.replaceFile(args.Path, []byte(updated), perm, read); werr != nil {
 		return nil, werr
 	}
 	made = true
@@ -373,15 +383,15 @@ func occurrenceLines(text, sub string) string {
 }
 
 // remove answers OpRemove.
-func (a *Agent) remove(p string) (*wire.RemoveResult, *wire.Error) {
+func (ops *fileOps) remove(p string) (*wire.RemoveResult, *wire.Error) {
 	if p == "" {
 		return nil, wire.Errorf(wire.CodeInvalid, "refusing to remove the workspace root; remove the entries inside it instead")
 	}
-	seq, done := a.mutation()
+	seq, done := ops.mutations.begin()
 	defer done()
 	// Even a removal that fails part way removed something.
-	defer a.watch.own(true, p)
-	fi, err := a.root.Lstat(p)
+	defer ops.watch.own(true, p)
+	fi, err := ops.root.Lstat(p)
 	if err != nil {
 		return nil, pathError(p, err)
 	}
@@ -389,13 +399,13 @@ func (a *Agent) remove(p string) (*wire.RemoveResult, *wire.Error) {
 	if fi.IsDir() {
 		count = 0
 		// WalkDir does not follow symlinks: a link is counted, its target is not.
-		_ = fs.WalkDir(a.root.FS(), p, func(string, fs.DirEntry, error) error {
+		_ = fs.WalkDir(ops.root.FS(), p, func(string, fs.DirEntry, error) error {
 			count++
 			return nil
 		})
-		err = a.root.RemoveAll(p)
+		err = ops.root.RemoveAll(p)
 	} else {
-		err = a.root.Remove(p)
+		err = ops.root.Remove(p)
 	}
 	if err != nil {
 		return nil, pathError(p, err)

@@ -50,7 +50,7 @@ func (a *Agent) RunInit(ctx context.Context) error {
 		ln.Close()
 	}()
 	go a.reapLoop(ctx)
-	go a.warmSupervisor()
+	go a.supervisors.warm()
 
 	var (
 		mu      sync.Mutex
@@ -139,7 +139,7 @@ func (a *Agent) reapLoop(ctx context.Context) {
 		case <-sigs:
 		case <-tick.C:
 		}
-		a.reapStrays()
+		a.supervisors.reapStrays()
 	}
 }
 
@@ -147,23 +147,23 @@ func (a *Agent) reapLoop(ctx context.Context) {
 // supervisors init started itself. A process only becomes init's child when
 // the supervisor above it died (supervisors are subreapers), so it is a
 // leftover of a command that is over.
-func (a *Agent) reapStrays() {
+func (sv *supervisors) reapStrays() {
 	procs, err := readProcs()
 	if err != nil {
 		return
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
 	self := os.Getpid()
 	for _, p := range procs {
 		if p.ppid != self {
 			continue
 		}
-		if _, ours := a.children[p.pid]; ours {
+		if _, ours := sv.children[p.pid]; ours {
 			continue
 		}
 		if !p.zombie {
-			a.log.Info("killing stray process", "pid", p.pid)
+			sv.log.Info("killing stray process", "pid", p.pid)
 			_ = unix.Kill(p.pid, unix.SIGKILL)
 			continue
 		}

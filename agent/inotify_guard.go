@@ -3,12 +3,14 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"maps"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -23,31 +25,56 @@ const guardInterval = time.Second
 // process in another workspace is gone within one, killed by its own agent.
 const hiddenPatience = 2
 
-// startGuard bounds, from now on, what this workspace's commands hold of
+// inotifyGuard bounds what the commands' processes hold of the host's
+// inotify limits (see start), and tells a command when it kills one of
+// its processes. It is safe for concurrent use.
+type inotifyGuard struct {
+	supervisors *supervisors
+	jobs        *jobs
+	log         *slog.Logger
+
+	// once starts the guard, which runs until ctx is done (see stop).
+	once sync.Once
+	ctx  context.Context
+	stop context.CancelFunc
+	// notes holds, by supervisor, what the guard tells the foreground
+	// command it runs (see tellCommand).
+	notesMu sync.Mutex
+	notes   map[int][]string
+}
+
+// newInotifyGuard returns a guard over the processes of supervisors'
+// commands, not yet started.
+func newInotifyGuard(supervisors *supervisors, jobs *jobs, log *slog.Logger) *inotifyGuard {
+	ctx, stop := context.WithCancel(context.Background())
+	return &inotifyGuard{supervisors: supervisors, jobs: jobs, log: log, ctx: ctx, stop: stop, notes: map[int][]string{}}
+}
+
+// start bounds, from now on, what this workspace's commands hold of
 // the host's inotify limits to a 1/shares part; zero or unreadable limits
 // leave them unbounded. Only the first call counts.
-func (a *Agent) startGuard(shares int) {
-	a.guardOnce.Do(func() {
+func (g *inotifyGuard) start(shares int) {
+	g.once.Do(func() {
 		share, ok := shareOf(shares)
 		if !ok {
 			return
 		}
-		go a.guardLoop(share, shares)
+		go g.loop(share, shares)
 	})
 }
 
-// guardLoop checks every guardInterval until the agent is closed.
-func (a *Agent) guardLoop(share inotifyShare, shares int) {
+// loop checks every guardInterval until the guard is stopped.
+func (g *inotifyGuard) loop(share inotifyShare, shares int) {
 	tick := time.NewTicker(guardInterval)
 	defer tick.Stop()
 	pressed := 0
 	for {
 		select {
-		case <-a.guardCtx.Done():
+		case <-g.ctx.Done():
 			return
 		case <-tick.C:
 		}
-		pressed = a.checkInotify(share, shares, pressed)
+		pressed = g.checkInotify(share, shares, pressed)
 	}
 }
 
@@ -57,18 +84,16 @@ func (a *Agent) guardLoop(share inotifyShare, shares int) {
 // scans; each kill is told to the command it belongs to. pressed is how
 // many scans in a row found the limits reached with a process hidden; it
 // returns the new count.
-func (a *Agent) checkInotify(share inotifyShare, shares int, pressed int) int {
+func (g *inotifyGuard) checkInotify(share inotifyShare, shares int, pressed int) int {
 	procs, err := readProcs()
 	if err != nil {
 		return pressed
 	}
-	a.mu.Lock()
-	supervisors := maps.Clone(a.children)
-	a.mu.Unlock()
+	supervisors := g.supervisors.live()
 	holders := readHolders(procs, supervisors, share.watches+1)
 	kill, instances, watches := overShare(holders, share)
 	for _, h := range kill {
-		a.killHolder(h, fmt.Sprintf("this workspace's processes held %d inotify instances and %d watches (counted up to the share), past its share of %d and %d "+
+		g.killHolder(h, fmt.Sprintf("this workspace's processes held %d inotify instances and %d watches (counted up to the share), past its share of %d and %d "+
 			"(1/%d of the host's per-user fs.inotify limits, which every workspace shares; the server's --inotify-shares sets the part)",
 			instances, watches, share.instances, share.watches, shares))
 	}
@@ -85,7 +110,7 @@ func (a *Agent) checkInotify(share inotifyShare, shares int, pressed int) int {
 		return pressed + 1
 	}
 	for _, h := range hidden {
-		a.killHolder(h, "it hid its descriptors from the agent (PR_SET_DUMPABLE 0) while the host's per-user inotify limits were reached, "+
+		g.killHolder(h, "it hid its descriptors from the agent (PR_SET_DUMPABLE 0) while the host's per-user inotify limits were reached, "+
 			"so what it held could not be counted against this workspace's share")
 	}
 	return 0
@@ -105,49 +130,43 @@ func limitsReached() bool {
 
 // killHolder kills h, if its pid still names the process the scan saw,
 // and tells its command why.
-func (a *Agent) killHolder(h inotifyHolder, why string) {
+func (g *inotifyGuard) killHolder(h inotifyHolder, why string) {
 	comm, _ := os.ReadFile("/proc/" + strconv.Itoa(h.pid) + "/comm")
 	name := strconv.Quote(strings.TrimSuffix(string(comm), "\n")) // a name the command chose: no control characters pass
 	signalPinned(h.proc, unix.SIGKILL)
 	msg := fmt.Sprintf("wink-mcp killed process %d (%s): %s", h.pid, name, why)
-	a.log.Warn("killed a process over the workspace's inotify share", "pid", h.pid, "reason", msg)
-	a.tellCommand(h.supervisor, msg)
+	g.log.Warn("killed a process over the workspace's inotify share", "pid", h.pid, "reason", msg)
+	g.tellCommand(h.supervisor, msg)
 }
 
 // tellCommand adds msg to the standard error of the command supervisor
 // runs: a job's at once, a foreground command's with its result.
-func (a *Agent) tellCommand(supervisor int, msg string) {
-	for _, j := range a.jobs.list() {
-		j.mu.Lock()
-		ours := j.sup != nil && j.sup.pid == supervisor && j.ended.IsZero()
-		j.mu.Unlock()
-		if ours {
-			_, _ = j.errs.Write([]byte("\n" + msg + "\n"))
-			return
-		}
+func (g *inotifyGuard) tellCommand(supervisor int, msg string) {
+	if g.jobs.tell(supervisor, msg) {
+		return
 	}
-	a.notesMu.Lock()
-	defer a.notesMu.Unlock()
-	if notes, ok := a.notes[supervisor]; ok {
-		a.notes[supervisor] = append(notes, msg)
+	g.notesMu.Lock()
+	defer g.notesMu.Unlock()
+	if notes, ok := g.notes[supervisor]; ok {
+		g.notes[supervisor] = append(notes, msg)
 	}
 }
 
-// expectNotes starts keeping what the agent tells the foreground command
+// expectNotes starts keeping what the guard tells the foreground command
 // supervisor runs (see tellCommand).
-func (a *Agent) expectNotes(supervisor int) {
-	a.notesMu.Lock()
-	defer a.notesMu.Unlock()
-	a.notes[supervisor] = []string{}
+func (g *inotifyGuard) expectNotes(supervisor int) {
+	g.notesMu.Lock()
+	defer g.notesMu.Unlock()
+	g.notes[supervisor] = []string{}
 }
 
 // takeNotes returns what was told the command supervisor ran, and stops
 // keeping it.
-func (a *Agent) takeNotes(supervisor int) []string {
-	a.notesMu.Lock()
-	defer a.notesMu.Unlock()
-	notes := a.notes[supervisor]
-	delete(a.notes, supervisor)
+func (g *inotifyGuard) takeNotes(supervisor int) []string {
+	g.notesMu.Lock()
+	defer g.notesMu.Unlock()
+	notes := g.notes[supervisor]
+	delete(g.notes, supervisor)
 	return notes
 }
 

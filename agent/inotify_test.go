@@ -4,7 +4,6 @@ package agent
 
 import (
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -66,7 +65,7 @@ func TestGuardKillsAJobPastItsShare(t *testing.T) {
 	self, _ := os.Executable()
 	watched := watchDirs(t, 10)
 	start := func(instances int) *job {
-		res, werr := a.startJob(wire.JobStartArgs{Exec: wire.ExecArgs{Argv: []string{self, "hold-inotify", strconv.Itoa(instances), watched}}, WaitMillis: 10_000})
+		res, werr := a.jobs.startJob(wire.JobStartArgs{Exec: wire.ExecArgs{Argv: []string{self, "hold-inotify", strconv.Itoa(instances), watched}}, WaitMillis: 10_000})
 		if werr != nil || !strings.Contains(res.Stdout.Data, "held") {
 			t.Fatalf("job: %+v %v", res, werr)
 		}
@@ -75,9 +74,7 @@ func TestGuardKillsAJobPastItsShare(t *testing.T) {
 	}
 	small, greedy := start(1), start(5)
 	procs, _ := readProcs()
-	a.mu.Lock()
-	sups := maps.Clone(a.children)
-	a.mu.Unlock()
+	sups := a.supervisors.live()
 	byInstances := map[int]int{}
 	for _, h := range readHolders(procs, sups, 1000) {
 		byInstances[h.instances] += h.watches
@@ -85,7 +82,7 @@ func TestGuardKillsAJobPastItsShare(t *testing.T) {
 	if byInstances[1] != 10 || byInstances[5] != 50 {
 		t.Fatalf("holders counted: %v (instances → watches), want 1 → 10 and 5 → 50", byInstances)
 	}
-	a.checkInotify(inotifyShare{instances: 4, watches: 1000}, 8, 0)
+	a.guard.checkInotify(inotifyShare{instances: 4, watches: 1000}, 8, 0)
 	select {
 	case <-greedy.done:
 	case <-time.After(10 * time.Second):
@@ -121,7 +118,7 @@ func TestGuardTellsAForegroundCommand(t *testing.T) {
 			case <-stop:
 				return
 			case <-time.After(50 * time.Millisecond):
-				a.checkInotify(inotifyShare{instances: 1, watches: 1}, 8, 0)
+				a.guard.checkInotify(inotifyShare{instances: 1, watches: 1}, 8, 0)
 			}
 		}
 	}()

@@ -5,6 +5,7 @@ package agent
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -26,9 +27,13 @@ const (
 )
 
 // jobs are the background commands of an agent and the kept outputs of
-// foreground ones. IDs carry a token drawn when the agent starts, so an ID
-// from an earlier container is never mistaken for a job of this one.
+// foreground ones, and serve the job operations (OpJobStart and the rest).
+// IDs carry a token drawn when the agent starts, so an ID from an earlier
+// container is never mistaken for a job of this one. It is safe for
+// concurrent use: mu guards the records, each job's own lock its state.
 type jobs struct {
+	jobDeps
+
 	mu    sync.Mutex
 	token string
 	seq   int
@@ -36,10 +41,24 @@ type jobs struct {
 	order []string // IDs in the order they were made
 }
 
-func newJobs() *jobs {
+// jobDeps is what the jobs use of the agent.
+type jobDeps struct {
+	// workspace is the directory the jobs' output files are kept on.
+	workspace string
+	// resolveDir checks a job's working directory (see Agent.resolveDir).
+	resolveDir  func(dir string) (string, *wire.Error)
+	supervisors *supervisors
+	// watch is told when a job ends.
+	watch *watcher
+	disks *disks
+	log   *slog.Logger
+}
+
+// newJobs returns an empty set of jobs with a token of its own.
+func newJobs(deps jobDeps) *jobs {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
-	return &jobs{token: hex.EncodeToString(b), all: map[string]*job{}}
+	return &jobs{jobDeps: deps, token: hex.EncodeToString(b), all: map[string]*job{}}
 }
 
 // job is one background command, or the kept output of a foreground one.
@@ -162,7 +181,7 @@ func (js *jobs) list() []*job {
 
 // keepOutput registers the spilled output of a foreground command and
 // returns its record's ID, or "" when nothing was spilled.
-func (a *Agent) keepOutput(argv []string, dir string, start time.Time, out *runOutcome) string {
+func (js *jobs) keepOutput(argv []string, dir string, start time.Time, out *runOutcome) string {
 	if out.stdout.spill == nil && out.stderr.spill == nil {
 		return ""
 	}
@@ -170,7 +189,7 @@ func (a *Agent) keepOutput(argv []string, dir string, start time.Time, out *runO
 		ended: start.Add(out.duration), exitCode: out.exitCode, endedBy: out.endedBy, oom: out.oom, full: out.full}
 	j.out, j.errs = keptStream(out.stdout), keptStream(out.stderr)
 	close(j.done)
-	if a.jobs.add(j) != nil {
+	if js.add(j) != nil {
 		j.out.close()
 		j.errs.close()
 		return ""
@@ -193,31 +212,31 @@ func keptStream(c *capture) *spool {
 }
 
 // startJob answers OpJobStart.
-func (a *Agent) startJob(args wire.JobStartArgs) (*wire.JobStartResult, *wire.Error) {
+func (js *jobs) startJob(args wire.JobStartArgs) (*wire.JobStartResult, *wire.Error) {
 	ex := args.Exec
 	if len(ex.Argv) == 0 || ex.Argv[0] == "" {
 		return nil, wire.Errorf(wire.CodeBadRequest, "command is empty")
 	}
-	dir, werr := a.resolveDir(ex.Dir)
+	dir, werr := js.resolveDir(ex.Dir)
 	if werr != nil {
 		return nil, werr
 	}
 	j := &job{kind: "job", argv: ex.Argv, dir: dir, done: make(chan struct{})}
 	var err error
-	if j.out, err = openSpool(a.workspace); err != nil {
+	if j.out, err = openSpool(js.workspace); err != nil {
 		return nil, wire.Errorf(wire.CodeInternal, "making the job's output file: %v", err)
 	}
-	if j.errs, err = openSpool(a.workspace); err != nil {
+	if j.errs, err = openSpool(js.workspace); err != nil {
 		j.out.close()
 		return nil, wire.Errorf(wire.CodeInternal, "making the job's output file: %v", err)
 	}
 	j.errs.reserve(stderrReserve)
-	if werr := a.jobs.add(j); werr != nil {
+	if werr := js.add(j); werr != nil {
 		j.out.close()
 		j.errs.close()
 		return nil, werr
 	}
-	if werr := a.launch(j, ex, args.CloseStdin); werr != nil {
+	if werr := js.launch(j, ex, args.CloseStdin); werr != nil {
 		j.mu.Lock()
 		j.ended, j.exitCode = time.Now(), 127
 		j.mu.Unlock()
@@ -231,7 +250,7 @@ func (a *Agent) startJob(args wire.JobStartArgs) (*wire.JobStartResult, *wire.Er
 	if startErr != nil {
 		return nil, startErr
 	}
-	res := &wire.JobStartResult{Job: a.jobInfo(j)}
+	res := &wire.JobStartResult{Job: js.jobInfo(j)}
 	res.Stdout, _ = j.out.page(0, firstOutputBytes, false)
 	res.Stderr, _ = j.errs.page(0, firstOutputBytes, false)
 	return res, nil
@@ -273,8 +292,8 @@ const firstOutputBytes = 4 << 10
 
 // launch hands j's command to a supervisor of its own and starts the
 // goroutines that carry its streams and wait for its end.
-func (a *Agent) launch(j *job, ex wire.ExecArgs, closeStdin bool) *wire.Error {
-	sup, err := a.spawnSupervisor()
+func (js *jobs) launch(j *job, ex wire.ExecArgs, closeStdin bool) *wire.Error {
+	sup, err := js.supervisors.spawn()
 	if err != nil {
 		return wire.Errorf(wire.CodeInternal, "%v", err)
 	}
@@ -305,19 +324,19 @@ func (a *Agent) launch(j *job, ex wire.ExecArgs, closeStdin bool) *wire.Error {
 	copied := st.copy("", j.out, j.errs, nil)
 	if ex.Stdin != "" {
 		if _, err := j.stdin.WriteString(ex.Stdin); err != nil {
-			a.log.Debug("writing a job's first input", "job", j.id, "err", err)
+			js.log.Debug("writing a job's first input", "job", j.id, "err", err)
 		}
 	}
 	if closeStdin {
 		j.closeStdin()
 	}
-	go a.superviseJob(j, st, copied, replies, time.Duration(ex.TimeoutMillis)*time.Millisecond, time.Duration(ex.GraceMillis)*time.Millisecond)
+	go js.superviseJob(j, st, copied, replies, time.Duration(ex.TimeoutMillis)*time.Millisecond, time.Duration(ex.GraceMillis)*time.Millisecond)
 	return nil
 }
 
 // superviseJob waits for j to end (or its timeout to pass), records how it
 // ended, waits for its output and lets its supervisor go.
-func (a *Agent) superviseJob(j *job, st *streams, copied <-chan struct{}, replies chan replyOrError, timeout, grace time.Duration) {
+func (js *jobs) superviseJob(j *job, st *streams, copied <-chan struct{}, replies chan replyOrError, timeout, grace time.Duration) {
 	var expired <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -330,10 +349,10 @@ func (a *Agent) superviseJob(j *job, st *streams, copied <-chan struct{}, replie
 	case got = <-replies:
 	case <-expired:
 		timedOut = true
-		got, endedBy = a.stopCommand(j.sup, replies, grace)
+		got, endedBy = j.sup.stopCommand(replies, grace)
 	}
 	st.wait(copied, waitDelay)
-	full := a.fullNow()
+	full := js.disks.fullNow()
 	j.mu.Lock()
 	j.ended, j.full = time.Now(), full
 	switch {
@@ -365,6 +384,6 @@ func (a *Agent) superviseJob(j *job, st *streams, copied <-chan struct{}, replie
 		killDescendants(sup.pid, jobCleanupTimeout, nil)
 	}
 	sup.ctl.Close() // the supervisor exits; jobs do not share supervisors
-	a.watch.commandEnded()
+	js.watch.commandEnded()
 	close(j.done)
 }

@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -21,6 +22,21 @@ func (j *job) closeStdin() {
 	}
 }
 
+// tell writes msg to the standard error of the running job supervisor
+// runs, and reports false when no running job has that supervisor.
+func (js *jobs) tell(supervisor int, msg string) bool {
+	for _, j := range js.list() {
+		j.mu.Lock()
+		ours := j.sup != nil && j.sup.pid == supervisor && j.ended.IsZero()
+		j.mu.Unlock()
+		if ours {
+			_, _ = j.errs.Write([]byte("\n" + msg + "\n"))
+			return true
+		}
+	}
+	return false
+}
+
 // jobSignals are the signals job action=signal may send.
 var jobSignals = map[string]unix.Signal{"TERM": unix.SIGTERM, "INT": unix.SIGINT, "HUP": unix.SIGHUP, "KILL": unix.SIGKILL}
 
@@ -28,8 +44,8 @@ var jobSignals = map[string]unix.Signal{"TERM": unix.SIGTERM, "INT": unix.SIGINT
 // job's tree, and nothing else. TERM with a grace is followed by SIGKILL
 // when the job has not ended within it. It waits up to a second (or the
 // grace) for the job to end.
-func (a *Agent) signalJob(args wire.JobSignalArgs) (*wire.JobInfo, *wire.Error) {
-	j, werr := a.jobs.get(args.ID)
+func (js *jobs) signalJob(args wire.JobSignalArgs) (*wire.JobInfo, *wire.Error) {
+	j, werr := js.get(args.ID)
 	if werr != nil {
 		return nil, werr
 	}
@@ -40,7 +56,7 @@ func (a *Agent) signalJob(args wire.JobSignalArgs) (*wire.JobInfo, *wire.Error) 
 	j.mu.Lock()
 	if j.sup == nil || !j.ended.IsZero() {
 		j.mu.Unlock()
-		in := a.jobInfo(j)
+		in := js.jobInfo(j)
 		return &in, nil // already ended: nothing to signal, the info says how it ended
 	}
 	sup := j.sup
@@ -75,33 +91,33 @@ func (a *Agent) signalJob(args wire.JobSignalArgs) (*wire.JobInfo, *wire.Error) 
 			j.mu.Unlock()
 		}
 	}
-	in := a.jobInfo(j)
+	in := js.jobInfo(j)
 	return &in, nil
 }
 
 // stopAllJobs answers OpJobStopAll: every running job gets SIGTERM, then
 // SIGKILL after the grace.
-func (a *Agent) stopAllJobs(args wire.JobStopAllArgs) (*wire.JobListResult, *wire.Error) {
+func (js *jobs) stopAllJobs(args wire.JobStopAllArgs) (*wire.JobListResult, *wire.Error) {
 	var wg sync.WaitGroup
-	for _, j := range a.jobs.list() {
+	for _, j := range js.list() {
 		if j.kind == "job" && j.running() {
 			wg.Go(func() {
-				_, _ = a.signalJob(wire.JobSignalArgs{ID: j.id, Signal: "TERM", GraceMillis: max(args.GraceMillis, 1)})
+				_, _ = js.signalJob(wire.JobSignalArgs{ID: j.id, Signal: "TERM", GraceMillis: max(args.GraceMillis, 1)})
 			})
 		}
 	}
 	wg.Wait()
-	return a.listJobs(wire.JobListArgs{})
+	return js.listJobs(wire.JobListArgs{})
 }
 
 // listJobs answers OpJobList.
-func (a *Agent) listJobs(args wire.JobListArgs) (*wire.JobListResult, *wire.Error) {
+func (js *jobs) listJobs(args wire.JobListArgs) (*wire.JobListResult, *wire.Error) {
 	res := &wire.JobListResult{Jobs: []wire.JobInfo{}}
 	reports := map[fullDisks]*wire.DiskFull{} // the disks are looked at once per list
-	for _, j := range a.jobs.list() {
+	for _, j := range js.list() {
 		in := j.info()
 		if args.Disk {
-			in.DiskFull = a.jobDisks(j, reports)
+			in.DiskFull = js.jobDisks(j, reports)
 		}
 		res.Jobs = append(res.Jobs, in)
 		if in.State == wire.JobRunning && j.kind == "job" {
@@ -115,8 +131,8 @@ func (a *Agent) listJobs(args wire.JobListArgs) (*wire.JobListResult, *wire.Erro
 }
 
 // jobOutput answers OpJobOutput.
-func (a *Agent) jobOutput(args wire.JobOutputArgs) (*wire.JobOutputResult, *wire.Error) {
-	j, werr := a.jobs.get(args.ID)
+func (js *jobs) jobOutput(args wire.JobOutputArgs) (*wire.JobOutputResult, *wire.Error) {
+	j, werr := js.get(args.ID)
 	if werr != nil {
 		return nil, werr
 	}
@@ -143,13 +159,13 @@ func (a *Agent) jobOutput(args wire.JobOutputArgs) (*wire.JobOutputResult, *wire
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInternal, "reading the output: %v", err)
 	}
-	return &wire.JobOutputResult{Job: a.jobInfo(j), Chunk: chunk}, nil
+	return &wire.JobOutputResult{Job: js.jobInfo(j), Chunk: chunk}, nil
 }
 
 // jobInput answers OpJobInput: it writes to the job's stdin, waiting at
 // most inputTimeout for a job that does not read.
-func (a *Agent) jobInput(args wire.JobInputArgs) (*wire.JobInputResult, *wire.Error) {
-	j, werr := a.jobs.get(args.ID)
+func (js *jobs) jobInput(args wire.JobInputArgs) (*wire.JobInputResult, *wire.Error) {
+	j, werr := js.get(args.ID)
 	if werr != nil {
 		return nil, werr
 	}
@@ -173,18 +189,63 @@ func (a *Agent) jobInput(args wire.JobInputArgs) (*wire.JobInputResult, *wire.Er
 	if args.Close {
 		j.closeStdin()
 	}
-	return &wire.JobInputResult{Job: a.jobInfo(j), Written: n}, nil
+	return &wire.JobInputResult{Job: js.jobInfo(j), Written: n}, nil
 }
 
 // inputTimeout bounds a write to a job's stdin.
 const inputTimeout = 5 * time.Second
 
 // jobStatus answers OpJobStatus.
-func (a *Agent) jobStatus(args wire.JobArgs) (*wire.JobInfo, *wire.Error) {
-	j, werr := a.jobs.get(args.ID)
+func (js *jobs) jobStatus(args wire.JobArgs) (*wire.JobInfo, *wire.Error) {
+	j, werr := js.get(args.ID)
 	if werr != nil {
 		return nil, werr
 	}
-	in := a.jobInfo(j)
+	in := js.jobInfo(j)
 	return &in, nil
+}
+
+// forgetJob answers OpJobForget: a finished job's record and kept output
+// go, and with them the disk space the output took.
+func (js *jobs) forgetJob(args wire.JobArgs) (*wire.JobInfo, *wire.Error) {
+	j, werr := js.get(args.ID)
+	if werr != nil {
+		return nil, werr
+	}
+	if j.running() {
+		return nil, wire.Errorf(wire.CodeInvalid, "job %s is still running: stop it first (job action=signal), then forget it", args.ID)
+	}
+	in := j.info()
+	js.forget(j)
+	return &in, nil
+}
+
+// forget drops a finished job's record and closes its output files.
+func (js *jobs) forget(j *job) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	j.out.close()
+	j.errs.close()
+	delete(js.all, j.id)
+	js.order = slices.DeleteFunc(js.order, func(id string) bool { return id == j.id })
+}
+
+// jobInfo describes j and, when it left a filesystem full, the state of
+// the disks now.
+func (js *jobs) jobInfo(j *job) wire.JobInfo {
+	in := j.info()
+	in.DiskFull = js.jobDisks(j, map[fullDisks]*wire.DiskFull{})
+	return in
+}
+
+// jobDisks is the report of the disks j left full, nil for none, made
+// once per fullDisks value in reports.
+func (js *jobs) jobDisks(j *job, reports map[fullDisks]*wire.DiskFull) *wire.DiskFull {
+	j.mu.Lock()
+	full := j.full
+	j.mu.Unlock()
+	if _, made := reports[full]; !made {
+		reports[full] = js.disks.report(full)
+	}
+	return reports[full]
 }

@@ -46,7 +46,7 @@ func (a *Agent) python(ctx context.Context, args wire.PythonArgs, report func(wi
 	refs := make([]wire.FileRef, 0, len(args.Reads))
 	total := 0
 	for _, p := range args.Reads {
-		text, werr := a.readText(p)
+		text, werr := a.files.readText(p)
 		if werr != nil {
 			return nil, wire.Errorf(werr.Code, "reads: %s", werr.Message)
 		}
@@ -81,7 +81,7 @@ func (a *Agent) python(ctx context.Context, args wire.PythonArgs, report func(wi
 	if werr != nil {
 		return nil, werr
 	}
-	res := &wire.PythonResult{Globals: map[string]string{}, Reads: refs, Writes: []wire.WriteOutcome{}, TimedOut: out.timedOut, DiskFull: a.diskReport(out.full)}
+	res := &wire.PythonResult{Globals: map[string]string{}, Reads: refs, Writes: []wire.WriteOutcome{}, TimedOut: out.timedOut, DiskFull: a.disks.report(out.full)}
 	res.Stdout = capChars(out.stdout, args.OutputChars)
 	res.Stderr = withNotes(capChars(out.stderr, args.OutputChars), out.notes)
 	var r runnerResult
@@ -103,14 +103,14 @@ func (a *Agent) python(ctx context.Context, args wire.PythonArgs, report func(wi
 	}
 	if r.Ok && len(r.Writes) == len(args.Writes) {
 		for i, w := range args.Writes {
-			res.Writes = append(res.Writes, a.applyWrite(w, r.Writes[i]))
+			res.Writes = append(res.Writes, a.files.applyWrite(w, r.Writes[i]))
 		}
 	}
 	return res, nil
 }
 
 // applyWrite writes one file evaluate_python asked for, with its mode's rule.
-func (a *Agent) applyWrite(w wire.PythonWrite, content string) wire.WriteOutcome {
+func (ops *fileOps) applyWrite(w wire.PythonWrite, content string) wire.WriteOutcome {
 	o := wire.WriteOutcome{Path: w.Path, Mode: w.Mode}
 	fail := func(format string, args ...any) wire.WriteOutcome {
 		o.Error = fmt.Sprintf(format, args...)
@@ -119,15 +119,15 @@ func (a *Agent) applyWrite(w wire.PythonWrite, content string) wire.WriteOutcome
 	if w.Path == "" {
 		return fail("the path names the workspace root, not a file")
 	}
-	seq, done := a.mutation()
+	seq, done := ops.mutations.begin()
 	defer done()
-	defer func() { a.watch.own(o.Applied, w.Path) }()
+	defer func() { ops.watch.own(o.Applied, w.Path) }()
 	if w.Mode == wire.WriteCreate {
-		if werr := a.makeParents(w.Path); werr != nil {
+		if werr := ops.makeParents(w.Path); werr != nil {
 			return fail("%s", werr.Message)
 		}
 	}
-	perm, exists, werr := a.writable(w.Path)
+	perm, exists, werr := ops.writable(w.Path)
 	switch {
 	case werr != nil:
 		return fail("%s", werr.Message)
@@ -138,7 +138,7 @@ func (a *Agent) applyWrite(w wire.PythonWrite, content string) wire.WriteOutcome
 	}
 	var read fs.FileInfo
 	if w.Mode == wire.WriteAppend {
-		old, fi, werr := a.readTextInfo(w.Path)
+		old, fi, werr := ops.readTextInfo(w.Path)
 		if werr != nil {
 			return fail("%s", werr.Message)
 		}
@@ -147,7 +147,7 @@ func (a *Agent) applyWrite(w wire.PythonWrite, content string) wire.WriteOutcome
 	if n := utf8.RuneCountInString(content); n > wire.MaxFileChars {
 		return fail("the content would be %d characters; the limit is %d", n, wire.MaxFileChars)
 	}
-	if werr := a.replaceFile(w.Path, []byte(content), perm, read); werr != nil {
+	if werr := ops.replaceFile(w.Path, []byte(content), perm, read); werr != nil {
 		return fail("%s", werr.Message)
 	}
 	o.Applied, o.SizeBytes, o.Seq = true, int64(len(content)), seq

@@ -71,7 +71,7 @@ var uploadName = regexp.MustCompile(`^[0-9a-f]{8,32}$`)
 // apply answers OpApply: it makes the steps in order, with no tool change
 // in between, and stops at the first that fails.
 func (a *Agent) apply(args wire.ApplyArgs) (*wire.ApplyResult, *wire.Error) {
-	_, done := a.mutation()
+	_, done := a.mutations.begin()
 	defer done()
 	defer a.watch.discard()
 	res := &wire.ApplyResult{}

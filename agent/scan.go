@@ -23,7 +23,7 @@ func (a *Agent) scan(args wire.ScanArgs) (*wire.ScanResult, *wire.Error) {
 	if limit <= 0 || limit > wire.ScanPageEntries {
 		limit = wire.ScanPageEntries
 	}
-	_, done := a.mutation() // no tool change is half made while the page is read
+	_, done := a.mutations.begin() // no tool change is half made while the page is read
 	defer done()
 	root, err := a.root.Open(".")
 	if err != nil {

@@ -27,22 +27,22 @@ var errStop = errors.New("stop walking")
 // file. Entries are described with lstat relative to the directory opened
 // inside the root, so a directory swapped for a symlink mid-listing cannot
 // show anything from outside the workspace.
-func (a *Agent) list(p string) (*wire.ListResult, *wire.Error) {
-	fi, err := a.root.Lstat(rel(p))
+func (ops *fileOps) list(p string) (*wire.ListResult, *wire.Error) {
+	fi, err := ops.root.Lstat(rel(p))
 	if err != nil {
 		return nil, pathError(p, err)
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		// A link to a directory inside the workspace lists that directory.
-		if target, err := a.root.Stat(p); err == nil && target.IsDir() {
+		if target, err := ops.root.Stat(p); err == nil && target.IsDir() {
 			fi = target
 		}
 	}
 	if !fi.IsDir() {
-		e := a.entry(a.root, p, path.Base(p), fi)
+		e := ops.entry(ops.root, p, path.Base(p), fi)
 		return &wire.ListResult{Path: p, Entries: []wire.Entry{e}, Total: 1}, nil
 	}
-	dir, err := a.root.OpenRoot(rel(p))
+	dir, err := ops.root.OpenRoot(rel(p))
 	if err != nil {
 		return nil, pathError(p, err)
 	}
@@ -66,7 +66,7 @@ func (a *Agent) list(p string) (*wire.ListResult, *wire.Error) {
 		if err != nil {
 			continue // removed while listing
 		}
-		res.Entries = append(res.Entries, a.entry(dir, path.Join(p, name), name, info))
+		res.Entries = append(res.Entries, ops.entry(dir, path.Join(p, name), name, info))
 	}
 	slices.SortFunc(res.Entries, func(x, y wire.Entry) int {
 		if dx, dy := x.Kind == wire.KindDirectory, y.Kind == wire.KindDirectory; dx != dy {
@@ -87,7 +87,7 @@ func (a *Agent) list(p string) (*wire.ListResult, *wire.Error) {
 }
 
 // entry describes one file; dir is the root its name is relative to.
-func (a *Agent) entry(dir *os.Root, p, name string, fi fs.FileInfo) wire.Entry {
+func (ops *fileOps) entry(dir *os.Root, p, name string, fi fs.FileInfo) wire.Entry {
 	e := wire.Entry{
 		Name:      strings.ToValidUTF8(name, "\uFFFD"),
 		Path:      strings.ToValidUTF8(p, "\uFFFD"),
@@ -107,8 +107,8 @@ func (a *Agent) entry(dir *os.Root, p, name string, fi fs.FileInfo) wire.Entry {
 // one file), in path order, without following symlinks, visiting at most
 // wire.MaxWalkEntries entries. maxDepth (-1 for none) prunes deeper
 // directories. It reports whether the walk stopped at the entry limit.
-func (a *Agent) walkFiles(base string, maxDepth int, visit func(p string, d fs.DirEntry) error) (bool, *wire.Error) {
-	fi, err := a.root.Stat(rel(base))
+func (ops *fileOps) walkFiles(base string, maxDepth int, visit func(p string, d fs.DirEntry) error) (bool, *wire.Error) {
+	fi, err := ops.root.Stat(rel(base))
 	if err != nil {
 		return false, pathError(base, err)
 	}
@@ -123,7 +123,7 @@ func (a *Agent) walkFiles(base string, maxDepth int, visit func(p string, d fs.D
 		return false, nil
 	}
 	visited, capped := 0, false
-	err = fs.WalkDir(a.root.FS(), rel(base), func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(ops.root.FS(), rel(base), func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == rel(base) {
 			return nil // unreadable entries are skipped, not fatal
 		}
@@ -153,14 +153,14 @@ func (a *Agent) walkFiles(base string, maxDepth int, visit func(p string, d fs.D
 }
 
 // glob answers OpGlob.
-func (a *Agent) glob(args wire.GlobArgs) (*wire.GlobResult, *wire.Error) {
+func (ops *fileOps) glob(args wire.GlobArgs) (*wire.GlobResult, *wire.Error) {
 	pattern, err := glob.Compile(args.Pattern)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInvalid, "pattern %q: %v", args.Pattern, err)
 	}
 	res := &wire.GlobResult{Matches: []wire.GlobMatch{}}
 	prefix := strings.TrimPrefix(rel(args.Path)+"/", "./")
-	capped, werr := a.walkFiles(args.Path, pattern.MaxDepth(), func(p string, d fs.DirEntry) error {
+	capped, werr := ops.walkFiles(args.Path, pattern.MaxDepth(), func(p string, d fs.DirEntry) error {
 		if !pattern.Match(strings.TrimPrefix(p, prefix)) {
 			return nil
 		}
@@ -184,7 +184,7 @@ func (a *Agent) glob(args wire.GlobArgs) (*wire.GlobResult, *wire.Error) {
 
 // grep answers OpGrep. Files that are not UTF-8 text, or larger than
 // wire.MaxFileBytes, are skipped and counted.
-func (a *Agent) grep(args wire.GrepArgs) (*wire.GrepResult, *wire.Error) {
+func (ops *fileOps) grep(args wire.GrepArgs) (*wire.GrepResult, *wire.Error) {
 	re, err := regexp.Compile(args.Pattern)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInvalid, "pattern %q is not a valid RE2 regular expression: %v (RE2 has no backreferences or lookaround)", args.Pattern, err)
@@ -197,7 +197,7 @@ func (a *Agent) grep(args wire.GrepArgs) (*wire.GrepResult, *wire.Error) {
 	}
 	res := &wire.GrepResult{Matches: []wire.GrepMatch{}}
 	prefix := strings.TrimPrefix(rel(args.Path)+"/", "./")
-	capped, werr := a.walkFiles(args.Path, -1, func(p string, _ fs.DirEntry) error {
+	capped, werr := ops.walkFiles(args.Path, -1, func(p string, _ fs.DirEntry) error {
 		if nameGlob != nil {
 			name := path.Base(p)
 			if nameGlob.HasSlash() {
@@ -207,7 +207,7 @@ func (a *Agent) grep(args wire.GrepArgs) (*wire.GrepResult, *wire.Error) {
 				return nil
 			}
 		}
-		data, ok := a.loadForGrep(p)
+		data, ok := ops.loadForGrep(p)
 		if !ok {
 			res.FilesSkipped++
 			return nil
@@ -247,8 +247,8 @@ func truncation(tooManyMatches, walkCapped bool, what string) (bool, string) {
 
 // loadForGrep reads a file to search, or reports false for one to skip: not
 // a regular file when opened, too large, or binary (NUL bytes or not UTF-8).
-func (a *Agent) loadForGrep(p string) ([]byte, bool) {
-	f, err := a.root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+func (ops *fileOps) loadForGrep(p string) ([]byte, bool) {
+	f, err := ops.root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, false
 	}

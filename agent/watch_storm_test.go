@@ -56,7 +56,7 @@ func TestToolCallsProceedDuringARenameStorm(t *testing.T) {
 	stop := make(chan struct{})
 	renames := renameStorm(t, ws, "storm", stop)
 	for i := range 50 {
-		if _, werr := a.write(wire.WriteArgs{Path: fmt.Sprintf("tool/%d", i), Content: "t"}); werr != nil {
+		if _, werr := a.files.write(wire.WriteArgs{Path: fmt.Sprintf("tool/%d", i), Content: "t"}); werr != nil {
 			t.Fatal(werr)
 		}
 		a.reportChanges(wire.MaxChanges)

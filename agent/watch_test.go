@@ -93,18 +93,18 @@ func TestWatchReportsWhatCommandsDo(t *testing.T) {
 // but it does report a command's change of the same file afterwards.
 func TestWatchLeavesToolChangesToTheTools(t *testing.T) {
 	a, dir := watchedAgent(t, 100)
-	if _, werr := a.write(wire.WriteArgs{Path: "x/y/tool.txt", Content: "by a tool"}); werr != nil {
+	if _, werr := a.files.write(wire.WriteArgs{Path: "x/y/tool.txt", Content: "by a tool"}); werr != nil {
 		t.Fatal(werr)
 	}
-	if _, werr := a.edit(wire.EditArgs{Path: "x/y/tool.txt", Old: "tool", New: "TOOL"}); werr != nil {
+	if _, werr := a.files.edit(wire.EditArgs{Path: "x/y/tool.txt", Old: "tool", New: "TOOL"}); werr != nil {
 		t.Fatal(werr)
 	}
-	if _, werr := a.edit(wire.EditArgs{Path: "x/y/tool.txt", Old: "absent", New: "z"}); werr == nil {
+	if _, werr := a.files.edit(wire.EditArgs{Path: "x/y/tool.txt", Old: "absent", New: "z"}); werr == nil {
 		t.Fatal("an edit of absent text succeeded")
 	}
 	mustWrite(t, filepath.Join(dir, "x/y/gone/f"), "f")
 	report(t, a)
-	if _, werr := a.remove("x/y/gone"); werr != nil {
+	if _, werr := a.files.remove("x/y/gone"); werr != nil {
 		t.Fatal(werr)
 	}
 	if got := report(t, a); len(got) != 0 {
@@ -116,7 +116,7 @@ func TestWatchLeavesToolChangesToTheTools(t *testing.T) {
 	}
 	// A command's change pending when a tool rewrites the file is the tool's to report.
 	mustWrite(t, filepath.Join(dir, "x/y/tool.txt"), "command again")
-	if _, werr := a.write(wire.WriteArgs{Path: "x/y/tool.txt", Content: "tool wins"}); werr != nil {
+	if _, werr := a.files.write(wire.WriteArgs{Path: "x/y/tool.txt", Content: "tool wins"}); werr != nil {
 		t.Fatal(werr)
 	}
 	if got := report(t, a); len(got) != 0 {
@@ -314,7 +314,7 @@ func TestWatchUnderConcurrentToolsAndCommands(t *testing.T) {
 	for w := range 8 {
 		wg.Go(func() {
 			for i := range 100 {
-				if _, werr := a.write(wire.WriteArgs{Path: fmt.Sprintf("tool/%d/%d", w, i), Content: "t"}); werr != nil {
+				if _, werr := a.files.write(wire.WriteArgs{Path: fmt.Sprintf("tool/%d/%d", w, i), Content: "t"}); werr != nil {
 					t.Error(werr)
 				}
 			}

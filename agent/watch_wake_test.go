@@ -49,7 +49,7 @@ func TestJobEndWakesAWaitingReport(t *testing.T) {
 				t.Fatalf("watch %+v, want it off or partial", st)
 			}
 			a.reportChanges(wire.MaxChanges) // the status, reported once
-			started, werr := a.startJob(wire.JobStartArgs{Exec: wire.ExecArgs{Argv: []string{"sh", "-c", "sleep 0.3; echo x > " + tc.write}}})
+			started, werr := a.jobs.startJob(wire.JobStartArgs{Exec: wire.ExecArgs{Argv: []string{"sh", "-c", "sleep 0.3; echo x > " + tc.write}}})
 			if werr != nil {
 				t.Fatal(werr)
 			}

@@ -41,7 +41,7 @@ const promptLookups = 2 * time.Second
 func (s *Server) plannedInfo(ctx context.Context, base prompts.Info) prompts.Info {
 	ctx, cancel := context.WithTimeout(ctx, promptLookups)
 	defer cancel()
-	planned := s.mgr.SessionImage(ctx, requestSession(ctx))
+	planned := s.mgr.Images().SessionImage(ctx, requestSession(ctx))
 	base.Image, base.ImagePending, base.Profile = planned.Image, planned.Pending, planned.Profile
 	if p, err := s.cfg.Workspace.Profiles.Get(planned.Profile); planned.Profile != "" && err == nil {
 		base.CommandTimeoutSeconds = int(p.Limits.CommandTimeout / time.Second)
@@ -53,7 +53,7 @@ func (s *Server) plannedInfo(ctx context.Context, base prompts.Info) prompts.Inf
 // the way to every first call: what this process knows of the session's
 // image, else what the configuration says.
 func (s *Server) knownInfo(ctx context.Context, base prompts.Info) prompts.Info {
-	planned := s.mgr.KnownSessionImage(requestSession(ctx))
+	planned := s.mgr.Images().KnownSessionImage(requestSession(ctx))
 	base.Image, base.ImagePending, base.Profile = planned.Image, planned.Pending, planned.Profile
 	return base
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/internal/testwait"
+	"github.com/wink-mcp/wink-mcp/tools"
 )
 
 // heldInitialize sends an initialize's headers asking to continue and
@@ -193,7 +194,7 @@ func TestHandoffAndInitializeShareTheCount(t *testing.T) {
 	if status != http.StatusContinue {
 		t.Fatalf("an initialize for the last slot: %d", status)
 	}
-	if _, err := ws.Handoff(t.Context(), time.Minute); err == nil || !strings.Contains(err.Error(), "--max-sessions 2") {
+	if _, err := sessionPart[tools.Handoffs](t, ws).Handoff(t.Context(), time.Minute); err == nil || !strings.Contains(err.Error(), "--max-sessions 2") {
 		t.Errorf("a handoff while an initialize holds the last slot: %v", err)
 	}
 	if finish(t, conn, rd) == "" {

@@ -32,3 +32,17 @@ func TestSessionGivesEveryToolItsInterface(t *testing.T) {
 		t.Error("a workspace.Session has no parts")
 	}
 }
+
+// sessionPart returns the part of ws that implements W, as a tool would
+// take it, failing the test when none does.
+func sessionPart[W any](t *testing.T, ws *workspace.Session) W {
+	t.Helper()
+	for _, p := range ws.Parts() {
+		if w, ok := p.(W); ok {
+			return w
+		}
+	}
+	var zero W
+	t.Fatalf("no part of the session implements %T", &zero)
+	return zero
+}

@@ -56,9 +56,10 @@ func displayName(profile string) string {
 
 // ProfileSwitcher is what workspace_profile takes of a session's workspace.
 type ProfileSwitcher interface {
-	// UseProfile switches the workspace to a profile (see
-	// workspace.Session.UseProfile); progress receives reports while its
-	// image is built.
+	// UseProfile switches the workspace to a profile, building its image
+	// first if its setup has not run, and replacing a container that has
+	// served calls under another profile only with restart; progress
+	// receives reports while its image is built.
 	UseProfile(ctx context.Context, name string, restart bool, progress func(workspace.Progress)) (workspace.ProfileChange, error)
 }
 

@@ -20,24 +20,24 @@ func TestEgressMeterSurvivesHandoffAndAttach(t *testing.T) {
 	m.Register("a", SessionOptions{Principal: "p"})
 	m.Register("b", SessionOptions{Principal: "p"})
 	a, _ := m.Session("a")
-	a.egressMeter().RaiseTo(1000)
-	h, err := a.Handoff(ctx, time.Minute)
+	a.handoffs.egressMeter().RaiseTo(1000)
+	h, err := a.handoffs.Handoff(ctx, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fresh, _ := m.Session("a")
-	if got := fresh.egressMeter(); got != a.egressMeter() || got.Used() != 1000 {
-		t.Errorf("the giver's fresh workspace counts from %d, on its own meter: %v", got.Used(), got != a.egressMeter())
+	if got := fresh.handoffs.egressMeter(); got != a.handoffs.egressMeter() || got.Used() != 1000 {
+		t.Errorf("the giver's fresh workspace counts from %d, on its own meter: %v", got.Used(), got != a.handoffs.egressMeter())
 	}
 	b, _ := m.Session("b")
-	b.egressMeter().RaiseTo(10)
-	own := b.egressMeter()
-	if _, err := b.Attach(ctx, h.Handle); err != nil {
+	b.handoffs.egressMeter().RaiseTo(10)
+	own := b.handoffs.egressMeter()
+	if _, err := b.handoffs.Attach(ctx, h.Handle); err != nil {
 		t.Fatal(err)
 	}
 	taken, _ := m.Session("b")
-	if taken.egressMeter() != own || own.Used() != 1000 {
-		t.Errorf("after the attach: the session's own meter %v, at %d; want its own, raised to 1000", taken.egressMeter() == own, own.Used())
+	if taken.handoffs.egressMeter() != own || own.Used() != 1000 {
+		t.Errorf("after the attach: the session's own meter %v, at %d; want its own, raised to 1000", taken.handoffs.egressMeter() == own, own.Used())
 	}
 }
 
@@ -56,7 +56,7 @@ func TestParkLimitRefusesAHandoff(t *testing.T) {
 	if _, err := a.files.WriteFile(ctx, "f", "x"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Handoff(ctx, time.Minute); err != nil || parkedIn(m) != 1 {
+	if _, err := a.handoffs.Handoff(ctx, time.Minute); err != nil || parkedIn(m) != 1 {
 		t.Fatalf("the first handoff: %v, %d waiting", err, parkedIn(m))
 	}
 	a2, _ := m.Session("a")
@@ -64,7 +64,7 @@ func TestParkLimitRefusesAHandoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := eng.count()
-	if _, err := a2.Handoff(ctx, time.Minute); err == nil || !strings.Contains(err.Error(), "--max-sessions") {
+	if _, err := a2.handoffs.Handoff(ctx, time.Minute); err == nil || !strings.Contains(err.Error(), "--max-sessions") {
 		t.Fatalf("the second handoff = %v", err)
 	}
 	if same, _ := m.Session("a"); same != a2 || parkedIn(m) != 1 || eng.count() != before {
@@ -94,10 +94,10 @@ func TestKeptWorkspaceRecordsItsEgressAsItGoes(t *testing.T) {
 		rec, _ := keep.ReadRecord(a.kept.root)
 		return rec.EgressBytes
 	}
-	a.egressMeter().RaiseTo(1 << 20)
+	a.handoffs.egressMeter().RaiseTo(1 << 20)
 	testwait.For(t, "the record to hold the count", func() bool { return recorded() == 1<<20 })
 	other := egress.NewMeter(0, 3<<20)
-	a.useMeter(other)
+	a.handoffs.useMeter(other)
 	testwait.For(t, "the record to follow the session's new meter", func() bool { return recorded() == 3<<20 })
 	other.RaiseTo(4 << 20)
 	m.EndSession(ctx, "a") // the release writes the last count at once

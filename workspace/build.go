@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -37,103 +36,10 @@ const buildOutputLimit = 1 << 20
 // ErrSetupFailed is wrapped by the error of a profile whose setup failed.
 var ErrSetupFailed = errors.New("the profile's setup failed")
 
-// BuildProfile builds the image of the profile called name unless it is
-// built; it returns the image and whether it ran the setup.
-func (m *Manager) BuildProfile(ctx context.Context, name string, progress func(Progress)) (string, bool, error) {
-	p, err := m.cfg.Profiles.Get(name)
-	if err != nil {
-		return "", false, err
-	}
-	return m.profileImage(ctx, p, progress)
-}
-
-// profileImage returns the image sessions under p start from, building it
-// first when its setup has not run; built says this call waited for that.
-func (m *Manager) profileImage(ctx context.Context, p *profiles.Profile, progress func(Progress)) (image string, built bool, err error) {
-	defer func() {
-		if err == nil && p != nil {
-			m.known.Set(p.Name, image)
-		}
-	}()
-	if p == nil {
-		image, err := m.ensureImage(ctx)
-		return image, false, err
-	}
-	base, err := m.profileBase(ctx, p)
-	if err != nil || len(p.Setup) == 0 {
-		return base, false, err
-	}
-	id, err := m.eng.ImageID(ctx, base)
-	if err != nil {
-		return "", false, err
-	}
-	key := p.ImageKey(id)
-	if _, ok, err := images.Find(ctx, m.eng, p, key); err != nil || ok {
-		return images.Name(p, key), false, err
-	}
-	// The build is the manager's, not the caller's: a session that stops
-	// waiting leaves it to finish for the next.
-	b := m.builds.Start(key, func(ctx context.Context, b *images.Build) (string, bool, error) {
-		return m.runBuild(ctx, p, base, id, key, b)
-	})
-	tick := time.NewTicker(2 * time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-b.Done():
-			return b.Result()
-		case <-ctx.Done():
-			return "", false, fmt.Errorf("waiting for profile %q's setup (it goes on, for the next session): %w", p.Name, ctx.Err())
-		case <-tick.C:
-			if progress != nil {
-				progress(b.Report())
-			}
-		}
-	}
-}
-
-// profileBase returns p's base image, pulled if need be.
-func (m *Manager) profileBase(ctx context.Context, p *profiles.Profile) (string, error) {
-	if p.Image == "" {
-		return m.ensureImage(ctx)
-	}
-	image, err := m.eng.EnsureImage(ctx, []string{p.Image})
-	if err != nil {
-		return "", fmt.Errorf("profile %q: %w", p.Name, err)
-	}
-	return image, nil
-}
-
-// runBuild builds the image of key, unless another process built it while
-// this one waited for the lock; ran says it did.
-func (m *Manager) runBuild(ctx context.Context, p *profiles.Profile, base, baseID, key string, b *images.Build) (image string, ran bool, err error) {
-	image = images.Name(p, key)
-	b.SetStatus("waiting for another wink-mcp building the same image")
-	unlock, err := m.lockBuild(ctx, key)
-	if err != nil {
-		return "", false, err
-	}
-	defer unlock()
-	if _, ok, err := images.Find(ctx, m.eng, p, key); err != nil || ok {
-		return image, false, err
-	}
-	start := time.Now()
-	m.log.Info("profile setup started", "event", EventSetupStarted, "profile", p.Name, "base", base, "image", image, "commands", len(p.Setup))
-	if err := m.setup(ctx, p, base, baseID, key, image, b); err != nil {
-		m.log.Warn("profile setup failed", "event", EventSetupFailed, "profile", p.Name, "duration_ms", time.Since(start).Milliseconds(), "err", err)
-		return "", false, err
-	}
-	img, _, err := images.Find(ctx, m.eng, p, key)
-	if err != nil {
-		return "", false, err
-	}
-	m.log.Info("profile image built", "event", EventImageBuilt, "profile", p.Name, "image", image, "size_bytes", img.Size, "duration_ms", time.Since(start).Milliseconds())
-	images.PruneOlder(ctx, m.eng, m.log, p, key)
-	return image, true, nil
-}
-
-// setup runs p's setup commands in a container from base and commits it.
-// The container goes whatever happens, and no image is left of a failure.
+// setup runs p's setup commands in a container from base and commits it
+// (images.Deps.Setup): it stays the manager's, since it makes a session
+// of its own and ends it. The container goes whatever happens, and no
+// image is left of a failure.
 func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, key, image string, b *images.Build) (err error) {
 	s := m.newSession("", "setup-"+key[:20])
 	s.profile, s.setupBase = p, base
@@ -217,35 +123,6 @@ func (m *Manager) setupProxy(s *Session, p *profiles.Profile, refusals *images.S
 		Wording: images.SetupWording(p), OnRefusal: refusals.Note, Log: m.log}, s.key)
 }
 
-// lockBuild takes the lock of key's build across processes, waiting for
-// another process that holds it.
-func (m *Manager) lockBuild(ctx context.Context, key string) (unlock func(), err error) {
-	dir := filepath.Join(m.cfg.CacheDir, "builds")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating the builds directory: %w", err)
-	}
-	f, err := os.OpenFile(filepath.Join(dir, key+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening a build's lock: %w", err)
-	}
-	for {
-		err := tryLock(f)
-		if err == nil {
-			return func() { f.Close() }, nil
-		}
-		if !errors.Is(err, errLocked) {
-			f.Close()
-			return nil, fmt.Errorf("locking a build: %w", err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
 // outputTail is the end of a failed command's output, for its error.
 func outputTail(res ExecResult) string {
 	var b strings.Builder
@@ -271,4 +148,14 @@ func firstLine(s string) string {
 		s = s[:120] + "..."
 	}
 	return s
+}
+
+// tryLockBusy is tryLock saying busy, rather than failing, when another
+// holds the lock (images.Deps.TryLock).
+func tryLockBusy(f *os.File) (busy bool, err error) {
+	err = tryLock(f)
+	if errors.Is(err, errLocked) {
+		return true, nil
+	}
+	return false, err
 }

@@ -30,7 +30,7 @@ func (s *Session) newFolders() *folders.Part {
 		Dir:    func() string { return s.dir },
 	}
 	if s.m.cfg.FilesOnEngineHost {
-		d.PullCopies = s.pullCopies
+		d.PullCopies = s.mounts.pullCopies
 	}
 	return folders.New(d)
 }

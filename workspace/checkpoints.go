@@ -56,7 +56,7 @@ func (s *Session) newCheckpoints() *checkpoint.Room {
 // mounts, which no call can change (recorded when the mounts are fixed, so
 // that it needs no lock).
 func (s *Session) skipPaths() []string {
-	if p := s.readOnlyPaths.Load(); p != nil {
+	if p := s.mounts.readOnlyPaths.Load(); p != nil {
 		return *p
 	}
 	return nil

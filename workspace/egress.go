@@ -9,41 +9,10 @@ import (
 
 	"github.com/hashicorp/yamux"
 
-	"github.com/wink-mcp/wink-mcp/egress"
+	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/workspace/images"
 )
-
-// useMeter makes mt count the session's egress, its proxy's included: a
-// workspace given to another session, or a session's fresh workspace after
-// a handoff, counts against the session that has it, never from zero.
-func (s *Session) useMeter(mt *egress.Meter) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.meter = mt
-	if s.proxy != nil {
-		s.proxy.SetMeter(mt)
-	}
-	if s.kept != nil && s.kept.egress != nil {
-		s.kept.egress.Follow(mt)
-	}
-}
-
-// egressMeter returns the meter the session counts its egress with.
-func (s *Session) egressMeter() *egress.Meter {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.meter
-}
-
-// takeMeterOf makes the session's own meter count taken's egress, raised
-// first to what taken's has counted: taking a workspace over never gives
-// a session more of its cap back.
-func (s *Session) takeMeterOf(taken *Session) {
-	mt := s.egressMeter()
-	mt.RaiseTo(taken.egressMeter().Used())
-	taken.useMeter(mt)
-}
 
 // tunnelReadyTimeout bounds the wait for the agent's proxy to listen.
 const tunnelReadyTimeout = 10 * time.Second
@@ -84,7 +53,7 @@ func (s *Session) openTunnelLocked(ctx context.Context) error {
 	}
 	s.tunnel = mux
 	if s.proxy == nil {
-		go refuseEgress(mux, s.egressOff()) // the tunnel carries port previews only
+		go refuseEgress(mux, egressOff(s.setupBase != "", s.profile)) // the tunnel carries port previews only
 		return nil
 	}
 	go func() {
@@ -96,11 +65,12 @@ func (s *Session) openTunnelLocked(ctx context.Context) error {
 }
 
 // egressOff is the answer to a connection to the proxy of a container
-// without egress: what would give it some, a setup's or a session's.
-func (s *Session) egressOff() string {
+// without egress, a setup's of profile p or a session's: what would give
+// it some.
+func egressOff(setup bool, p *profiles.Profile) string {
 	why := "this workspace has no network; ask the user to start wink-mcp with --egress naming the hosts it needs."
-	if s.setupBase != "" && s.profile != nil {
-		why = "this setup has no network: egress.setup of " + images.ProfileAt(s.profile) + " names no host; add the hosts the setup needs there."
+	if setup && p != nil {
+		why = "this setup has no network: egress.setup of " + images.ProfileAt(p) + " names no host; add the hosts the setup needs there."
 	}
 	return "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n" +
 		"wink-mcp egress proxy: " + why + "\n"

@@ -79,18 +79,20 @@ func readPending(path string) (pendingExport, error) {
 // kept workspace's do), and they are on this machine, where another
 // process can read them (with Config.FilesOnEngineHost they are brought
 // back from the Podman host only while the session's container exists).
-func (s *Session) exportsOnEnd() bool {
-	return s.m.cfg.ExportDir != "" && s.kept == nil && !s.m.cfg.FilesOnEngineHost && mounts.AnyWritable(s.mounts)
+func (sm *sessionMounts) exportsOnEnd() bool {
+	s := sm.s
+	return s.m.cfg.ExportDir != "" && s.kept == nil && !s.m.cfg.FilesOnEngineHost && mounts.AnyWritable(sm.list)
 }
 
 // markPendingLocked records that the session's changes wait to be
 // exported: beside the session directory, or in the handed-over
 // workspace it opened (handoff_export.go).
-func (s *Session) markPendingLocked() error {
+func (sm *sessionMounts) markPendingLocked() error {
+	s := sm.s
 	if s.kept != nil && s.kept.fromHandoff {
 		return s.markHandedOverLocked()
 	}
-	if !s.exportsOnEnd() {
+	if !sm.exportsOnEnd() {
 		return nil
 	}
 	if err := writePending(pendingPath(s.m.inst.dir, s.dir), pendingExport{Session: s.hash(), ExportDir: s.m.cfg.ExportDir}); err != nil {
@@ -105,16 +107,17 @@ func (s *Session) markPendingLocked() error {
 // out, and, when it fails or ctx (the shutdown timeout) cuts it short,
 // where the changes are kept and how to export them: a patch that cannot
 // finish is not written, and the session's files stay.
-func (s *Session) exportOnEnd(ctx context.Context, ended time.Time, mounts []MountInfo) bool {
+func (sm *sessionMounts) exportOnEnd(ctx context.Context, ended time.Time, mounts []MountInfo) bool {
+	s := sm.s
 	marker := pendingPath(s.m.inst.dir, s.dir)
 	to := exportDirName(s.hash(), ended)
-	if s.exportsOnEnd() {
+	if sm.exportsOnEnd() {
 		if err := writePending(marker, pendingExport{Session: s.hash(), ExportDir: s.m.cfg.ExportDir, To: to}); err != nil {
 			s.m.log.Warn("recording the export's folder", "session", s.hash(), "err", err)
 		}
 	}
 	ok := exportSession(ctx, s.m.log, s.hash(), s.dir, mounts, filepath.Join(s.m.cfg.ExportDir, to))
-	if ok && s.exportsOnEnd() {
+	if ok && sm.exportsOnEnd() {
 		if err := os.Remove(marker); err != nil && !errors.Is(err, os.ErrNotExist) {
 			s.m.log.Warn("removing the pending export's marker", "session", s.hash(), "err", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,13 +15,14 @@ import (
 
 // recoverExports exports the changes of the sessions of a dead instance
 // whose export never finished (its server was killed, or stopped waiting),
-// removing each marker once the patches are on disk. It returns how many
-// still wait: their files must stay.
-func (m *Manager) recoverExports(ctx context.Context, instanceDir string) int {
+// removing each marker once the patches are on disk, and logs to log what
+// it does, and how to export what it could not from the cache directory
+// cacheDir. It returns how many still wait: their files must stay.
+func recoverExports(ctx context.Context, log *slog.Logger, cacheDir, instanceDir string) int {
 	markers, _ := filepath.Glob(filepath.Join(instanceDir, pendingDir, "*.json"))
 	waiting := 0
 	for _, marker := range markers {
-		if !m.recoverExport(ctx, instanceDir, marker) {
+		if !recoverExport(ctx, log, cacheDir, instanceDir, marker) {
 			waiting++
 		}
 	}
@@ -28,17 +30,17 @@ func (m *Manager) recoverExports(ctx context.Context, instanceDir string) int {
 }
 
 // recoverExport exports one marked session; the marker names where to.
-func (m *Manager) recoverExport(ctx context.Context, instanceDir, marker string) bool {
+func recoverExport(ctx context.Context, log *slog.Logger, cacheDir, instanceDir, marker string) bool {
 	p, err := readPending(marker)
 	if err != nil {
-		m.log.Error("a pending export cannot be read; its session's files are kept", "marker", marker, "err", err)
+		log.Error("a pending export cannot be read; its session's files are kept", "marker", marker, "err", err)
 		return false
 	}
 	key := strings.TrimSuffix(filepath.Base(marker), ".json")
 	dir := filepath.Join(instanceDir, sessionsDir, key)
 	release, err := disk.MountForExport(filepath.Join(instanceDir, disksDir, key+".img"), dir)
 	if err != nil {
-		m.log.Error("the changes of a session whose server died cannot be read; its files are kept", "session", p.Session, "kept_in", dir, "err", err)
+		log.Error("the changes of a session whose server died cannot be read; its files are kept", "session", p.Session, "kept_in", dir, "err", err)
 		return false
 	}
 	defer release()
@@ -48,7 +50,7 @@ func (m *Manager) recoverExport(ctx context.Context, instanceDir, marker string)
 		return removeMarker(marker)
 	}
 	if err != nil {
-		m.log.Error("the changes of a session whose server died cannot be read; its files are kept", "session", p.Session, "kept_in", dir, "err", err)
+		log.Error("the changes of a session whose server died cannot be read; its files are kept", "session", p.Session, "kept_in", dir, "err", err)
 		return false
 	}
 	if p.To == "" {
@@ -56,9 +58,9 @@ func (m *Manager) recoverExport(ctx context.Context, instanceDir, marker string)
 	}
 	out := p.folder()
 	removeStaleTemps(out, mounts)
-	m.log.Info("exporting the changes of a session whose server stopped before it could", "session", p.Session, "to", out)
-	if !exportSession(ctx, m.log, p.Session, dir, mounts, out) {
-		m.log.Error("the session's changes are kept for export", "session", p.Session, "kept_in", dir, "how", exportHint(m.cfg.CacheDir, key, out))
+	log.Info("exporting the changes of a session whose server stopped before it could", "session", p.Session, "to", out)
+	if !exportSession(ctx, log, p.Session, dir, mounts, out) {
+		log.Error("the session's changes are kept for export", "session", p.Session, "kept_in", dir, "how", exportHint(cacheDir, key, out))
 		return false
 	}
 	return removeMarker(marker)

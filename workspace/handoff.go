@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/workspace/keep"
 )
 
@@ -45,12 +45,32 @@ type Attached struct {
 	Info      ContainerInfo
 }
 
+// handoffs is the part of a session that hands its workspace over and
+// takes over one handed to it (tools.Handoffs), and keeps the workspaces
+// the session handed to another process while they wait on its disk.
+//
+// It holds its session, not a narrower set of functions: a handoff moves
+// the session's whole life cycle (its container, disk, files and egress
+// count, and its place among the manager's sessions), which Session owns
+// under Session.mu and Manager.mu, and it takes those locks in the
+// package's order, exactly as a Session method would.
+type handoffs struct {
+	s *Session
+	// handedOver are the roots of the kept workspaces this session handed
+	// to another process; while they wait (for an attach, or for their
+	// export), they share its disk limit. Set before the session is
+	// stored in the manager and never changed after, so read without a
+	// lock.
+	handedOver []string
+}
+
 // Handoff gives the workspace a one-time handle that works for ttl and
 // sets it aside, and the session goes on with a fresh, empty one. Over
 // stdio the workspace goes to disk, as a kept workspace another process
 // can attach (its container and jobs are stopped); otherwise it stays in
 // this process with its container and jobs.
-func (s *Session) Handoff(ctx context.Context, ttl time.Duration) (Handoff, error) {
+func (h *handoffs) Handoff(ctx context.Context, ttl time.Duration) (Handoff, error) {
+	s := h.s
 	if ttl <= 0 || ttl > MaxHandoffTTL {
 		return Handoff{}, fmt.Errorf("a handle works for 1 s to %s, not %s", MaxHandoffTTL, ttl)
 	}
@@ -60,10 +80,7 @@ func (s *Session) Handoff(ctx context.Context, ttl time.Duration) (Handoff, erro
 	if n := s.active.Load(); n > 0 {
 		return Handoff{}, fmt.Errorf("%d other calls of this session are still running in the workspace; hand it over when they have returned", n)
 	}
-	return s.m.handoff(ctx, s, ttl)
-}
-
-func (m *Manager) handoff(ctx context.Context, s *Session, ttl time.Duration) (Handoff, error) {
+	m := s.m
 	if s.stdio && m.cfg.FilesOnEngineHost {
 		return Handoff{}, errors.New("a workspace whose files are on the Podman host (--files-on-podman-host) can only be handed to a session of the same server, over HTTP or SSE")
 	}
@@ -73,7 +90,7 @@ func (m *Manager) handoff(ctx context.Context, s *Session, ttl time.Duration) (H
 		if s.kept != nil {
 			name, fromHandoff = s.kept.name, s.kept.fromHandoff
 		}
-		if err := s.checkHandoffDisk(); err != nil {
+		if err := h.checkHandoffDisk(); err != nil {
 			return Handoff{}, err
 		}
 	}
@@ -82,10 +99,10 @@ func (m *Manager) handoff(ctx context.Context, s *Session, ttl time.Duration) (H
 	fresh := m.newSession(s.id(), newWarmKey())
 	fresh.serve(s.id(), s.hash())
 	fresh.principal, fresh.stdio = s.principal, s.stdio
-	fresh.useMeter(s.egressMeter()) // the session's count goes on; the workspace handed over shares it until attached
+	fresh.handoffs.useMeter(h.egressMeter()) // the session's count goes on; the workspace handed over shares it until attached
 	if s.stdio {
 		// It waits on the disk within the session's disk limit.
-		fresh.handedOver = s.handedOverAfter(keptRoot(m.cfg.CacheDir, name), fromHandoff)
+		fresh.handoffs.handedOver = h.handedOverAfter(keptRoot(m.cfg.CacheDir, name), fromHandoff)
 	}
 	m.mu.Lock()
 	if m.closed || m.sessions[s.id()] != s {
@@ -106,24 +123,24 @@ func (m *Manager) handoff(ctx context.Context, s *Session, ttl time.Duration) (H
 	m.sessions[s.id()] = fresh
 	m.mu.Unlock()
 
-	h := Handoff{Handle: keep.NewHandle(), Expires: time.Now().Add(ttl).UTC()}
+	ho := Handoff{Handle: keep.NewHandle(), Expires: time.Now().Add(ttl).UTC()}
 	if s.stdio {
-		if err := m.persist(ctx, s, name, h.Expires); err != nil {
+		if err := h.persist(ctx, name, ho.Expires); err != nil {
 			return Handoff{}, err
 		}
 		if fromHandoff {
-			m.expireHandedOver(name, h.Expires)
+			h.expireLater(name, ho.Expires)
 		}
-		h.Workspace = name
-		rec := keep.HandoffRecord{Workspace: name, Principal: s.principal, Expires: h.Expires}
-		if err := writeJSON(filepath.Join(m.cfg.CacheDir, keep.HandoffsDir, keep.HandleKey(h.Handle)+".json"), rec); err != nil {
+		ho.Workspace = name
+		rec := keep.HandoffRecord{Workspace: name, Principal: s.principal, Expires: ho.Expires}
+		if err := writeJSON(filepath.Join(m.cfg.CacheDir, keep.HandoffsDir, keep.HandleKey(ho.Handle)+".json"), rec); err != nil {
 			return Handoff{}, fmt.Errorf("recording the handle: %w", err)
 		}
-		m.log.Info("workspace handed over", "event", "handoff", "session", s.hash(), "workspace", name, "expires", h.Expires)
-		return h, nil
+		m.log.Info("workspace handed over", "event", "handoff", "session", s.hash(), "workspace", name, "expires", ho.Expires)
+		return ho, nil
 	}
-	key := keep.HandleKey(h.Handle)
-	p := &parked{s: s, principal: s.principal, expires: h.Expires}
+	key := keep.HandleKey(ho.Handle)
+	p := &parked{s: s, principal: s.principal, expires: ho.Expires}
 	m.mu.Lock()
 	m.parking--
 	if m.parked == nil { // closed meanwhile: Close has ended every other session
@@ -134,22 +151,19 @@ func (m *Manager) handoff(ctx context.Context, s *Session, ttl time.Duration) (H
 	p.timer = time.AfterFunc(ttl, func() { m.expireParked(key) })
 	m.parked[key] = p
 	m.mu.Unlock()
-	h.KeptContainer = true
-	m.log.Info("workspace handed over", "event", "handoff", "session", s.hash(), "container", s.name, "expires", h.Expires)
-	return h, nil
+	ho.KeptContainer = true
+	m.log.Info("workspace handed over", "event", "handoff", "session", s.hash(), "container", s.name, "expires", ho.Expires)
+	return ho, nil
 }
 
 // Attach takes over the workspace a handle names; the session's own, which
 // must hold no work, is removed.
-func (s *Session) Attach(ctx context.Context, handle string) (Attached, error) {
-	return s.m.attach(ctx, s, handle)
-}
-
-func (m *Manager) attach(ctx context.Context, s *Session, handle string) (Attached, error) {
+func (h *handoffs) Attach(ctx context.Context, handle string) (Attached, error) {
+	s, m := h.s, h.s.m
 	if len(handle) != 64 {
 		return Attached{}, ErrBadHandle
 	}
-	if !s.discardable() {
+	if !h.discardable() {
 		return Attached{}, errors.New("this session's workspace holds work (files written, commands run or checkpoints), which attaching would replace; " +
 			"hand it over first (workspace_handoff), or attach from a new session")
 	}
@@ -174,51 +188,33 @@ func (m *Manager) attach(ctx context.Context, s *Session, handle string) (Attach
 		taken.lastUsed.Store(time.Now().UnixNano())
 		m.sessions[s.id()] = taken
 		m.mu.Unlock()
-		s.takeMeterOf(taken)
+		h.takeMeterOf(taken)
 		s.end(ctx)
 		m.log.Info("workspace attached", "event", "attach", "session", taken.hash(), "container", taken.name)
 		return Attached{KeptContainer: true, Info: taken.Info()}, nil
 	}
 	m.mu.Unlock()
-	if err := s.checkAttachDisk(key); err != nil {
+	if err := h.checkAttachDisk(key); err != nil {
 		return Attached{}, err
 	}
-	name, err := m.claimHandle(key, s.principal)
+	name, err := m.handedOverDisk.claim(key, s.principal)
 	if err != nil {
 		return Attached{}, err
 	}
-	taken, err := m.newKeptSessionFor(s, name)
+	taken, err := h.newKeptSessionFor(name)
 	if err != nil {
 		return Attached{}, err
 	}
-	s.takeMeterOf(taken)
+	h.takeMeterOf(taken)
 	s.end(ctx)
 	m.log.Info("workspace attached", "event", "attach", "session", taken.hash(), "workspace", name)
 	return Attached{Workspace: name, Info: taken.Info()}, nil
 }
 
-// claimHandle takes the handle file of key for principal, once: the file
-// is renamed away before it is trusted, so two attachers never both win.
-func (m *Manager) claimHandle(key, principal string) (string, error) {
-	path := filepath.Join(m.cfg.CacheDir, keep.HandoffsDir, key+".json")
-	var rec keep.HandoffRecord
-	if keep.ReadJSON(path, &rec) != nil || rec.Principal != principal {
-		return "", ErrBadHandle
-	}
-	taken := path + ".taken-" + newWarmKey()
-	if err := os.Rename(path, taken); err != nil {
-		return "", ErrBadHandle
-	}
-	defer os.Remove(taken)
-	if keep.ReadJSON(taken, &rec) != nil || rec.Principal != principal || !time.Now().Before(rec.Expires) {
-		return "", ErrBadHandle
-	}
-	return rec.Workspace, nil
-}
-
-// newKeptSessionFor replaces the session s with one that owns the kept
+// newKeptSessionFor replaces the session with one that owns the kept
 // workspace name, reserved for the handle just claimed.
-func (m *Manager) newKeptSessionFor(s *Session, name string) (*Session, error) {
+func (h *handoffs) newKeptSessionFor(name string) (*Session, error) {
+	s, m := h.s, h.s.m
 	awaitKeptOwner(m.cfg.CacheDir, name, m.log)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -229,7 +225,7 @@ func (m *Manager) newKeptSessionFor(s *Session, name string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	taken.handedOver = s.handedOver // still waiting within this session's disk limit
+	taken.handoffs.handedOver = h.handedOver // still waiting within this session's disk limit
 	m.sessions[s.id()] = taken
 	return taken, nil
 }
@@ -237,7 +233,8 @@ func (m *Manager) newKeptSessionFor(s *Session, name string) (*Session, error) {
 // discardable says whether the session's workspace holds nothing an
 // attach would lose: no tool wrote, no command ran, no checkpoint was
 // taken; a kept workspace is only let go, never lost.
-func (s *Session) discardable() bool {
+func (h *handoffs) discardable() bool {
+	s := h.s
 	if s.kept != nil {
 		return true
 	}
@@ -246,11 +243,45 @@ func (s *Session) discardable() bool {
 
 // retire stops the session's container and jobs and unmounts its disk,
 // keeping its files, as the session ends.
-func (s *Session) retire(ctx context.Context) {
+func (h *handoffs) retire(ctx context.Context) {
+	s := h.s
 	unlock, ok := s.beginEnd()
 	defer unlock()
 	if ok {
 		_ = s.removeOrRetryLocked(ctx)
 		s.unmountDiskLocked()
 	}
+}
+
+// useMeter makes mt count the session's egress, its proxy's included: a
+// workspace given to another session, or a session's fresh workspace after
+// a handoff, counts against the session that has it, never from zero.
+func (h *handoffs) useMeter(mt *egress.Meter) {
+	s := h.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.meter = mt
+	if s.proxy != nil {
+		s.proxy.SetMeter(mt)
+	}
+	if s.kept != nil && s.kept.egress != nil {
+		s.kept.egress.Follow(mt)
+	}
+}
+
+// egressMeter returns the meter the session counts its egress with.
+func (h *handoffs) egressMeter() *egress.Meter {
+	s := h.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.meter
+}
+
+// takeMeterOf makes the session's own meter count taken's egress, raised
+// first to what taken's has counted: taking a workspace over never gives
+// a session more of its cap back.
+func (h *handoffs) takeMeterOf(taken *Session) {
+	mt := h.egressMeter()
+	mt.RaiseTo(taken.handoffs.egressMeter().Used())
+	taken.handoffs.useMeter(mt)
 }

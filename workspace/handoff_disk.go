@@ -31,19 +31,19 @@ const minDiskBytes = 16 << 20
 // diskBudget returns the size of the filesystem the session's next
 // workspace may have: its disk limit less what the workspaces it handed
 // over, still waiting, take.
-func (s *Session) diskBudget(limit int64) (int64, error) {
-	held := s.heldDisk()
+func (h *handoffs) diskBudget(limit int64) (int64, error) {
+	held := h.heldDisk()
 	if held == 0 {
 		return limit, nil
 	}
 	if limit-held < minDiskBytes {
-		return 0, s.budgetError(limit, held)
+		return 0, budgetError(limit, held)
 	}
 	return limit - held, nil
 }
 
-// budgetError says why the session has no disk left for a workspace.
-func (s *Session) budgetError(limit, held int64) error {
+// budgetError says why a session has no disk left for a workspace.
+func budgetError(limit, held int64) error {
 	return fmt.Errorf("the workspaces this session handed over (workspace_handoff), waiting for workspace_attach or for their changes to be exported (--export-on-exit), take %s of its disk limit of %s "+
 		"(--disk-limit, shared with them until they are attached, or expire and are exported), which leaves less than the %s a workspace needs. "+
 		"Attach one in another process, wait until one expires (it is deleted once its changes are exported; one whose export failed is exported by the next wink-mcp to start, "+
@@ -54,9 +54,9 @@ func (s *Session) budgetError(limit, held int64) error {
 // heldDisk sums what the workspaces the session handed over to another
 // process take on the disk while they wait for their handles or for
 // their export.
-func (s *Session) heldDisk() int64 {
+func (h *handoffs) heldDisk() int64 {
 	var n int64
-	for _, root := range s.handedOver {
+	for _, root := range h.handedOver {
 		if holdsGiversDisk(root) {
 			n += keptDiskBytes(root)
 		}
@@ -97,23 +97,24 @@ func keptDiskBytes(root string) int64 {
 // checkHandoffDisk refuses, before anything moves, a handoff to another
 // process after which the session's next workspace would have less disk
 // than a workspace needs.
-func (s *Session) checkHandoffDisk() error {
+func (h *handoffs) checkHandoffDisk() error {
+	s := h.s
 	s.mu.Lock()
-	limit := s.limits().DiskBytes
+	limit := profileLimits(s.m.cfg.Limits, s.profile).DiskBytes
 	limited := s.m.disk != nil && limit > 0
 	image, ownFiles := s.diskFile, s.kept == nil || s.kept.fromHandoff
 	s.mu.Unlock()
 	if !limited {
 		return nil
 	}
-	held := s.heldDisk()
+	held := h.heldDisk()
 	if ownFiles {
 		if info, err := os.Stat(image); err == nil {
 			held += allocatedBytes(info)
 		}
 	}
 	if limit-held < minDiskBytes {
-		return s.budgetError(limit, held)
+		return budgetError(limit, held)
 	}
 	return nil
 }
@@ -122,20 +123,21 @@ func (s *Session) checkHandoffDisk() error {
 // workspace another process handed over (its handle's digest is key)
 // whose filesystem would not fit beside the ones this session handed
 // over that still wait: attaching moves it into this session's limit.
-func (s *Session) checkAttachDisk(key string) error {
+func (h *handoffs) checkAttachDisk(key string) error {
+	s := h.s
 	s.mu.Lock()
-	limit := s.limits().DiskBytes
-	limited := s.m.disk != nil && limit > 0 && len(s.handedOver) > 0
+	limit := profileLimits(s.m.cfg.Limits, s.profile).DiskBytes
+	limited := s.m.disk != nil && limit > 0 && len(h.handedOver) > 0
 	s.mu.Unlock()
 	var rec keep.HandoffRecord
 	if !limited || keep.ReadJSON(filepath.Join(s.m.cfg.CacheDir, keep.HandoffsDir, key+".json"), &rec) != nil || rec.Principal != s.principal {
-		return nil // claimHandle gives the one answer to a bad handle
+		return nil // handedOverDisk.claim gives the one answer to a bad handle
 	}
 	info, err := os.Stat(filepath.Join(keptRoot(s.m.cfg.CacheDir, rec.Workspace), keptDiskImage))
 	if err != nil {
 		return nil
 	}
-	if held := s.heldDisk(); held+info.Size() > limit {
+	if held := h.heldDisk(); held+info.Size() > limit {
 		return fmt.Errorf("the workspace's filesystem (%s) does not fit beside the ones this session handed over that wait for workspace_attach (%s) "+
 			"within its disk limit of %s (--disk-limit); attach it from another session, or after those are attached or expire",
 			checkpoints.FormatBytes(info.Size()), checkpoints.FormatBytes(held), checkpoints.FormatBytes(limit))
@@ -145,20 +147,21 @@ func (s *Session) checkAttachDisk(key string) error {
 
 // handedOverAfter is the list of waiting workspaces a session's fresh
 // workspace inherits when it hands over the one at root.
-func (s *Session) handedOverAfter(root string, fromHandoff bool) []string {
-	list := slices.Clone(s.handedOver)
+func (h *handoffs) handedOverAfter(root string, fromHandoff bool) []string {
+	list := slices.Clone(h.handedOver)
 	if fromHandoff {
 		list = append(list, root)
 	}
 	return list
 }
 
-// expireHandedOver ends, when its handle expires, a workspace handed to
-// another process that nobody attached: its changes exported, then its
-// files deleted. Close lets an export under way finish within the
-// shutdown's time, as it does the retried removals (removeLater); one it
-// cuts short is the next start's to make.
-func (m *Manager) expireHandedOver(name string, expires time.Time) {
+// expireLater ends, when its handle expires, the workspace name this
+// session handed to another process if nobody attached it: its changes
+// exported, then its files deleted. Close lets an export under way finish
+// within the shutdown's time, as it does the retried removals
+// (removeLater); one it cuts short is the next start's to make.
+func (h *handoffs) expireLater(name string, expires time.Time) {
+	m := h.s.m
 	t := time.AfterFunc(time.Until(expires)+time.Second, func() {
 		m.mu.Lock()
 		if m.closed {
@@ -168,7 +171,7 @@ func (m *Manager) expireHandedOver(name string, expires time.Time) {
 		m.leftovers.Add(1)
 		m.mu.Unlock()
 		defer m.leftovers.Done()
-		if deleted, err := m.endUnclaimed(m.leftoverCtx, name); deleted {
+		if deleted, err := m.handedOverDisk.endUnclaimed(m.leftoverCtx, name); deleted {
 			m.log.Info("a handed-over workspace was not attached in time and is deleted", "event", "handoff_expired", "workspace", name)
 		} else if err != nil {
 			m.log.Warn("deleting a handed-over workspace nobody attached", "workspace", name, "err", err)
@@ -179,45 +182,13 @@ func (m *Manager) expireHandedOver(name string, expires time.Time) {
 	m.mu.Unlock()
 }
 
-// sweepHandedOver ends the workspaces handoffs made that nothing holds
-// any more (their giver's process ended before they expired, the process
-// that attached one was killed, or an export failed), exporting their
-// changes before it deletes them, and deletes the handle files past
-// their expiry.
-func (m *Manager) sweepHandedOver(ctx context.Context) error {
-	list, err := ListKept(m.cfg.CacheDir)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, k := range list {
-		if ctx.Err() != nil {
-			break
-		}
-		if deleted, err := m.endUnclaimed(ctx, k.Name); deleted {
-			m.log.Info("deleted a handed-over workspace nobody holds", "event", "handoff_expired", "workspace", k.Name)
-		} else if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	dir := filepath.Join(m.cfg.CacheDir, keep.HandoffsDir)
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		var rec keep.HandoffRecord
-		path := filepath.Join(dir, e.Name())
-		if keep.ReadJSON(path, &rec) == nil && time.Now().After(rec.Expires) {
-			os.Remove(path)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// persist moves a workspace to disk as the kept workspace name (its own,
-// when it has one), reserved for its handle until expires, stopping its
-// container.
-func (m *Manager) persist(ctx context.Context, s *Session, name string, expires time.Time) error {
-	s.retire(ctx)
-	used := s.egressMeter().Used()
+// persist moves the session's workspace to disk as the kept workspace
+// name (its own, when it has one), reserved for its handle until expires,
+// stopping its container.
+func (h *handoffs) persist(ctx context.Context, name string, expires time.Time) error {
+	s := h.s
+	h.retire(ctx)
+	used := h.egressMeter().Used()
 	if s.kept != nil {
 		s.kept.stopRecordingEgress() // reserve writes the record
 		// Reserved before the lock goes, so that no name opens it between.
@@ -225,13 +196,13 @@ func (m *Manager) persist(ctx context.Context, s *Session, name string, expires 
 		s.kept.release(used)
 		return err
 	}
-	root := keptRoot(m.cfg.CacheDir, name)
+	root := keptRoot(s.m.cfg.CacheDir, name)
 	// Reserved before the files move: nothing sweeps a workspace whose
 	// handle works, whatever moment a kill comes.
 	if err := reserve(root, name, s.principal, expires, used); err != nil {
 		return fmt.Errorf("keeping the workspace for its handle: %w", err)
 	}
-	if err := s.moveTo(root); err != nil {
+	if err := h.moveTo(root); err != nil {
 		return fmt.Errorf("keeping the workspace for its handle: %w", err)
 	}
 	return nil
@@ -253,13 +224,14 @@ func reserve(root, name, principal string, expires time.Time, egressBytes int64)
 
 // moveTo moves an ephemeral session's files to a kept workspace's place.
 // The container is gone and the disk unmounted.
-func (s *Session) moveTo(root string) error {
+func (h *handoffs) moveTo(root string) error {
+	s := h.s
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return err
 	}
 	// Its changes are exported when the kept workspace ends: the marker
 	// naming where goes first, the session's own once the files are there.
-	if err := s.carryMarker(root); err != nil {
+	if err := h.carryMarker(root); err != nil {
 		return err
 	}
 	k := &keptWorkspace{root: root}

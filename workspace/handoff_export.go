@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -25,8 +26,8 @@ import (
 // in a server with --export-on-exit, marks it with its own folder when
 // its mounts are fixed. An export that cannot be written leaves the
 // workspace, marker and all, where `wink-mcp export` (FindSessions) and
-// every later start (sweepHandedOver) find it; until it is exported it
-// takes its giver's disk (heldDisk) for as long as the giver lives.
+// every later start (handedOverDisk.sweep) find it; until it is exported it
+// takes its giver's disk (handoffs.heldDisk) for as long as the giver lives.
 const keptExportFile = "export.json"
 
 // keptExportPath is the marker of the kept workspace at root.
@@ -39,12 +40,73 @@ func exportPending(root string) bool {
 	return err == nil
 }
 
+// handedOverDisk is the handed-over workspaces on the cache disk, as any
+// process of the cache directory finds them: their handle files, and the
+// kept workspaces a handoff made, which it claims, exports and deletes.
+// It has no lock of its own: each workspace's lock file says who holds
+// it, and a handle file is claimed by renaming it away.
+type handedOverDisk struct {
+	cacheDir string
+	log      *slog.Logger
+}
+
+// claim takes the handle file of key for principal, once: the file is
+// renamed away before it is trusted, so two attachers never both win.
+func (d handedOverDisk) claim(key, principal string) (string, error) {
+	path := filepath.Join(d.cacheDir, keep.HandoffsDir, key+".json")
+	var rec keep.HandoffRecord
+	if keep.ReadJSON(path, &rec) != nil || rec.Principal != principal {
+		return "", ErrBadHandle
+	}
+	taken := path + ".taken-" + newWarmKey()
+	if err := os.Rename(path, taken); err != nil {
+		return "", ErrBadHandle
+	}
+	defer os.Remove(taken)
+	if keep.ReadJSON(taken, &rec) != nil || rec.Principal != principal || !time.Now().Before(rec.Expires) {
+		return "", ErrBadHandle
+	}
+	return rec.Workspace, nil
+}
+
+// sweep ends the workspaces handoffs made that nothing holds any more
+// (their giver's process ended before they expired, the process that
+// attached one was killed, or an export failed), exporting their changes
+// before it deletes them, and deletes the handle files past their expiry.
+func (d handedOverDisk) sweep(ctx context.Context) error {
+	list, err := ListKept(d.cacheDir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, k := range list {
+		if ctx.Err() != nil {
+			break
+		}
+		if deleted, err := d.endUnclaimed(ctx, k.Name); deleted {
+			d.log.Info("deleted a handed-over workspace nobody holds", "event", "handoff_expired", "workspace", k.Name)
+		} else if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	dir := filepath.Join(d.cacheDir, keep.HandoffsDir)
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		var rec keep.HandoffRecord
+		path := filepath.Join(dir, e.Name())
+		if keep.ReadJSON(path, &rec) == nil && time.Now().After(rec.Expires) {
+			os.Remove(path)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // carryMarker copies the session's pending export marker, if it has one,
 // to the kept workspace at root, which its files are about to become;
 // the caller removes the session's own once they have moved. Whatever
 // moment a kill comes, one of the two markers names the files.
-func (s *Session) carryMarker(root string) error {
-	p, err := readPending(pendingPath(s.m.inst.dir, s.dir))
+func (h *handoffs) carryMarker(root string) error {
+	p, err := readPending(pendingPath(h.s.m.inst.dir, h.s.dir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -59,7 +121,7 @@ func (s *Session) carryMarker(root string) error {
 // owner recorded one: a server with --export-on-exit exports what its
 // sessions changed.
 func (s *Session) markHandedOverLocked() error {
-	if s.m.cfg.ExportDir == "" || exportPending(s.kept.root) || !mounts.AnyWritable(s.mounts) {
+	if s.m.cfg.ExportDir == "" || exportPending(s.kept.root) || !mounts.AnyWritable(s.mounts.list) {
 		return nil
 	}
 	if err := writePending(keptExportPath(s.kept.root), pendingExport{Session: s.hash(), ExportDir: s.m.cfg.ExportDir}); err != nil {
@@ -74,20 +136,20 @@ func (s *Session) markHandedOverLocked() error {
 // gone), so that the workspace may be deleted. The caller holds the
 // workspace's lock. When the export cannot be written, it logs where the
 // changes are kept and how to export them.
-func (m *Manager) exportKept(ctx context.Context, root, name string) bool {
+func (d handedOverDisk) exportKept(ctx context.Context, root, name string) bool {
 	marker := keptExportPath(root)
 	p, err := readPending(marker)
 	if errors.Is(err, fs.ErrNotExist) {
 		return true
 	}
 	if err != nil {
-		m.log.Error("a handed-over workspace's pending export cannot be read; it is kept", "workspace", name, "marker", marker, "err", err)
+		d.log.Error("a handed-over workspace's pending export cannot be read; it is kept", "workspace", name, "marker", marker, "err", err)
 		return false
 	}
 	dir := filepath.Join(root, keptSessionDir)
 	release, err := disk.MountForExport(filepath.Join(root, keptDiskImage), dir)
 	if err != nil {
-		m.log.Error("a handed-over workspace's changes cannot be read; it is kept", "workspace", name, "kept_in", root, "err", err)
+		d.log.Error("a handed-over workspace's changes cannot be read; it is kept", "workspace", name, "kept_in", root, "err", err)
 		return false
 	}
 	defer release()
@@ -96,22 +158,22 @@ func (m *Manager) exportKept(ctx context.Context, root, name string) bool {
 		return removeMarker(marker) // its mounts were never used
 	}
 	if err != nil {
-		m.log.Error("a handed-over workspace's changes cannot be read; it is kept", "workspace", name, "kept_in", root, "err", err)
+		d.log.Error("a handed-over workspace's changes cannot be read; it is kept", "workspace", name, "kept_in", root, "err", err)
 		return false
 	}
 	if p.To == "" {
 		// Named once, so that an export tried again goes to the same folder.
 		p.To = exportDirName(p.Session, time.Now())
 		if err := writePending(marker, p); err != nil {
-			m.log.Warn("recording the export's folder", "workspace", name, "err", err)
+			d.log.Warn("recording the export's folder", "workspace", name, "err", err)
 		}
 	}
 	out := p.folder()
 	removeStaleTemps(out, mounts)
-	m.log.Info("exporting the changes of a handed-over workspace before it is deleted", "session", p.Session, "workspace", name, "to", out)
-	if !exportSession(ctx, m.log, p.Session, dir, mounts, out) {
-		m.log.Error("the handed-over workspace's changes are kept for export", "session", p.Session, "workspace", name, "kept_in", root,
-			"how", exportHint(m.cfg.CacheDir, name, out))
+	d.log.Info("exporting the changes of a handed-over workspace before it is deleted", "session", p.Session, "workspace", name, "to", out)
+	if !exportSession(ctx, d.log, p.Session, dir, mounts, out) {
+		d.log.Error("the handed-over workspace's changes are kept for export", "session", p.Session, "workspace", name, "kept_in", root,
+			"how", exportHint(d.cacheDir, name, out))
 		return false
 	}
 	return removeMarker(marker)
@@ -121,8 +183,8 @@ func (m *Manager) exportKept(ctx context.Context, root, name string) bool {
 // any more: no session has it open and its handle has expired (or was
 // used by a process since gone). It exports its changes first, keeping
 // it when they cannot be written, and reports whether it deleted it.
-func (m *Manager) endUnclaimed(ctx context.Context, name string) (bool, error) {
-	root := keptRoot(m.cfg.CacheDir, name)
+func (d handedOverDisk) endUnclaimed(ctx context.Context, name string) (bool, error) {
+	root := keptRoot(d.cacheDir, name)
 	if rec, err := keep.ReadRecord(root); err != nil || !rec.FromHandoff || time.Now().Before(rec.HandoffUntil) {
 		return false, nil
 	}
@@ -139,7 +201,7 @@ func (m *Manager) endUnclaimed(ctx context.Context, name string) (bool, error) {
 		return false, nil
 	}
 	os.Remove(filepath.Join(root, ownerFile)) // its owner, if any, is gone
-	if !m.exportKept(ctx, root, name) {
+	if !d.exportKept(ctx, root, name) {
 		return false, nil
 	}
 	if err := removeKeptFiles(root, name); err != nil {
@@ -148,12 +210,14 @@ func (m *Manager) endUnclaimed(ctx context.Context, name string) (bool, error) {
 	return true, nil
 }
 
-// endHandedOverLocked ends a session's handed-over workspace with the
+// endHandedOverLocked ends the session's handed-over workspace with the
 // session: its changes exported, then its files deleted; kept, and let
-// go, when they cannot be exported. The container is gone.
-func (s *Session) endHandedOverLocked(ctx context.Context) {
+// go, when they cannot be exported. The container is gone; the caller
+// holds Session.mu.
+func (h *handoffs) endHandedOverLocked(ctx context.Context) {
+	s := h.s
 	k := s.kept
-	if !s.m.exportKept(ctx, k.root, k.name) {
+	if !s.m.handedOverDisk.exportKept(ctx, k.root, k.name) {
 		s.unmountDiskLocked()
 		k.release(s.meter.Used())
 		return

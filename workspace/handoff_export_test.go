@@ -39,7 +39,7 @@ func handOverChange(t *testing.T, exportDir string, ttl time.Duration) *handedOv
 		t.Fatal(err)
 	}
 	var err error
-	if r.h, err = s.Handoff(ctx, ttl); err != nil {
+	if r.h, err = s.handoffs.Handoff(ctx, ttl); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(pendingPath(r.giver.inst.dir, s.dir)); !errors.Is(err, os.ErrNotExist) {
@@ -54,7 +54,7 @@ func (r *handedOverRun) attach(t *testing.T) (*Manager, *logBuffer) {
 	m, _, logs := newTestManager(t, r.configure)
 	m.Register("b", SessionOptions{Stdio: true})
 	b, _ := m.Session("b")
-	if _, err := b.Attach(ctx, r.h.Handle); err != nil {
+	if _, err := b.handoffs.Attach(ctx, r.h.Handle); err != nil {
 		t.Fatal(err)
 	}
 	taken, _ := m.Session("b")
@@ -155,7 +155,7 @@ func TestHandedOverWorkspaceKeptWhenItsExportFails(t *testing.T) {
 		t.Errorf("Close = %v, want ErrChangesKept naming the workspace", err)
 	}
 	giver, _ := r.giver.Session("g")
-	if giver.heldDisk() == 0 {
+	if giver.handoffs.heldDisk() == 0 {
 		t.Errorf("the giver does not count the workspace kept for its export")
 	}
 

@@ -21,7 +21,7 @@ func TestHandoffInProcessKeepsTheContainerAndJobs(t *testing.T) {
 	if _, err := a.jobs.StartJob(ctx, JobRequest{Argv: []string{"sleep", "60"}, Timeout: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	h, err := a.Handoff(ctx, time.Minute)
+	h, err := a.handoffs.Handoff(ctx, time.Minute)
 	if err != nil || len(h.Handle) != 64 || !h.KeptContainer {
 		t.Fatalf("handoff = %+v, %v", h, err)
 	}
@@ -31,11 +31,11 @@ func TestHandoffInProcessKeepsTheContainerAndJobs(t *testing.T) {
 		t.Errorf("the giver's new workspace = %+v, %v", list, err)
 	}
 	c, _ := m.Session("c")
-	if _, err := c.Attach(ctx, h.Handle); !errors.Is(err, ErrBadHandle) {
+	if _, err := c.handoffs.Attach(ctx, h.Handle); !errors.Is(err, ErrBadHandle) {
 		t.Errorf("another principal's attach = %v", err)
 	}
 	b, _ := m.Session("b")
-	att, err := b.Attach(ctx, h.Handle)
+	att, err := b.handoffs.Attach(ctx, h.Handle)
 	if err != nil || !att.KeptContainer {
 		t.Fatalf("attach = %+v, %v", att, err)
 	}
@@ -47,17 +47,17 @@ func TestHandoffInProcessKeepsTheContainerAndJobs(t *testing.T) {
 	if err != nil || jobs.Running != 1 {
 		t.Errorf("attached jobs = %+v, %v", jobs, err)
 	}
-	if _, err := c.Attach(ctx, h.Handle); !errors.Is(err, ErrBadHandle) {
+	if _, err := c.handoffs.Attach(ctx, h.Handle); !errors.Is(err, ErrBadHandle) {
 		t.Errorf("a used handle = %v", err)
 	}
 	for _, bad := range []string{"", "x", strings.Repeat("0", 64), strings.Repeat("z", 500)} {
-		if _, err := c.Attach(ctx, bad); !errors.Is(err, ErrBadHandle) {
+		if _, err := c.handoffs.Attach(ctx, bad); !errors.Is(err, ErrBadHandle) {
 			t.Errorf("handle %q = %v", bad, err)
 		}
 	}
 	// An unattached handoff expires, and its container goes.
 	before := eng.count()
-	if _, err := b2.Handoff(ctx, 50*time.Millisecond); err != nil {
+	if _, err := b2.handoffs.Handoff(ctx, 50*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	testwait.For(t, "the expired workspace's container to go", func() bool { return eng.count() < before })
@@ -74,7 +74,7 @@ func TestHandoffOverStdioGoesToDiskForAnotherProcess(t *testing.T) {
 	if _, err := s.checkpoints.Checkpoint(ctx, "planned"); err != nil {
 		t.Fatal(err)
 	}
-	h, err := s.Handoff(ctx, time.Minute)
+	h, err := s.handoffs.Handoff(ctx, time.Minute)
 	if err != nil || h.KeptContainer || !strings.HasPrefix(h.Workspace, "handoff-") {
 		t.Fatalf("handoff = %+v, %v", h, err)
 	}
@@ -88,13 +88,13 @@ func TestHandoffOverStdioGoesToDiskForAnotherProcess(t *testing.T) {
 	if _, err := r.files.WriteFile(ctx, "mine.txt", "x"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Attach(ctx, h.Handle); err == nil || !strings.Contains(err.Error(), "holds work") {
+	if _, err := r.handoffs.Attach(ctx, h.Handle); err == nil || !strings.Contains(err.Error(), "holds work") {
 		t.Errorf("attach over work = %v", err)
 	}
 	b.EndSession(ctx, "stdio")
 	b.Register("stdio2", SessionOptions{Stdio: true})
 	r, _ = b.Session("stdio2")
-	att, err := r.Attach(ctx, h.Handle)
+	att, err := r.handoffs.Attach(ctx, h.Handle)
 	if err != nil || att.Workspace != h.Workspace {
 		t.Fatalf("attach = %+v, %v", att, err)
 	}
@@ -107,7 +107,7 @@ func TestHandoffOverStdioGoesToDiskForAnotherProcess(t *testing.T) {
 	}
 	b.Register("stdio3", SessionOptions{Stdio: true})
 	r3, _ := b.Session("stdio3")
-	if _, err := r3.Attach(ctx, h.Handle); !errors.Is(err, ErrBadHandle) {
+	if _, err := r3.handoffs.Attach(ctx, h.Handle); !errors.Is(err, ErrBadHandle) {
 		t.Errorf("a used handle = %v", err)
 	}
 }

@@ -33,7 +33,7 @@ func TestAttachWhileCallsStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := giver.Handoff(ctx, time.Minute)
+	h, err := giver.handoffs.Handoff(ctx, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestAttachWhileCallsStart(t *testing.T) {
 	wg.Go(func() {
 		<-start
 		time.Sleep(time.Millisecond) // the calls are under way
-		if _, err := taker.Attach(ctx, h.Handle); err != nil {
+		if _, err := taker.handoffs.Attach(ctx, h.Handle); err != nil {
 			t.Error(err)
 		}
 	})

@@ -38,7 +38,7 @@ func TestKnownSessionImageNeverAsksTheEngine(t *testing.T) {
 	eng.mu.Unlock()
 	m.Register("b", SessionOptions{Profile: "built"})
 	var plain, built PlannedImage
-	withoutEngine(t, eng, func() { plain, built = m.KnownSessionImage("plain"), m.KnownSessionImage("b") })
+	withoutEngine(t, eng, func() { plain, built = m.images.KnownSessionImage("plain"), m.images.KnownSessionImage("b") })
 	if plain.Image != LocalImage || plain.Profile != "" || !strings.Contains(plain.Pending, "if the Podman service has it; else `"+DefaultImage+"`") {
 		t.Errorf("no profile, nothing found yet: %+v; want the server's choices in order", plain)
 	}
@@ -53,7 +53,7 @@ func TestKnownSessionImageNeverAsksTheEngine(t *testing.T) {
 	m.Register("c", SessionOptions{Profile: "built"})
 	var chosen, later, running PlannedImage
 	withoutEngine(t, eng, func() {
-		chosen, later, running = m.KnownSessionImage("plain"), m.KnownSessionImage("c"), m.KnownSessionImage("a")
+		chosen, later, running = m.images.KnownSessionImage("plain"), m.images.KnownSessionImage("c"), m.images.KnownSessionImage("a")
 	})
 	if chosen.Image != LocalImage || chosen.Pending != "" {
 		t.Errorf("no profile, after the server chose: %+v; want %s", chosen, LocalImage)
@@ -74,14 +74,14 @@ func TestKnownSessionImageFollowsAProfileChange(t *testing.T) {
 	if _, err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := m.KnownSessionImage("a"); got.Image != "test-image" || got.Profile != "" {
+	if got := m.images.KnownSessionImage("a"); got.Image != "test-image" || got.Profile != "" {
 		t.Fatalf("before the change: %+v", got)
 	}
-	res, err := s.UseProfile(ctx, "built", true, nil)
+	res, err := s.profileSwitch.UseProfile(ctx, "built", true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := m.KnownSessionImage("a"); got.Image != res.Image || got.Profile != "built" {
+	if got := m.images.KnownSessionImage("a"); got.Image != res.Image || got.Profile != "built" {
 		t.Errorf("after the change: %+v; want %s", got, res.Image)
 	}
 }

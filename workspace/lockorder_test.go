@@ -77,7 +77,7 @@ func TestTransitionsNeverDeadlock(t *testing.T) {
 						t.Error(err)
 						return
 					}
-					h, err := g.Handoff(ctx, time.Minute)
+					h, err := g.handoffs.Handoff(ctx, time.Minute)
 					if err != nil {
 						t.Error(err)
 						return
@@ -88,7 +88,7 @@ func TestTransitionsNeverDeadlock(t *testing.T) {
 					tk, _ := m.Session(taker)
 					wg.Go(func() { m.EndSession(ctx, giver) })
 					wg.Go(func() { m.CountParked(func(int) {}) })
-					if _, err := tk.Attach(ctx, h.Handle); err != nil {
+					if _, err := tk.handoffs.Attach(ctx, h.Handle); err != nil {
 						t.Error(err)
 					}
 					wg.Go(func() { tk.cleanupIfIdle(ctx, 0) }) // as the reaper does

@@ -3,6 +3,8 @@ package workspace
 import (
 	"log/slog"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/workspace/images"
 )
 
 // Lifecycle events, each logged as one record with the attribute event=<name>.
@@ -16,10 +18,11 @@ const (
 	EventRecreatedAfterFailure = "recreated_after_failure"
 	EventRemoved               = "removed"
 	EventOrphanRemoved         = "orphan_removed"
-	// Events of a profile's image build (not of a session's container).
-	EventSetupStarted = "profile_setup_started"
-	EventSetupFailed  = "profile_setup_failed"
-	EventImageBuilt   = "profile_image_built"
+	// Events of a profile's image build (not of a session's container),
+	// package images'.
+	EventSetupStarted = images.EventSetupStarted
+	EventSetupFailed  = images.EventSetupFailed
+	EventImageBuilt   = images.EventImageBuilt
 )
 
 // logEvent logs a lifecycle event of a session's container.

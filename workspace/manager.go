@@ -34,7 +34,7 @@ type Manager struct {
 
 	pool *warmPool // nil without Config.Warm
 
-	builds *images.Builds // the profile images being built
+	images *images.Room // the profiles' images: their builds, and what is known of them
 
 	rootsMu sync.Mutex
 	roots   RootsFunc
@@ -52,8 +52,11 @@ type Manager struct {
 	parking   int
 	parkLimit func(waiting int) error
 	// handoffTimers delete the workspaces handed to another process that
-	// nobody attached (expireHandedOver).
+	// nobody attached (handoffs.expireLater).
 	handoffTimers []*time.Timer
+	// handedOverDisk is the workspaces handed to another process, on the
+	// cache disk.
+	handedOverDisk handedOverDisk
 
 	// leftovers are retries of removals that failed at session end (see
 	// removeLater); leftoverCtx ends them when Close runs out of time.
@@ -66,8 +69,6 @@ type Manager struct {
 
 	stopReaper context.CancelFunc
 	reaperDone chan struct{}
-
-	known images.Known // the images new containers start from, as last found
 }
 
 // NewManager checks cfg, takes this instance's lock under the cache
@@ -124,7 +125,16 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 		sessions: map[string]*Session{}, options: map[string]SessionOptions{}, parked: map[string]*parked{}, stopReaper: stop, reaperDone: make(chan struct{}),
 	}
 	m.leftoverCtx, m.stopLeftovers = context.WithCancel(context.Background())
-	m.builds = images.NewBuilds()
+	m.handedOverDisk = handedOverDisk{cacheDir: cfg.CacheDir, log: log}
+	m.images = images.NewRoom(images.Deps{
+		Engine: eng, Log: log, Profiles: cfg.Profiles, ImageChoices: cfg.ImageChoices(), ImageFixed: cfg.Image != "",
+		BuildLocks: filepath.Join(cfg.CacheDir, "builds"), TryLock: tryLockBusy,
+		EnsureImage: func(ctx context.Context) (string, error) {
+			image, err := eng.EnsureImage(ctx, cfg.ImageChoices())
+			return image, withImageRemedy(err)
+		},
+		Setup: m.setup, Session: m.sessionImage,
+	})
 	m.closing = make(chan struct{})
 	if cfg.EgressOn() {
 		m.egress = &egress.Config{Policy: policy, MaxBytes: cfg.EgressMaxBytes, MaxConns: cfg.EgressMaxConns, Log: log}
@@ -185,7 +195,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.setProfileLocked(profile)
+		s.profileSwitch.setLocked(profile)
 		delete(m.options, id)
 		m.sessions[id] = s
 		return s, nil
@@ -207,7 +217,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 	} else {
 		s = m.newSession(id, hash)
 		s.principal, s.stdio = opts.Principal, opts.Stdio
-		s.setProfileLocked(profile)
+		s.profileSwitch.setLocked(profile)
 	}
 	m.sessions[id] = s
 	return s, nil
@@ -274,7 +284,10 @@ func (m *Manager) newSession(id, key string) *Session {
 	s := &Session{m: m, key: key, name: containerName(m.cfg.NamePrefix, key), dir: m.inst.sessionDir(key),
 		diskFile: filepath.Join(m.inst.dir, disksDir, key+".img"), gate: newGate(), storeDir: m.inst.storeDir(key)}
 	s.life, s.endLife = context.WithCancel(context.Background())
+	s.mounts.s = s
 	s.ports = s.newPorts()
+	s.handoffs = &handoffs{s: s}
+	s.profileSwitch = &profileSwitch{s: s}
 	s.jobs = s.newJobs()
 	s.checkpoints = s.newCheckpoints()
 	s.folders = s.newFolders()
@@ -284,9 +297,13 @@ func (m *Manager) newSession(id, key string) *Session {
 	s.opened = time.Now()
 	s.serve(id, key)
 	s.meter = egress.NewMeter(m.cfg.EgressMaxBytes, 0)
-	s.setProfileLocked(m.defaultProfile())
+	s.profileSwitch.setLocked(m.defaultProfile())
 	return s
 }
+
+// Images is the room of the profiles' images: their builds, and which
+// image a session runs or will run.
+func (m *Manager) Images() *images.Room { return m.images }
 
 // OnEgressAsk sets the function that asks a session's user whether it may
 // reach a host no --egress pattern allows (Config.EgressAsk). Set it
@@ -366,7 +383,7 @@ func (m *Manager) Close(ctx context.Context) error {
 
 	m.stopReaper()
 	<-m.reaperDone
-	m.builds.Close() // each removes its setup container as it ends
+	m.images.Close() // each build removes its setup container as it ends
 	var wg sync.WaitGroup
 	if m.pool != nil {
 		wg.Go(func() { m.pool.Close(ctx) })

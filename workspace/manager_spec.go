@@ -20,9 +20,9 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 		KeepID:      keepID,
 		Root:        Root,
 		AgentBinary: m.agentBinary,
-		Limits:      s.limits(),
+		Limits:      profileLimits(m.cfg.Limits, s.profile),
 		Unlimited:   host.Unlimitable,
-		Env:         s.containerEnv(),
+		Env:         containerEnv(&m.cfg, s.profile, s.proxy != nil),
 	}
 	if m.cfg.FilesOnEngineHost {
 		spec.WorkspaceVolume, spec.CopyAgent = s.name, true
@@ -32,7 +32,7 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 	if s.setupBase != "" {
 		setupSpec(&spec, s)
 	}
-	for _, mt := range s.mounts {
+	for _, mt := range s.mounts.list {
 		if mt.Mode == MountCopy {
 			continue
 		}
@@ -51,7 +51,7 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 // the container unless told to keep it, and then the files of mounted
 // folders, owned by the host user, would not be the container user's.
 func (m *Manager) identity(rootless bool, s *Session) (user string, keepID bool) {
-	keepID = rootless && len(s.mounts) > 0
+	keepID = rootless && len(s.mounts.list) > 0
 	switch {
 	case s.setupBase != "":
 		return "0:0", false
@@ -59,8 +59,8 @@ func (m *Manager) identity(rootless bool, s *Session) (user string, keepID bool)
 		return m.cfg.User, keepID
 	case keepID:
 		return fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid()), true
-	case s.rootsOwner != "":
-		return s.rootsOwner, false
+	case s.mounts.rootsOwner != "":
+		return s.mounts.rootsOwner, false
 	case s.mountPlan().Owner != "":
 		return s.mountPlan().Owner, false
 	}

@@ -28,22 +28,8 @@ func (m *Manager) Prepare(ctx context.Context) error {
 			m.log.Error("every container will be refused", "err", limitsError(host, false))
 		}
 	}
-	_, err = m.ensureImage(ctx)
+	_, err = m.images.ServerImage(ctx)
 	return err
-}
-
-// ensureImage returns the image new containers use, pulled if need be; a
-// server without Config.Image logs the one it chose when the choice
-// changes (the local image built or removed while it runs).
-func (m *Manager) ensureImage(ctx context.Context) (string, error) {
-	image, err := m.eng.EnsureImage(ctx, m.cfg.ImageChoices())
-	if err != nil {
-		return image, withImageRemedy(err)
-	}
-	if m.known.Set("", image) != image && m.cfg.Image == "" {
-		m.log.Info("image chosen", "image", image, "choices", m.cfg.ImageChoices())
-	}
-	return image, nil
 }
 
 // SweepOrphans removes the containers, and the session directories under
@@ -69,7 +55,7 @@ func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
 		m.log.Info("workspace "+EventOrphanRemoved, "event", EventOrphanRemoved, "container", c.Name,
 			"session", c.Labels[LabelSession], "instance", c.Labels[LabelInstance], "duration_ms", time.Since(start).Milliseconds())
 	}
-	if err := m.sweepHandedOver(ctx); err != nil {
+	if err := m.handedOverDisk.sweep(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	for _, dead := range deadInstanceDirs(m.cfg.CacheDir, m.inst) {
@@ -81,7 +67,7 @@ func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
 		}
 		// Sessions whose changes were never exported are exported first;
 		// those that cannot be stay, files and all.
-		if m.recoverExports(ctx, dir) > 0 || dead.kept {
+		if recoverExports(ctx, m.log, m.cfg.CacheDir, dir) > 0 || dead.kept {
 			unlock()
 			continue
 		}

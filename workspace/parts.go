@@ -14,5 +14,7 @@ func (s *Session) Parts() []any {
 		s.checkpoints,
 		s.folders,
 		s.watcher,
+		s.handoffs,
+		s.profileSwitch,
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
 
-// ProfileChange is the result of Session.UseProfile.
+// ProfileChange is what a change of a session's profile did.
 type ProfileChange struct {
 	// Profile is the profile the session now uses; Previous the one before
 	// ("" for the server's settings alone).
@@ -54,22 +54,35 @@ func (m *Manager) defaultProfile() *profiles.Profile {
 	return p
 }
 
+// profileSwitch is the part of a session that changes its profile
+// (tools.ProfileSwitcher) and sets the profile's egress proxy.
+//
+// It holds its session, not a narrower set of functions: the profile,
+// the proxy and the container made from them are the session's life
+// cycle's, read under Session.mu by what makes a container (and written
+// there by a setup's build), so a change of profile takes Session.mu and
+// replaces the container as a Session method would.
+type profileSwitch struct {
+	s *Session
+}
+
 // UseProfile makes the session use the profile called name: its image
 // (built first if its setup has not run yet), environment, limits, working
 // directory and egress. A container that has served calls under another
 // profile is replaced only with restart; one made ahead of the first call
 // is replaced without it.
-func (s *Session) UseProfile(ctx context.Context, name string, restart bool, progress func(Progress)) (ProfileChange, error) {
+func (ps *profileSwitch) UseProfile(ctx context.Context, name string, restart bool, progress func(Progress)) (ProfileChange, error) {
+	s := ps.s
 	defer s.enter()()
 	p, err := s.m.cfg.Profiles.Get(name)
 	if err != nil {
 		return ProfileChange{}, err
 	}
 	// Refused at once, before a build that may take minutes.
-	if err := s.checkProfileChange(p, restart); err != nil {
+	if err := ps.checkChange(p, restart); err != nil {
 		return ProfileChange{}, err
 	}
-	image, built, err := s.m.profileImage(ctx, p, progress)
+	image, built, err := s.m.images.Image(ctx, p, progress)
 	if err != nil {
 		return ProfileChange{}, err
 	}
@@ -81,7 +94,7 @@ func (s *Session) UseProfile(ctx context.Context, name string, restart bool, pro
 		return res, ErrSessionEnded
 	}
 	if s.profile != p {
-		if err := s.profileChangeErrLocked(p, restart); err != nil {
+		if err := ps.changeErrLocked(p, restart); err != nil {
 			s.mu.Unlock()
 			return res, err
 		}
@@ -90,15 +103,15 @@ func (s *Session) UseProfile(ctx context.Context, name string, restart bool, pro
 			s.mu.Unlock()
 			return res, err
 		}
-		if s.mountsResolved && !sameMounts(s.m.planOf(p), s.mountPlan()) {
-			// No call has run (profileChangeErrLocked): the folders are
+		if s.mounts.resolved && !sameMounts(s.m.planOf(p), s.mountPlan()) {
+			// No call has run (changeErrLocked): the folders are
 			// fixed again for the new profile, from nothing.
-			if err := s.forgetMountsLocked(ctx); err != nil {
+			if err := s.mounts.forgetLocked(ctx); err != nil {
 				s.mu.Unlock()
 				return res, err
 			}
 		}
-		s.setProfileLocked(p)
+		ps.setLocked(p)
 		s.m.log.Info("workspace profile chosen", "session", s.hash(), "profile", name, "previous", res.Previous, "restarted", res.Restarted)
 	}
 	s.mu.Unlock()
@@ -132,20 +145,21 @@ func sameMounts(a, b mounts.Plan) bool {
 	})
 }
 
-// checkProfileChange says why the session cannot change to p, if it cannot.
-func (s *Session) checkProfileChange(p *profiles.Profile, restart bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.profileChangeErrLocked(p, restart)
+// checkChange says why the session cannot change to p, if it cannot.
+func (ps *profileSwitch) checkChange(p *profiles.Profile, restart bool) error {
+	ps.s.mu.Lock()
+	defer ps.s.mu.Unlock()
+	return ps.changeErrLocked(p, restart)
 }
 
-// profileChangeErrLocked refuses a change to p, without restart, of a
-// container that has served calls under another profile.
-func (s *Session) profileChangeErrLocked(p *profiles.Profile, restart bool) error {
+// changeErrLocked refuses a change to p, without restart, of a container
+// that has served calls under another profile.
+func (ps *profileSwitch) changeErrLocked(p *profiles.Profile, restart bool) error {
+	s := ps.s
 	if s.profile == p {
 		return nil
 	}
-	if (s.used.Load() || s.kept != nil) && s.mountsResolved && !sameMounts(s.m.planOf(p), s.mountPlan()) {
+	if (s.used.Load() || s.kept != nil) && s.mounts.resolved && !sameMounts(s.m.planOf(p), s.mountPlan()) {
 		return fmt.Errorf("%w: %s mounts other host folders than this session's, and a session's folders are fixed once it has "+
 			"run calls or keeps a workspace (their changes are its work). Start a new session with that profile (?profile=%s over HTTP, --profile %s over stdio)",
 			ErrProfileInUse, displayProfile(p), p.Name, p.Name)
@@ -157,17 +171,19 @@ func (s *Session) profileChangeErrLocked(p *profiles.Profile, restart bool) erro
 		"(the files in /workspace stay), or stay with %s", ErrProfileInUse, displayProfile(s.profile), displayProfile(s.profile))
 }
 
-// setProfileLocked makes p the session's profile, with the egress its
-// sessions get.
-func (s *Session) setProfileLocked(p *profiles.Profile) {
+// setLocked makes p the session's profile, with the egress its sessions
+// get; the caller holds Session.mu, or has the session to itself.
+func (ps *profileSwitch) setLocked(p *profiles.Profile) {
+	s := ps.s
 	s.profile = p
 	s.seen.Store(&PlannedImage{Profile: profileName(p)})
-	s.proxy = s.m.sessionProxy(s, p)
+	s.proxy = ps.proxyFor(p)
 }
 
-// sessionProxy returns the egress proxy of session s under profile p: the
+// proxyFor returns the egress proxy of the session under profile p: the
 // server's patterns and the profile's session patterns; nil for none.
-func (m *Manager) sessionProxy(s *Session, p *profiles.Profile) *egress.Session {
+func (ps *profileSwitch) proxyFor(p *profiles.Profile) *egress.Session {
+	s, m := ps.s, ps.s.m
 	var extra []string
 	if p != nil {
 		extra = p.Egress.Session
@@ -203,14 +219,14 @@ func (m *Manager) sessionProxy(s *Session, p *profiles.Profile) *egress.Session 
 	return egress.NewSession(cfg, s.key)
 }
 
-// limits are the limits of the session's containers: the server's, with
-// what its profile changes.
-func (s *Session) limits() engine.Limits {
-	l := s.m.cfg.Limits
-	if s.profile == nil {
+// profileLimits are the limits of the containers of a session of profile
+// p: the server's, with what p changes.
+func profileLimits(server engine.Limits, p *profiles.Profile) engine.Limits {
+	l := server
+	if p == nil {
 		return l
 	}
-	pl := s.profile.Limits
+	pl := p.Limits
 	l.MemoryBytes = cmp.Or(pl.MemoryBytes, l.MemoryBytes)
 	l.CPUs = cmp.Or(pl.CPUs, l.CPUs)
 	l.PidsLimit = cmp.Or(pl.Pids, l.PidsLimit)
@@ -222,29 +238,30 @@ func (s *Session) limits() engine.Limits {
 	return l
 }
 
-// containerEnv is the environment of a session's container: the egress
-// proxy's, the profile's, the server's variables passed on (--env-pass)
-// and the git identity (--git-identity).
-func (s *Session) containerEnv() map[string]string {
+// containerEnv is the environment of the container of a session of
+// profile p under cfg: the egress proxy's (when it has one), the
+// profile's, the server's variables passed on (--env-pass) and the git
+// identity (--git-identity).
+func containerEnv(cfg *Config, p *profiles.Profile, proxied bool) map[string]string {
 	env := map[string]string{}
-	if s.proxy != nil {
+	if proxied {
 		maps.Copy(env, proxyEnv())
 	}
-	if s.profile != nil {
-		maps.Copy(env, s.profile.Env)
+	if p != nil {
+		maps.Copy(env, p.Env)
 	}
-	maps.Copy(env, s.m.cfg.PassedEnv)
-	maps.Copy(env, s.m.cfg.GitIdentity.env())
+	maps.Copy(env, cfg.PassedEnv)
+	maps.Copy(env, cfg.GitIdentity.env())
 	return env
 }
 
-// commandTimeout is the timeout of a command that gives none: the
-// profile's, else 0 (the tool's own default).
-func (s *Session) commandTimeout() time.Duration {
-	if s.profile == nil {
+// commandTimeout is the timeout of a command that gives none in a session
+// of profile p: the profile's, else 0 (the tool's own default).
+func commandTimeout(p *profiles.Profile) time.Duration {
+	if p == nil {
 		return 0
 	}
-	return s.profile.Limits.CommandTimeout
+	return p.Limits.CommandTimeout
 }
 
 // commandDir is where a command that names dir runs: dir, or the
@@ -261,22 +278,23 @@ func (s *Session) commandDir(dir string) string {
 	return s.profile.Workdir
 }
 
-// makeWorkdirLocked creates the profile's working directory in a new
-// container, as its user, so that commands can run there at once.
-func (s *Session) makeWorkdirLocked(ctx context.Context) error {
-	if s.profile == nil || s.profile.Workdir == "" || s.setupBase != "" {
+// makeWorkdir creates profile p's working directory in a new container,
+// through its agent's client, as its user, so that commands can run there
+// at once.
+func makeWorkdir(ctx context.Context, client *wire.Client, p *profiles.Profile) error {
+	if p == nil || p.Workdir == "" {
 		return nil
 	}
 	var res ExecResult
-	dir := Root + "/" + s.profile.Workdir
+	dir := Root + "/" + p.Workdir
 	// Relative to the agent's working directory, the workspace's root.
-	err := s.client.Call(ctx, wire.OpExec, wire.ExecArgs{Argv: []string{"mkdir", "-p", "--", s.profile.Workdir}, TimeoutMillis: 10_000,
+	err := client.Call(ctx, wire.OpExec, wire.ExecArgs{Argv: []string{"mkdir", "-p", "--", p.Workdir}, TimeoutMillis: 10_000,
 		Capture: true, OutputLimit: 4096}, &res)
 	if err == nil && res.ExitCode != 0 {
 		err = errors.New(strings.TrimSpace(res.Stderr))
 	}
 	if err != nil {
-		return fmt.Errorf("creating profile %q's working directory %s: %w", s.profile.Name, dir, err)
+		return fmt.Errorf("creating profile %q's working directory %s: %w", p.Name, dir, err)
 	}
 	return nil
 }

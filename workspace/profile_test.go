@@ -65,7 +65,7 @@ func TestProfileGivesTheContainerItsSettings(t *testing.T) {
 		c.GitIdentity = &GitIdentity{Name: "Ada", Email: "ada@example.org"}
 	})
 	s, _ := m.Session("a")
-	res, err := s.UseProfile(ctx, "built", false, nil)
+	res, err := s.profileSwitch.UseProfile(ctx, "built", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,28 +114,28 @@ func TestChangingProfileAfterUseNeedsRestart(t *testing.T) {
 	if _, err := s.Start(ctx); err != nil { // made ahead of the first call, as Prestart does
 		t.Fatal(err)
 	}
-	res, err := s.UseProfile(ctx, "plain", false, nil)
+	res, err := s.profileSwitch.UseProfile(ctx, "plain", false, nil)
 	if err != nil || res.Restarted {
 		t.Fatalf("a container no call had used: %+v, %v; want switched without restart", res, err)
 	}
 	if _, err := s.files.WriteFile(ctx, "keep.txt", "kept"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.UseProfile(ctx, "built", false, nil)
+	_, err = s.profileSwitch.UseProfile(ctx, "built", false, nil)
 	if !errors.Is(err, ErrProfileInUse) || !strings.Contains(err.Error(), "restart: true") {
 		t.Fatalf("err = %v, want ErrProfileInUse naming restart", err)
 	}
 	if eng.lastSpec(t, s.name).Env["PLAIN"] != "1" {
 		t.Error("the refused change replaced the container")
 	}
-	res, err = s.UseProfile(ctx, "built", true, nil)
+	res, err = s.profileSwitch.UseProfile(ctx, "built", true, nil)
 	if err != nil || !res.Restarted || res.Previous != "plain" {
 		t.Fatalf("restart: %+v, %v", res, err)
 	}
 	if got, err := s.files.ReadFile(ctx, "keep.txt", 0, 10); err != nil || !strings.Contains(got.Content, "kept") {
 		t.Errorf("after the restart keep.txt = %+v, %v; the files must stay", got, err)
 	}
-	if _, err := s.UseProfile(ctx, "nope", false, nil); err == nil || !strings.Contains(err.Error(), "built") {
+	if _, err := s.profileSwitch.UseProfile(ctx, "nope", false, nil); err == nil || !strings.Contains(err.Error(), "built") {
 		t.Errorf("unknown profile: %v, want the list of profiles", err)
 	}
 }
@@ -153,7 +153,7 @@ func TestConcurrentFirstSessionsBuildOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			s, _ := m.Session(string(rune('a' + i)))
-			results[i], errs[i] = s.UseProfile(ctx, "built", false, nil)
+			results[i], errs[i] = s.profileSwitch.UseProfile(ctx, "built", false, nil)
 		}()
 	}
 	wg.Wait()
@@ -163,7 +163,7 @@ func TestConcurrentFirstSessionsBuildOnce(t *testing.T) {
 		}
 	}
 	s, _ := m.Session("f")
-	res, err := s.UseProfile(ctx, "built", false, nil)
+	res, err := s.profileSwitch.UseProfile(ctx, "built", false, nil)
 	if err != nil || res.Built {
 		t.Errorf("sixth session: %+v, %v; want the cached image", res, err)
 	}
@@ -176,7 +176,7 @@ func TestConcurrentFirstSessionsBuildOnce(t *testing.T) {
 	eng.imageVersion = map[string]int{"test-image": 1}
 	eng.mu.Unlock()
 	s, _ = m.Session("g")
-	res2, err := s.UseProfile(ctx, "built", false, nil)
+	res2, err := s.profileSwitch.UseProfile(ctx, "built", false, nil)
 	if err != nil || !res2.Built || res2.Image == res.Image {
 		t.Fatalf("after the base changed: %+v, %v; want a new build", res2, err)
 	}
@@ -223,7 +223,7 @@ func TestABuildNeitherBlocksInfoNorOutlivesTheManager(t *testing.T) {
 	s, _ := m.Session("a")
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.UseProfile(ctx, "slow", false, nil)
+		_, err := s.profileSwitch.UseProfile(ctx, "slow", false, nil)
 		done <- err
 	}()
 	testwait.For(t, "the setup to run", func() bool {
@@ -260,7 +260,7 @@ func TestABuildNeitherBlocksInfoNorOutlivesTheManager(t *testing.T) {
 func useBuilt(t *testing.T, m *Manager, id string) ProfileChange {
 	t.Helper()
 	s, _ := m.Session(id)
-	res, err := s.UseProfile(ctx, "built", false, nil)
+	res, err := s.profileSwitch.UseProfile(ctx, "built", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func useBuilt(t *testing.T, m *Manager, id string) ProfileChange {
 }
 
 // TestPruneKeepsOnlyTheCurrentImages checks both prunes: a build's, of
-// its own profile's older images, and PruneProfileImages, of the file's
+// its own profile's older images, and images.Room.Prune, of the file's
 // stale images, those that name no file and those of a file that is gone;
 // neither touches an image of a profile of the same name in another file
 // that still exists.
@@ -299,7 +299,7 @@ func TestPruneKeepsOnlyTheCurrentImages(t *testing.T) {
 	image("localhost/wink-profile:gone-1", map[string]string{LabelProfile: "gone", LabelProfileKey: "1", LabelProfileFile: this})
 	image("localhost/wink-profile:legacy-1", map[string]string{LabelProfile: "built", LabelProfileKey: "1"})
 	image("localhost/wink-profile:built-deleted", map[string]string{LabelProfile: "built", LabelProfileKey: "3", LabelProfileFile: filepath.Join(t.TempDir(), "deleted.yaml")})
-	removed, kept, err := m.PruneProfileImages(ctx)
+	removed, kept, err := m.images.Prune(ctx)
 	slices.Sort(removed)
 	want := []string{"localhost/wink-profile:built-deleted", "localhost/wink-profile:gone-1", "localhost/wink-profile:legacy-1"}
 	if err != nil || !slices.Equal(removed, want) {
@@ -326,7 +326,7 @@ func TestAnImageBuiltFromAProfileImageIsNotTakenForIt(t *testing.T) {
 	delete(eng.images, res.Image)
 	eng.mu.Unlock()
 	s2, _ := m.Session("b")
-	res2, err := s2.UseProfile(ctx, "built", false, nil)
+	res2, err := s2.profileSwitch.UseProfile(ctx, "built", false, nil)
 	if err != nil || !res2.Built || res2.Image != res.Image {
 		t.Errorf("with only a derived image carrying the key: %+v, %v; want the profile's image built again", res2, err)
 	}
@@ -339,7 +339,7 @@ func TestAContainerOfABuiltProfileLooksItsImageUpOnce(t *testing.T) {
 	useBuilt(t, m, "a")
 	s, _ := m.Session("b")
 	s.mu.Lock()
-	s.setProfileLocked(m.cfg.Profiles.Profiles["built"])
+	s.profileSwitch.setLocked(m.cfg.Profiles.Profiles["built"])
 	s.mu.Unlock()
 	eng.mu.Lock()
 	before := eng.imageLookups
@@ -360,23 +360,23 @@ func TestAContainerOfABuiltProfileLooksItsImageUpOnce(t *testing.T) {
 // when the answer cannot come in time, at once what this process found.
 func TestSessionImageNamesOneImage(t *testing.T) {
 	m, eng := newProfileManager(t, nil)
-	if got := m.SessionImage(ctx, "plain"); got.Image != "test-image" || got.Profile != "" || got.Pending != "" {
+	if got := m.images.SessionImage(ctx, "plain"); got.Image != "test-image" || got.Profile != "" || got.Pending != "" {
 		t.Errorf("no profile: %+v", got)
 	}
 	m.Register("b", SessionOptions{Profile: "built"})
-	before := m.SessionImage(ctx, "b")
+	before := m.images.SessionImage(ctx, "b")
 	if !strings.HasPrefix(before.Image, ProfileImageRepo+":built-") || before.Profile != "built" || !strings.Contains(before.Pending, "built from `test-image`") {
 		t.Errorf("before the build: %+v", before)
 	}
 	built := useBuilt(t, m, "b")
-	if after := m.SessionImage(ctx, "b"); after.Image != built.Image || after.Image != before.Image || after.Pending != "" {
+	if after := m.images.SessionImage(ctx, "b"); after.Image != built.Image || after.Image != before.Image || after.Pending != "" {
 		t.Errorf("after the build: %+v; want %s, built", after, built.Image)
 	}
 	m.Register("c", SessionOptions{Profile: "built"})
 	eng.mu.Lock() // an engine that does not answer
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	busy := m.SessionImage(short, "c")
+	busy := m.images.SessionImage(short, "c")
 	eng.mu.Unlock()
 	if busy.Image != built.Image || busy.Profile != "built" || busy.Pending != "" {
 		t.Errorf("with no answer in time: %+v; want %s, as the build found it", busy, built.Image)

@@ -18,26 +18,28 @@ import (
 
 // copyLimit bounds what one copy brought back may hold: the disk limit,
 // or its default when the limit is off.
-func (m *Manager) copyLimit() int64 {
-	if m.cfg.DiskBytes > 0 {
-		return m.cfg.DiskBytes
+func (sm *sessionMounts) copyLimit() int64 {
+	if limit := sm.s.m.cfg.DiskBytes; limit > 0 {
+		return limit
 	}
 	return DefaultDiskBytes
 }
 
 // uploadCopiesLocked copies the base of each copy mount not yet uploaded
 // into the container's workspace, owned by uid:gid (mounts.UploadCopies).
-func (s *Session) uploadCopiesLocked(ctx context.Context, uid, gid int) error {
-	return mounts.UploadCopies(ctx, s.mounts, uid, gid, func(ctx context.Context, r io.Reader) error {
+func (sm *sessionMounts) uploadCopiesLocked(ctx context.Context, uid, gid int) error {
+	s := sm.s
+	return mounts.UploadCopies(ctx, sm.list, uid, gid, func(ctx context.Context, r io.Reader) error {
 		return s.m.eng.CopyIn(ctx, s.name, Root, r)
 	})
 }
 
 // pullForExportLocked brings the copies back for the export at the
 // session's end, making a container to read the volume if the session's
-// went idle. The caller holds pullMu, then mu.
-func (s *Session) pullForExportLocked(ctx context.Context) error {
-	if !slices.ContainsFunc(s.mounts, func(m mounts.Mounted) bool { return m.Mode == MountCopy && m.Uploaded }) {
+// went idle. The caller holds pullMu, then the session's mu.
+func (sm *sessionMounts) pullForExportLocked(ctx context.Context) error {
+	s := sm.s
+	if !slices.ContainsFunc(sm.list, func(m mounts.Mounted) bool { return m.Mode == MountCopy && m.Uploaded }) {
 		return nil
 	}
 	if !s.created {
@@ -45,31 +47,33 @@ func (s *Session) pullForExportLocked(ctx context.Context) error {
 			return err
 		}
 	}
-	return s.pullCopiesOf(ctx, s.mounts)
+	return sm.pullCopiesOf(ctx, sm.list)
 }
 
 // pullCopies brings the copies back for a call reading the changes; the
 // returned function ends the read, which no other may overlap.
-func (s *Session) pullCopies(ctx context.Context) (func(), error) {
-	s.pullMu.Lock()
+func (sm *sessionMounts) pullCopies(ctx context.Context) (func(), error) {
+	s := sm.s
+	sm.pullMu.Lock()
 	if _, err := s.ensure(ctx); err != nil {
-		s.pullMu.Unlock()
+		sm.pullMu.Unlock()
 		return nil, err
 	}
 	s.mu.Lock()
-	mounts := slices.Clone(s.mounts)
+	mounts := slices.Clone(sm.list)
 	s.mu.Unlock()
-	if err := s.pullCopiesOf(ctx, mounts); err != nil {
-		s.pullMu.Unlock()
+	if err := sm.pullCopiesOf(ctx, mounts); err != nil {
+		sm.pullMu.Unlock()
 		return nil, err
 	}
-	return s.pullMu.Unlock, nil
+	return sm.pullMu.Unlock, nil
 }
 
 // pullCopiesOf brings the files of each uploaded copy among list back
 // from the session's container (mounts.PullCopies).
-func (s *Session) pullCopiesOf(ctx context.Context, list []mounts.Mounted) error {
-	return mounts.PullCopies(ctx, list, s.dir, s.workspaceDir(), s.m.copyLimit(), func(ctx context.Context, src string, w io.Writer) error {
+func (sm *sessionMounts) pullCopiesOf(ctx context.Context, list []mounts.Mounted) error {
+	s := sm.s
+	return mounts.PullCopies(ctx, list, s.dir, s.workspaceDir(), sm.copyLimit(), func(ctx context.Context, src string, w io.Writer) error {
 		return s.m.eng.CopyOut(ctx, s.name, src, w)
 	})
 }

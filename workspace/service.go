@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/workspace/images"
 )
 
 // ServiceInfo describes the engine's service a Config reaches.
@@ -34,8 +35,8 @@ func (s *Service) ServiceFix() string { return s.eng.ServiceFix() }
 
 // ProfileImages describes the image of every profile, without pulling or
 // building anything.
-func (s *Service) ProfileImages(ctx context.Context) ([]ProfileImage, error) {
-	return profileImages(ctx, s.eng, s.cfg)
+func (s *Service) ProfileImages(ctx context.Context) ([]images.ProfileImage, error) {
+	return images.Describe(ctx, s.eng, s.cfg.Profiles, s.images)
 }
 
 // Info connects to the service and describes it.

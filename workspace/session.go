@@ -19,7 +19,6 @@ import (
 	"github.com/wink-mcp/wink-mcp/workspace/files"
 	"github.com/wink-mcp/wink-mcp/workspace/folders"
 	"github.com/wink-mcp/wink-mcp/workspace/jobs"
-	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 	"github.com/wink-mcp/wink-mcp/workspace/ports"
 	"github.com/wink-mcp/wink-mcp/workspace/touched"
 	"github.com/wink-mcp/wink-mcp/workspace/watch"
@@ -51,20 +50,20 @@ type Session struct {
 	kept *keptWorkspace
 	// stdio says the client is a local process over stdio (SessionOptions.Stdio).
 	// It and principal are set before any call can find the session, and
-	// never change: an attach keeps them (see Manager.attach).
+	// never change: an attach keeps them (see handoffs.Attach).
 	stdio bool
-	// handedOver are the roots of the kept workspaces this session handed
-	// to another process; while they wait (for an attach, or for their
-	// export), they share its disk limit.
-	handedOver []string
+	// handoffs hands the workspace over and takes one over (a part of its
+	// own, see Parts), and holds the workspaces the session handed to
+	// another process while they wait.
+	handoffs *handoffs
+	// profileSwitch changes the session's profile (a part of its own, see
+	// Parts); the profile itself stays here, with the life cycle that
+	// makes containers from it.
+	profileSwitch *profileSwitch
 
 	// mu serialises the container's lifecycle: concurrent first calls wait
 	// for one creation instead of racing to make two containers.
-	mu sync.Mutex
-	// pullMu serialises bringing a session's copies back from the Podman
-	// host and reading them (Config.FilesOnEngineHost) with each other and
-	// with what deletes the files (Reset, end); it is taken before mu.
-	pullMu sync.Mutex
+	mu     sync.Mutex
 	client *wire.Client
 	stream io.Closer
 	// proxy answers the container's egress (nil without Config.Egress),
@@ -72,7 +71,7 @@ type Session struct {
 	proxy  *egress.Session
 	tunnel *yamux.Session
 	// meter counts the session's egress against --egress-max-bytes; every
-	// proxy the session makes counts into it (see useMeter).
+	// proxy the session makes counts into it (see handoffs.useMeter).
 	meter *egress.Meter
 	// ports are the container ports shown on this machine (a room of its
 	// own, package ports).
@@ -82,11 +81,10 @@ type Session struct {
 	ended   bool
 	disk    bool // the session directory is its own filesystem, mounted
 
-	mounts         []mounts.Mounted // fixed when the first container is made
-	mountsResolved bool
-	rootsOwner     string // "uid:gid" owning the client's writable roots, if it chose the user
-	user           string // the "uid:gid" of the last container made
-	image          string // the image of the last container made
+	// mounts are the host folders the workspace shows (sessionMounts).
+	mounts sessionMounts
+	user   string // the "uid:gid" of the last container made
+	image  string // the image of the last container made
 	// seen is the image of the last container made ("" until one is, or
 	// after a change of profile) and the profile, for KnownSessionImage,
 	// which must not wait for the lock a container being made holds.
@@ -140,13 +138,6 @@ type Session struct {
 	// ranCommands says a command ran, so the files may hold more than the
 	// tools wrote.
 	ranCommands atomic.Bool
-	// readOnlyPaths are the workspace paths of the read-only mounts, set
-	// when the mounts are fixed.
-	readOnlyPaths atomic.Pointer[[]string]
-	// recordedAs is the session hash the mounts' manifest and export
-	// marker were written under (guarded by mu), "" before: see
-	// recordMountsLocked.
-	recordedAs string
 }
 
 // sessionIdentity is who a workspace serves; never changed in place, only
@@ -225,8 +216,8 @@ func (s *Session) Prestart(ctx context.Context) {
 // call starts a fresh container on an empty workspace.
 func (s *Session) Reset(ctx context.Context) (ContainerInfo, error) {
 	defer s.enter()()
-	s.pullMu.Lock() // no read of the changes may see the files go
-	defer s.pullMu.Unlock()
+	s.mounts.pullMu.Lock() // no read of the changes may see the files go
+	defer s.mounts.pullMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
@@ -241,8 +232,8 @@ func (s *Session) Reset(ctx context.Context) (ContainerInfo, error) {
 		if err := s.m.eng.RemoveWorkspace(ctx, s.name); err != nil {
 			return s.infoLocked(), fmt.Errorf("deleting the workspace files: %w", err)
 		}
-		for i := range s.mounts {
-			s.mounts[i].Uploaded = false // the next container gets a fresh copy
+		for i := range s.mounts.list {
+			s.mounts.list[i].Uploaded = false // the next container gets a fresh copy
 		}
 	}
 	for _, dir := range []string{s.workspaceDir(), filepath.Join(s.dir, mountsDir)} {
@@ -266,14 +257,14 @@ func (s *Session) Info() ContainerInfo {
 
 func (s *Session) infoLocked() ContainerInfo {
 	info := ContainerInfo{Name: s.name, Image: s.image, User: s.user, Unenforced: s.unenforced, Attach: s.m.eng.AttachCommand(s.name),
-		Profile: profileName(s.profile), CommandTimeout: s.commandTimeout()}
+		Profile: profileName(s.profile), CommandTimeout: commandTimeout(s.profile)}
 	if s.profile != nil {
 		info.Workdir = s.profile.Workdir
 	}
 	if s.kept != nil {
 		info.Kept = s.kept.name
 	}
-	for _, mt := range s.mounts {
+	for _, mt := range s.mounts.list {
 		info.Mounts = append(info.Mounts, mt.Info(s.dir))
 	}
 	return info
@@ -364,7 +355,7 @@ func (s *Session) ensure(ctx context.Context) (*wire.Client, error) {
 	}
 	// A pooled container a session took, or a handed-over workspace
 	// another attached, is recorded as theirs before their first call.
-	if err := s.recordMountsLocked(); err != nil {
+	if err := s.mounts.recordLocked(); err != nil {
 		return nil, err
 	}
 	if s.client != nil {

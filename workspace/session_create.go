@@ -30,11 +30,11 @@ const (
 // mountDiskLocked gives the session directory a filesystem of its own,
 // the size of the disk limit, before anything is written to it.
 func (s *Session) mountDiskLocked(ctx context.Context) error {
-	size := s.limits().DiskBytes
+	size := profileLimits(s.m.cfg.Limits, s.profile).DiskBytes
 	if s.disk || s.m.disk == nil || size == 0 || s.setupBase != "" {
 		return nil
 	}
-	size, err := s.diskBudget(size)
+	size, err := s.handoffs.diskBudget(size)
 	if err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func (s *Session) buildImage(ctx context.Context) error {
 	if has || p == nil || len(p.Setup) == 0 {
 		return nil
 	}
-	image, _, err := s.m.profileImage(ctx, p, nil)
+	image, _, err := s.m.images.Image(ctx, p, nil)
 	if err == nil {
 		s.mu.Lock()
 		s.prepared = preparedImage{profile: p, image: image}
@@ -119,7 +119,7 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	s.prepared = preparedImage{}
 	if image == "" {
 		var err error
-		if image, _, err = m.profileImage(ctx, s.profile, nil); err != nil {
+		if image, _, err = m.images.Image(ctx, s.profile, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -138,21 +138,21 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	if err := limitsError(host, m.cfg.AllowUnenforcedLimits); err != nil {
 		return nil, err
 	}
-	if err := s.resolveMountsLocked(ctx, host.Markers); err != nil {
+	if err := s.mounts.resolveLocked(ctx, host.Markers); err != nil {
 		return nil, err
 	}
 	user, keepID := m.identity(host.Rootless, s)
 	s.user = user
 	uid, gid := parseUser(user)
 	if m.cfg.FilesOnEngineHost {
-		if err := mounts.PrepareRemote(s.mounts); err != nil {
+		if err := mounts.PrepareRemote(s.mounts.list); err != nil {
 			return nil, err
 		}
 	} else {
 		if err := m.prepareWorkspaceDir(s.workspaceDir(), user); err != nil {
 			return nil, err
 		}
-		if err := mounts.Prepare(s.workspaceDir(), s.mounts, uid, gid); err != nil {
+		if err := mounts.Prepare(s.workspaceDir(), s.mounts.list, uid, gid); err != nil {
 			return nil, err
 		}
 	}
@@ -187,7 +187,7 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 		}
 	}
 	if err == nil && m.cfg.FilesOnEngineHost {
-		err = s.uploadCopiesLocked(ctx, uid, gid)
+		err = s.mounts.uploadCopiesLocked(ctx, uid, gid)
 	}
 	if err != nil {
 		return fail(err)
@@ -206,8 +206,10 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	if err := s.connectLocked(ctx, times); err != nil {
 		return fail(fmt.Errorf("the workspace container %s started but its agent did not answer: %w", s.name, err))
 	}
-	if err := s.makeWorkdirLocked(ctx); err != nil {
-		return fail(err)
+	if s.setupBase == "" { // a setup's container runs in the root
+		if err := makeWorkdir(ctx, s.client, s.profile); err != nil {
+			return fail(err)
+		}
 	}
 	if !settled {
 		// Made from facts an earlier process recorded: used only once the
@@ -223,7 +225,7 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 			if err := remove(); err != nil {
 				return nil, fmt.Errorf("removing a container made from outdated host facts: %w", err)
 			}
-			s.mounts, s.mountsResolved = nil, false
+			s.mounts.list, s.mounts.resolved = nil, false
 			return s.createLocked(ctx)
 		}
 	}

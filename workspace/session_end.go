@@ -84,12 +84,12 @@ func (s *Session) cleanupIfIdle(ctx context.Context, idle time.Duration) {
 // closed, holding its locks until unlock is called; ok is false when it
 // had ended already.
 func (s *Session) beginEnd() (unlock func(), ok bool) {
-	s.endLife()     // stops a Prestart, which holds mu while it creates
-	s.pullMu.Lock() // a read of the changes finishes before the files go
+	s.endLife()            // stops a Prestart, which holds mu while it creates
+	s.mounts.pullMu.Lock() // a read of the changes finishes before the files go
 	s.mu.Lock()
 	unlock = func() {
 		s.mu.Unlock()
-		s.pullMu.Unlock()
+		s.mounts.pullMu.Unlock()
 	}
 	if s.ended {
 		return unlock, false
@@ -123,7 +123,7 @@ func (s *Session) end(ctx context.Context) {
 	// handed-over workspace exports by its own marker, once its container
 	// is gone (endHandedOverLocked).
 	handedOver := s.kept != nil && s.kept.fromHandoff
-	exportNow := s.m.cfg.ExportDir != "" && len(s.mounts) > 0 && s.id() != "" && !handedOver
+	exportNow := s.m.cfg.ExportDir != "" && len(s.mounts.list) > 0 && s.id() != "" && !handedOver
 	if exportNow {
 		// The files are final once the jobs have stopped: the export and
 		// the container's removal need not wait for each other.
@@ -131,7 +131,7 @@ func (s *Session) end(ctx context.Context) {
 	}
 	if exportNow && s.m.cfg.FilesOnEngineHost {
 		// The copies are on the Podman host: bring them back while a container holds them.
-		if err := s.pullForExportLocked(ctx); err != nil {
+		if err := s.mounts.pullForExportLocked(ctx); err != nil {
 			s.m.log.Error("exporting the session's changes failed", "session", s.hash(), "err", err)
 			exportNow = false
 		}
@@ -139,7 +139,7 @@ func (s *Session) end(ctx context.Context) {
 	exported := make(chan bool, 1)
 	if exportNow {
 		mounts := s.infoLocked().Mounts
-		go func() { exported <- s.exportOnEnd(ctx, time.Now(), mounts) }()
+		go func() { exported <- s.mounts.exportOnEnd(ctx, time.Now(), mounts) }()
 	} else {
 		exported <- true
 	}
@@ -153,14 +153,14 @@ func (s *Session) end(ctx context.Context) {
 	switch {
 	case handedOver:
 		// Still a session's own: it goes with it, once its changes are exported.
-		s.endHandedOverLocked(ctx)
+		s.handoffs.endHandedOverLocked(ctx)
 	case s.kept != nil:
 		s.unmountDiskLocked()
 		s.kept.release(s.meter.Used())
 		s.m.log.Info("kept workspace released", "event", "workspace_released", "session", s.hash(), "workspace", s.kept.name)
 	case s.m.cfg.KeepSessionDirs:
 		s.unmountDiskLocked()
-	case !saved && s.exportsOnEnd():
+	case !saved && s.mounts.exportsOnEnd():
 		// Kept, disk and all, for the next server or `wink-mcp export`
 		// (exportOnEnd logged how): nothing unexported is deleted.
 	default:

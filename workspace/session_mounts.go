@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/changes"
@@ -101,17 +103,51 @@ func (m *Manager) SetRoots(f RootsFunc) {
 // rootsTimeout bounds the wait for a client to list its roots.
 const rootsTimeout = 10 * time.Second
 
-// resolveMountsLocked fixes the session's mounts the first time its
+// sessionMounts are the host folders a session's workspace shows: fixed
+// (resolveLocked) when its first container is made, recorded for `wink-mcp
+// export` and the next server's sweep, copied to and brought back from
+// the Podman host (Config.FilesOnEngineHost), and exported when the
+// session ends. Its fields but pullMu and readOnlyPaths are guarded by
+// the session's mu, which the methods named ...Locked expect held.
+//
+// It holds its session (s) rather than a Deps of its own: its mounts are
+// fixed, recorded and brought back as steps of the container's life
+// cycle, under the session's mu, and they read what that life cycle owns
+// (the session's identity, its kept workspace, its profile's mount plan,
+// its container), which changes as the session is pooled, taken or
+// handed over.
+type sessionMounts struct {
+	s *Session
+	// pullMu serialises bringing a session's copies back from the Podman
+	// host and reading them (Config.FilesOnEngineHost) with each other and
+	// with what deletes the files (Reset, end); it is taken before the
+	// session's mu.
+	pullMu   sync.Mutex
+	list     []mounts.Mounted // fixed when the first container is made
+	resolved bool
+	// rootsOwner is the "uid:gid" owning the client's writable roots, if
+	// it chose the user.
+	rootsOwner string
+	// readOnlyPaths are the workspace paths of the read-only mounts, set
+	// when the mounts are fixed.
+	readOnlyPaths atomic.Pointer[[]string]
+	// recordedAs is the session hash the mounts' manifest and export
+	// marker were written under, "" before: see recordLocked.
+	recordedAs string
+}
+
+// resolveLocked fixes the session's mounts the first time its
 // container is made: the configured ones, then, with MountRoots, the
 // client's roots. They stay the same for the session's life, so that a
 // recreated container finds its overlay directories again. markers names
 // the driver of the service's overlay mounts.
-func (s *Session) resolveMountsLocked(ctx context.Context, markers changes.Markers) error {
-	if s.mountsResolved {
+func (sm *sessionMounts) resolveLocked(ctx context.Context, markers changes.Markers) error {
+	s := sm.s
+	if sm.resolved {
 		return nil
 	}
 	if s.setupBase != "" {
-		s.mountsResolved = true // a setup container mounts nothing
+		sm.resolved = true // a setup container mounts nothing
 		return nil
 	}
 	m := s.m
@@ -129,7 +165,7 @@ func (s *Session) resolveMountsLocked(ctx context.Context, markers changes.Marke
 			return err
 		}
 	case m.cfg.MountRoots:
-		for _, mt := range s.clientRoots(ctx, list) {
+		for _, mt := range sm.clientRoots(ctx, list) {
 			list = append(list, mounts.Mounted{Resolved: mt, Dir: filepath.Join(s.dir, mountsDir, strconv.Itoa(len(list))), FromRoot: true})
 		}
 	}
@@ -144,52 +180,54 @@ func (s *Session) resolveMountsLocked(ctx context.Context, markers changes.Marke
 			list[i].Ignored = m.cfg.ExportIgnored
 		}
 	}
-	s.mounts, s.mountsResolved = list, true
+	sm.list, sm.resolved = list, true
 	var readOnly []string
 	for _, mt := range list {
 		if mt.Mode == MountReadOnly {
 			readOnly = append(readOnly, mt.Path)
 		}
 	}
-	s.readOnlyPaths.Store(&readOnly)
+	sm.readOnlyPaths.Store(&readOnly)
 	// Before any call can change them, so that no end (a kill included)
 	// deletes the changes before they are exported; without the marker,
 	// no container is made.
-	if err := s.recordMountsLocked(); err != nil {
-		s.mountsResolved = false
+	if err := sm.recordLocked(); err != nil {
+		sm.resolved = false
 		return err
 	}
 	return nil
 }
 
-// recordMountsLocked writes, for `wink-mcp export` and the next server's
+// recordLocked writes, for `wink-mcp export` and the next server's
 // sweep, the manifest of the session's mounts and the marker of its
 // pending export, under the hash of the session that owns the workspace
 // now. A pooled container no session has taken records nothing: it is no
 // session, and nothing in it is anyone's work. A session that takes it
 // (or attaches a handed-over workspace) records before its first call
 // reaches the agent (see ensure).
-func (s *Session) recordMountsLocked() error {
+func (sm *sessionMounts) recordLocked() error {
+	s := sm.s
 	hash := s.hash()
-	if !s.mountsResolved || s.id() == "" || s.recordedAs == hash {
+	if !sm.resolved || s.id() == "" || sm.recordedAs == hash {
 		return nil
 	}
-	if len(s.mounts) > 0 {
-		if err := writeManifest(s.dir, hash, s.mounts); err != nil {
+	if len(sm.list) > 0 {
+		if err := writeManifest(s.dir, hash, sm.list); err != nil {
 			return err
 		}
 	}
-	if err := s.markPendingLocked(); err != nil {
+	if err := sm.markPendingLocked(); err != nil {
 		return err
 	}
-	s.recordedAs = hash
+	sm.recordedAs = hash
 	return nil
 }
 
-// forgetMountsLocked undoes resolveMountsLocked before any call has run,
+// forgetLocked undoes resolveLocked before any call has run,
 // for a profile with other mounts: the copies and overlay directories of
 // the old ones go, and the next container fixes the mounts anew.
-func (s *Session) forgetMountsLocked(ctx context.Context) error {
+func (sm *sessionMounts) forgetLocked(ctx context.Context) error {
+	s := sm.s
 	if s.m.cfg.FilesOnEngineHost {
 		if err := s.m.eng.RemoveWorkspace(ctx, s.name); err != nil {
 			return fmt.Errorf("deleting the workspace files: %w", err)
@@ -200,7 +238,7 @@ func (s *Session) forgetMountsLocked(ctx context.Context) error {
 			return fmt.Errorf("deleting the files of the old mounts: %w", err)
 		}
 	}
-	s.mounts, s.mountsResolved, s.recordedAs = nil, false, ""
+	sm.list, sm.resolved, sm.recordedAs = nil, false, ""
 	return nil
 }
 
@@ -208,7 +246,8 @@ func (s *Session) forgetMountsLocked(ctx context.Context) error {
 // mount: under an allowed root, not overlapping another mount. A root the
 // session could not edit (owned by root, or by another user than the
 // other writable mounts) is mounted read-only. Each root left out is logged.
-func (s *Session) clientRoots(ctx context.Context, configured []mounts.Mounted) []mounts.Resolved {
+func (sm *sessionMounts) clientRoots(ctx context.Context, configured []mounts.Mounted) []mounts.Resolved {
+	s := sm.s
 	m := s.m
 	m.rootsMu.Lock()
 	f := m.roots
@@ -250,7 +289,7 @@ func (s *Session) clientRoots(ctx context.Context, configured []mounts.Mounted) 
 		taken = append(taken, r.Path)
 		out = append(out, r)
 	}
-	s.rootsOwner = owner
+	sm.rootsOwner = owner
 	return out
 }
 

@@ -70,7 +70,7 @@ func (s *Session) State(ctx context.Context) (State, error) {
 	defer s.enter()()
 	s.mu.Lock()
 	info := s.infoLocked()
-	l := s.limits()
+	l := profileLimits(s.m.cfg.Limits, s.profile)
 	st := State{Container: info.Name, ContainerState: ContainerNotMade, Since: s.startedAt, Image: info.Image, Profile: info.Profile,
 		Kept: info.Kept, Unenforced: info.Unenforced, Created: s.opened, LastUsed: lastUsed,
 		MemoryBytes: l.MemoryBytes, CPUs: l.CPUs, PidsLimit: l.PidsLimit, TmpBytes: l.TmpBytes, DiskBytes: l.DiskBytes,

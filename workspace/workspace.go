@@ -32,7 +32,7 @@
 //     serves the checkpoint tools itself);
 //   - workspace/folders: what a session changed in its mounted host
 //     folders, listed and diffed (folders.Part; no state and no lock: a
-//     read of the changes takes the session's pullMu when the copies are
+//     read of the changes takes the mounts' pullMu when the copies are
 //     on the Podman host);
 //   - workspace/difftext: the cap on a diff's size (no state and no
 //     lock);
@@ -48,20 +48,31 @@
 //   - workspace/mounts: the host folders a session shows, resolved
 //     against the allowed roots, their directories and copies in the
 //     session directory, their changes and the patches that export them
-//     (no state and no lock: a session fixes its mounts once, under
-//     Session.mu);
+//     (no state and no lock: a session's own, sessionMounts in this
+//     package, fixes its mounts once, under Session.mu, as a step of its
+//     container's life cycle);
 //   - workspace/images: the profile images a setup builds (names, labels,
 //     look-up, pruning), the builds in progress (images.Builds) and the
-//     images last found for each profile (images.Known);
+//     images last found for each profile (images.Known), held by the
+//     manager's images.Room, which also says which image a session runs
+//     or will run (a setup's session is still made by the manager);
 //   - workspace/keep: a kept workspace's records on the cache disk, its
 //     name and its directory's layout (no state and no lock: the lock
 //     file that says a session owns it is taken here, in claimWorkspace).
+//
+// The parts of a session that work on the state its life cycle owns stay
+// in this package, each holding its session and taking its locks as a
+// Session method would: handoffs (handoff and attach, and the workspaces
+// the session handed to another process while they wait) and
+// profileSwitch (a change of profile). Session.Parts lists them for the
+// tools.
 //
 // Locks are taken in this order, never against it, so that no two
 // goroutines can each hold a lock the other waits for:
 //
 //  1. a session's gate (the files and processes a call, a checkpoint or a
-//     restore shares or takes whole), or its pullMu (never both);
+//     restore shares or takes whole), or its mounts' pullMu
+//     (sessionMounts.pullMu; never both);
 //  2. Session.mu;
 //  3. Manager.mu, under which the server's callbacks (the park limit,
 //     CountParked's count) take only locks of their own;

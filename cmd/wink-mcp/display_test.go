@@ -8,6 +8,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
 	"github.com/wink-mcp/wink-mcp/workspace"
+	"github.com/wink-mcp/wink-mcp/workspace/images"
 )
 
 // hostile is text a model (or what its commands download) can write to
@@ -26,7 +27,7 @@ func TestPrintersQuoteModelWrittenText(t *testing.T) {
 			printKept(w, workspace.KeptWorkspace{Checkpoints: []checkpoints.Checkpoint{{ID: "c1", Message: hostile}, {ID: "c2", Message: "fine"}}})
 		}},
 		{"profiles list", func(w io.Writer) {
-			writeProfiles(w, []workspace.ProfileImage{{Profile: "node", Description: hostile, Base: "base"}})
+			writeProfiles(w, []images.ProfileImage{{Profile: "node", Description: hostile, Base: "base"}})
 		}},
 		{"profiles build", func(w io.Writer) { printProgress(w, "node", workspace.Progress{Line: hostile}) }},
 		{"export", func(w io.Writer) { printLeftOut(w, []string{hostile + " (binary)"}) }},

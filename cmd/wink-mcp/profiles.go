@@ -14,6 +14,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/display"
 	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/workspace"
+	"github.com/wink-mcp/wink-mcp/workspace/images"
 )
 
 const profilesUsage = "usage: wink-mcp profiles list [flags]\n" +
@@ -62,12 +63,12 @@ func runProfiles(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if cmd == "list" {
-		images, err := workspace.NewService(cfg.Workspace).ProfileImages(ctx)
+		found, err := workspace.NewService(cfg.Workspace).ProfileImages(ctx)
 		if err != nil {
 			fmt.Fprintf(stderr, "wink-mcp profiles list: %v\n", err)
 			return 1
 		}
-		writeProfiles(stdout, images)
+		writeProfiles(stdout, found)
 		return 0
 	}
 	if len(names) == 0 {
@@ -86,7 +87,7 @@ func runProfiles(args []string, stdout, stderr io.Writer) int {
 	}
 	defer mgr.Close(context.WithoutCancel(ctx))
 	if cmd == "prune" {
-		removed, kept, err := mgr.PruneProfileImages(ctx)
+		removed, kept, err := mgr.Images().Prune(ctx)
 		for _, image := range removed {
 			fmt.Fprintf(stdout, "removed %s\n", image)
 		}
@@ -102,7 +103,7 @@ func runProfiles(args []string, stdout, stderr io.Writer) int {
 	failed := 0
 	for _, name := range names {
 		start := time.Now()
-		image, built, err := mgr.BuildProfile(ctx, name, func(p workspace.Progress) { printProgress(stderr, name, p) })
+		image, built, err := mgr.Images().BuildProfile(ctx, name, func(p workspace.Progress) { printProgress(stderr, name, p) })
 		switch {
 		case err != nil:
 			fmt.Fprintf(stderr, "wink-mcp profiles build: %s: %v\n", name, err)
@@ -126,10 +127,10 @@ func printProgress(w io.Writer, profile string, p workspace.Progress) {
 }
 
 // writeProfiles prints the profiles' images as a table.
-func writeProfiles(w io.Writer, images []workspace.ProfileImage) {
+func writeProfiles(w io.Writer, found []images.ProfileImage) {
 	t := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(t, "PROFILE\tBASE\tIMAGE\tBUILT\tSIZE\tDESCRIPTION")
-	for _, pi := range images {
+	for _, pi := range found {
 		image, built, size := pi.Image, "no", "-"
 		switch {
 		case pi.Base == "":

@@ -52,7 +52,7 @@ func Start(root string, mt *egress.Meter, write func(used int64) error, log *slo
 }
 
 // Follow records mt's count from now on: the session counts its egress
-// with another meter (see workspace's Session.useMeter).
+// with another meter (see workspace's handoffs.useMeter).
 func (r *Recorder) Follow(mt *egress.Meter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -2,13 +2,18 @@
 // images a profile's setup builds (their names, labels, look-up and
 // pruning), the builds in progress in this process (Builds), and the
 // images this process last found for each profile (Known), and what a
-// setup's egress proxy refused (SetupRefusals). It reaches the engine
-// only through what it is given, never by importing workspace, which runs
-// a setup's commands in a session of its own.
+// setup's egress proxy refused (SetupRefusals). A Room holds a server's
+// builds and known images, builds a profile's image under a lock across
+// processes, and says which image a session runs or will run. It reaches
+// the engine and the sessions only through what it is given (Deps),
+// never by importing workspace, which runs a setup's commands in a
+// session of its own.
 //
 // Its locks are leaves: Builds.mu (the builds in progress), a build's
 // status line (Build.status), Known.mu and SetupRefusals.mu; none is held
-// while another lock is taken.
+// while another lock is taken. A Room calls its Deps (whose setup and
+// look-up of a session take the session's and the manager's locks)
+// holding none of them.
 package images
 
 import (

@@ -1,4 +1,4 @@
-package workspace
+package images
 
 import (
 	"context"
@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/profiles"
-	"github.com/wink-mcp/wink-mcp/workspace/images"
 )
 
-// ProfileImage is a profile's image as ProfileImages finds it.
+// ProfileImage is a profile's image as Describe finds it.
 type ProfileImage struct {
 	Profile, Description string
 	// Base is the base image ("" when none of its choices is present; it
@@ -27,20 +27,21 @@ type ProfileImage struct {
 	Created time.Time
 }
 
-// profileImages describes the image of every profile of cfg, without
-// pulling or building anything.
-func profileImages(ctx context.Context, eng engine.Engine, cfg Config) ([]ProfileImage, error) {
+// Describe describes the image of every profile of file (nil for none),
+// whose bases without an image of their own are the first of
+// imageChoices eng has, without pulling or building anything.
+func Describe(ctx context.Context, eng engine.Engine, file *profiles.File, imageChoices []string) ([]ProfileImage, error) {
 	var out []ProfileImage
-	for _, p := range cfg.Profiles.All() {
+	for _, p := range file.All() {
 		pi := ProfileImage{Profile: p.Name, Description: p.Description}
 		var baseID string
-		if base, id, _ := presentImage(ctx, eng, baseChoices(cfg, p)); id != "" {
+		if base, id, _ := presentImage(ctx, eng, baseChoices(imageChoices, p)); id != "" {
 			pi.Base, baseID = base, id
 		}
 		if baseID != "" && len(p.Setup) > 0 {
 			key := p.ImageKey(baseID)
-			pi.Image = images.Name(p, key)
-			img, ok, err := images.Find(ctx, eng, p, key)
+			pi.Image = Name(p, key)
+			img, ok, err := Find(ctx, eng, p, key)
 			if err != nil {
 				return nil, err
 			}
@@ -55,11 +56,11 @@ func profileImages(ctx context.Context, eng engine.Engine, cfg Config) ([]Profil
 
 // baseChoices are the images p's containers (or setup) may start from, in
 // order of preference: its own image, else the server's choices.
-func baseChoices(cfg Config, p *profiles.Profile) []string {
+func baseChoices(imageChoices []string, p *profiles.Profile) []string {
 	if p != nil && p.Image != "" {
 		return []string{p.Image}
 	}
-	return cfg.ImageChoices()
+	return imageChoices
 }
 
 // presentImage is the first of choices eng has, with its ID, else the last
@@ -93,39 +94,40 @@ type PlannedImage struct {
 // first of its choices the engine has). It neither makes the session nor
 // pulls or builds anything, and returns when ctx ends at the latest: then
 // with what this process knows without the engine (KnownSessionImage).
-func (m *Manager) SessionImage(ctx context.Context, id string) PlannedImage {
-	image, p := m.sessionImage(id)
+func (r *Room) SessionImage(ctx context.Context, id string) PlannedImage {
+	image, p := r.deps.Session(id)
 	if image != "" {
 		return PlannedImage{Image: image, Profile: profileName(p)}
 	}
 	// The engine's calls end with ctx, but a connection being made holds
 	// them up: the answer is waited for no longer than ctx.
 	done := make(chan PlannedImage, 1)
-	go func() { done <- m.plannedImage(ctx, p) }()
+	go func() { done <- r.planned(ctx, p) }()
 	select {
 	case planned := <-done:
 		return planned
 	case <-ctx.Done():
-		return m.knownImage(p)
+		return r.knownImage(p)
 	}
 }
 
-// plannedImage is the image a new container of profile p (nil for none)
-// would start from; knownImage when the engine does not answer. An image
-// found present is recorded as p's.
-func (m *Manager) plannedImage(ctx context.Context, p *profiles.Profile) PlannedImage {
+// planned is the image a new container of profile p (nil for none) would
+// start from; knownImage when the engine does not answer. An image found
+// present is recorded as p's.
+func (r *Room) planned(ctx context.Context, p *profiles.Profile) PlannedImage {
 	const onFirstUse = "when the first command needs it"
+	eng := r.deps.Engine
 	out := PlannedImage{Profile: profileName(p)}
-	base, baseID, known := presentImage(ctx, m.eng, baseChoices(m.cfg, p))
+	base, baseID, known := presentImage(ctx, eng, baseChoices(r.deps.ImageChoices, p))
 	out.Image = base
 	switch {
 	case !known:
-		return m.knownImage(p)
+		return r.knownImage(p)
 	case p == nil || len(p.Setup) == 0:
 		if baseID == "" {
 			out.Pending = "pulled " + onFirstUse
 		} else {
-			m.known.Set(out.Profile, base)
+			r.known.Set(out.Profile, base)
 		}
 		return out
 	case baseID == "":
@@ -133,30 +135,68 @@ func (m *Manager) plannedImage(ctx context.Context, p *profiles.Profile) Planned
 		return out
 	}
 	key := p.ImageKey(baseID)
-	out.Image = images.Name(p, key)
-	if _, built, err := images.Find(ctx, m.eng, p, key); err != nil || !built {
+	out.Image = Name(p, key)
+	if _, built, err := Find(ctx, eng, p, key); err != nil || !built {
 		out.Pending = fmt.Sprintf("built from `%s` by profile `%s`'s setup %s", base, p.Name, onFirstUse)
 	} else {
-		m.known.Set(out.Profile, out.Image)
+		r.known.Set(out.Profile, out.Image)
 	}
 	return out
 }
 
-// ProfileImages describes the image of every profile, without building.
-func (m *Manager) ProfileImages(ctx context.Context) ([]ProfileImage, error) {
-	return profileImages(ctx, m.eng, m.cfg)
+// KnownSessionImage is SessionImage without asking the engine, so it never
+// waits: the image the session's container runs; before it has one, the
+// image this process last found for its profile (knownImage); else what
+// the configuration says.
+func (r *Room) KnownSessionImage(id string) PlannedImage {
+	image, p := r.deps.Session(id)
+	if image != "" {
+		return PlannedImage{Image: image, Profile: profileName(p)}
+	}
+	return r.knownImage(p)
 }
 
-// PruneProfileImages removes the profile images of this configuration's
-// profiles file that no profile of it would use now: those of profiles no
-// longer in the file, and those of older inputs; and those made before
-// images named their file, which no server finds any more; and those of a
-// profiles file that no longer exists on this machine, which no prune
-// could reach otherwise. Another file's images stay, whatever their
-// profiles' names: they are returned as kept, each with its file. One a
-// container runs stays too. It returns the images removed.
-func (m *Manager) PruneProfileImages(ctx context.Context) (removed, kept []string, err error) {
-	current, err := m.ProfileImages(ctx)
+// knownImage is the image a new container of profile p (nil for none)
+// starts from as far as this process knows without the engine: the one
+// it last found for p, else the first of p's choices, which its setup
+// builds from, saying which choice comes next when the engine lacks it.
+func (r *Room) knownImage(p *profiles.Profile) PlannedImage {
+	out := PlannedImage{Profile: profileName(p)}
+	if image, ok := r.known.Get(out.Profile); ok {
+		out.Image = image
+		return out
+	}
+	choices := baseChoices(r.deps.ImageChoices, p)
+	if base, ok := r.known.Get(""); ok && (p == nil || p.Image == "") {
+		choices = []string{base}
+	}
+	out.Image = choices[0]
+	var pending []string
+	if len(choices) > 1 {
+		pending = append(pending, "if the Podman service has it; else `"+strings.Join(choices[1:], "`, else `")+"`, pulled if missing")
+	}
+	if p != nil && len(p.Setup) > 0 {
+		pending = append(pending, fmt.Sprintf("profile `%s`'s setup builds the workspace's image from it", p.Name))
+	}
+	out.Pending = strings.Join(pending, ": ")
+	return out
+}
+
+// ProfileImages describes the image of every profile, without building.
+func (r *Room) ProfileImages(ctx context.Context) ([]ProfileImage, error) {
+	return Describe(ctx, r.deps.Engine, r.deps.Profiles, r.deps.ImageChoices)
+}
+
+// Prune removes the profile images of this room's profiles file that no
+// profile of it would use now: those of profiles no longer in the file,
+// and those of older inputs; and those made before images named their
+// file, which no server finds any more; and those of a profiles file that
+// no longer exists on this machine, which no prune could reach otherwise.
+// Another file's images stay, whatever their profiles' names: they are
+// returned as kept, each with its file. One a container runs stays too.
+// It returns the images removed.
+func (r *Room) Prune(ctx context.Context) (removed, kept []string, err error) {
+	current, err := r.ProfileImages(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -164,12 +204,13 @@ func (m *Manager) PruneProfileImages(ctx context.Context) (removed, kept []strin
 	for _, pi := range current {
 		keep[pi.Image] = pi.Image != ""
 	}
-	found, err := m.eng.Images(ctx, LabelProfile)
+	eng := r.deps.Engine
+	found, err := eng.Images(ctx, LabelProfile)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, img := range found {
-		if file := img.Labels[LabelProfileFile]; file != "" && file != m.cfg.Profiles.ID && !gone(file) {
+		if file := img.Labels[LabelProfileFile]; file != "" && file != r.deps.Profiles.ID && !gone(file) {
 			for _, ref := range img.Names {
 				kept = append(kept, fmt.Sprintf("%s (profiles file %s)", ref, file))
 			}
@@ -179,8 +220,8 @@ func (m *Manager) PruneProfileImages(ctx context.Context) (removed, kept []strin
 			if keep[ref] {
 				continue
 			}
-			if err := m.eng.RemoveImage(ctx, ref); err != nil {
-				m.log.Info("a profile image stays", "image", ref, "err", err)
+			if err := eng.RemoveImage(ctx, ref); err != nil {
+				r.deps.Log.Info("a profile image stays", "image", ref, "err", err)
 				continue
 			}
 			removed = append(removed, ref)
@@ -194,4 +235,12 @@ func (m *Manager) PruneProfileImages(ctx context.Context) (removed, kept []strin
 func gone(file string) bool {
 	_, err := os.Stat(file)
 	return errors.Is(err, fs.ErrNotExist)
+}
+
+// profileName is p's name, "" for none.
+func profileName(p *profiles.Profile) string {
+	if p == nil {
+		return ""
+	}
+	return p.Name
 }
