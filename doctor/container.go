@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/tools"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -45,7 +46,8 @@ func (d *doctor) container(ctx context.Context) Result {
 		probe, err = s.Exec(ctx, workspace.ExecRequest{Argv: []string{"sh", "-c", probeScript}, Timeout: 20 * time.Second, Capture: true, OutputLimit: 4096})
 	}
 	if err == nil {
-		_, err = s.WriteFile(ctx, "doctor.txt", "written by wink-mcp doctor\n")
+		files, _ := tools.PartOf[tools.FileWriter](s)
+		_, err = files.WriteFile(ctx, "doctor.txt", "written by wink-mcp doctor\n")
 	}
 	name := s.Info().Name
 	closeErr := m.Close(ctx)

@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/wink-mcp/wink-mcp/prompts"
+	"github.com/wink-mcp/wink-mcp/tools"
 	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/wspath"
 )
@@ -33,11 +34,11 @@ func (c pathCompleter) CompleteResourceArgument(ctx context.Context, uri string,
 	if err != nil {
 		return none, nil
 	}
-	ws, err := c.s.sessionWorkspace(ctx)
+	files, err := requestPart[tools.FileReader](ctx, c.s)
 	if err != nil {
 		return nil, err
 	}
-	list, err := ws.List(ctx, clean)
+	list, err := files.List(ctx, clean)
 	if err != nil {
 		return none, nil
 	}

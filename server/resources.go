@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -30,6 +31,49 @@ const (
 // fileURI is the resource URI of a workspace file.
 func fileURI(path string) string { return filesURIPrefix + path }
 
+// touchedFiles is what the snapshot resource takes of a session's
+// workspace to list the files its tools and commands touched.
+type touchedFiles interface {
+	// Snapshot lists the files the session's tools and commands wrote,
+	// edited or removed.
+	Snapshot() []workspace.TouchedFile
+}
+
+// wholeReader is what a file resource takes of a session's workspace.
+type wholeReader interface {
+	// ReadWhole returns a UTF-8 file's whole content, exactly.
+	ReadWhole(ctx context.Context, path string) (string, error)
+}
+
+// watchReporter is what the snapshot resource takes of a session's
+// workspace to say how completely it is watched.
+type watchReporter interface {
+	// Watching says how completely the workspace is watched for the
+	// changes commands make.
+	Watching() workspace.WatchReport
+}
+
+// requestPart returns the part of the request's session's workspace that
+// implements W (see partOf).
+func requestPart[W any](ctx context.Context, s *Server) (W, error) {
+	ws, err := s.sessionWorkspace(ctx)
+	if err != nil {
+		var zero W
+		return zero, err
+	}
+	return partOf[W](ws)
+}
+
+// partOf returns the part of ws that implements W, as a tool takes its
+// interface (tools.PartOf).
+func partOf[W any](ws *workspace.Session) (W, error) {
+	w, ok := tools.PartOf[W](ws)
+	if !ok {
+		return w, fmt.Errorf("the session's workspace has no part that implements %s", reflect.TypeFor[W]())
+	}
+	return w, nil
+}
+
 // snapshotEntry is one touched file in the snapshot resource.
 type snapshotEntry struct {
 	workspace.TouchedFile
@@ -48,12 +92,20 @@ func (s *Server) registerResources() {
 			if err != nil {
 				return nil, err
 			}
-			files := ws.Snapshot()
+			touched, err := partOf[touchedFiles](ws)
+			if err != nil {
+				return nil, err
+			}
+			watch, err := partOf[watchReporter](ws)
+			if err != nil {
+				return nil, err
+			}
+			files := touched.Snapshot()
 			entries := make([]snapshotEntry, len(files))
 			for i, f := range files {
 				entries[i] = snapshotEntry{TouchedFile: f, URI: fileURI(f.Path)}
 			}
-			b, err := json.MarshalIndent(map[string]any{"files": entries, "watch": ws.Watching()}, "", "  ")
+			b, err := json.MarshalIndent(map[string]any{"files": entries, "watch": watch.Watching()}, "", "  ")
 			if err != nil {
 				return nil, err
 			}
@@ -69,11 +121,11 @@ func (s *Server) registerResources() {
 			if err != nil {
 				return nil, err
 			}
-			ws, err := s.sessionWorkspace(ctx)
+			files, err := requestPart[wholeReader](ctx, s)
 			if err != nil {
 				return nil, err
 			}
-			text, err := ws.ReadWhole(ctx, path)
+			text, err := files.ReadWhole(ctx, path)
 			if err != nil {
 				return nil, err
 			}

@@ -98,8 +98,8 @@ func (r WorkspaceChangesResult) Text() string {
 // session's workspace: what it changed in its mounted host folders, whose
 // host copies themselves never change.
 type FolderChanges interface {
-	// Info describes the session's container; its Mounts are the folders.
-	Info() workspace.ContainerInfo
+	// Mounts describes the host folders in the session's workspace.
+	Mounts() []workspace.MountInfo
 	// Changes lists the changes under prefix ("" for all).
 	Changes(ctx context.Context, prefix string) ([]workspace.FolderChange, error)
 	// Diff is Changes as a unified diff, binary files listed, not shown.
@@ -119,7 +119,7 @@ func WorkspaceChanges(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 		annotations: annotate(true, false, true),
 		handle: func(ctx context.Context, ws FolderChanges, p WorkspaceChangesParams) (WorkspaceChangesResult, error) {
 			list, err := ws.Changes(ctx, p.Path)
-			r := WorkspaceChangesResult{Mounts: mountViews(ws.Info().Mounts), Changes: []ChangeView{}, Total: len(list)}
+			r := WorkspaceChangesResult{Mounts: mountViews(ws.Mounts()), Changes: []ChangeView{}, Total: len(list)}
 			for _, c := range list {
 				if len(r.Changes) == maxChangesListed {
 					r.Truncated = true

@@ -14,7 +14,10 @@ type fakeCommands struct {
 	result workspace.ExecResult
 }
 
-var _ Commands = (*fakeCommands)(nil)
+var (
+	_ Commands   = (*fakeCommands)(nil)
+	_ JobStarter = (*fakeCommands)(nil)
+)
 
 func (f *fakeCommands) Exec(_ context.Context, req workspace.ExecRequest) (workspace.ExecResult, error) {
 	f.execs = append(f.execs, req)

@@ -19,9 +19,7 @@ type fakeChanges struct {
 
 var _ FolderChanges = (*fakeChanges)(nil)
 
-func (f *fakeChanges) Info() workspace.ContainerInfo {
-	return workspace.ContainerInfo{Name: "wink-test", Image: "img", Mounts: f.mounts}
-}
+func (f *fakeChanges) Mounts() []workspace.MountInfo { return f.mounts }
 
 func (f *fakeChanges) Changes(_ context.Context, prefix string) ([]workspace.FolderChange, error) {
 	f.note("changes %s", prefix)

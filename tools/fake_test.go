@@ -1,10 +1,6 @@
 package tools
 
-import (
-	"fmt"
-
-	"github.com/wink-mcp/wink-mcp/workspace"
-)
+import "fmt"
 
 // recorder notes the calls a fake receives, "op args" in order, and
 // answers every one with err.
@@ -35,14 +31,6 @@ type fakeSession struct {
 func newFakeSession() *fakeSession {
 	return &fakeSession{&fakeFiles{}, &fakePython{}, &fakeCommands{}, &fakeContainer{}, &fakeJobs{},
 		&fakeChanges{}, &fakePorts{}, &fakeCheckpoints{}, &fakeHandoffs{}, &fakeState{}}
-}
-
-// Info is the container's, with the mounts of the folders' fake: both
-// fakes have it, and an ambiguous method would be no method at all.
-func (f *fakeSession) Info() workspace.ContainerInfo {
-	info := f.fakeContainer.Info()
-	info.Mounts = f.fakeChanges.mounts
-	return info
 }
 
 // reached counts every call any of the fakes received.

@@ -185,7 +185,7 @@ func jobView(in workspace.JobInfo) *JobView {
 }
 
 // JobControl is what the job tool takes of a session's workspace: the
-// background jobs podman_shell started (see Commands.StartJob).
+// background jobs podman_shell started (see JobStarter).
 type JobControl interface {
 	// JobStatus describes a job.
 	JobStatus(ctx context.Context, id string) (workspace.JobInfo, error)

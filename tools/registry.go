@@ -19,13 +19,14 @@ type Options struct {
 }
 
 // Interfaces are the interfaces the tools take of a session's workspace,
-// each tool one of them: the workspace WorkspaceFor returns, or one of its
-// parts (Composite), must implement every one, or the tools that take the
-// missing ones answer with an error.
+// each tool one or more of them: the workspace WorkspaceFor returns, or
+// one of its parts (Composite), must implement every one, or the tools
+// that take the missing ones answer with an error.
 func Interfaces() []reflect.Type {
 	return []reflect.Type{
 		reflect.TypeFor[FileReader](), reflect.TypeFor[FileWriter](), reflect.TypeFor[FileSearcher](),
-		reflect.TypeFor[shellWorkspace](), reflect.TypeFor[PythonRunner](), reflect.TypeFor[JobControl](),
+		reflect.TypeFor[Commands](), reflect.TypeFor[Container](), reflect.TypeFor[JobStarter](),
+		reflect.TypeFor[PythonRunner](), reflect.TypeFor[JobControl](),
 		reflect.TypeFor[FolderChanges](), reflect.TypeFor[PortPreviews](), reflect.TypeFor[Checkpointer](),
 		reflect.TypeFor[Handoffs](), reflect.TypeFor[StateReporter](), reflect.TypeFor[ProfileSwitcher](),
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -187,12 +188,18 @@ func (r ShellResult) Text() string {
 }
 
 // Commands is what podman_shell takes of a session's workspace to run a
-// command, in the foreground or as a background job.
+// command in the foreground.
 type Commands interface {
 	// Exec runs a command in the session's container, creating the
 	// container first if needed. A command that runs, whatever its exit
 	// status, is a result; one that cannot start is an error.
 	Exec(ctx context.Context, req workspace.ExecRequest) (workspace.ExecResult, error)
+}
+
+// JobStarter is what podman_shell takes of a session's workspace to run a
+// command as a background job, which the job tool then follows
+// (JobControl).
+type JobStarter interface {
 	// StartJob runs a command in the background and returns at once with
 	// its ID and first output.
 	StartJob(ctx context.Context, req workspace.JobRequest) (workspace.JobStart, error)
@@ -210,10 +217,22 @@ type Container interface {
 	Reset(ctx context.Context) (workspace.ContainerInfo, error)
 }
 
-// shellWorkspace is all podman_shell takes of a session's workspace.
-type shellWorkspace interface {
+// shellWorkspace is all podman_shell takes of a session's workspace: its
+// container and the commands run in it in the foreground, which a
+// workspace.Session serves itself, and the start of background jobs,
+// which its jobs part serves beside the job tool's JobControl.
+type shellWorkspace struct {
 	Commands
 	Container
+	JobStarter
+}
+
+// takeShell takes podman_shell's interfaces from ws, or from its parts
+// (PartOf), and names those none implements.
+func takeShell(ws any) (shellWorkspace, []reflect.Type) {
+	var missing []reflect.Type
+	w := shellWorkspace{takePart[Commands](ws, &missing), takePart[Container](ws, &missing), takePart[JobStarter](ws, &missing)}
+	return w, missing
 }
 
 // Shell returns the podman_shell tool; maxTimeout bounds timeout_seconds.
@@ -243,6 +262,7 @@ func Shell(workspaceFor WorkspaceFor, log *slog.Logger, maxTimeout time.Duration
 			}
 		},
 		tasks: true,
+		take:  takeShell,
 		handle: func(ctx context.Context, ws shellWorkspace, p ShellParams) (ShellResult, error) {
 			return runShell(ctx, ws, p, log)
 		},

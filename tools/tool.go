@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/invopop/jsonschema"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -37,9 +38,9 @@ type Composite interface {
 	Parts() []any
 }
 
-// partOf returns what of ws implements W: ws itself, or the first of its
-// parts that does.
-func partOf[W any](ws any) (W, bool) {
+// PartOf returns what of ws implements W: ws itself, or the first of its
+// parts that does (Composite); ok is false when none does.
+func PartOf[W any](ws any) (W, bool) {
 	if w, ok := ws.(W); ok {
 		return w, true
 	}
@@ -72,6 +73,10 @@ type definition[W any, P any, R Result] struct {
 	adjust func(*jsonschema.Schema)
 	// tasks lets a client call the tool as an MCP task.
 	tasks bool
+	// take, if set, takes W from the session's workspace, for a W made
+	// of interfaces that different parts of it implement, and names those
+	// none implements; by default W is one interface, taken by PartOf.
+	take func(ws any) (w W, missing []reflect.Type)
 	// handle runs the call in the session's workspace.
 	handle func(ctx context.Context, ws W, p P) (R, error)
 }
@@ -104,6 +109,14 @@ func build[W any, P any, R Result](workspaceFor WorkspaceFor, d definition[W, P,
 	if d.tasks {
 		tool.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
 	}
+	take := d.take
+	if take == nil {
+		take = func(ws any) (W, []reflect.Type) {
+			var missing []reflect.Type
+			w := takePart[W](ws, &missing)
+			return w, missing
+		}
+	}
 	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		raw, err := rawArguments(req)
 		if err != nil {
@@ -117,9 +130,9 @@ func build[W any, P any, R Result](workspaceFor WorkspaceFor, d definition[W, P,
 		if err != nil {
 			return mcp.NewToolResultError(errorMessage(err)), nil
 		}
-		w, ok := partOf[W](ws)
-		if !ok {
-			return mcp.NewToolResultError(lacking(d.name, ws, reflect.TypeFor[W]())), nil
+		w, missing := take(ws)
+		if len(missing) > 0 {
+			return mcp.NewToolResultError(lacking(d.name, ws, missing)), nil
 		}
 		r, err := d.handle(withProgress(ctx, req), w, p)
 		if err != nil {
@@ -147,12 +160,26 @@ func rawArguments(req mcp.CallToolRequest) (json.RawMessage, error) {
 	}
 }
 
+// takePart returns what of ws implements I (PartOf), adding I to missing
+// when nothing does.
+func takePart[I any](ws any, missing *[]reflect.Type) I {
+	w, ok := PartOf[I](ws)
+	if !ok {
+		*missing = append(*missing, reflect.TypeFor[I]())
+	}
+	return w
+}
+
 // lacking is the message of a call whose session's workspace lacks the
-// interface its tool needs: a server that wires the tools wrongly, which
+// interfaces its tool needs: a server that wires the tools wrongly, which
 // the server's own build-time check should have caught.
-func lacking(tool string, ws any, need reflect.Type) string {
+func lacking(tool string, ws any, need []reflect.Type) string {
+	names := make([]string, len(need))
+	for i, t := range need {
+		names[i] = t.String()
+	}
 	return fmt.Sprintf("%s cannot run: this server's workspace (%T) lacks the methods of %s that the tool needs; "+
-		"this is a bug in wink-mcp, please report it", tool, ws, need)
+		"this is a bug in wink-mcp, please report it", tool, ws, strings.Join(names, ", "))
 }
 
 // errorMessage is what the model reads when a call fails.

@@ -53,14 +53,14 @@ func TestParkLimitRefusesAHandoff(t *testing.T) {
 	})
 	m.Register("a", SessionOptions{})
 	a, _ := m.Session("a")
-	if _, err := a.WriteFile(ctx, "f", "x"); err != nil {
+	if _, err := a.files.WriteFile(ctx, "f", "x"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.handoffs.Handoff(ctx, time.Minute); err != nil || parkedIn(m) != 1 {
 		t.Fatalf("the first handoff: %v, %d waiting", err, parkedIn(m))
 	}
 	a2, _ := m.Session("a")
-	if _, err := a2.WriteFile(ctx, "g", "y"); err != nil {
+	if _, err := a2.files.WriteFile(ctx, "g", "y"); err != nil {
 		t.Fatal(err)
 	}
 	before := eng.count()

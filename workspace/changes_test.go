@@ -22,11 +22,11 @@ func TestIgnoredDirectoriesComeLastAsOneEntry(t *testing.T) {
 	})
 	s, _ := m.Session("s")
 	for path, content := range map[string]string{"a/build/x/1.o": "1", "a/build/2.o": "22", "b/b.txt": "b, edited\n"} {
-		if _, err := s.WriteFile(ctx, path, content); err != nil {
+		if _, err := s.files.WriteFile(ctx, path, content); err != nil {
 			t.Fatal(err)
 		}
 	}
-	list, err := s.Changes(ctx, "")
+	list, err := s.folders.Changes(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,10 +37,10 @@ func TestIgnoredDirectoriesComeLastAsOneEntry(t *testing.T) {
 	if strings.Join(got, ", ") != "b/b.txt file, a/build/ directory" || list[1].Files != 2 || list[1].Size != 3 {
 		t.Errorf("changes %v (%+v)", got, list)
 	}
-	if inside, _ := s.Changes(ctx, "a/build/x"); len(inside) != 1 || inside[0].Path != "a/build/" || inside[0].Kind != changes.KindDir {
+	if inside, _ := s.folders.Changes(ctx, "a/build/x"); len(inside) != 1 || inside[0].Path != "a/build/" || inside[0].Kind != changes.KindDir {
 		t.Errorf("changes under a/build/x: %+v", inside)
 	}
-	diff, err := s.Diff(ctx, "")
+	diff, err := s.folders.Diff(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,14 +60,14 @@ func TestChangesReadEveryFolderAfterAReadOnlyOne(t *testing.T) {
 		c.AllowedRoots = []string{root}
 	})
 	s, _ := m.Session("s")
-	if _, err := s.WriteFile(ctx, "cp/a.txt", "a, edited\n"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "cp/a.txt", "a, edited\n"); err != nil {
 		t.Fatal(err)
 	}
-	list, err := s.Changes(ctx, "")
+	list, err := s.folders.Changes(ctx, "")
 	if err != nil || len(list) != 1 || list[0].Path != "cp/a.txt" {
 		t.Errorf("changes %+v, %v; want cp/a.txt", list, err)
 	}
-	if diff, err := s.Diff(ctx, ""); err != nil || !strings.Contains(diff.Text, "+a, edited") {
+	if diff, err := s.folders.Diff(ctx, ""); err != nil || !strings.Contains(diff.Text, "+a, edited") {
 		t.Errorf("diff %q, %v; want cp/a.txt's hunk", diff.Text, err)
 	}
 }

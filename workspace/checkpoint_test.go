@@ -100,7 +100,7 @@ func TestCheckpointRestoreGivesBackEveryEntryExactly(t *testing.T) {
 	s, _ := m.Session("cp")
 	plantHostile(t, s)
 	want := treeState(t, s.workspaceDir())
-	cp, err := s.Checkpoint(ctx, "planted")
+	cp, err := s.checkpoints.Checkpoint(ctx, "planted")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ printf file > dir-link && mkdir pipe && ln -s /tmp hard1 && printf new > added &
 	if res.ExitCode != 0 {
 		t.Fatalf("changing: %s", res.Stderr)
 	}
-	r, err := s.Restore(ctx, "c1")
+	r, err := s.checkpoints.Restore(ctx, "c1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,13 +124,13 @@ printf file > dir-link && mkdir pipe && ln -s /tmp hard1 && printf new > added &
 		t.Errorf("the state replaced was not saved: %+v", r.Before)
 	}
 	// The restore can be undone, and redone.
-	if _, err := s.Restore(ctx, "c2"); err != nil {
+	if _, err := s.checkpoints.Restore(ctx, "c2"); err != nil {
 		t.Fatal(err)
 	}
 	if got := treeState(t, s.workspaceDir()); got["added"] == "" || got["src/main.go"] == want["src/main.go"] {
 		t.Errorf("undo did not bring back the changed state: %s", render(got))
 	}
-	if _, err := s.Restore(ctx, "c1"); err != nil {
+	if _, err := s.checkpoints.Restore(ctx, "c1"); err != nil {
 		t.Fatal(err)
 	}
 	if got := treeState(t, s.workspaceDir()); !maps.Equal(got, want) {
@@ -153,7 +153,7 @@ func TestCheckpointStoresOnlyWhatChanged(t *testing.T) {
 	// Files changed within a clock tick of a checkpoint are read again by
 	// the next; let these age past that window.
 	time.Sleep(capture.RacyWindow + 100*time.Millisecond)
-	first, err := s.Checkpoint(ctx, "")
+	first, err := s.checkpoints.Checkpoint(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestCheckpointStoresOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("first checkpoint = %+v", first)
 	}
 	echo(t, s, "sh", "-c", `head -c 2000 /dev/urandom > d3/f4`)
-	second, err := s.Checkpoint(ctx, "")
+	second, err := s.checkpoints.Checkpoint(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestCheckpointStoresOnlyWhatChanged(t *testing.T) {
 	if !logs.contains(`"fetched_files":1,`) {
 		t.Errorf("the second checkpoint read more than the changed file: %s", logs)
 	}
-	list, err := s.Checkpoints(ctx)
+	list, err := s.checkpoints.Checkpoints(ctx)
 	if err != nil || len(list.Checkpoints) != 2 || list.StoreBytes != first.Added+second.Added {
 		t.Errorf("list = %+v, %v", list, err)
 	}
@@ -182,10 +182,10 @@ func TestRestoreStopsRunningCommandsAndJobs(t *testing.T) {
 	m, _, _ := newTestManager(t, nil)
 	s, _ := m.Session("stops")
 	echo(t, s, "sh", "-c", "echo kept > f")
-	if _, err := s.Checkpoint(ctx, ""); err != nil {
+	if _, err := s.checkpoints.Checkpoint(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.StartJob(ctx, JobRequest{Argv: []string{"sleep", "100"}, Timeout: time.Minute}); err != nil {
+	if _, err := s.jobs.StartJob(ctx, JobRequest{Argv: []string{"sleep", "100"}, Timeout: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -197,7 +197,7 @@ func TestRestoreStopsRunningCommandsAndJobs(t *testing.T) {
 		data, _ := os.ReadFile(filepath.Join(s.workspaceDir(), "f"))
 		return string(data) == "late\n"
 	})
-	r, err := s.Restore(ctx, "c1")
+	r, err := s.checkpoints.Restore(ctx, "c1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,22 +218,22 @@ func TestRestoreStopsRunningCommandsAndJobs(t *testing.T) {
 func TestRestoreRacingWritesTearsNothing(t *testing.T) {
 	m, _, _ := newTestManager(t, nil)
 	s, _ := m.Session("race")
-	if _, err := s.WriteFile(ctx, "f.txt", "checkpointed"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "f.txt", "checkpointed"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Checkpoint(ctx, ""); err != nil {
+	if _, err := s.checkpoints.Checkpoint(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	for i := range 40 {
 		wg.Go(func() {
-			if _, err := s.WriteFile(ctx, "f.txt", strings.Repeat(fmt.Sprint(i%10), 10_000)); err != nil {
+			if _, err := s.files.WriteFile(ctx, "f.txt", strings.Repeat(fmt.Sprint(i%10), 10_000)); err != nil {
 				t.Errorf("write %d: %v", i, err)
 			}
 		})
 		if i%10 == 0 {
 			wg.Go(func() {
-				if _, err := s.Restore(ctx, "c1"); err != nil {
+				if _, err := s.checkpoints.Restore(ctx, "c1"); err != nil {
 					t.Errorf("restore: %v", err)
 				}
 			})
@@ -257,11 +257,11 @@ func TestCheckpointDiffShowsWhatChanged(t *testing.T) {
 	m, _, _ := newTestManager(t, nil)
 	s, _ := m.Session("diff")
 	echo(t, s, "sh", "-c", "mkdir -p a/b && printf 'one\\ntwo\\n' > a/b/f.txt && printf 'same\\n' > same.txt")
-	if _, err := s.Checkpoint(ctx, ""); err != nil {
+	if _, err := s.checkpoints.Checkpoint(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	echo(t, s, "sh", "-c", "printf 'one\\nthree\\n' > a/b/f.txt && printf 'new\\n' > new.txt")
-	if _, err := s.Checkpoint(ctx, ""); err != nil {
+	if _, err := s.checkpoints.Checkpoint(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	echo(t, s, "sh", "-c", "rm same.txt")
@@ -273,7 +273,7 @@ func TestCheckpointDiffShowsWhatChanged(t *testing.T) {
 		{to: CheckpointNow, want: []string{"+three", "--- a/same.txt", "deleted file mode"}},
 		{to: CheckpointNow, prefix: "a", want: []string{"+three"}, not: []string{"new.txt", "same.txt"}},
 	} {
-		d, err := s.CheckpointDiff(ctx, "c1", tc.to, tc.prefix)
+		d, err := s.checkpoints.CheckpointDiff(ctx, "c1", tc.to, tc.prefix)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -288,7 +288,7 @@ func TestCheckpointDiffShowsWhatChanged(t *testing.T) {
 			}
 		}
 	}
-	if _, err := s.CheckpointDiff(ctx, "c9", CheckpointNow, ""); !errors.Is(err, ErrCheckpointNotFound) {
+	if _, err := s.checkpoints.CheckpointDiff(ctx, "c9", CheckpointNow, ""); !errors.Is(err, ErrCheckpointNotFound) {
 		t.Errorf("diff from a missing checkpoint = %v", err)
 	}
 }
@@ -300,7 +300,7 @@ func TestUnfinishedRestoreIsFinishedBeforeTheNextCall(t *testing.T) {
 	m, _, _ := newTestManager(t, nil)
 	s, _ := m.Session("journal")
 	echo(t, s, "sh", "-c", "printf a > a && printf b > b")
-	cp, err := s.Checkpoint(ctx, "")
+	cp, err := s.checkpoints.Checkpoint(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestUnfinishedRestoreIsFinishedBeforeTheNextCall(t *testing.T) {
 	}
 	// A new owner of the workspace opens its store and finds the journal.
 	reopenCheckpoints(t, s)
-	if _, err := s.List(ctx, ""); err != nil {
+	if _, err := s.files.List(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := treeState(t, s.workspaceDir()); !maps.Equal(got, want) {
@@ -326,11 +326,11 @@ func TestUnfinishedRestoreIsFinishedBeforeTheNextCall(t *testing.T) {
 func TestIdleCleanupTakesACheckpointFirst(t *testing.T) {
 	m, eng, logs := newTestManager(t, func(c *Config) { c.IdleTimeout = 100 * time.Millisecond })
 	s, _ := m.Session("idle")
-	if _, err := s.WriteFile(ctx, "work.txt", "not lost"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "work.txt", "not lost"); err != nil {
 		t.Fatal(err)
 	}
 	testwait.For(t, "the idle clean-up", func() bool { return eng.count() == 0 })
-	list, err := s.Checkpoints(ctx)
+	list, err := s.checkpoints.Checkpoints(ctx)
 	if err != nil || len(list.Checkpoints) != 1 || list.Checkpoints[0].Auto != "idle" {
 		t.Fatalf("checkpoints after the idle clean-up = %+v, %v; logs:\n%s", list, err, logs)
 	}
@@ -340,16 +340,16 @@ func TestCheckpointBadIDsAndTheCap(t *testing.T) {
 	m, _, _ := newTestManager(t, func(c *Config) { c.CheckpointBytes = 16 << 20 })
 	s, _ := m.Session("bad")
 	for _, id := range []string{"c0", "c1", "x", "../c1", "c01"} {
-		if _, err := s.Restore(ctx, id); !errors.Is(err, ErrCheckpointNotFound) {
+		if _, err := s.checkpoints.Restore(ctx, id); !errors.Is(err, ErrCheckpointNotFound) {
 			t.Errorf("restore %q = %v, want not found", id, err)
 		}
 	}
 	echo(t, s, "sh", "-c", "head -c 20000000 /dev/zero > big")
-	_, err := s.Checkpoint(ctx, "")
+	_, err := s.checkpoints.Checkpoint(ctx, "")
 	if !errors.Is(err, checkpoints.ErrOverCap) || !strings.Contains(err.Error(), "big 19.1 MiB") {
 		t.Errorf("checkpoint past the cap = %v", err)
 	}
-	if list, _ := s.Checkpoints(ctx); list.StoreBytes != 0 {
+	if list, _ := s.checkpoints.Checkpoints(ctx); list.StoreBytes != 0 {
 		t.Errorf("a refused checkpoint left %d bytes in the store", list.StoreBytes)
 	}
 }
@@ -362,10 +362,10 @@ func TestCheckpointWhoseTreesPassTheCapIsRefused(t *testing.T) {
 	m, _, _ := newTestManager(t, func(c *Config) { c.CheckpointBytes = 16 << 20 })
 	s, _ := m.Session("trees")
 	echo(t, s, "sh", "-c", "head -c $((16*1024*1024 - 4*1024)) /dev/zero > big && mkdir d && cd d && seq 3000 | xargs mkdir")
-	if _, err := s.Checkpoint(ctx, ""); !errors.Is(err, checkpoints.ErrOverCap) {
+	if _, err := s.checkpoints.Checkpoint(ctx, ""); !errors.Is(err, checkpoints.ErrOverCap) {
 		t.Errorf("checkpoint whose trees pass the cap = %v, want %v", err, checkpoints.ErrOverCap)
 	}
-	if list, err := s.Checkpoints(ctx); err != nil || len(list.Checkpoints) != 0 || list.StoreBytes != 0 {
+	if list, err := s.checkpoints.Checkpoints(ctx); err != nil || len(list.Checkpoints) != 0 || list.StoreBytes != 0 {
 		t.Errorf("after the refused checkpoint: %d checkpoints, %d bytes in the store, %v; want none", len(list.Checkpoints), list.StoreBytes, err)
 	}
 }
@@ -376,32 +376,32 @@ func TestCheckpointWhoseTreesPassTheCapIsRefused(t *testing.T) {
 func TestRestoreToAnOldAutomaticCheckpointKeepsIt(t *testing.T) {
 	m, _, _ := newTestManager(t, nil)
 	s, _ := m.Session("autos")
-	if _, err := s.WriteFile(ctx, "f", "v0"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "f", "v0"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Checkpoint(ctx, "base"); err != nil {
+	if _, err := s.checkpoints.Checkpoint(ctx, "base"); err != nil {
 		t.Fatal(err)
 	}
 	for i := 1; i <= checkpoint.KeptAutoCheckpoints+1; i++ {
-		if _, err := s.WriteFile(ctx, "f", fmt.Sprint("v", i)); err != nil {
+		if _, err := s.files.WriteFile(ctx, "f", fmt.Sprint("v", i)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Restore(ctx, "c1"); err != nil {
+		if _, err := s.checkpoints.Restore(ctx, "c1"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	list, _ := s.Checkpoints(ctx)
+	list, _ := s.checkpoints.Checkpoints(ctx)
 	oldest := list.Checkpoints[1] // after the base, the oldest automatic one kept
 	if len(list.Checkpoints) != checkpoint.KeptAutoCheckpoints+1 || oldest.Auto == "" {
 		t.Fatalf("checkpoints = %+v", list.Checkpoints)
 	}
-	if _, err := s.Restore(ctx, oldest.ID); err != nil {
+	if _, err := s.checkpoints.Restore(ctx, oldest.ID); err != nil {
 		t.Fatalf("restoring the oldest automatic checkpoint %s: %v", oldest.ID, err)
 	}
-	if text, _ := s.ReadWhole(ctx, "f"); text != "v2" {
+	if text, _ := s.files.ReadWhole(ctx, "f"); text != "v2" {
 		t.Errorf("f = %q, want v2", text)
 	}
-	list, _ = s.Checkpoints(ctx)
+	list, _ = s.checkpoints.Checkpoints(ctx)
 	if !slices.ContainsFunc(list.Checkpoints, func(c Checkpoint) bool { return c.ID == oldest.ID }) {
 		t.Errorf("the checkpoint just restored was deleted: %+v", list.Checkpoints)
 	}
@@ -414,38 +414,38 @@ func TestCheckpointOperationsRacingEachOther(t *testing.T) {
 	m, _, _ := newTestManager(t, nil)
 	s, _ := m.Session("crowd")
 	echo(t, s, "sh", "-c", "mkdir -p a b && for i in 1 2 3 4 5; do echo $i > a/$i; echo $i > b/$i; done")
-	if _, err := s.Checkpoint(ctx, "base"); err != nil {
+	if _, err := s.checkpoints.Checkpoint(ctx, "base"); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
-			if _, err := s.WriteFile(ctx, fmt.Sprintf("a/w%d", i), "w"); err != nil {
+			if _, err := s.files.WriteFile(ctx, fmt.Sprintf("a/w%d", i), "w"); err != nil {
 				t.Errorf("write: %v", err)
 			}
 		})
 		wg.Go(func() {
-			if _, err := s.Checkpoint(ctx, fmt.Sprint("round ", i)); err != nil {
+			if _, err := s.checkpoints.Checkpoint(ctx, fmt.Sprint("round ", i)); err != nil {
 				t.Errorf("checkpoint: %v", err)
 			}
 		})
 		wg.Go(func() {
-			if _, err := s.CheckpointDiff(ctx, "c1", CheckpointNow, ""); err != nil {
+			if _, err := s.checkpoints.CheckpointDiff(ctx, "c1", CheckpointNow, ""); err != nil {
 				t.Errorf("diff: %v", err)
 			}
 		})
 		if i%3 == 0 {
 			wg.Go(func() {
-				if _, err := s.Restore(ctx, "c1"); err != nil {
+				if _, err := s.checkpoints.Restore(ctx, "c1"); err != nil {
 					t.Errorf("restore: %v", err)
 				}
 			})
 		}
 		if i == 5 {
 			wg.Go(func() {
-				list, _ := s.Checkpoints(ctx)
+				list, _ := s.checkpoints.Checkpoints(ctx)
 				if len(list.Checkpoints) > 2 {
-					if _, err := s.DeleteCheckpoints(ctx, []string{list.Checkpoints[1].ID}); err != nil && !errors.Is(err, ErrCheckpointNotFound) {
+					if _, err := s.checkpoints.DeleteCheckpoints(ctx, []string{list.Checkpoints[1].ID}); err != nil && !errors.Is(err, ErrCheckpointNotFound) {
 						t.Errorf("delete: %v", err)
 					}
 				}
@@ -453,18 +453,18 @@ func TestCheckpointOperationsRacingEachOther(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	list, err := s.Checkpoints(ctx)
+	list, err := s.checkpoints.Checkpoints(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Every checkpoint listed is read whole by a diff (a restore of each
 	// would prune the oldest automatic ones as it goes).
 	for _, cp := range list.Checkpoints {
-		if _, err := s.CheckpointDiff(ctx, cp.ID, CheckpointNow, ""); err != nil {
+		if _, err := s.checkpoints.CheckpointDiff(ctx, cp.ID, CheckpointNow, ""); err != nil {
 			t.Errorf("reading %s after the crowd: %v", cp.ID, err)
 		}
 	}
-	if _, err := s.Restore(ctx, "c1"); err != nil {
+	if _, err := s.checkpoints.Restore(ctx, "c1"); err != nil {
 		t.Errorf("restoring c1 after the crowd: %v", err)
 	}
 	if got := treeState(t, s.workspaceDir()); len(got) != 12 {

@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"context"
-	"errors"
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
 	"github.com/wink-mcp/wink-mcp/wire"
@@ -25,7 +24,8 @@ type RestoreResult = checkpoint.RestoreResult
 const CheckpointNow = checkpoint.Now
 
 // newCheckpoints returns the session's checkpoints room (package
-// checkpoint), which reaches the session through what it is given here.
+// checkpoint), which reaches the session through what it is given here
+// and serves the checkpoint tools itself (Parts).
 func (s *Session) newCheckpoints() *checkpoint.Room {
 	return checkpoint.New(checkpoint.Deps{
 		StoreDir:  func() string { return s.storeDir },
@@ -44,53 +44,12 @@ func (s *Session) newCheckpoints() *checkpoint.Room {
 		TryLockFiles:    s.gate.tryLockFiles,
 		LockAll:         s.gate.lockAll,
 		CommandsRunning: s.gate.commandsRunning,
-		JobsStarted:     s.jobsStarted.Load,
+		JobsStarted:     s.jobs.Started,
 		WroteFiles:      func() bool { return len(s.touched.List()) > 0 || s.ranCommands.Load() },
 		SkipPaths:       s.skipPaths,
 		Changed:         func(ctx context.Context) { s.m.changed(ctx, s.id(), s.touched.Paths()...) },
+		Enter:           s.enter,
 	})
-}
-
-// Checkpoint saves the whole /workspace, the changes to mounted folders
-// included, as a new checkpoint.
-func (s *Session) Checkpoint(ctx context.Context, message string) (Checkpoint, error) {
-	defer s.enter()()
-	return s.checkpoints.Checkpoint(ctx, message)
-}
-
-// Checkpoints lists the workspace's checkpoints, oldest first.
-func (s *Session) Checkpoints(ctx context.Context) (CheckpointList, error) {
-	defer s.enter()()
-	return s.checkpoints.Checkpoints()
-}
-
-// DeleteCheckpoints deletes checkpoints and returns the bytes this freed.
-func (s *Session) DeleteCheckpoints(ctx context.Context, ids []string) (int64, error) {
-	defer s.enter()()
-	return s.checkpoints.DeleteCheckpoints(ctx, ids)
-}
-
-// Restore stops the running commands and jobs, saves the state it leaves
-// as an automatic checkpoint, and makes the workspace match the checkpoint
-// id, under a journal (see checkpoint.Room.Restore): a restore that fails
-// puts the workspace back as it was, or leaves it for the next call to
-// finish.
-func (s *Session) Restore(ctx context.Context, id string) (RestoreResult, error) {
-	defer s.enter()()
-	return s.checkpoints.Restore(ctx, id)
-}
-
-// CheckpointDiff diffs the changes from checkpoint from to
-// checkpoint to (or to the workspace now, CheckpointNow), under prefix
-// ("" for all), as a unified diff of at most MaxDiffBytes.
-func (s *Session) CheckpointDiff(ctx context.Context, from, to, prefix string) (DiffResult, error) {
-	defer s.enter()()
-	w := &cappedBuffer{limit: MaxDiffBytes}
-	err := s.checkpoints.Diff(ctx, from, to, prefix, w, DiffTextLimit)
-	if errors.Is(err, errDiffFull) {
-		return DiffResult{Text: w.String(), Truncated: true}, nil
-	}
-	return DiffResult{Text: w.String()}, err
 }
 
 // skipPaths are the workspace paths a checkpoint leaves out: the read-only

@@ -54,11 +54,11 @@ func TestDiskLimitIsEnforcedByTheKernel(t *testing.T) {
 		t.Errorf("the disk image takes %d bytes of the host disk, more than the limit %d", used, limit)
 	}
 
-	if _, err := s.WriteFile(ctx, "more.txt", strings.Repeat("x", 40000)); err == nil || !strings.Contains(err.Error(), "no space left") {
+	if _, err := s.files.WriteFile(ctx, "more.txt", strings.Repeat("x", 40000)); err == nil || !strings.Contains(err.Error(), "no space left") {
 		t.Errorf("write_file on a full disk = %v, want a no-space error", err)
 	}
 	echo(t, s, "rm", "big", "big2")
-	if _, err := s.WriteFile(ctx, "more.txt", "fits now"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "more.txt", "fits now"); err != nil {
 		t.Errorf("write_file after freeing space: %v", err)
 	}
 

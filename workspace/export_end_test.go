@@ -41,7 +41,7 @@ func TestUnexportedChangesOutliveEveryEnd(t *testing.T) {
 				cache = c.CacheDir
 			})
 			s, _ := m.Session("s")
-			if _, err := s.WriteFile(ctx, "proj/a.txt", "two\n"); err != nil {
+			if _, err := s.files.WriteFile(ctx, "proj/a.txt", "two\n"); err != nil {
 				t.Fatal(err)
 			}
 			tc.spoil(t, exportDir)
@@ -92,7 +92,7 @@ func TestNothingToExportLeavesNothing(t *testing.T) {
 	unchanged, _ := m.Session("unchanged")
 	echo(t, unchanged, "true")
 	ignored, _ := m.Session("ignored")
-	if _, err := ignored.WriteFile(ctx, "proj/build/out.o", "object\n"); err != nil {
+	if _, err := ignored.files.WriteFile(ctx, "proj/build/out.o", "object\n"); err != nil {
 		t.Fatal(err)
 	}
 	m.EndSession(ctx, "unchanged")

@@ -46,7 +46,7 @@ func TestPooledContainerIsASessionOnlyOnceTaken(t *testing.T) {
 	if s.key == s.hash() {
 		t.Fatal("the session did not get a pooled container")
 	}
-	if _, err := s.WriteFile(ctx, "proj/a.txt", "two\n"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "proj/a.txt", "two\n"); err != nil {
 		t.Fatal(err)
 	}
 	r := found()

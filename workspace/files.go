@@ -2,11 +2,9 @@ package workspace
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"time"
 
 	"github.com/wink-mcp/wink-mcp/wire"
+	"github.com/wink-mcp/wink-mcp/workspace/files"
 )
 
 // Results of the file operations, as the agent reports them.
@@ -51,151 +49,30 @@ const (
 	WriteAppend    = wire.WriteAppend
 )
 
-// FileWrite is what WriteFile did. Version counts the session's writes to the file.
-type FileWrite struct {
-	Path      string
-	SizeBytes int64
-	Created   bool
-	Version   int
-}
+// The file tools' requests and results (package files).
+type (
+	// FileWrite is what WriteFile did. Version counts the session's writes to the file.
+	FileWrite = files.Write
+	// FileEdit is what EditFile did.
+	FileEdit = files.Edit
+	// EditRequest replaces old with new in a file.
+	EditRequest = files.EditRequest
+	// GrepRequest searches files for an RE2 pattern.
+	GrepRequest = files.GrepRequest
+	// PythonRequest runs code with python3 in the container.
+	PythonRequest = files.PythonRequest
+)
 
-// FileEdit is what EditFile did.
-type FileEdit struct {
-	Path         string
-	Replacements int
-	SizeBytes    int64
-	Version      int
+// newFiles returns the session's files as the file tools see them
+// (package files), each call one of the session's (call); the watcher is
+// made first.
+func (s *Session) newFiles() *files.Part {
+	return files.New(files.Deps{
+		Call:        s.call,
+		Touched:     &s.touched,
+		Changed:     func(ctx context.Context, paths ...string) { s.m.changed(ctx, s.id(), paths...) },
+		Commanded:   s.watcher.Commanded,
+		Image:       func() string { return s.Info().Image },
+		PythonImage: LocalImage,
+	})
 }
-
-// EditRequest replaces old with new in a file.
-type EditRequest struct {
-	Path       string
-	Old, New   string
-	ReplaceAll bool
-}
-
-// GrepRequest searches files for an RE2 pattern.
-type GrepRequest struct {
-	Pattern, Path, Glob string
-}
-
-// PythonRequest runs code with python3 in the container.
-type PythonRequest struct {
-	Code    string
-	Globals map[string]string
-	Reads   []string
-	Writes  []PythonWrite
-	Timeout time.Duration
-	// Grace is as in ExecRequest.
-	Grace       time.Duration
-	OutputChars int
-	// Progress is as in ExecRequest.
-	Progress func(Progress)
-}
-
-// call sends one typed request to the session's agent.
-func call[R any](ctx context.Context, s *Session, op string, args any) (R, error) {
-	var r R
-	err := s.call(ctx, op, args, &r, nil)
-	return r, err
-}
-
-// List describes a directory's entries, or one file.
-func (s *Session) List(ctx context.Context, path string) (ListResult, error) {
-	return call[ListResult](ctx, s, wire.OpList, wire.PathArgs{Path: path})
-}
-
-// ReadFile returns up to limit lines of a UTF-8 file from line offset (0-based).
-func (s *Session) ReadFile(ctx context.Context, path string, offset, limit int) (ReadResult, error) {
-	return call[ReadResult](ctx, s, wire.OpRead, wire.ReadArgs{Path: path, Offset: offset, Limit: limit})
-}
-
-// WriteFile creates or atomically replaces a file, creating its parents.
-func (s *Session) WriteFile(ctx context.Context, path, content string) (FileWrite, error) {
-	r, err := call[wire.WriteResult](ctx, s, wire.OpWrite, wire.WriteArgs{Path: path, Content: content})
-	if err != nil {
-		return FileWrite{}, err
-	}
-	return FileWrite{Path: r.Path, SizeBytes: r.SizeBytes, Created: r.Created, Version: s.wrote(ctx, r.Path, r.SizeBytes, r.Seq)}, nil
-}
-
-// WriteBytes is WriteFile for any bytes, at most wire.MaxBinaryBytes.
-func (s *Session) WriteBytes(ctx context.Context, path string, data []byte) (FileWrite, error) {
-	r, err := call[wire.WriteResult](ctx, s, wire.OpWrite, wire.WriteArgs{Path: path, Binary: true, Data: data})
-	if err != nil {
-		return FileWrite{}, err
-	}
-	return FileWrite{Path: r.Path, SizeBytes: r.SizeBytes, Created: r.Created, Version: s.wrote(ctx, r.Path, r.SizeBytes, r.Seq)}, nil
-}
-
-// ReadBytes returns up to limit bytes of any file from offset.
-func (s *Session) ReadBytes(ctx context.Context, path string, offset int64, limit int) (BytesRead, error) {
-	return call[BytesRead](ctx, s, wire.OpReadBytes, wire.ReadBytesArgs{Path: path, Offset: offset, Limit: limit})
-}
-
-// EditFile replaces text in a file, atomically.
-func (s *Session) EditFile(ctx context.Context, req EditRequest) (FileEdit, error) {
-	r, err := call[wire.EditResult](ctx, s, wire.OpEdit, wire.EditArgs{Path: req.Path, Old: req.Old, New: req.New, ReplaceAll: req.ReplaceAll})
-	if err != nil {
-		return FileEdit{}, err
-	}
-	return FileEdit{Path: r.Path, Replacements: r.Replacements, SizeBytes: r.SizeBytes, Version: s.wrote(ctx, r.Path, r.SizeBytes, r.Seq)}, nil
-}
-
-// Glob finds files whose paths under path match pattern.
-func (s *Session) Glob(ctx context.Context, pattern, path string) (GlobResult, error) {
-	return call[GlobResult](ctx, s, wire.OpGlob, wire.GlobArgs{Pattern: pattern, Path: path})
-}
-
-// Grep finds lines matching an RE2 pattern.
-func (s *Session) Grep(ctx context.Context, req GrepRequest) (GrepResult, error) {
-	return call[GrepResult](ctx, s, wire.OpGrep, wire.GrepArgs{Pattern: req.Pattern, Path: req.Path, Glob: req.Glob})
-}
-
-// Remove deletes a file, a symlink (not its target) or a directory tree.
-func (s *Session) Remove(ctx context.Context, path string) (RemoveResult, error) {
-	r, err := call[RemoveResult](ctx, s, wire.OpRemove, wire.PathArgs{Path: path})
-	if err == nil {
-		s.m.changed(ctx, s.id(), s.touched.Removed(r.Path, r.Seq)...)
-	}
-	return r, err
-}
-
-// Python runs code with python3 in the container.
-func (s *Session) Python(ctx context.Context, req PythonRequest) (PythonResult, error) {
-	var r PythonResult
-	err := s.call(ctx, wire.OpPython, wire.PythonArgs{
-		Code: req.Code, Globals: req.Globals, Reads: req.Reads, Writes: req.Writes,
-		TimeoutMillis: req.Timeout.Milliseconds(), GraceMillis: req.Grace.Milliseconds(), OutputChars: req.OutputChars, Progress: req.Progress != nil,
-	}, &r, req.Progress)
-	var werr *wire.Error
-	if errors.As(err, &werr) && werr.Code == wire.CodeUnavailable {
-		return r, fmt.Errorf("evaluate_python needs python3, and the image %s has none; use an image with python3 "+
-			"(`make setup` builds %s) or run the code with podman_shell", s.Info().Image, LocalImage)
-	}
-	for _, w := range r.Writes {
-		if w.Applied {
-			s.wrote(ctx, w.Path, w.SizeBytes, w.Seq)
-		}
-	}
-	s.commanded(ctx, r.Changes)
-	return r, err
-}
-
-// ReadWhole returns a UTF-8 file's whole content, exactly.
-func (s *Session) ReadWhole(ctx context.Context, path string) (string, error) {
-	r, err := call[ReadResult](ctx, s, wire.OpRead, wire.ReadArgs{Path: path, Whole: true})
-	return r.Content, err
-}
-
-// wrote records a write (the agent's change seq) in the snapshot, tells the
-// change listener, and returns the file's new version.
-func (s *Session) wrote(ctx context.Context, path string, size, seq int64) int {
-	v := s.touched.Wrote(path, size, seq)
-	s.m.changed(ctx, s.id(), path)
-	return v
-}
-
-// Snapshot lists the files this session's tools and commands wrote,
-// edited or removed.
-func (s *Session) Snapshot() []TouchedFile { return s.touched.List() }

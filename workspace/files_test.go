@@ -18,32 +18,32 @@ func TestSnapshotTracksWritesEditsAndRemovals(t *testing.T) {
 		changes = append(changes, paths)
 	})
 	s, _ := m.Session("snap")
-	w1, err := s.WriteFile(ctx, "dir/a.txt", "one")
+	w1, err := s.files.WriteFile(ctx, "dir/a.txt", "one")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w2, _ := s.WriteFile(ctx, "dir/a.txt", "two!")
-	e, err := s.EditFile(ctx, EditRequest{Path: "dir/a.txt", Old: "two", New: "three"})
+	w2, _ := s.files.WriteFile(ctx, "dir/a.txt", "two!")
+	e, err := s.files.EditFile(ctx, EditRequest{Path: "dir/a.txt", Old: "two", New: "three"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if w1.Version != 1 || !w1.Created || w2.Version != 2 || w2.Created || e.Version != 3 || e.SizeBytes != 6 {
 		t.Errorf("versions %d %d %d, created %v %v, size %d", w1.Version, w2.Version, e.Version, w1.Created, w2.Created, e.SizeBytes)
 	}
-	if _, err := s.WriteFile(ctx, "b.txt", "b"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "b.txt", "b"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Remove(ctx, "dir"); err != nil {
+	if _, err := s.files.Remove(ctx, "dir"); err != nil {
 		t.Fatal(err)
 	}
 	want := [][]string{{"dir/a.txt"}, {"dir/a.txt"}, {"dir/a.txt"}, {"b.txt"}, {"dir", "dir/a.txt"}}
 	if !slices.EqualFunc(changes, want, slices.Equal) {
 		t.Errorf("changes reported %q, want %q", changes, want)
 	}
-	if text, err := s.ReadWhole(ctx, "b.txt"); err != nil || text != "b" {
+	if text, err := s.files.ReadWhole(ctx, "b.txt"); err != nil || text != "b" {
 		t.Errorf("ReadWhole = %q, %v", text, err)
 	}
-	snap := s.Snapshot()
+	snap := s.files.Snapshot()
 	if len(snap) != 3 {
 		t.Fatalf("snapshot %+v", snap)
 	}
@@ -57,7 +57,7 @@ func TestSnapshotTracksWritesEditsAndRemovals(t *testing.T) {
 	if _, err := s.Reset(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Snapshot()) != 0 {
+	if len(s.files.Snapshot()) != 0 {
 		t.Error("reset kept the snapshot")
 	}
 }
@@ -69,7 +69,7 @@ func TestPythonMissingNamesTheImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", t.TempDir()) // the in-process agent looks python3 up in this PATH
-	_, err := s.Python(ctx, PythonRequest{Code: "1", Timeout: time.Second, OutputChars: 10})
+	_, err := s.files.Python(ctx, PythonRequest{Code: "1", Timeout: time.Second, OutputChars: 10})
 	if err == nil || !strings.Contains(err.Error(), "the image test-image has none") {
 		t.Errorf("err = %v", err)
 	}

@@ -35,7 +35,7 @@ func handOverChange(t *testing.T, exportDir string, ttl time.Duration) *handedOv
 	r.giver, _, r.giverLogs = newTestManager(t, func(c *Config) { r.configure(c); c.ExportDir = exportDir })
 	r.giver.Register("g", SessionOptions{Stdio: true})
 	s, _ := r.giver.Session("g")
-	if _, err := s.WriteFile(ctx, "proj/a.txt", "two\n"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "proj/a.txt", "two\n"); err != nil {
 		t.Fatal(err)
 	}
 	var err error
@@ -58,7 +58,7 @@ func (r *handedOverRun) attach(t *testing.T) (*Manager, *logBuffer) {
 		t.Fatal(err)
 	}
 	taken, _ := m.Session("b")
-	if _, err := taken.WriteFile(ctx, "proj/b.txt", "mine\n"); err != nil {
+	if _, err := taken.files.WriteFile(ctx, "proj/b.txt", "mine\n"); err != nil {
 		t.Fatal(err)
 	}
 	return m, logs

@@ -15,10 +15,10 @@ func TestHandoffInProcessKeepsTheContainerAndJobs(t *testing.T) {
 	m.Register("b", SessionOptions{Principal: "p1"})
 	m.Register("c", SessionOptions{Principal: "p2"})
 	a, _ := m.Session("a")
-	if _, err := a.WriteFile(ctx, "plan.md", "the plan"); err != nil {
+	if _, err := a.files.WriteFile(ctx, "plan.md", "the plan"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.StartJob(ctx, JobRequest{Argv: []string{"sleep", "60"}, Timeout: time.Minute}); err != nil {
+	if _, err := a.jobs.StartJob(ctx, JobRequest{Argv: []string{"sleep", "60"}, Timeout: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	h, err := a.handoffs.Handoff(ctx, time.Minute)
@@ -27,7 +27,7 @@ func TestHandoffInProcessKeepsTheContainerAndJobs(t *testing.T) {
 	}
 	// The giver goes on with a fresh, empty workspace.
 	a2, _ := m.Session("a")
-	if list, err := a2.List(ctx, ""); err != nil || len(list.Entries) != 0 {
+	if list, err := a2.files.List(ctx, ""); err != nil || len(list.Entries) != 0 {
 		t.Errorf("the giver's new workspace = %+v, %v", list, err)
 	}
 	c, _ := m.Session("c")
@@ -40,10 +40,10 @@ func TestHandoffInProcessKeepsTheContainerAndJobs(t *testing.T) {
 		t.Fatalf("attach = %+v, %v", att, err)
 	}
 	b2, _ := m.Session("b")
-	if text, err := b2.ReadWhole(ctx, "plan.md"); err != nil || text != "the plan" {
+	if text, err := b2.files.ReadWhole(ctx, "plan.md"); err != nil || text != "the plan" {
 		t.Errorf("attached plan.md = %q, %v", text, err)
 	}
-	jobs, err := b2.Jobs(ctx)
+	jobs, err := b2.jobs.Jobs(ctx)
 	if err != nil || jobs.Running != 1 {
 		t.Errorf("attached jobs = %+v, %v", jobs, err)
 	}
@@ -71,7 +71,7 @@ func TestHandoffOverStdioGoesToDiskForAnotherProcess(t *testing.T) {
 	b.Register("stdio", SessionOptions{Stdio: true})
 	s, _ := a.Session("stdio")
 	echo(t, s, "sh", "-c", "mkdir -p src && echo half-done > src/work.txt")
-	if _, err := s.Checkpoint(ctx, "planned"); err != nil {
+	if _, err := s.checkpoints.Checkpoint(ctx, "planned"); err != nil {
 		t.Fatal(err)
 	}
 	h, err := s.handoffs.Handoff(ctx, time.Minute)
@@ -85,7 +85,7 @@ func TestHandoffOverStdioGoesToDiskForAnotherProcess(t *testing.T) {
 	}
 	r, _ := b.Session("stdio")
 	// A receiver that already did work is refused, and keeps its work.
-	if _, err := r.WriteFile(ctx, "mine.txt", "x"); err != nil {
+	if _, err := r.files.WriteFile(ctx, "mine.txt", "x"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.handoffs.Attach(ctx, h.Handle); err == nil || !strings.Contains(err.Error(), "holds work") {
@@ -99,10 +99,10 @@ func TestHandoffOverStdioGoesToDiskForAnotherProcess(t *testing.T) {
 		t.Fatalf("attach = %+v, %v", att, err)
 	}
 	r2, _ := b.Session("stdio2")
-	if text, err := r2.ReadWhole(ctx, "src/work.txt"); err != nil || text != "half-done\n" {
+	if text, err := r2.files.ReadWhole(ctx, "src/work.txt"); err != nil || text != "half-done\n" {
 		t.Errorf("attached work.txt = %q, %v", text, err)
 	}
-	if list, err := r2.Checkpoints(ctx); err != nil || len(list.Checkpoints) != 1 {
+	if list, err := r2.checkpoints.Checkpoints(ctx); err != nil || len(list.Checkpoints) != 1 {
 		t.Errorf("attached checkpoints = %+v, %v", list, err)
 	}
 	b.Register("stdio3", SessionOptions{Stdio: true})

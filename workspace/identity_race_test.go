@@ -26,10 +26,10 @@ func TestAttachWhileCallsStart(t *testing.T) {
 	m.Register("giver", SessionOptions{Principal: "p"})
 	m.Register("taker", SessionOptions{Principal: "p"})
 	giver, _ := m.Session("giver")
-	if _, err := giver.WriteFile(ctx, "f", "one"); err != nil {
+	if _, err := giver.files.WriteFile(ctx, "f", "one"); err != nil {
 		t.Fatal(err)
 	}
-	cp, err := giver.Checkpoint(ctx, "one")
+	cp, err := giver.checkpoints.Checkpoint(ctx, "one")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,11 +49,11 @@ func TestAttachWhileCallsStart(t *testing.T) {
 				// Errors are expected once the workspace is another's in
 				// the middle of a restore; only the reads matter here.
 				path := fmt.Sprintf("w%d-%d", i, r)
-				_, _ = giver.WriteFile(ctx, path, "x")
+				_, _ = giver.files.WriteFile(ctx, path, "x")
 				_, _ = giver.Exec(ctx, ExecRequest{Argv: []string{"touch", path + ".sh"}, Timeout: 10 * time.Second})
-				_, _ = giver.Remove(ctx, path)
+				_, _ = giver.files.Remove(ctx, path)
 				if r == 0 {
-					_, _ = giver.Restore(ctx, cp.ID)
+					_, _ = giver.checkpoints.Restore(ctx, cp.ID)
 				}
 			}
 		})
@@ -72,7 +72,7 @@ func TestAttachWhileCallsStart(t *testing.T) {
 	mu.Lock()
 	before := told["taker"]
 	mu.Unlock()
-	if _, err := attached.WriteFile(ctx, "after", "x"); err != nil {
+	if _, err := attached.files.WriteFile(ctx, "after", "x"); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()

@@ -17,7 +17,7 @@ func TestIdleCleanupSparesRunningJobsUntilTheirMaxAge(t *testing.T) {
 		c.MaxJobAge = 2 * time.Second
 	})
 	s, _ := m.Session("jobs")
-	started, err := s.StartJob(ctx, JobRequest{Argv: []string{"sleep", "60"}})
+	started, err := s.jobs.StartJob(ctx, JobRequest{Argv: []string{"sleep", "60"}})
 	if err != nil || started.Job.State != "running" {
 		t.Fatalf("start: %+v %v", started, err)
 	}
@@ -26,7 +26,7 @@ func TestIdleCleanupSparesRunningJobsUntilTheirMaxAge(t *testing.T) {
 		t.Fatal("the idle clean-up removed a container whose job runs")
 	}
 	testwait.For(t, "the clean-up past the job age", func() bool { return eng.count() == 0 })
-	_, err = s.JobStatus(ctx, started.Job.ID)
+	_, err = s.jobs.JobStatus(ctx, started.Job.ID)
 	if err == nil || !strings.Contains(err.Error(), "recreated") {
 		t.Errorf("status of a job lost with its container: %v", err)
 	}
@@ -37,7 +37,7 @@ func TestIdleCleanupSparesRunningJobsUntilTheirMaxAge(t *testing.T) {
 func TestIdleCleanupIgnoresEndedJobs(t *testing.T) {
 	m, eng, _ := newTestManager(t, func(c *Config) { c.IdleTimeout = 100 * time.Millisecond })
 	s, _ := m.Session("ended")
-	if _, err := s.StartJob(ctx, JobRequest{Argv: []string{"true"}, Wait: time.Second}); err != nil {
+	if _, err := s.jobs.StartJob(ctx, JobRequest{Argv: []string{"true"}, Wait: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	testwait.For(t, "idle cleanup", func() bool { return eng.count() == 0 })

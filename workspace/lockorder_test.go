@@ -73,7 +73,7 @@ func TestTransitionsNeverDeadlock(t *testing.T) {
 						t.Error(err)
 						return
 					}
-					if _, err := g.WriteFile(ctx, "f", "x"); err != nil {
+					if _, err := g.files.WriteFile(ctx, "f", "x"); err != nil {
 						t.Error(err)
 						return
 					}

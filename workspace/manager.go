@@ -288,7 +288,11 @@ func (m *Manager) newSession(id, key string) *Session {
 	s.ports = s.newPorts()
 	s.handoffs = &handoffs{s: s}
 	s.profileSwitch = &profileSwitch{s: s}
+	s.jobs = s.newJobs()
 	s.checkpoints = s.newCheckpoints()
+	s.folders = s.newFolders()
+	s.watcher = s.newWatcher()
+	s.files = s.newFiles()
 	s.lastUsed.Store(time.Now().UnixNano())
 	s.opened = time.Now()
 	s.serve(id, key)

@@ -88,22 +88,22 @@ func testCopyMountChangesDiffAndExport(t *testing.T, onPodmanHost bool) {
 		c.FilesOnEngineHost = onPodmanHost
 	})
 	s, _ := m.Session("s")
-	if changes, err := s.Changes(ctx, ""); err != nil || len(changes) != 0 {
+	if changes, err := s.folders.Changes(ctx, ""); err != nil || len(changes) != 0 {
 		t.Fatalf("changes before any call: %v %v", changes, err)
 	}
-	if _, err := s.WriteFile(ctx, "proj/a.txt", "one\n2\n"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "proj/a.txt", "one\n2\n"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.WriteFile(ctx, "proj/new.txt", "new\n"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "proj/new.txt", "new\n"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Remove(ctx, "proj/gone.txt"); err != nil {
+	if _, err := s.files.Remove(ctx, "proj/gone.txt"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.WriteFile(ctx, "scratch.txt", "not in a mount\n"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "scratch.txt", "not in a mount\n"); err != nil {
 		t.Fatal(err)
 	}
-	list, err := s.Changes(ctx, "")
+	list, err := s.folders.Changes(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,10 +114,10 @@ func testCopyMountChangesDiffAndExport(t *testing.T, onPodmanHost bool) {
 	if strings.Join(got, ", ") != "modified proj/a.txt, deleted proj/gone.txt, created proj/new.txt" {
 		t.Errorf("changes: %v", got)
 	}
-	if only, _ := s.Changes(ctx, "proj/new.txt"); len(only) != 1 {
+	if only, _ := s.folders.Changes(ctx, "proj/new.txt"); len(only) != 1 {
 		t.Errorf("changes under proj/new.txt: %v", only)
 	}
-	diff, err := s.Diff(ctx, "")
+	diff, err := s.folders.Diff(ctx, "")
 	if err != nil || !strings.Contains(diff.Text, "diff --git a/proj/a.txt b/proj/a.txt") || !strings.Contains(diff.Text, "-two\n+2\n") {
 		t.Fatalf("diff %v:\n%s", err, diff.Text)
 	}

@@ -21,10 +21,10 @@ func TestKeptWorkspaceOutlivesItsProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.WriteFile(ctx, "notes.txt", "kept"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "notes.txt", "kept"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Checkpoint(ctx, "first"); err != nil {
+	if _, err := s.checkpoints.Checkpoint(ctx, "first"); err != nil {
 		t.Fatal(err)
 	}
 	b.Register("two", SessionOptions{Workspace: "proj"})
@@ -45,10 +45,10 @@ func TestKeptWorkspaceOutlivesItsProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text, err := s2.ReadWhole(ctx, "notes.txt"); err != nil || text != "kept" {
+	if text, err := s2.files.ReadWhole(ctx, "notes.txt"); err != nil || text != "kept" {
 		t.Errorf("resumed notes.txt = %q, %v", text, err)
 	}
-	list, err := s2.Checkpoints(ctx)
+	list, err := s2.checkpoints.Checkpoints(ctx)
 	if err != nil || len(list.Checkpoints) != 1 || list.Checkpoints[0].Message != "first" {
 		t.Errorf("resumed checkpoints = %+v, %v", list, err)
 	}

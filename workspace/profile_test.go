@@ -118,7 +118,7 @@ func TestChangingProfileAfterUseNeedsRestart(t *testing.T) {
 	if err != nil || res.Restarted {
 		t.Fatalf("a container no call had used: %+v, %v; want switched without restart", res, err)
 	}
-	if _, err := s.WriteFile(ctx, "keep.txt", "kept"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "keep.txt", "kept"); err != nil {
 		t.Fatal(err)
 	}
 	_, err = s.profileSwitch.UseProfile(ctx, "built", false, nil)
@@ -132,7 +132,7 @@ func TestChangingProfileAfterUseNeedsRestart(t *testing.T) {
 	if err != nil || !res.Restarted || res.Previous != "plain" {
 		t.Fatalf("restart: %+v, %v", res, err)
 	}
-	if got, err := s.ReadFile(ctx, "keep.txt", 0, 10); err != nil || !strings.Contains(got.Content, "kept") {
+	if got, err := s.files.ReadFile(ctx, "keep.txt", 0, 10); err != nil || !strings.Contains(got.Content, "kept") {
 		t.Errorf("after the restart keep.txt = %+v, %v; the files must stay", got, err)
 	}
 	if _, err := s.profileSwitch.UseProfile(ctx, "nope", false, nil); err == nil || !strings.Contains(err.Error(), "built") {

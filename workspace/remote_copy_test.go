@@ -16,7 +16,7 @@ func TestConcurrentChangesOnThePodmanHost(t *testing.T) {
 		c.Mounts, c.AllowedRoots, c.FilesOnEngineHost = []Mount{{HostPath: folder, Mode: MountCopy}}, []string{root}, true
 	})
 	s, _ := m.Session("s")
-	if _, err := s.WriteFile(ctx, "proj/b.txt", "new\n"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "proj/b.txt", "new\n"); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -25,7 +25,7 @@ func TestConcurrentChangesOnThePodmanHost(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			list, err := s.Changes(ctx, "")
+			list, err := s.folders.Changes(ctx, "")
 			if err == nil && len(list) != 1 {
 				err = fmt.Errorf("saw %d changes, want 1: %v", len(list), list)
 			}

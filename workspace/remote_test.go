@@ -21,7 +21,7 @@ func TestFilesOnEngineHostLiveInAVolume(t *testing.T) {
 		c.IdleTimeout = 100 * time.Millisecond
 	})
 	s, _ := m.Session("remote")
-	if _, err := s.WriteFile(ctx, "a.txt", "kept"); err != nil {
+	if _, err := s.files.WriteFile(ctx, "a.txt", "kept"); err != nil {
 		t.Fatal(err)
 	}
 	name := s.Info().Name
@@ -39,7 +39,7 @@ func TestFilesOnEngineHostLiveInAVolume(t *testing.T) {
 	if eng.volume(name) == "" {
 		t.Fatal("idle cleanup removed the workspace volume")
 	}
-	if got, err := s.ReadFile(ctx, "a.txt", 0, 100); err != nil || !strings.Contains(got.Content, "kept") {
+	if got, err := s.files.ReadFile(ctx, "a.txt", 0, 100); err != nil || !strings.Contains(got.Content, "kept") {
 		t.Errorf("after idle cleanup a.txt reads %q, %v", got.Content, err)
 	}
 	m.EndSession(ctx, "remote")
@@ -96,7 +96,7 @@ func TestResetWithTheFilesOnThePodmanHost(t *testing.T) {
 	})
 	s, _ := m.Session("s")
 	for path, content := range map[string]string{"scratch.txt": "x", "proj/a.txt": "edited\n"} {
-		if _, err := s.WriteFile(ctx, path, content); err != nil {
+		if _, err := s.files.WriteFile(ctx, path, content); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -107,13 +107,13 @@ func TestResetWithTheFilesOnThePodmanHost(t *testing.T) {
 	if eng.volume(name) != "" {
 		t.Error("the reset kept the workspace volume")
 	}
-	if got, err := s.ReadFile(ctx, "proj/a.txt", 0, 100); err != nil || !strings.Contains(got.Content, "one") {
+	if got, err := s.files.ReadFile(ctx, "proj/a.txt", 0, 100); err != nil || !strings.Contains(got.Content, "one") {
 		t.Errorf("after the reset proj/a.txt reads %q, %v; want the host's content", got.Content, err)
 	}
-	if _, err := s.ReadFile(ctx, "scratch.txt", 0, 100); err == nil {
+	if _, err := s.files.ReadFile(ctx, "scratch.txt", 0, 100); err == nil {
 		t.Error("scratch.txt survived the reset")
 	}
-	if list, err := s.Changes(ctx, ""); err != nil || len(list) != 0 {
+	if list, err := s.folders.Changes(ctx, ""); err != nil || len(list) != 0 {
 		t.Errorf("changes after the reset: %v %v", list, err)
 	}
 }

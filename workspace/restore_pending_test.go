@@ -17,7 +17,7 @@ func TestAnUnfinishedRestoreLeavesTheJobsReachable(t *testing.T) {
 	m, _, _ := newTestManager(t, nil)
 	s, _ := m.Session("stuck")
 	echo(t, s, "sh", "-c", "head -c 2000000 /dev/urandom > big")
-	cp, err := s.Checkpoint(ctx, "")
+	cp, err := s.checkpoints.Checkpoint(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,10 +34,10 @@ func TestAnUnfinishedRestoreLeavesTheJobsReachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	reopenCheckpoints(t, s)
-	if _, err := s.List(ctx, ""); err == nil || !strings.Contains(err.Error(), "job action=forget") || !strings.Contains(err.Error(), "did not finish") {
+	if _, err := s.files.List(ctx, ""); err == nil || !strings.Contains(err.Error(), "job action=forget") || !strings.Contains(err.Error(), "did not finish") {
 		t.Errorf("a call on the half-restored workspace = %v", err)
 	}
-	if _, err := s.Jobs(ctx); err != nil {
+	if _, err := s.jobs.Jobs(ctx); err != nil {
 		t.Errorf("listing jobs beside the unfinished restore: %v", err)
 	}
 }

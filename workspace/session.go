@@ -16,13 +16,18 @@ import (
 	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/workspace/checkpoint"
+	"github.com/wink-mcp/wink-mcp/workspace/files"
+	"github.com/wink-mcp/wink-mcp/workspace/folders"
+	"github.com/wink-mcp/wink-mcp/workspace/jobs"
 	"github.com/wink-mcp/wink-mcp/workspace/ports"
 	"github.com/wink-mcp/wink-mcp/workspace/touched"
+	"github.com/wink-mcp/wink-mcp/workspace/watch"
 )
 
 // Session is one MCP session's workspace, safe for concurrent use; every
-// method honours ctx's cancellation. The tools take of it only the small
-// interfaces they define (package tools). The container is made by
+// method honours ctx's cancellation. The tools take of it, or of one of
+// its parts (Parts), only the small interfaces they define (package
+// tools). The container is made by
 // Prestart, or by the first call that needs it.
 type Session struct {
 	m *Manager
@@ -109,13 +114,17 @@ type Session struct {
 
 	active   atomic.Int32 // calls in progress
 	lastUsed atomic.Int64 // unix nanoseconds of the last call's start or end
-	// jobsStarted says a job was started in the current container, so its
-	// end and its idle clean-up ask the agent about running jobs.
-	jobsStarted atomic.Bool
+	// jobs are the background jobs started in the container (package
+	// jobs).
+	jobs *jobs.Part
 
 	touched touched.Snapshot // files the tools and commands wrote, edited or removed
-	// watchStatus is the latest status of the agent's watch.
-	watchStatus atomic.Pointer[wire.WatchStatus]
+	// files is the workspace's files as the file tools see them (package
+	// files).
+	files *files.Part
+	// watcher follows the changes the container's processes make
+	// (package watch).
+	watcher *watch.Watcher
 
 	// gate orders the calls around checkpoints and restores.
 	gate *gate
@@ -123,6 +132,9 @@ type Session struct {
 	// room (package checkpoint) opens on first use.
 	storeDir    string
 	checkpoints *checkpoint.Room
+	// folders shows what the session changed in its mounted host folders
+	// (package folders).
+	folders *folders.Part
 	// ranCommands says a command ran, so the files may hold more than the
 	// tools wrote.
 	ranCommands atomic.Bool
@@ -165,7 +177,7 @@ func (s *Session) Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
 	}
 	var res ExecResult
 	err := s.call(ctx, wire.OpExec, args, &res, req.Progress)
-	s.commanded(ctx, res.Changes)
+	s.watcher.Commanded(ctx, res.Changes)
 	return res, err
 }
 
@@ -265,7 +277,7 @@ func (s *Session) call(ctx context.Context, op string, args, result any, progres
 	// A call that neither sees nor changes the files (a job's status, its
 	// output, forgetting it) goes on beside a restore that cannot finish:
 	// it may be what frees the disk the restore needs.
-	if !jobQuery(op) {
+	if !jobs.Query(op) {
 		if err := s.checkpoints.SettlePendingRestore(ctx); err != nil {
 			return err
 		}

@@ -249,7 +249,7 @@ func (s *Session) connectLocked(ctx context.Context, times *steps.Times) error {
 		return fmt.Errorf("waiting for the agent: %w", err)
 	}
 	times.Done("agent_ping")
-	if err := s.startWatchLocked(pingCtx, client); err != nil {
+	if err := s.watcher.Start(pingCtx, client); err != nil {
 		stream.Close()
 		return err
 	}

@@ -42,14 +42,14 @@ func (s *Session) removeLocked(ctx context.Context) error {
 		s.dropChannelLocked()
 		return nil
 	}
-	s.stopJobsLocked(ctx)
+	s.jobs.StopAll(ctx, s.client)
 	err := s.m.eng.Remove(ctx, s.name)
 	s.dropChannelLocked()
 	if err != nil {
 		return err
 	}
 	s.created = false
-	s.jobsStarted.Store(false) // they went with the container
+	s.jobs.ContainerGone()
 	return nil
 }
 
@@ -68,7 +68,7 @@ func (s *Session) cleanupIfIdle(ctx context.Context, idle time.Duration) {
 	if !s.created || s.ended || s.active.Load() > 0 {
 		return
 	}
-	if s.jobsKeepLocked(ctx) {
+	if s.jobs.KeepIdle(ctx, s.client) {
 		return
 	}
 	s.checkpoints.AutoCheckpoint(ctx, s.client, "idle")
@@ -127,7 +127,7 @@ func (s *Session) end(ctx context.Context) {
 	if exportNow {
 		// The files are final once the jobs have stopped: the export and
 		// the container's removal need not wait for each other.
-		s.stopJobsLocked(ctx)
+		s.jobs.StopAll(ctx, s.client)
 	}
 	if exportNow && s.m.cfg.FilesOnEngineHost {
 		// The copies are on the Podman host: bring them back while a container holds them.

@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"context"
-	"errors"
 
 	"github.com/hashicorp/yamux"
 
@@ -22,30 +21,12 @@ var ErrTooManyPorts = ports.ErrTooManyPorts
 type PortInfo = ports.PortInfo
 
 // newPorts returns the session's port room, which reaches the container
-// through the session's tunnel.
+// through the session's tunnel (whose start counts as a call, see enter)
+// and serves the workspace_port tool itself (Parts).
 func (s *Session) newPorts() *ports.Room {
 	return ports.New(ports.Deps{Tunnel: s.ensureTunnel, Life: s.life, Log: s.m.log, Session: s.hash,
-		Hosts: s.m.cfg.PreviewHosts, Origins: s.m.cfg.PreviewOrigins})
+		Hosts: s.m.cfg.PreviewHosts, Origins: s.m.cfg.PreviewOrigins, Closed: ErrSessionEnded})
 }
-
-// OpenPort shows the container's port on this machine's loopback (only
-// there, whatever the transport) and returns it with the session's open
-// ports. It starts the container if needed; opening an open port again
-// returns it as it is.
-func (s *Session) OpenPort(ctx context.Context, port int) (PortInfo, []PortInfo, error) {
-	p, open, err := s.ports.OpenPort(ctx, port)
-	if errors.Is(err, ports.ErrClosed) {
-		err = ErrSessionEnded
-	}
-	return p, open, err
-}
-
-// ClosePort stops showing a port and cuts its connections; it returns the
-// ports still open. Closing a port that is not open is an error.
-func (s *Session) ClosePort(port int) ([]PortInfo, error) { return s.ports.ClosePort(port) }
-
-// Ports lists the session's open ports.
-func (s *Session) Ports() []PortInfo { return s.ports.Ports() }
 
 // ensureTunnel returns the container's tunnel, starting the container and
 // opening the tunnel when needed.

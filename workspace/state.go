@@ -97,7 +97,7 @@ func (s *Session) State(ctx context.Context) (State, error) {
 	}
 	if st.ContainerState == ContainerRunning && s.client != nil {
 		st.RunningJobs, st.JobsKnown = []JobInfo{}, true
-		if list, ok := s.askJobsLocked(ctx, jobListTimeout, wire.OpJobList, struct{}{}); ok {
+		if list, ok := s.jobs.List(ctx, s.client, jobListTimeout); ok {
 			for _, j := range list.Jobs {
 				if j.State == wire.JobRunning {
 					st.RunningJobs = append(st.RunningJobs, j)
@@ -106,7 +106,7 @@ func (s *Session) State(ctx context.Context) (State, error) {
 		}
 	}
 	s.mu.Unlock()
-	st.Ports = s.Ports()
+	st.Ports = s.ports.Ports()
 	if s.checkpoints.HasCheckpoints() {
 		store, err := s.checkpoints.Store()
 		if err != nil {

@@ -2,8 +2,8 @@
 // container, created on the first call that needs it by a container engine
 // (package engine; Podman's is engine/podman), with the session's files
 // under /workspace and the wink-mcp agent as its init. It hides the engine
-// from the tools: they see a Session through the small interfaces they
-// define (package tools).
+// from the tools: they see a Session, and the parts it wires (Parts),
+// through the small interfaces they define (package tools).
 //
 // The Manager maps sessions to containers, removes idle ones, recreates dead
 // ones, and at start-up removes containers left by wink-mcp servers that
@@ -28,7 +28,23 @@
 //   - workspace/touched: the files a session's tools and commands
 //     touched (touched.Snapshot);
 //   - workspace/checkpoint: a session's checkpoints and restores, and the
-//     journal of a restore that did not finish (checkpoint.Room);
+//     journal of a restore that did not finish (checkpoint.Room, which
+//     serves the checkpoint tools itself);
+//   - workspace/folders: what a session changed in its mounted host
+//     folders, listed and diffed (folders.Part; no state and no lock: a
+//     read of the changes takes the mounts' pullMu when the copies are
+//     on the Podman host);
+//   - workspace/difftext: the cap on a diff's size (no state and no
+//     lock);
+//   - workspace/files: the files as the file tools see them, each call
+//     one of the session's (files.Part; no state and no lock of its own);
+//   - workspace/jobs: the background jobs started in the container, and
+//     what the session asks of them under Session.mu before its
+//     container goes (jobs.Part; no lock: whether one was started is an
+//     atomic flag);
+//   - workspace/watch: the agent's watch of /workspace, its status, and
+//     the changes processes make, recorded in the touched files
+//     (watch.Watcher; no lock: its status is an atomic pointer);
 //   - workspace/mounts: the host folders a session shows, resolved
 //     against the allowed roots, their directories and copies in the
 //     session directory, their changes and the patches that export them

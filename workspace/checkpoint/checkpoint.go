@@ -43,6 +43,7 @@ type RestoreResult struct {
 // Checkpoint saves the whole /workspace, the changes to mounted folders
 // included, as a new checkpoint.
 func (r *Room) Checkpoint(ctx context.Context, message string) (Checkpoint, error) {
+	defer r.deps.Enter()()
 	if err := r.SettlePendingRestore(ctx); err != nil {
 		return Checkpoint{}, err
 	}
@@ -55,7 +56,8 @@ func (r *Room) Checkpoint(ctx context.Context, message string) (Checkpoint, erro
 }
 
 // Checkpoints lists the workspace's checkpoints, oldest first.
-func (r *Room) Checkpoints() (List, error) {
+func (r *Room) Checkpoints(context.Context) (List, error) {
+	defer r.deps.Enter()()
 	st, err := r.Store()
 	if err != nil {
 		return List{}, err
@@ -66,6 +68,7 @@ func (r *Room) Checkpoints() (List, error) {
 
 // DeleteCheckpoints deletes checkpoints and returns the bytes this freed.
 func (r *Room) DeleteCheckpoints(ctx context.Context, ids []string) (int64, error) {
+	defer r.deps.Enter()()
 	unlock, err := r.deps.LockFiles(ctx)
 	if err != nil {
 		return 0, err

@@ -7,17 +7,28 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/changes"
 	"github.com/wink-mcp/wink-mcp/checkpoints"
+	"github.com/wink-mcp/wink-mcp/workspace/difftext"
 )
 
-// Now names the workspace as it is now in Diff.
+// Now names the workspace as it is now in CheckpointDiff.
 const Now = "now"
 
-// Diff writes to w the changes from checkpoint from to checkpoint to (or
+// CheckpointDiff diffs the changes from checkpoint from to checkpoint to
+// (or to the workspace now, Now), under prefix ("" for all), as a unified
+// diff of at most difftext.MaxBytes.
+func (r *Room) CheckpointDiff(ctx context.Context, from, to, prefix string) (difftext.Result, error) {
+	defer r.deps.Enter()()
+	return difftext.Capped(func(w io.Writer) error {
+		return r.diff(ctx, from, to, prefix, w, difftext.TextLimit)
+	})
+}
+
+// diff writes to w the changes from checkpoint from to checkpoint to (or
 // to the workspace now, Now), under prefix ("" for all), as a unified
 // diff, showing as text files of up to textLimit bytes; it stops with
 // w's error. Directories whose trees are equal are not walked, so its
 // cost follows what changed.
-func (r *Room) Diff(ctx context.Context, from, to, prefix string, w io.Writer, textLimit int64) error {
+func (r *Room) diff(ctx context.Context, from, to, prefix string, w io.Writer, textLimit int64) error {
 	st, err := r.Store()
 	if err != nil {
 		return err

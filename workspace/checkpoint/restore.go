@@ -18,6 +18,7 @@ import (
 // A restore whose automatic checkpoint cannot be saved, or whose result
 // would not fit the workspace's disk, is refused before any file changes.
 func (r *Room) Restore(ctx context.Context, id string) (RestoreResult, error) {
+	defer r.deps.Enter()()
 	start := time.Now()
 	st, err := r.Store()
 	if err != nil {

@@ -60,9 +60,16 @@ type Deps struct {
 	SkipPaths func() []string
 	// Changed tells the watchers that a restore changed the files.
 	Changed func(ctx context.Context)
+	// Enter marks a tool's call as in progress and returns the function
+	// that ends it: the session's idle reaper never removes a container
+	// while one is.
+	Enter func() (leave func())
 }
 
-// Room is a session's checkpoints and restores, safe for concurrent use.
+// Room is a session's checkpoints and restores, safe for concurrent use:
+// the part of its workspace the checkpoint tools take
+// (tools.Checkpointer), each of whose calls counts as the session's
+// (Deps.Enter).
 type Room struct {
 	deps Deps
 	// mu guards the store and index (the files' last known state), opened

@@ -9,7 +9,6 @@ package ports
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -38,9 +37,6 @@ const (
 // ErrTooManyPorts refuses a port past MaxPorts.
 var ErrTooManyPorts = fmt.Errorf("a session may have at most %d ports open; close one first (workspace_port with action close)", MaxPorts)
 
-// ErrClosed refuses a port once the room is closed: the session ended.
-var ErrClosed = errors.New("the session's ports are closed")
-
 // Deps is what the room needs of its session.
 type Deps struct {
 	// Tunnel returns the container's tunnel, starting the container and
@@ -56,9 +52,14 @@ type Deps struct {
 	// Hosts and Origins are the extra Host and Origin values a preview
 	// accepts (Config.PreviewHosts, Config.PreviewOrigins).
 	Hosts, Origins []string
+	// Closed is the error OpenPort returns once the room is closed: the
+	// session ended.
+	Closed error
 }
 
-// Room is one session's open ports. It is safe for concurrent use.
+// Room is one session's open ports, the part of its workspace the
+// workspace_port tool takes (tools.PortPreviews). It is safe for
+// concurrent use.
 type Room struct {
 	d Deps
 	// mu guards ports and portsClosed, set when the session ends.
@@ -100,7 +101,7 @@ func (f *portForward) info() PortInfo {
 // OpenPort shows the container's port on this machine's loopback (only
 // there, whatever the transport) and returns it with the session's open
 // ports. It starts the container if needed; opening an open port again
-// returns it as it is. After CloseAll it returns ErrClosed.
+// returns it as it is. After CloseAll it returns Deps.Closed.
 func (s *Room) OpenPort(ctx context.Context, port int) (PortInfo, []PortInfo, error) {
 	if port < 1 || port > 65535 {
 		return PortInfo{}, nil, fmt.Errorf("port %d is not a port number (1 to 65535)", port)
@@ -111,7 +112,7 @@ func (s *Room) OpenPort(ctx context.Context, port int) (PortInfo, []PortInfo, er
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.portsClosed {
-		return PortInfo{}, nil, ErrClosed
+		return PortInfo{}, nil, s.d.Closed
 	}
 	if f, ok := s.ports[port]; ok {
 		return f.info(), s.portsLocked(), nil

@@ -19,10 +19,14 @@ func newTestRoom(t *testing.T) *Room {
 		Life:    context.Background(),
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Session: func() string { return "test" },
+		Closed:  errTestClosed,
 	})
 	t.Cleanup(r.CloseAll)
 	return r
 }
+
+// errTestClosed is the test room's Deps.Closed.
+var errTestClosed = errors.New("the session has ended")
 
 func TestRoomOpenListClose(t *testing.T) {
 	r := newTestRoom(t)
@@ -69,8 +73,8 @@ func TestRoomClosedForGood(t *testing.T) {
 	if open := r.Ports(); len(open) != 0 {
 		t.Fatalf("ports after CloseAll = %+v, want none", open)
 	}
-	if _, _, err := r.OpenPort(context.Background(), 8080); !errors.Is(err, ErrClosed) {
-		t.Fatalf("opening after CloseAll = %v, want ErrClosed", err)
+	if _, _, err := r.OpenPort(context.Background(), 8080); !errors.Is(err, errTestClosed) {
+		t.Fatalf("opening after CloseAll = %v, want Deps.Closed", err)
 	}
 }
 
