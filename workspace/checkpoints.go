@@ -33,7 +33,7 @@ func (s *Session) newCheckpoints() *checkpoint.Room {
 		StopGrace: s.m.cfg.StopGrace,
 		MaxGrace:  MaxGrace,
 		Log:       s.m.log,
-		Hash:      s.hash,
+		Hash:      s.who.hash,
 		Ensure:    s.ensure,
 		Client: func() *wire.Client {
 			s.mu.Lock()
@@ -47,7 +47,7 @@ func (s *Session) newCheckpoints() *checkpoint.Room {
 		JobsStarted:     s.jobs.Started,
 		WroteFiles:      func() bool { return len(s.touched.List()) > 0 || s.ranCommands.Load() },
 		SkipPaths:       s.skipPaths,
-		Changed:         func(ctx context.Context) { s.m.changed(ctx, s.id(), s.touched.Paths()...) },
+		Changed:         func(ctx context.Context) { s.m.changed(ctx, s.who.id(), s.touched.Paths()...) },
 		Enter:           s.enter,
 	})
 }

@@ -58,7 +58,7 @@ func (s *Session) openTunnelLocked(ctx context.Context) error {
 	}
 	go func() {
 		if err := s.proxy.Serve(mux); err != nil {
-			s.m.log.Debug("egress tunnel ended", "session", s.hash(), "err", err)
+			s.m.log.Debug("egress tunnel ended", "session", s.who.hash(), "err", err)
 		}
 	}()
 	return nil

@@ -95,7 +95,7 @@ func (sm *sessionMounts) markPendingLocked() error {
 	if !sm.exportsOnEnd() {
 		return nil
 	}
-	if err := writePending(pendingPath(s.m.inst.dir, s.dir), pendingExport{Session: s.hash(), ExportDir: s.m.cfg.ExportDir}); err != nil {
+	if err := writePending(pendingPath(s.m.inst.dir, s.dir), pendingExport{Session: s.who.hash(), ExportDir: s.m.cfg.ExportDir}); err != nil {
 		return fmt.Errorf("recording that the session's changes are to be exported: %w", err)
 	}
 	return nil
@@ -110,20 +110,20 @@ func (sm *sessionMounts) markPendingLocked() error {
 func (sm *sessionMounts) exportOnEnd(ctx context.Context, ended time.Time, mounts []MountInfo) bool {
 	s := sm.s
 	marker := pendingPath(s.m.inst.dir, s.dir)
-	to := exportDirName(s.hash(), ended)
+	to := exportDirName(s.who.hash(), ended)
 	if sm.exportsOnEnd() {
-		if err := writePending(marker, pendingExport{Session: s.hash(), ExportDir: s.m.cfg.ExportDir, To: to}); err != nil {
-			s.m.log.Warn("recording the export's folder", "session", s.hash(), "err", err)
+		if err := writePending(marker, pendingExport{Session: s.who.hash(), ExportDir: s.m.cfg.ExportDir, To: to}); err != nil {
+			s.m.log.Warn("recording the export's folder", "session", s.who.hash(), "err", err)
 		}
 	}
-	ok := exportSession(ctx, s.m.log, s.hash(), s.dir, mounts, filepath.Join(s.m.cfg.ExportDir, to))
+	ok := exportSession(ctx, s.m.log, s.who.hash(), s.dir, mounts, filepath.Join(s.m.cfg.ExportDir, to))
 	if ok && sm.exportsOnEnd() {
 		if err := os.Remove(marker); err != nil && !errors.Is(err, os.ErrNotExist) {
-			s.m.log.Warn("removing the pending export's marker", "session", s.hash(), "err", err)
+			s.m.log.Warn("removing the pending export's marker", "session", s.who.hash(), "err", err)
 		}
 	}
 	if !ok {
-		s.m.log.Error("the session's changes are kept for export", "session", s.hash(), "kept_in", s.dir,
+		s.m.log.Error("the session's changes are kept for export", "session", s.who.hash(), "kept_in", s.dir,
 			"how", exportHint(s.m.cfg.CacheDir, filepath.Base(s.dir), filepath.Join(s.m.cfg.ExportDir, to)))
 	}
 	return ok

@@ -49,11 +49,11 @@ func TestUnexportedChangesOutliveEveryEnd(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(s.dir, mountsManifest)); err != nil {
 				t.Fatalf("the session's files went before its changes were exported: %v\n%s", err, logs.String())
 			}
-			if !strings.Contains(logs.String(), "wink-mcp export --cache-dir "+cache+" --session "+s.hash()) {
+			if !strings.Contains(logs.String(), "wink-mcp export --cache-dir "+cache+" --session "+s.who.hash()) {
 				t.Errorf("the log does not say how to export the kept changes:\n%s", logs.String())
 			}
 			records, release, err := FindSessions(cache)
-			if err != nil || len(records) != 1 || records[0].Hash != s.hash() {
+			if err != nil || len(records) != 1 || records[0].Hash != s.who.hash() {
 				t.Errorf("wink-mcp export does not find the kept session: %v %+v", err, records)
 			}
 			release()
@@ -66,7 +66,7 @@ func TestUnexportedChangesOutliveEveryEnd(t *testing.T) {
 			if _, err := next.SweepOrphans(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			patches, _ := filepath.Glob(filepath.Join(exportDir, "*-"+s.hash(), "proj.patch"))
+			patches, _ := filepath.Glob(filepath.Join(exportDir, "*-"+s.who.hash(), "proj.patch"))
 			if len(patches) != 1 {
 				t.Fatalf("the next manager exported %v:\n%s", patches, nextLogs.String())
 			}

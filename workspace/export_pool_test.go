@@ -43,29 +43,29 @@ func TestPooledContainerIsASessionOnlyOnceTaken(t *testing.T) {
 	}
 
 	s, _ := m.Session("s")
-	if s.key == s.hash() {
+	if s.key == s.who.hash() {
 		t.Fatal("the session did not get a pooled container")
 	}
 	if _, err := s.files.WriteFile(ctx, "proj/a.txt", "two\n"); err != nil {
 		t.Fatal(err)
 	}
 	r := found()
-	if len(r) != 1 || r[0].Hash != s.hash() || filepath.Base(r[0].Dir) != s.key {
-		t.Fatalf("found %+v, want the session %s in the directory %s", r, s.hash(), s.key)
+	if len(r) != 1 || r[0].Hash != s.who.hash() || filepath.Base(r[0].Dir) != s.key {
+		t.Fatalf("found %+v, want the session %s in the directory %s", r, s.who.hash(), s.key)
 	}
 	list := markers()
 	if len(list) != 1 {
 		t.Fatalf("export markers %v, want the session's", list)
 	}
-	if p, err := readPending(list[0]); err != nil || p.Session != s.hash() {
-		t.Errorf("the marker names %+v (%v), want the session %s", p, err, s.hash())
+	if p, err := readPending(list[0]); err != nil || p.Session != s.who.hash() {
+		t.Errorf("the marker names %+v (%v), want the session %s", p, err, s.who.hash())
 	}
 	if err := m.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	patches, _ := filepath.Glob(filepath.Join(exportDir, "*", "proj.patch"))
 	entries, _ := os.ReadDir(exportDir)
-	if len(patches) != 1 || len(entries) != 1 || filepath.Base(filepath.Dir(patches[0]))[17:] != s.hash() {
-		t.Errorf("exported %v (%d folders), want one patch of %s:\n%s", patches, len(entries), s.hash(), logs.String())
+	if len(patches) != 1 || len(entries) != 1 || filepath.Base(filepath.Dir(patches[0]))[17:] != s.who.hash() {
+		t.Errorf("exported %v (%d folders), want one patch of %s:\n%s", patches, len(entries), s.who.hash(), logs.String())
 	}
 }

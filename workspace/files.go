@@ -70,7 +70,7 @@ func (s *Session) newFiles() *files.Part {
 	return files.New(files.Deps{
 		Call:        s.call,
 		Touched:     &s.touched,
-		Changed:     func(ctx context.Context, paths ...string) { s.m.changed(ctx, s.id(), paths...) },
+		Changed:     func(ctx context.Context, paths ...string) { s.m.changed(ctx, s.who.id(), paths...) },
 		Commanded:   s.watcher.Commanded,
 		Image:       func() string { return s.Info().Image },
 		PythonImage: LocalImage,

@@ -96,8 +96,8 @@ func (h *handoffs) Handoff(ctx context.Context, ttl time.Duration) (Handoff, err
 	}
 	// Made before the manager's lock, as it takes the sessions' (see the
 	// package doc's lock order); no one else has it until it is stored.
-	fresh := m.newSession(s.id(), newWarmKey())
-	fresh.serve(s.id(), s.hash())
+	fresh := m.newSession(s.who.id(), newWarmKey())
+	fresh.who.serve(s.who.id(), s.who.hash())
 	fresh.principal, fresh.stdio = s.principal, s.stdio
 	fresh.handoffs.useMeter(h.egressMeter()) // the session's count goes on; the workspace handed over shares it until attached
 	if s.stdio {
@@ -105,7 +105,7 @@ func (h *handoffs) Handoff(ctx context.Context, ttl time.Duration) (Handoff, err
 		fresh.handoffs.handedOver = h.handedOverAfter(keptRoot(m.cfg.CacheDir, name), fromHandoff)
 	}
 	m.mu.Lock()
-	if m.closed || m.sessions[s.id()] != s {
+	if m.closed || m.sessions[s.who.id()] != s {
 		m.mu.Unlock()
 		return Handoff{}, ErrSessionEnded
 	}
@@ -120,7 +120,7 @@ func (h *handoffs) Handoff(ctx context.Context, ttl time.Duration) (Handoff, err
 		}
 		m.parking++
 	}
-	m.sessions[s.id()] = fresh
+	m.sessions[s.who.id()] = fresh
 	m.mu.Unlock()
 
 	ho := Handoff{Handle: keep.NewHandle(), Expires: time.Now().Add(ttl).UTC()}
@@ -136,7 +136,7 @@ func (h *handoffs) Handoff(ctx context.Context, ttl time.Duration) (Handoff, err
 		if err := writeJSON(filepath.Join(m.cfg.CacheDir, keep.HandoffsDir, keep.HandleKey(ho.Handle)+".json"), rec); err != nil {
 			return Handoff{}, fmt.Errorf("recording the handle: %w", err)
 		}
-		m.log.Info("workspace handed over", "event", "handoff", "session", s.hash(), "workspace", name, "expires", ho.Expires)
+		m.log.Info("workspace handed over", "event", "handoff", "session", s.who.hash(), "workspace", name, "expires", ho.Expires)
 		return ho, nil
 	}
 	key := keep.HandleKey(ho.Handle)
@@ -152,7 +152,7 @@ func (h *handoffs) Handoff(ctx context.Context, ttl time.Duration) (Handoff, err
 	m.parked[key] = p
 	m.mu.Unlock()
 	ho.KeptContainer = true
-	m.log.Info("workspace handed over", "event", "handoff", "session", s.hash(), "container", s.name, "expires", ho.Expires)
+	m.log.Info("workspace handed over", "event", "handoff", "session", s.who.hash(), "container", s.name, "expires", ho.Expires)
 	return ho, nil
 }
 
@@ -169,7 +169,7 @@ func (h *handoffs) Attach(ctx context.Context, handle string) (Attached, error) 
 	}
 	key := keep.HandleKey(handle)
 	m.mu.Lock()
-	if m.closed || m.sessions[s.id()] != s {
+	if m.closed || m.sessions[s.who.id()] != s {
 		m.mu.Unlock()
 		return Attached{}, ErrSessionEnded
 	}
@@ -181,16 +181,16 @@ func (h *handoffs) Attach(ctx context.Context, handle string) (Attached, error) 
 		// it: who it serves is replaced whole, never written field by
 		// field. Its principal is the handle's, which is the session's, and
 		// only sessions that are not stdio's park a workspace.
-		taken.serve(s.id(), s.hash())
+		taken.who.serve(s.who.id(), s.who.hash())
 		if taken.proxy != nil {
-			taken.proxy.SetID(taken.hash())
+			taken.proxy.SetID(taken.who.hash())
 		}
 		taken.lastUsed.Store(time.Now().UnixNano())
-		m.sessions[s.id()] = taken
+		m.sessions[s.who.id()] = taken
 		m.mu.Unlock()
 		h.takeMeterOf(taken)
 		s.end(ctx)
-		m.log.Info("workspace attached", "event", "attach", "session", taken.hash(), "container", taken.name)
+		m.log.Info("workspace attached", "event", "attach", "session", taken.who.hash(), "container", taken.name)
 		return Attached{KeptContainer: true, Info: taken.Info()}, nil
 	}
 	m.mu.Unlock()
@@ -207,7 +207,7 @@ func (h *handoffs) Attach(ctx context.Context, handle string) (Attached, error) 
 	}
 	h.takeMeterOf(taken)
 	s.end(ctx)
-	m.log.Info("workspace attached", "event", "attach", "session", taken.hash(), "workspace", name)
+	m.log.Info("workspace attached", "event", "attach", "session", taken.who.hash(), "workspace", name)
 	return Attached{Workspace: name, Info: taken.Info()}, nil
 }
 
@@ -218,15 +218,15 @@ func (h *handoffs) newKeptSessionFor(name string) (*Session, error) {
 	awaitKeptOwner(m.cfg.CacheDir, name, m.log)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || m.sessions[s.id()] != s {
+	if m.closed || m.sessions[s.who.id()] != s {
 		return nil, ErrSessionEnded
 	}
-	taken, err := m.newKeptSession(s.id(), s.hash(), SessionOptions{Workspace: name, Principal: s.principal, Stdio: s.stdio, handedOver: true})
+	taken, err := m.newKeptSession(s.who.id(), s.who.hash(), SessionOptions{Workspace: name, Principal: s.principal, Stdio: s.stdio, handedOver: true})
 	if err != nil {
 		return nil, err
 	}
 	taken.handoffs.handedOver = h.handedOver // still waiting within this session's disk limit
-	m.sessions[s.id()] = taken
+	m.sessions[s.who.id()] = taken
 	return taken, nil
 }
 

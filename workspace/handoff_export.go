@@ -124,7 +124,7 @@ func (s *Session) markHandedOverLocked() error {
 	if s.m.cfg.ExportDir == "" || exportPending(s.kept.root) || !mounts.AnyWritable(s.mounts.list) {
 		return nil
 	}
-	if err := writePending(keptExportPath(s.kept.root), pendingExport{Session: s.hash(), ExportDir: s.m.cfg.ExportDir}); err != nil {
+	if err := writePending(keptExportPath(s.kept.root), pendingExport{Session: s.who.hash(), ExportDir: s.m.cfg.ExportDir}); err != nil {
 		return fmt.Errorf("recording that the workspace's changes are to be exported: %w", err)
 	}
 	return nil
@@ -225,7 +225,7 @@ func (h *handoffs) endHandedOverLocked(ctx context.Context) {
 	k.stopRecordingEgress() // nothing may write its record again
 	if s.unmountDiskLocked() {
 		if err := removeKeptFiles(k.root, k.name); err != nil {
-			s.m.log.Warn("deleting the handed-over workspace at session end", "session", s.hash(), "workspace", k.name, "err", err)
+			s.m.log.Warn("deleting the handed-over workspace at session end", "session", s.who.hash(), "workspace", k.name, "err", err)
 		}
 	}
 	k.lock.Close()

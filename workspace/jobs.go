@@ -33,5 +33,5 @@ type JobRequest = jobs.Request
 // whose tool calls is one of the session's (call).
 func (s *Session) newJobs() *jobs.Part {
 	return jobs.New(jobs.Deps{Call: s.call, CommandDir: s.commandDir, MaxAge: s.m.cfg.MaxJobAge, StopGrace: s.m.cfg.StopGrace,
-		Log: s.m.log, Session: s.hash})
+		Log: s.m.log, Session: s.who.hash})
 }

@@ -29,7 +29,7 @@ const (
 func logEvent(log *slog.Logger, event string, s *Session, start time.Time, attrs ...any) {
 	log.Info("workspace "+event, append([]any{
 		"event", event,
-		"session", s.hash(),
+		"session", s.who.hash(),
 		"container", s.name,
 		"duration_ms", time.Since(start).Milliseconds(),
 	}, attrs...)...)

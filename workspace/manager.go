@@ -206,7 +206,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 		s = m.pool.Take() // pooled containers run the default profile
 	}
 	if s != nil {
-		s.serve(id, hash)
+		s.who.serve(id, hash)
 		s.principal, s.stdio = opts.Principal, opts.Stdio // before any call can find it
 		if s.proxy != nil {
 			s.proxy.SetID(hash)
@@ -295,7 +295,7 @@ func (m *Manager) newSession(id, key string) *Session {
 	s.files = s.newFiles()
 	s.lastUsed.Store(time.Now().UnixNano())
 	s.opened = time.Now()
-	s.serve(id, key)
+	s.who.serve(id, key)
 	s.meter = egress.NewMeter(m.cfg.EgressMaxBytes, 0)
 	s.profileSwitch.setLocked(m.defaultProfile())
 	return s

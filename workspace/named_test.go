@@ -29,7 +29,7 @@ func TestKeptWorkspaceOutlivesItsProcess(t *testing.T) {
 	}
 	b.Register("two", SessionOptions{Workspace: "proj"})
 	_, err = b.Session("two")
-	if !errors.Is(err, ErrWorkspaceInUse) || !strings.Contains(err.Error(), "wink-mcp process") || !strings.Contains(err.Error(), s.hash()) {
+	if !errors.Is(err, ErrWorkspaceInUse) || !strings.Contains(err.Error(), "wink-mcp process") || !strings.Contains(err.Error(), s.who.hash()) {
 		t.Fatalf("second owner = %v, want in use naming the owner", err)
 	}
 	// Another session of the same process is refused too.

@@ -112,7 +112,7 @@ func (ps *profileSwitch) UseProfile(ctx context.Context, name string, restart bo
 			}
 		}
 		ps.setLocked(p)
-		s.m.log.Info("workspace profile chosen", "session", s.hash(), "profile", name, "previous", res.Previous, "restarted", res.Restarted)
+		s.m.log.Info("workspace profile chosen", "session", s.who.hash(), "profile", name, "previous", res.Previous, "restarted", res.Restarted)
 	}
 	s.mu.Unlock()
 	if _, err := s.ensure(ctx); err != nil {
@@ -213,7 +213,7 @@ func (ps *profileSwitch) proxyFor(p *profiles.Profile) *egress.Session {
 			if ask == nil {
 				return false, fmt.Errorf("no client to ask")
 			}
-			return ask(ctx, s.id(), host, port)
+			return ask(ctx, s.who.id(), host, port)
 		}
 	}
 	return egress.NewSession(cfg, s.key)

@@ -31,10 +31,8 @@ import (
 // Prestart, or by the first call that needs it.
 type Session struct {
 	m *Manager
-	// who is the MCP session the workspace serves (see id and hash); a
-	// pooled container's, or a parked workspace's, changes when another
-	// session takes it, as calls may run.
-	who atomic.Pointer[sessionIdentity]
+	// who is the MCP session the workspace serves.
+	who servedSession
 	// key names the container and the session directory: the hash, or
 	// the random key of a pooled container the session was handed.
 	key  string
@@ -140,22 +138,29 @@ type Session struct {
 	ranCommands atomic.Bool
 }
 
-// sessionIdentity is who a workspace serves; never changed in place, only
-// replaced whole (Session.serve).
+// servedSession is who a workspace serves: the MCP session, which a pooled
+// container's or a parked workspace's changes when another session takes
+// it, as calls may run. Its value is never changed in place, only
+// replaced whole (serve).
+type servedSession struct {
+	p atomic.Pointer[sessionIdentity]
+}
+
+// sessionIdentity is one value of a servedSession.
 type sessionIdentity struct {
 	id   string // the MCP session id; never logged
 	hash string // what logs call the session
 }
 
 // serve makes the workspace the MCP session id's, which logs call hash.
-func (s *Session) serve(id, hash string) { s.who.Store(&sessionIdentity{id: id, hash: hash}) }
+func (w *servedSession) serve(id, hash string) { w.p.Store(&sessionIdentity{id: id, hash: hash}) }
 
 // id is the MCP session id the workspace serves ("" for a pooled
 // container no session took yet); it is never logged.
-func (s *Session) id() string { return s.who.Load().id }
+func (w *servedSession) id() string { return w.p.Load().id }
 
 // hash is what logs call the session the workspace serves.
-func (s *Session) hash() string { return s.who.Load().hash }
+func (w *servedSession) hash() string { return w.p.Load().hash }
 
 // workspaceDir is the host directory mounted at /workspace.
 func (s *Session) workspaceDir() string { return filepath.Join(s.dir, "workspace") }
@@ -204,11 +209,11 @@ func (s *Session) Prestart(ctx context.Context) {
 		if _, err := s.Start(ctx); err != nil {
 			if s.life.Err() == nil {
 				s.m.log.Warn("preparing the workspace ahead of its first call failed; the first call tries again",
-					"session", s.hash(), "err", err)
+					"session", s.who.hash(), "err", err)
 			}
 			return
 		}
-		s.m.log.Debug("workspace prepared ahead of its first call", "session", s.hash(), "duration_ms", time.Since(start).Milliseconds())
+		s.m.log.Debug("workspace prepared ahead of its first call", "session", s.who.hash(), "duration_ms", time.Since(start).Milliseconds())
 	}()
 }
 
@@ -316,7 +321,7 @@ func (s *Session) callAgent(ctx context.Context, op string, args, result any, pr
 		}
 		err = client.CallWithProgress(ctx, op, args, result, deliver)
 		if errors.Is(err, wire.ErrNotDelivered) && attempt < 2 {
-			s.m.log.Info("request sent again on a new channel", "session", s.hash(), "op", op, "err", err)
+			s.m.log.Info("request sent again on a new channel", "session", s.who.hash(), "op", op, "err", err)
 			continue
 		}
 		if errors.Is(err, wire.ErrClosed) {

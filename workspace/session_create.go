@@ -221,7 +221,7 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 		times.Done("host_facts_confirmed")
 		if now != host {
 			m.log.Warn("the Podman service's host changed since an earlier process recorded it; making the container again",
-				"session", s.hash(), "recorded", host, "now", now)
+				"session", s.who.hash(), "recorded", host, "now", now)
 			if err := remove(); err != nil {
 				return nil, fmt.Errorf("removing a container made from outdated host facts: %w", err)
 			}

@@ -16,7 +16,7 @@ func (s *Session) unmountDiskLocked() bool {
 		return true
 	}
 	if err := disk.Unmount(s.dir); err != nil {
-		s.m.log.Warn("unmounting session disk", "session", s.hash(), "err", err)
+		s.m.log.Warn("unmounting session disk", "session", s.who.hash(), "err", err)
 		return false
 	}
 	s.disk = false
@@ -29,10 +29,10 @@ func (s *Session) deleteFilesLocked() {
 		return
 	}
 	if err := os.Remove(s.diskFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-		s.m.log.Warn("deleting session disk image", "session", s.hash(), "err", err)
+		s.m.log.Warn("deleting session disk image", "session", s.who.hash(), "err", err)
 	}
 	if err := removeAll(s.dir); err != nil {
-		s.m.log.Warn("deleting session directory", "session", s.hash(), "dir", s.dir, "err", err)
+		s.m.log.Warn("deleting session directory", "session", s.who.hash(), "dir", s.dir, "err", err)
 	}
 }
 
@@ -74,7 +74,7 @@ func (s *Session) cleanupIfIdle(ctx context.Context, idle time.Duration) {
 	s.checkpoints.AutoCheckpoint(ctx, s.client, "idle")
 	start := time.Now()
 	if err := s.removeLocked(ctx); err != nil {
-		s.m.log.Warn("idle cleanup failed", "session", s.hash(), "container", s.name, "err", err)
+		s.m.log.Warn("idle cleanup failed", "session", s.who.hash(), "container", s.name, "err", err)
 		return
 	}
 	logEvent(s.m.log, EventIdleCleanup, s, start, "idle_ms", time.Since(last).Milliseconds())
@@ -104,7 +104,7 @@ func (s *Session) beginEnd() (unlock func(), ok bool) {
 func (s *Session) removeOrRetryLocked(ctx context.Context) error {
 	err := s.removeLocked(ctx)
 	if err != nil {
-		s.m.log.Warn("removing the container failed; retrying in the background", "session", s.hash(), "container", s.name, "err", err)
+		s.m.log.Warn("removing the container failed; retrying in the background", "session", s.who.hash(), "container", s.name, "err", err)
 		s.m.removeLater(s.name)
 	}
 	return err
@@ -123,7 +123,7 @@ func (s *Session) end(ctx context.Context) {
 	// handed-over workspace exports by its own marker, once its container
 	// is gone (endHandedOverLocked).
 	handedOver := s.kept != nil && s.kept.fromHandoff
-	exportNow := s.m.cfg.ExportDir != "" && len(s.mounts.list) > 0 && s.id() != "" && !handedOver
+	exportNow := s.m.cfg.ExportDir != "" && len(s.mounts.list) > 0 && s.who.id() != "" && !handedOver
 	if exportNow {
 		// The files are final once the jobs have stopped: the export and
 		// the container's removal need not wait for each other.
@@ -132,7 +132,7 @@ func (s *Session) end(ctx context.Context) {
 	if exportNow && s.m.cfg.FilesOnEngineHost {
 		// The copies are on the Podman host: bring them back while a container holds them.
 		if err := s.mounts.pullForExportLocked(ctx); err != nil {
-			s.m.log.Error("exporting the session's changes failed", "session", s.hash(), "err", err)
+			s.m.log.Error("exporting the session's changes failed", "session", s.who.hash(), "err", err)
 			exportNow = false
 		}
 	}
@@ -145,7 +145,7 @@ func (s *Session) end(ctx context.Context) {
 	}
 	if err := s.removeOrRetryLocked(ctx); err == nil && s.m.cfg.FilesOnEngineHost {
 		if err := s.m.eng.RemoveWorkspace(ctx, s.name); err != nil {
-			s.m.log.Warn("removing the workspace volume at session end failed; retrying in the background", "session", s.hash(), "volume", s.name, "err", err)
+			s.m.log.Warn("removing the workspace volume at session end failed; retrying in the background", "session", s.who.hash(), "volume", s.name, "err", err)
 			s.m.removeLater(s.name)
 		}
 	}
@@ -157,7 +157,7 @@ func (s *Session) end(ctx context.Context) {
 	case s.kept != nil:
 		s.unmountDiskLocked()
 		s.kept.release(s.meter.Used())
-		s.m.log.Info("kept workspace released", "event", "workspace_released", "session", s.hash(), "workspace", s.kept.name)
+		s.m.log.Info("kept workspace released", "event", "workspace_released", "session", s.who.hash(), "workspace", s.kept.name)
 	case s.m.cfg.KeepSessionDirs:
 		s.unmountDiskLocked()
 	case !saved && s.mounts.exportsOnEnd():
@@ -166,7 +166,7 @@ func (s *Session) end(ctx context.Context) {
 	default:
 		s.deleteFilesLocked()
 		if err := removeAll(s.storeDir); err != nil {
-			s.m.log.Warn("deleting the session's checkpoints", "session", s.hash(), "err", err)
+			s.m.log.Warn("deleting the session's checkpoints", "session", s.who.hash(), "err", err)
 		}
 	}
 	if had {

@@ -207,8 +207,8 @@ func (sm *sessionMounts) resolveLocked(ctx context.Context, markers changes.Mark
 // reaches the agent (see ensure).
 func (sm *sessionMounts) recordLocked() error {
 	s := sm.s
-	hash := s.hash()
-	if !sm.resolved || s.id() == "" || sm.recordedAs == hash {
+	hash := s.who.hash()
+	if !sm.resolved || s.who.id() == "" || sm.recordedAs == hash {
 		return nil
 	}
 	if len(sm.list) > 0 {
@@ -259,7 +259,7 @@ func (sm *sessionMounts) clientRoots(ctx context.Context, configured []mounts.Mo
 	defer cancel()
 	paths, err := f(ctx)
 	if err != nil {
-		m.log.Warn("the client's roots are not mounted: listing them failed", "session", s.hash(), "err", err)
+		m.log.Warn("the client's roots are not mounted: listing them failed", "session", s.who.hash(), "err", err)
 		return nil
 	}
 	plan := s.mountPlan()
@@ -275,7 +275,7 @@ func (sm *sessionMounts) clientRoots(ctx context.Context, configured []mounts.Mo
 			err = fmt.Errorf("its workspace path %q is taken", r.Path)
 		}
 		if err != nil {
-			m.log.Warn("a client root is not mounted", "session", s.hash(), "root", p, "err", err)
+			m.log.Warn("a client root is not mounted", "session", s.who.hash(), "root", p, "err", err)
 			continue
 		}
 		o := fmt.Sprintf("%d:%d", r.UID, r.GID)
@@ -284,7 +284,7 @@ func (sm *sessionMounts) clientRoots(ctx context.Context, configured []mounts.Mo
 		}
 		if r.UID == 0 || (m.cfg.User == "" && o != owner) {
 			r.Mode = MountReadOnly
-			m.log.Warn("a client root is mounted read-only: the workspace user could not edit it", "session", s.hash(), "root", p, "owner", o)
+			m.log.Warn("a client root is mounted read-only: the workspace user could not edit it", "session", s.who.hash(), "root", p, "owner", o)
 		}
 		taken = append(taken, r.Path)
 		out = append(out, r)

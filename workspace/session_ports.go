@@ -24,7 +24,7 @@ type PortInfo = ports.PortInfo
 // through the session's tunnel (whose start counts as a call, see enter)
 // and serves the workspace_port tool itself (Parts).
 func (s *Session) newPorts() *ports.Room {
-	return ports.New(ports.Deps{Tunnel: s.ensureTunnel, Life: s.life, Log: s.m.log, Session: s.hash,
+	return ports.New(ports.Deps{Tunnel: s.ensureTunnel, Life: s.life, Log: s.m.log, Session: s.who.hash,
 		Hosts: s.m.cfg.PreviewHosts, Origins: s.m.cfg.PreviewOrigins, Closed: ErrSessionEnded})
 }
 

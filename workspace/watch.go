@@ -17,9 +17,9 @@ type WatchReport = watch.Report
 func (s *Session) newWatcher() *watch.Watcher {
 	return watch.New(watch.Deps{
 		Touched: &s.touched, MaxDirs: s.m.cfg.WatchDirs, InotifyShares: s.m.cfg.InotifyShares,
-		Log: s.m.log, Session: s.hash, Life: s.life,
+		Log: s.m.log, Session: s.who.hash, Life: s.life,
 		Changed: func(ctx context.Context, paths ...string) {
-			if id := s.id(); id != "" {
+			if id := s.who.id(); id != "" {
 				s.m.changed(ctx, id, paths...)
 			}
 		},
