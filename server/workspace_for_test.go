@@ -33,16 +33,13 @@ func TestSessionGivesEveryToolItsInterface(t *testing.T) {
 	}
 }
 
-// sessionPart returns the part of ws that implements W, as a tool would
-// take it, failing the test when none does.
+// sessionPart returns the part of ws that implements W, as a tool takes
+// it (tools.PartOf), failing the test when none does.
 func sessionPart[W any](t *testing.T, ws *workspace.Session) W {
 	t.Helper()
-	for _, p := range ws.Parts() {
-		if w, ok := p.(W); ok {
-			return w
-		}
+	w, ok := tools.PartOf[W](ws)
+	if !ok {
+		t.Fatalf("no part of the session implements %T", &w)
 	}
-	var zero W
-	t.Fatalf("no part of the session implements %T", &zero)
-	return zero
+	return w
 }
