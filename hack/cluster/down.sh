@@ -31,6 +31,11 @@ if daemon_pid containerd >/dev/null; then
 	done
 fi
 stop_daemon containerd
+# The kubelet bind-mounts its root folder onto itself, and Pods' volumes
+# below it; without them $CLUSTER_DIR can be removed.
+findmnt -rn -o TARGET | awk -v dir="$CLUSTER_DIR/" 'index($0, dir) == 1' | sort -r | while read -r mount; do
+	umount "$mount"
+done
 stop_daemon kube-apiserver
 stop_daemon etcd
 restore_sysctls

@@ -39,7 +39,7 @@ install_packages() {
 # bridge plugin then uses as is.
 setup_bridge() {
 	ip link show "$BRIDGE" >/dev/null 2>&1 || ip link add "$BRIDGE" type bridge
-	ip -br addr show dev "$BRIDGE" | grep -qw "$NODE_IP/${POD_CIDR#*/}" ||
+	[[ " $(ip -br addr show dev "$BRIDGE") " == *" $NODE_IP/${POD_CIDR#*/} "* ]] ||
 		ip addr add "$NODE_IP/${POD_CIDR#*/}" dev "$BRIDGE"
 	ip link set "$BRIDGE" up
 }
@@ -179,7 +179,11 @@ start_containerd() {
 # containerd's CRI namespace: from Podman's storage, again whenever Podman's
 # copy changed (its id is kept beside the cluster's state).
 import_images() {
-	if ! cctl images ls -q | grep -qxF "$PAUSE_IMAGE"; then
+	# Listed first, then searched: grep -q would stop reading early and,
+	# under pipefail, make a present image look missing.
+	local present
+	present=$(cctl images ls -q)
+	if ! grep -qxF "$PAUSE_IMAGE" <<<"$present"; then
 		log "importing $PAUSE_IMAGE"
 		pause_archive | cctl images import - >/dev/null
 	fi
@@ -188,7 +192,7 @@ import_images() {
 		id=$(podman image inspect --format '{{.Id}}' "$image" 2>/dev/null) ||
 			die "image $image is not in Podman's storage; run \`make setup\` first"
 		mark=$CLUSTER_DIR/images/$(printf '%s' "$image" | tr '/:' '__')
-		if [ "$(cat "$mark" 2>/dev/null)" = "$id" ] && cctl images ls -q | grep -qxF "$image"; then
+		if [ "$(cat "$mark" 2>/dev/null)" = "$id" ] && grep -qxF "$image" <<<"$present"; then
 			continue
 		fi
 		log "importing $image from Podman"
@@ -230,8 +234,14 @@ start_kubelet() {
 	wait_for 60 kubelet curl -sf http://127.0.0.1:10248/healthz
 }
 
+# node_ready says whether the node is Ready, as told by a kubelet that
+# started at $1 or after (the status a kubelet stopped a moment ago posted
+# stays Ready for 40 s).
 node_ready() {
-	[ "$(kctl get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" = True ]
+	local ready
+	ready=$(kctl get node "$NODE_NAME" \
+		-o 'jsonpath={range .status.conditions[?(@.type=="Ready")]}{.status} {.lastHeartbeatTime}{end}') || return 1
+	[ "${ready%% *}" = True ] && [[ ! "${ready#* }" < "$1" ]]
 }
 
 start=$SECONDS
@@ -247,8 +257,10 @@ start_apiserver
 start_controllers
 start_containerd
 import_images
+kubelet_start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 start_kubelet
-wait_for 120 "node $NODE_NAME Ready" node_ready
+[[ " ${STARTED[*]} " == *" kubelet "* ]] || kubelet_start=
+wait_for 120 "node $NODE_NAME Ready" node_ready "$kubelet_start"
 restore_sysctls
 # Pods can be created once the default service account exists.
 wait_for 60 "the default service account" kctl get serviceaccount default
