@@ -26,6 +26,8 @@ install_packages() {
 	local missing=()
 	command -v containerd >/dev/null || missing+=(containerd)
 	command -v runc >/dev/null || missing+=(runc)
+	# containerd runs under tini -s, which reaps the shims it orphans.
+	command -v tini >/dev/null || missing+=(tini)
 	[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
 	command -v gcc >/dev/null || missing+=(gcc libc6-dev)
 	command -v curl >/dev/null || missing+=(curl)
