@@ -207,7 +207,7 @@ import_images() {
 # pause_archive writes to stdout a docker-archive image of the static pause
 # binary alone, made by hand: no registry, and nothing put in Podman's storage.
 pause_archive() {
-	local dir layer layer_sum config config_sum
+	local dir layer_sum config config_sum
 	dir=$(mktemp -d)
 	mkdir "$dir/root"
 	cp "$PAUSE_BIN/pause" "$dir/root/pause"
