@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,8 +54,8 @@ func needCluster(t *testing.T) (*kubernetes.Clientset, *rest.Config) {
 
 // TestCluster checks the Kubernetes test node the Kubernetes engine's tests
 // will run on: the node is Ready, a Pod of the workspace image, imported
-// rather than pulled, runs hardened as that engine will run it, and takes
-// an exec over WebSocket.
+// rather than pulled, runs hardened as that engine will run it, takes an
+// exec over WebSocket, and has no route beyond the machine.
 func TestCluster(t *testing.T) {
 	cs, cfg := needCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -100,6 +101,18 @@ func TestCluster(t *testing.T) {
 	stdout, stderr, err = execInPod(ctx, cs, cfg, pod, "id", "-u")
 	if err != nil || stdout != "65534\n" {
 		t.Fatalf("id -u in Pod %s: %q, %v (stderr %q); want 65534", pod.Name, stdout, err, stderr)
+	}
+
+	// Nothing a Pod sends leaves the machine: its network has no default
+	// route (and the node no masquerade).
+	stdout, stderr, err = execInPod(ctx, cs, cfg, pod, "cat", "/proc/net/route")
+	if err != nil {
+		t.Fatalf("reading the routes of Pod %s: %v (stderr %q)", pod.Name, err, stderr)
+	}
+	for _, line := range strings.Split(stdout, "\n")[1:] {
+		if fields := strings.Fields(line); len(fields) > 1 && fields[1] == "00000000" {
+			t.Errorf("Pod %s has a default route: %q", pod.Name, line)
+		}
 	}
 
 	if err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
