@@ -14,7 +14,7 @@ export CGO_ENABLED := 0
 GO ?= go
 BIN := bin/wink-mcp
 
-.PHONY: setup build cross dist test unit lint fuzz reliability bench rootless-v2 clean
+.PHONY: setup build cross dist test unit lint fuzz reliability bench rootless-v2 cluster cluster-down clean
 
 setup:
 	./scripts/setup.sh
@@ -115,3 +115,14 @@ bench: build
 # docs/where-it-runs.md).
 rootless-v2:
 	./scripts/rootless-v2.sh
+
+# Not part of `make setup` yet: a single-node Kubernetes cluster for the
+# Kubernetes engine's tests, built from source into /var/cache/wink-mcp
+# (about 45 minutes cold on a loaded 2-core machine, seconds once up; see
+# docs/kubernetes-test-cluster.md). Its kubeconfig:
+# /var/lib/wink-mcp/cluster/admin.kubeconfig.
+cluster:
+	./hack/cluster/up.sh
+
+cluster-down:
+	./hack/cluster/down.sh

@@ -1,0 +1,44 @@
+# The versions, places and addresses of the Kubernetes test cluster
+# (docs/kubernetes-test-cluster.md), sourced by the other scripts here. The
+# variables set with ${VAR:-default} may be overridden from the environment.
+
+# The Kubernetes components, and the version of the published staging
+# modules (k8s.io/api, k8s.io/client-go...) that go with them.
+K8S_VERSION=${K8S_VERSION:-v1.34.4}
+K8S_STAGING_VERSION=${K8S_STAGING_VERSION:-v0.${K8S_VERSION#v1.}}
+ETCD_VERSION=${ETCD_VERSION:-v3.6.4}
+
+# Built binaries, one folder per version, outside the repository: a second
+# run, or another worktree, reuses them.
+CLUSTER_CACHE=${CLUSTER_CACHE:-/var/cache/wink-mcp}
+K8S_BIN=$CLUSTER_CACHE/k8s/$K8S_VERSION/bin
+ETCD_BIN=$CLUSTER_CACHE/etcd/$ETCD_VERSION/bin
+PAUSE_BIN=$CLUSTER_CACHE/pause/$K8S_VERSION/bin
+
+# The node's state: certificates, configuration, etcd's data, containerd's
+# root. CLUSTER_KUBECONFIG is what the integration tests read.
+CLUSTER_DIR=${CLUSTER_DIR:-/var/lib/wink-mcp/cluster}
+CLUSTER_KUBECONFIG=$CLUSTER_DIR/admin.kubeconfig
+# The host's values of the kernel settings the kubelet changes.
+HOST_SYSCTLS=$CLUSTER_DIR/host-sysctls
+CLUSTER_RUN=${CLUSTER_RUN:-/run/wink-mcp/cluster}
+CLUSTER_LOGS=${CLUSTER_LOGS:-/var/log/wink-mcp/cluster}
+
+# The node and its networks. The node's address sits on the Pods' bridge
+# (this kernel has no dummy device); Pods get no default route and no
+# masquerade, so nothing they send leaves the machine. Services have
+# addresses (the API server needs a range) but no kube-proxy routes them.
+NODE_NAME=wink-node
+NODE_IP=10.232.0.1
+POD_CIDR=10.232.0.0/24
+SERVICE_CIDR=10.233.0.0/24
+SERVICE_IP=10.233.0.1
+BRIDGE=wink-k8s0
+API_PORT=6443
+ETCD_PORT=2379
+ETCD_PEER_PORT=2380
+
+# The Pod sandbox image, made from the static pause binary, and the images
+# imported from Podman's storage (built by `make setup`).
+PAUSE_IMAGE=localhost/wink-pause:$K8S_VERSION
+CLUSTER_IMAGES=${CLUSTER_IMAGES:-localhost/wink-workspace:bookworm}
