@@ -46,7 +46,7 @@ dist:
 	done
 	$(MAKE) cross
 
-test: build cross
+test: build cross cluster
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet $(BUILDFLAGS) ./...
 	$(MAKE) lint
@@ -116,11 +116,12 @@ bench: build
 rootless-v2:
 	./scripts/rootless-v2.sh
 
-# Not part of `make setup` yet: a single-node Kubernetes cluster for the
-# Kubernetes engine's tests, built from source into /var/cache/wink-mcp
-# (about 45 minutes cold on a loaded 2-core machine, seconds once up; see
-# docs/kubernetes-test-cluster.md). Its kubeconfig:
-# /var/lib/wink-mcp/cluster/admin.kubeconfig.
+# A single-node Kubernetes cluster for the Kubernetes engine's tests, which
+# `make test` starts first: built from source into /var/cache/wink-mcp
+# (about 24 minutes the first time on a loaded 2-core machine, under a
+# second once up; see docs/kubernetes-test-cluster.md). Its kubeconfig:
+# /var/lib/wink-mcp/cluster/admin.kubeconfig. `make setup`, for a host that
+# only serves, does not build it.
 cluster:
 	./hack/cluster/up.sh
 
