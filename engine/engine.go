@@ -1,8 +1,8 @@
 // Package engine is what the workspace manager needs from a container
 // engine, and the container it asks for, independent of the engine: the
 // Podman engine (package engine/podman) implements it against the Podman
-// service's REST API; another engine, a Kubernetes one say, would be a
-// package beside it.
+// service's REST API, the Kubernetes engine (package engine/kubernetes)
+// against a cluster's API server, each workspace a Pod.
 //
 // The engine is chosen where the program starts: cmd/wink-mcp builds it
 // from the flags and hands an Engine to the workspace manager and to

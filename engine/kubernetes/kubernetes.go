@@ -20,7 +20,7 @@ import (
 
 // ServiceRemedy says how to get a Kubernetes API server to answer; the
 // error of an unreachable one ends with it.
-const ServiceRemedy = "Point --kubeconfig (KUBECONFIG) at the cluster's kubeconfig, or run wink-mcp in the cluster with a service account; " +
+const ServiceRemedy = "Point --kubeconfig (WINK_KUBECONFIG) at the cluster's kubeconfig, or run wink-mcp in the cluster with a service account; " +
 	"`kubectl get --raw /readyz` tells whether the API server answers"
 
 // ErrNotAvailable is wrapped by the error of every Engine method that has
