@@ -118,7 +118,7 @@ func deletePods(cs *kubernetes.Clientset, prefix string) {
 // background job; the Pod is read back hardened, and is gone once the
 // session ends.
 func TestKubernetesEngine(t *testing.T) {
-	cs, _ := needCluster(t)
+	cs, cfg := needCluster(t)
 	prefix := "wk" + randomHex(4)
 	p := startKubernetes(t, cs, prefix, "")
 
@@ -147,6 +147,16 @@ func TestKubernetesEngine(t *testing.T) {
 		t.Fatalf("%d Pods named %s-...; want 1", len(pods), prefix)
 	}
 	checkHardened(t, &pods[0])
+	// /tmp is memory bounded by --tmp-size (256m), not the node's disk.
+	if res := p.run("sh", "-c", "dd if=/dev/zero of=/tmp/fill bs=1M count=300 2>&1; rm -f /tmp/fill"); !strings.Contains(res.Stdout, "No space left") {
+		t.Errorf("writing 300 MiB to a /tmp of 256 MiB: %+v; want ENOSPC", res)
+	}
+	// What a call would cost as an exec of its own, which the engine never does.
+	begin = time.Now()
+	if _, stderr, err := execInPod(context.Background(), cs, cfg, &pods[0], "true"); err != nil {
+		t.Fatalf("exec true: %v (%s)", err, stderr)
+	}
+	t.Logf("an exec of its own: %v", time.Since(begin).Round(time.Millisecond))
 
 	p.endSession()
 	if left := podsNamed(t, cs, prefix); len(left) > 0 {
