@@ -12,12 +12,20 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/wink-mcp/wink-mcp/engine"
 )
+
+// newWithClient returns an Engine that uses client, which cannot exec.
+func newWithClient(opts Options, client k8s.Interface, log *slog.Logger) *Engine {
+	e := New(opts, log)
+	e.client = client
+	return e
+}
 
 // testSpec is a session's Spec as the workspace manager makes it with the
 // files on the engine's host.

@@ -69,13 +69,6 @@ func New(opts Options, log *slog.Logger) *Engine {
 	return &Engine{opts: opts, log: log}
 }
 
-// newWithClient returns an Engine that uses client, which cannot exec.
-func newWithClient(opts Options, client k8s.Interface, log *slog.Logger) *Engine {
-	e := New(opts, log)
-	e.client = client
-	return e
-}
-
 // Service returns the kubeconfig the engine was given; a cluster is never
 // on this host's files.
 func (e *Engine) Service() engine.Service {

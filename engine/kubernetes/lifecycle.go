@@ -103,6 +103,15 @@ func waitingReason(pod *corev1.Pod) string {
 	return reason
 }
 
+// AttachCommand is the kubectl command that opens a shell in the Pod.
+func (e *Engine) AttachCommand(name string) string {
+	kubeconfig := ""
+	if e.opts.Kubeconfig != "" {
+		kubeconfig = " --kubeconfig " + e.opts.Kubeconfig
+	}
+	return fmt.Sprintf("kubectl%s -n %s exec -it %s -c %s -- sh", kubeconfig, e.opts.Namespace, name, workspaceContainer)
+}
+
 // Running reports whether the Pod exists and runs.
 func (e *Engine) Running(ctx context.Context, name string) (exists, running bool, err error) {
 	client, c, end, err := e.call(ctx)

@@ -3,7 +3,6 @@ package kubernetes
 import (
 	"context"
 	"fmt"
-	"io"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,24 +87,4 @@ func (e *Engine) Images(context.Context, string) ([]engine.Image, error) { retur
 // RemoveImage is not available: this engine makes no image.
 func (e *Engine) RemoveImage(context.Context, string) error {
 	return notAvailable("removing an image")
-}
-
-// AttachCommand is the kubectl command that opens a shell in the Pod.
-func (e *Engine) AttachCommand(name string) string {
-	kubeconfig := ""
-	if e.opts.Kubeconfig != "" {
-		kubeconfig = " --kubeconfig " + e.opts.Kubeconfig
-	}
-	return fmt.Sprintf("kubectl%s -n %s exec -it %s -c %s -- sh", kubeconfig, e.opts.Namespace, name, workspaceContainer)
-}
-
-// CopyIn is not available: copies of host folders need the Pod's files
-// reachable from this machine.
-func (e *Engine) CopyIn(context.Context, string, string, io.Reader) error {
-	return notAvailable("copying host folders into a workspace (--mount ...:copy)")
-}
-
-// CopyOut is not available: see CopyIn.
-func (e *Engine) CopyOut(context.Context, string, string, io.Writer) error {
-	return notAvailable("copying a workspace's files out (exports of mounted folders' changes)")
 }
