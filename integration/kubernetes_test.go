@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,9 +79,15 @@ func kubernetesAgentImage(t *testing.T) string {
 // the test node, its Pods named prefix-..., which are deleted at cleanup.
 func startKubernetes(t *testing.T, cs *kubernetes.Clientset, prefix, cache string, args ...string) *proc {
 	t.Helper()
+	return startKubernetesOver(t, "stdio", cs, prefix, cache, args...)
+}
+
+// startKubernetesOver is startKubernetes over a transport.
+func startKubernetesOver(t *testing.T, transport string, cs *kubernetes.Clientset, prefix, cache string, args ...string) *proc {
+	t.Helper()
 	image := kubernetesAgentImage(t)
 	t.Cleanup(func() { deletePods(cs, prefix) })
-	return start(t, startOptions{image: pythonImage, cache: cache, serviceFromEnv: true, args: append([]string{
+	return start(t, startOptions{transport: transport, image: pythonImage, cache: cache, serviceFromEnv: true, args: append([]string{
 		"--engine", "kubernetes", "--kubeconfig", clusterKubeconfig, "--kubernetes-agent-image", image,
 		"--name-prefix", prefix, "--disk-limit", "1g"}, args...)})
 }
@@ -218,4 +225,22 @@ func TestKubernetesSweep(t *testing.T) {
 	waitUntil(t, 30*time.Second, "the dead server's Pod to go", func() bool {
 		return len(podsNamed(t, cs, prefix)) == 0
 	})
+}
+
+// TestKubernetesEngineOverHTTP serves streamable HTTP with the default
+// warm pool, whose Pods are made ahead: a session's file tools and shell
+// work, and SIGTERM leaves no Pod, the pool's included.
+func TestKubernetesEngineOverHTTP(t *testing.T) {
+	cs, _ := needCluster(t)
+	prefix := "wk" + randomHex(4)
+	p := startKubernetesOver(t, "http", cs, prefix, "")
+	fileToolsScenario(t, p)
+	waitUntil(t, 60*time.Second, "the warm pool's Pods", func() bool { return len(podsNamed(t, cs, prefix)) >= 3 })
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	p.waitExit(30 * time.Second)
+	if left := podsNamed(t, cs, prefix); len(left) > 0 {
+		t.Errorf("after SIGTERM, %d Pods named %s-... are left", len(left), prefix)
+	}
 }
