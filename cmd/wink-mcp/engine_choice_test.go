@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"io"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/wink-mcp/wink-mcp/engine/kubernetes"
 )
 
 // kubeArgs are the flags of a Kubernetes engine that starts.
@@ -52,5 +56,50 @@ func TestKubernetesEngineRefusesAtStartUp(t *testing.T) {
 				t.Errorf("parseServeFlags(%q) = %v; want an error containing %q", tc.args, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestDoctorSaysWhetherTheAPIServerAnswers runs doctor with the
+// Kubernetes engine on a kubeconfig that is not there: the service line
+// fails and says how to point wink-mcp at a cluster.
+func TestDoctorSaysWhetherTheAPIServerAnswers(t *testing.T) {
+	t.Parallel()
+	kubeconfig := t.TempDir() + "/no.kubeconfig"
+	var out strings.Builder
+	args := append([]string{"doctor", "--kubeconfig", kubeconfig, "--cache-dir", t.TempDir(), "--image", "localhost/test-image:1"}, kubeArgs[:4]...)
+	if code := run(args, strings.NewReader(""), &out, io.Discard); code != 1 {
+		t.Errorf("doctor without a cluster exited %d, want 1:\n%s", code, out.String())
+	}
+	for _, want := range []string{
+		"FAIL  service       cannot reach the Kubernetes API server: loading the kubeconfig: stat " + kubeconfig,
+		"                    fix: " + kubernetes.ServiceRemedy,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestInstallAgentCopiesThisBinary(t *testing.T) {
+	t.Parallel()
+	dest := t.TempDir() + "/wink-mcp"
+	var stderr strings.Builder
+	if code := run([]string{"install-agent", dest}, strings.NewReader(""), io.Discard, &stderr); code != 0 {
+		t.Fatalf("install-agent exited %d: %s", code, stderr.String())
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(self)
+	got, err := os.ReadFile(dest)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the copy differs from this binary (%d bytes, want %d): %v", len(got), len(want), err)
+	}
+	if fi, _ := os.Stat(dest); fi.Mode().Perm() != 0o555 {
+		t.Errorf("the copy has mode %v, want 0555", fi.Mode().Perm())
+	}
+	if code := run([]string{"install-agent"}, strings.NewReader(""), io.Discard, io.Discard); code != 2 {
+		t.Errorf("install-agent without a file exited %d, want 2", code)
 	}
 }
