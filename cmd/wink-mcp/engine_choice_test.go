@@ -31,11 +31,16 @@ func TestKubernetesEngineFlags(t *testing.T) {
 // rather than failing mid-call, and that its flags need it.
 func TestKubernetesEngineRefusesAtStartUp(t *testing.T) {
 	t.Parallel()
+	profiles := t.TempDir() + "/profiles.yaml"
+	if err := os.WriteFile(profiles, []byte("profiles:\n  tools:\n    setup: ['apt-get install -y jq']\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		args []string
 		want string
 	}{
+		{"setup commands", append(kubeArgs, "--profiles", profiles), `--profiles with setup commands (profile "tools") is not available`},
 		{"unknown engine", []string{"--engine", "docker"}, `--engine "docker": want podman or kubernetes`},
 		{"no agent image", []string{"--engine", "kubernetes"}, "--kubernetes-agent-image is required"},
 		{"bad namespace", append(kubeArgs, "--namespace", "Wink_1"), `--namespace "Wink_1"`},
