@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,14 +77,38 @@ func (e *Engine) Start(ctx context.Context, name string) error {
 		case corev1.PodFailed, corev1.PodSucceeded:
 			return false, fmt.Errorf("the Pod ended (%s): %s", pod.Status.Phase, waitingReason(pod))
 		}
-		return false, nil
+		return false, stuck(pod)
 	})
+	if err != nil && pod != nil && c.Err() != nil {
+		return fmt.Errorf("starting Pod %s: %w (%s)", name, err, waitingReason(pod))
+	}
 	if err != nil {
-		reason := ""
-		if pod != nil {
-			reason = " (" + waitingReason(pod) + ")"
+		return fmt.Errorf("starting Pod %s: %w", name, err)
+	}
+	return nil
+}
+
+// Reasons the kubelet gives for a container that will not start unless
+// something changes: its image cannot be had, or it cannot be made or run.
+var (
+	imageReasons  = []string{"ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName"}
+	brokenReasons = []string{"CreateContainerConfigError", "CreateContainerError", "RunContainerError", "CrashLoopBackOff"}
+)
+
+// stuck returns an error when a container of the Pod waits for a reason
+// that waiting does not end, so that Start fails at once rather than at
+// its deadline; one wrapping engine.ErrImageUnavailable for an image.
+func stuck(pod *corev1.Pod) error {
+	for _, s := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
+		if s.State.Waiting == nil {
+			continue
 		}
-		return fmt.Errorf("starting Pod %s: %w%s", name, err, reason)
+		switch reason := s.State.Waiting.Reason; {
+		case slices.Contains(imageReasons, reason):
+			return fmt.Errorf("%w: the %s container's image %s: %s %s", engine.ErrImageUnavailable, s.Name, s.Image, reason, s.State.Waiting.Message)
+		case slices.Contains(brokenReasons, reason):
+			return fmt.Errorf("the %s container cannot start: %s %s", s.Name, reason, s.State.Waiting.Message)
+		}
 	}
 	return nil
 }
