@@ -109,6 +109,9 @@ func (d *doctor) diskLimit(context.Context) Result {
 		return Result{Status: Warn, Detail: "off (--disk-limit 0): one session can fill the disk holding " + d.cfg.CacheDir,
 			Fix: "pass --disk-limit with a size (2g is the default)"}
 	}
+	if d.cfg.FilesOnEngineHost && d.cfg.Engine.Service().BoundsDisk {
+		return Result{Status: OK, Detail: fmt.Sprintf("each session's files are bounded to %d MiB by the engine's service itself", limit>>20)}
+	}
 	if d.cfg.FilesOnEngineHost {
 		return Result{Status: Warn, Detail: "not enforced: each session's files are a volume on the Podman host (--files-on-podman-host), which wink-mcp cannot bound",
 			Fix: "watch the Podman host's disk, or use a Podman service on this machine; --disk-limit 0 says you accept it"}

@@ -95,15 +95,18 @@ func TestDiskLimitCheck(t *testing.T) {
 		status      Status
 		detail, fix string
 		onHost      bool
+		bounds      bool // the engine's service bounds the files
 	}{
-		{"off", 0, fakeHost{free: 100 << 30}, Warn, "off (--disk-limit 0): one session can fill", "--disk-limit", false},
-		{"not root", 2 << 30, fakeHost{free: 100 << 30, noDisk: noRoot}, Warn, "which needs root, and this server runs as uid 1000; sessions will run without it", "run it as root", false},
-		{"cache disk too small", 2 << 30, fakeHost{free: 1 << 30}, Fail, "1024 MiB free, less than one session's disk limit of 2048 MiB", "lower --disk-limit", false},
-		{"enforced", 2 << 30, fakeHost{free: 100 << 30}, OK, "ext4 filesystem of 2048 MiB", "", false},
-		{"files on the Podman host", 2 << 30, fakeHost{free: 100 << 30}, Warn, "a volume on the Podman host", "--disk-limit 0", true},
+		{"off", 0, fakeHost{free: 100 << 30}, Warn, "off (--disk-limit 0): one session can fill", "--disk-limit", false, false},
+		{"not root", 2 << 30, fakeHost{free: 100 << 30, noDisk: noRoot}, Warn, "which needs root, and this server runs as uid 1000; sessions will run without it", "run it as root", false, false},
+		{"cache disk too small", 2 << 30, fakeHost{free: 1 << 30}, Fail, "1024 MiB free, less than one session's disk limit of 2048 MiB", "lower --disk-limit", false, false},
+		{"enforced", 2 << 30, fakeHost{free: 100 << 30}, OK, "ext4 filesystem of 2048 MiB", "", false, false},
+		{"files on the Podman host", 2 << 30, fakeHost{free: 100 << 30}, Warn, "a volume on the Podman host", "--disk-limit 0", true, false},
+		{"files bounded by the engine", 2 << 30, fakeHost{free: 100 << 30}, OK, "bounded to 2048 MiB by the engine's service itself", "", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := &doctor{cfg: workspace.Config{CacheDir: "/var/cache/wink", Limits: engine.Limits{DiskBytes: tc.limit}, FilesOnEngineHost: tc.onHost}, host: tc.host}
+			d := &doctor{cfg: workspace.Config{CacheDir: "/var/cache/wink", Limits: engine.Limits{DiskBytes: tc.limit}, FilesOnEngineHost: tc.onHost,
+				Engine: enginetest.Unreachable{BoundsDisk: tc.bounds}}, host: tc.host}
 			r := d.diskLimit(context.Background())
 			if r.Status != tc.status || !strings.Contains(r.Detail, tc.detail) || !strings.Contains(r.Fix, tc.fix) {
 				t.Errorf("%v %q fix %q; want %v with %q, fix with %q", r.Status, r.Detail, r.Fix, tc.status, tc.detail, tc.fix)

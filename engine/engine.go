@@ -204,6 +204,10 @@ type Service struct {
 	// Remote is true when the service is on another host: what this host
 	// has (the engine's CLI, CRIU) is not what the service has.
 	Remote bool
+	// BoundsDisk is true when the service itself bounds a container's
+	// files by Spec.DiskBytes (a Kubernetes node's ephemeral-storage
+	// limits), so that wink-mcp needs no filesystem of its own for them.
+	BoundsDisk bool
 }
 
 // HostFacts are what container specs depend on about the engine's host.

@@ -70,9 +70,9 @@ func New(opts Options, log *slog.Logger) *Engine {
 }
 
 // Service returns the kubeconfig the engine was given; a cluster is never
-// on this host's files.
+// on this host's files, and its kubelets bound a Pod's files (podFor).
 func (e *Engine) Service() engine.Service {
-	return engine.Service{Address: e.opts.Kubeconfig, Remote: true}
+	return engine.Service{Address: e.opts.Kubeconfig, Remote: true, BoundsDisk: true}
 }
 
 // ServiceFix returns ServiceRemedy.
