@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -34,6 +35,8 @@ type engineOptions struct {
 	namespace    string
 	agentImage   string
 	runtimeClass string
+	// allowUnenforcedNetworkPolicy is kubernetes.AllowFlag.
+	allowUnenforcedNetworkPolicy bool
 }
 
 // bindEngineFlags declares the flags of engineOptions.
@@ -43,6 +46,7 @@ func bindEngineFlags(b *binder, o *engineOptions) {
 	b.str(&o.namespace, "namespace", "namespace of the workspace Pods of --engine kubernetes", "WINK_NAMESPACE")
 	b.str(&o.agentImage, "kubernetes-agent-image", "image holding only the static wink-mcp at /wink-mcp, which each workspace Pod's init container copies (--engine kubernetes; required)", "WINK_KUBERNETES_AGENT_IMAGE")
 	b.str(&o.runtimeClass, "kubernetes-runtime-class", "runtimeClassName of the workspace Pods (gVisor, Kata; default: the cluster's)", "WINK_KUBERNETES_RUNTIME_CLASS")
+	b.boolean(&o.allowUnenforcedNetworkPolicy, strings.TrimPrefix(kubernetes.AllowFlag, "--"), "make workspace Pods even where the cluster does not enforce their deny-all NetworkPolicy, so that they reach the cluster's network (--engine kubernetes); everything else stays enforced", "WINK_ALLOW_UNENFORCED_NETWORK_POLICY")
 }
 
 // resolveEngine checks the engine flags against the others. The Kubernetes
@@ -53,7 +57,8 @@ func resolveEngine(w *workspace.Config, opts serveOptions, keptWorkspace string)
 	switch o.name {
 	case enginePodman:
 		for flag, set := range map[string]bool{"--kubeconfig": o.kubeconfig != "", "--namespace": o.namespace != defaultNamespace,
-			"--kubernetes-agent-image": o.agentImage != "", "--kubernetes-runtime-class": o.runtimeClass != ""} {
+			"--kubernetes-agent-image": o.agentImage != "", "--kubernetes-runtime-class": o.runtimeClass != "",
+			kubernetes.AllowFlag: o.allowUnenforcedNetworkPolicy} {
 			if set {
 				return fmt.Errorf("%s is a setting of --engine kubernetes, and the engine is podman; drop it or pass --engine kubernetes", flag)
 			}
@@ -98,7 +103,8 @@ func resolveEngine(w *workspace.Config, opts serveOptions, keptWorkspace string)
 func newEngine(w workspace.Config, opts serveOptions, log *slog.Logger) (engine.Engine, error) {
 	if o := opts.engine; o.name == engineKubernetes {
 		return kubernetes.New(kubernetes.Options{Kubeconfig: o.kubeconfig, Namespace: o.namespace, AgentImage: o.agentImage,
-			RuntimeClass: o.runtimeClass, APITimeout: w.APITimeout, StartTimeout: kubernetesStartTimeout}, log), nil
+			RuntimeClass: o.runtimeClass, ManagedLabel: workspace.LabelManaged, AllowUnenforcedNetworkPolicy: o.allowUnenforcedNetworkPolicy,
+			APITimeout: w.APITimeout, StartTimeout: kubernetesStartTimeout}, log), nil
 	}
 	return newPodmanEngine(w, opts.service, log)
 }

@@ -16,11 +16,12 @@ var kubeArgs = []string{"--engine", "kubernetes", "--kubernetes-agent-image", "l
 func TestKubernetesEngineFlags(t *testing.T) {
 	t.Parallel()
 	cfg, opts, err := parseServeFlags(append(kubeArgs, "--namespace", "wink", "--kubernetes-runtime-class", "gvisor"),
-		env(map[string]string{"WINK_KUBECONFIG": "/etc/kube.conf"}), io.Discard)
+		env(map[string]string{"WINK_KUBECONFIG": "/etc/kube.conf", "WINK_ALLOW_UNENFORCED_NETWORK_POLICY": "true"}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := engineOptions{name: engineKubernetes, kubeconfig: "/etc/kube.conf", namespace: "wink", agentImage: "localhost/wink-agent:1", runtimeClass: "gvisor"}
+	want := engineOptions{name: engineKubernetes, kubeconfig: "/etc/kube.conf", namespace: "wink", agentImage: "localhost/wink-agent:1", runtimeClass: "gvisor",
+		allowUnenforcedNetworkPolicy: true}
 	if opts.engine != want || !cfg.Workspace.FilesOnEngineHost {
 		t.Errorf("engine options %+v, files on the engine's host %v; want %+v, true", opts.engine, cfg.Workspace.FilesOnEngineHost, want)
 	}
@@ -52,6 +53,7 @@ func TestKubernetesEngineRefusesAtStartUp(t *testing.T) {
 		{"podman url", append(kubeArgs, "--podman-url", "unix:///x.sock"), "--podman-url or --podman-connection is not available"},
 		{"namespace with podman", []string{"--namespace", "wink"}, "--namespace is a setting of --engine kubernetes"},
 		{"agent image with podman", []string{"--kubernetes-agent-image", "a:1"}, "--kubernetes-agent-image is a setting of --engine kubernetes"},
+		{"unenforced policy with podman", []string{"--allow-unenforced-network-policy"}, "--allow-unenforced-network-policy is a setting of --engine kubernetes"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

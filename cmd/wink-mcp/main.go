@@ -17,6 +17,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/wink-mcp/wink-mcp/doctor"
+	"github.com/wink-mcp/wink-mcp/engine/kubernetes"
 	"github.com/wink-mcp/wink-mcp/server"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
@@ -39,6 +40,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runSupervise(args[1:])
 	case "install-agent":
 		return runInstallAgent(args[1:], stderr)
+	case kubernetes.ProbeCommand:
+		return runProbeNetwork(args[1:], stdout, stderr)
 	case "doctor":
 		return runDoctor(args[1:], stdout, stderr)
 	case "export":

@@ -20,8 +20,21 @@ import (
 	"github.com/wink-mcp/wink-mcp/engine"
 )
 
-// newWithClient returns an Engine that uses client, which cannot exec.
-func newWithClient(opts Options, client k8s.Interface, log *slog.Logger) *Engine {
+// newWithClient returns an Engine that uses client, which cannot exec, on
+// a cluster already probed to enforce the deny-all NetworkPolicy, which is
+// in the client's store (recorded as no action).
+func newWithClient(opts Options, client *fake.Clientset, log *slog.Logger) *Engine {
+	e := newUnprobed(opts, client, log)
+	e.network = &Network{Enforced: true, Target: "10.0.0.1:6443"}
+	if err := client.Tracker().Add(denyAllPolicy(opts.Namespace, opts.ManagedLabel)); err != nil {
+		panic(err)
+	}
+	return e
+}
+
+// newUnprobed returns an Engine that uses client and has not probed the
+// cluster's network yet.
+func newUnprobed(opts Options, client k8s.Interface, log *slog.Logger) *Engine {
 	e := New(opts, log)
 	e.client = client
 	return e
@@ -38,7 +51,8 @@ func testSpec() engine.Spec {
 	}
 }
 
-var testOptions = Options{Namespace: "wink", AgentImage: "localhost/wink-agent:test", RuntimeClass: "gvisor", APITimeout: 10e9, StartTimeout: 10e9}
+var testOptions = Options{Namespace: "wink", AgentImage: "localhost/wink-agent:test", RuntimeClass: "gvisor", ManagedLabel: "io.wink-mcp.managed",
+	APITimeout: 10e9, StartTimeout: 10e9}
 
 // TestCreateRefusesWeakenedPods makes a Pod through a fake API server whose
 // admission weakens one setting at a time: Create must fail with

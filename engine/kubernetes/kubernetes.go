@@ -45,16 +45,26 @@ type Options struct {
 	AgentImage string
 	// RuntimeClass is the Pods' runtimeClassName; "" for the cluster's default.
 	RuntimeClass string
+	// ManagedLabel is the label (set to "true") every workspace Pod carries:
+	// the deny-all NetworkPolicy selects the Pods with it.
+	ManagedLabel string
+	// AllowUnenforcedNetworkPolicy lets workspaces be made where the
+	// cluster does not enforce the deny-all NetworkPolicy (AllowFlag).
+	AllowUnenforcedNetworkPolicy bool
 	// APITimeout bounds each API call, StartTimeout a Pod's way to Running
 	// (which includes pulling its image).
 	APITimeout, StartTimeout time.Duration
 }
 
 // Engine makes workspaces as Pods of one namespace. It connects on first
-// use and is safe for concurrent use.
+// use and is safe for concurrent use. Lock order: prepMu, then mu.
 type Engine struct {
 	opts Options
 	log  *slog.Logger
+
+	// prepMu serialises Network; network is its kept answer.
+	prepMu  sync.Mutex
+	network *Network
 
 	mu     sync.Mutex
 	client k8s.Interface
@@ -163,9 +173,16 @@ func (e *Engine) Host(ctx context.Context) (engine.HostFacts, bool, error) {
 	return h, true, err
 }
 
-// SettledHost returns the same facts as Host.
-func (e *Engine) SettledHost(context.Context) (engine.HostFacts, error) {
-	if _, err := e.connect(); err != nil {
+// SettledHost returns the same facts as Host. It is the engine's
+// preparation: it ensures the deny-all NetworkPolicy and probes whether the
+// cluster enforces it (Network), and fails when it does not and
+// AllowUnenforcedNetworkPolicy is false.
+func (e *Engine) SettledHost(ctx context.Context) (engine.HostFacts, error) {
+	n, err := e.Network(ctx)
+	if err != nil {
+		return engine.HostFacts{}, err
+	}
+	if _, err := n.Verdict(e.opts.AllowUnenforcedNetworkPolicy); err != nil {
 		return engine.HostFacts{}, err
 	}
 	return engine.HostFacts{Cgroups: "v2", Arch: runtime.GOARCH}, nil

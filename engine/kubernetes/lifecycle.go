@@ -22,7 +22,10 @@ const pollInterval = 50 * time.Millisecond
 
 // Create makes the workspace's Pod, reads it back as admitted and deletes
 // it, with an error naming each weakened setting, when admission weakened
-// any (checkAdmitted). The Pod starts at once: Start waits for it.
+// any (checkAdmitted). It refuses to make it while the deny-all
+// NetworkPolicy is missing or not deny-all, or the cluster does not
+// enforce it and AllowUnenforcedNetworkPolicy is false (Network). The Pod
+// starts at once: Start waits for it.
 func (e *Engine) Create(ctx context.Context, spec engine.Spec) (err error) {
 	if err := refused(spec); err != nil {
 		return err
@@ -33,11 +36,21 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (err error) {
 	if e.opts.AgentImage == "" {
 		return fmt.Errorf("--kubernetes-agent-image is not set: the Pods need the image the agent is copied from")
 	}
+	n, err := e.Network(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := n.Verdict(e.opts.AllowUnenforcedNetworkPolicy); err != nil {
+		return err
+	}
 	client, c, end, err := e.call(ctx)
 	if err != nil {
 		return err
 	}
 	defer end(&err)
+	if err := e.requirePolicy(c, client); err != nil {
+		return err
+	}
 	want := podFor(spec, e.opts)
 	got, err := client.CoreV1().Pods(e.opts.Namespace).Create(c, want, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {

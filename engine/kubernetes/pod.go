@@ -139,9 +139,7 @@ func podFor(spec engine.Spec, opts Options) *corev1.Pod {
 			},
 		},
 	}
-	if opts.RuntimeClass != "" {
-		pod.Spec.RuntimeClassName = ptr.To(opts.RuntimeClass)
-	}
+	pod.Spec.RuntimeClassName = runtimeClass(opts)
 	return pod
 }
 
