@@ -99,12 +99,14 @@ func (e *Engine) Network(ctx context.Context) (Network, error) {
 	if err != nil {
 		return Network{}, err
 	}
+	begin := time.Now()
 	connected, err := e.probe(c, client, target)
 	if err != nil {
 		return Network{}, fmt.Errorf("probing whether the cluster enforces NetworkPolicies: %w", err)
 	}
 	n := Network{Enforced: !connected, Target: target}
-	e.log.Info("network policy probed", "policy", PolicyName, "target", target, "enforced", n.Enforced)
+	e.log.Info("network policy probed", "policy", PolicyName, "target", target, "enforced", n.Enforced,
+		"duration_ms", time.Since(begin).Milliseconds())
 	if warn, _ := n.Verdict(e.opts.AllowUnenforcedNetworkPolicy); warn {
 		e.log.Warn(NetworkUnenforcedWarning, "policy", PolicyName, "target", target)
 	}
