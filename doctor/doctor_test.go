@@ -177,14 +177,14 @@ func TestUlimitsAgainstHardLimits(t *testing.T) {
 
 func TestHardeningProblem(t *testing.T) {
 	good := workspace.ExecResult{Stdout: "65534\nCapEff:\t0000000000000000\next4\nlo\n"}
-	if p := hardeningProblem(good, "65534:65534", true); p != "" {
+	if p := hardeningProblem(good, "65534:65534", true, false); p != "" {
 		t.Errorf("hardened container reported: %s", p)
 	}
 	unbounded := workspace.ExecResult{Stdout: "65534\nCapEff:\t0000000000000000\noverlay\nlo\n"}
-	if p := hardeningProblem(unbounded, "65534:65534", false); p != "" {
+	if p := hardeningProblem(unbounded, "65534:65534", false, false); p != "" {
 		t.Errorf("without a disk limit, reported: %s", p)
 	}
-	if p := hardeningProblem(unbounded, "65534:65534", true); !strings.Contains(p, "/workspace is on overlay, not the session's own ext4 filesystem") {
+	if p := hardeningProblem(unbounded, "65534:65534", true, false); !strings.Contains(p, "/workspace is on overlay, not the session's own ext4 filesystem") {
 		t.Errorf("with the disk limit expected, an overlay /workspace gave %q", p)
 	}
 	for _, tc := range []struct {
@@ -196,7 +196,7 @@ func TestHardeningProblem(t *testing.T) {
 		{workspace.ExecResult{Stdout: "65534\nCapEff:\t0000000000000000\next4\neth0\nlo\n"}, "network interfaces [eth0 lo]"},
 		{workspace.ExecResult{ExitCode: 127, Stderr: "sh: not found"}, "exited with 127: sh: not found"},
 	} {
-		if p := hardeningProblem(tc.r, "65534:65534", true); !strings.Contains(p, tc.want) {
+		if p := hardeningProblem(tc.r, "65534:65534", true, false); !strings.Contains(p, tc.want) {
 			t.Errorf("probe %+v: %q, want %q", tc.r, p, tc.want)
 		}
 	}

@@ -208,6 +208,11 @@ type Service struct {
 	// files by Spec.DiskBytes (a Kubernetes node's ephemeral-storage
 	// limits), so that wink-mcp needs no filesystem of its own for them.
 	BoundsDisk bool
+	// Pods is true when each container is a Kubernetes Pod and the service
+	// a cluster's API server: the Spec's pids limit and rlimits are no Pod
+	// settings, and a Pod has a network device (eth0) that a policy cuts
+	// off (the engine is a NetworkPolicer).
+	Pods bool
 }
 
 // HostFacts are what container specs depend on about the engine's host.

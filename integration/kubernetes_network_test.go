@@ -59,3 +59,46 @@ func TestKubernetesNetworkPolicy(t *testing.T) {
 		t.Errorf("probe Pods left: %v (%v)", probes, err)
 	}
 }
+
+// TestKubernetesDoctor runs doctor with --engine kubernetes on the test
+// node, which enforces no NetworkPolicy: its lines say what is true of a
+// Pod; the network line fails without --allow-unenforced-network-policy
+// and warns with it, when the container check accepts the Pod's eth0; no
+// probe Pod is left.
+func TestKubernetesDoctor(t *testing.T) {
+	cs, _ := needCluster(t)
+	prefix := "wd" + randomHex(4)
+	t.Cleanup(func() { deletePods(cs, prefix) })
+	args := []string{"--engine", "kubernetes", "--kubeconfig", clusterKubeconfig, "--kubernetes-agent-image", kubernetesAgentImage(t),
+		"--image", pythonImage, "--name-prefix", prefix}
+
+	out, code := doctor(t, args...)
+	if code == 0 || !strings.HasPrefix(line(out, "egress"), "FAIL  egress        every workspace would be refused") ||
+		!strings.Contains(out, "or pass --allow-unenforced-network-policy") {
+		t.Errorf("without the flag: exit %d, want a failed network line naming the flag:\n%s", code, out)
+	}
+
+	out, code = doctor(t, append(args, "--allow-unenforced-network-policy")...)
+	if code != 0 {
+		t.Fatalf("exit %d with the flag:\n%s", code, out)
+	}
+	for check, want := range map[string]string{
+		"podman":    "ok    podman        not needed: each workspace is a Pod",
+		"service":   "ok    service       the Kubernetes API server https://",
+		"runtime":   "no pids limit of wink-mcp's",
+		"ulimits":   "ok    ulimits       not set: --nofile and --nproc are no Pod settings",
+		"egress":    "warn  egress        NOT ENFORCED (--allow-unenforced-network-policy)",
+		"container": "its eth0 NOT cut off (NetworkPolicy default/wink-mcp-workspaces-deny-all unenforced",
+	} {
+		if l := line(out, check); !strings.Contains(l, want) {
+			t.Errorf("%s line %q; want %q", check, l, want)
+		}
+	}
+	if !strings.Contains(out, "Kubernetes API server of "+clusterKubeconfig) || strings.Contains(out, "Podman service") {
+		t.Errorf("the header does not name the Kubernetes API server:\n%s", out)
+	}
+	probes, err := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: "io.wink-mcp.network-probe=true"})
+	if err != nil || len(probes.Items) > 0 {
+		t.Errorf("probe Pods left: %v (%v)", probes, err)
+	}
+}

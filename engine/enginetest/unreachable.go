@@ -21,6 +21,8 @@ type Unreachable struct {
 	Remote bool
 	// BoundsDisk says the service bounds a container's files itself.
 	BoundsDisk bool
+	// Pods says each container would be a Kubernetes Pod.
+	Pods bool
 }
 
 var _ engine.Engine = Unreachable{}
@@ -34,9 +36,9 @@ func (u Unreachable) Err() error {
 	return fmt.Errorf("%w (tried %s). %s", unreachable, u.URI, u.ServiceFix())
 }
 
-// Service returns URI as the address, Remote and BoundsDisk.
+// Service returns URI as the address, Remote, BoundsDisk and Pods.
 func (u Unreachable) Service() engine.Service {
-	return engine.Service{Address: u.URI, Remote: u.Remote, BoundsDisk: u.BoundsDisk}
+	return engine.Service{Address: u.URI, Remote: u.Remote, BoundsDisk: u.BoundsDisk, Pods: u.Pods}
 }
 
 // ServiceFix returns how to start the test engine's service.

@@ -25,7 +25,7 @@ import (
 // in the client's store (recorded as no action).
 func newWithClient(opts Options, client *fake.Clientset, log *slog.Logger) *Engine {
 	e := newUnprobed(opts, client, log)
-	e.network = &Network{Enforced: true, Target: "10.0.0.1:6443"}
+	e.network = &engine.NetworkPolicy{Enforced: true, Target: "10.0.0.1:6443"}
 	if err := client.Tracker().Add(denyAllPolicy(opts.Namespace, opts.ManagedLabel)); err != nil {
 		panic(err)
 	}

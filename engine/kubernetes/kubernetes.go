@@ -62,9 +62,9 @@ type Engine struct {
 	opts Options
 	log  *slog.Logger
 
-	// prepMu serialises Network; network is its kept answer.
+	// prepMu serialises NetworkPolicy; network is its kept answer.
 	prepMu  sync.Mutex
-	network *Network
+	network *engine.NetworkPolicy
 
 	mu     sync.Mutex
 	client k8s.Interface
@@ -80,9 +80,10 @@ func New(opts Options, log *slog.Logger) *Engine {
 }
 
 // Service returns the kubeconfig the engine was given; a cluster is never
-// on this host's files, and its kubelets bound a Pod's files (podFor).
+// on this host's files, its kubelets bound a Pod's files (podFor), and
+// each workspace is a Pod.
 func (e *Engine) Service() engine.Service {
-	return engine.Service{Address: e.opts.Kubeconfig, Remote: true, BoundsDisk: true}
+	return engine.Service{Address: e.opts.Kubeconfig, Remote: true, BoundsDisk: true, Pods: true}
 }
 
 // ServiceFix returns ServiceRemedy.
@@ -175,14 +176,14 @@ func (e *Engine) Host(ctx context.Context) (engine.HostFacts, bool, error) {
 
 // SettledHost returns the same facts as Host. It is the engine's
 // preparation: it ensures the deny-all NetworkPolicy and probes whether the
-// cluster enforces it (Network), and fails when it does not and
+// cluster enforces it (NetworkPolicy), and fails when it does not and
 // AllowUnenforcedNetworkPolicy is false.
 func (e *Engine) SettledHost(ctx context.Context) (engine.HostFacts, error) {
-	n, err := e.Network(ctx)
+	n, err := e.NetworkPolicy(ctx)
 	if err != nil {
 		return engine.HostFacts{}, err
 	}
-	if _, err := n.Verdict(e.opts.AllowUnenforcedNetworkPolicy); err != nil {
+	if err := verdict(n); err != nil {
 		return engine.HostFacts{}, err
 	}
 	return engine.HostFacts{Cgroups: "v2", Arch: runtime.GOARCH}, nil

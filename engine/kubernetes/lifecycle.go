@@ -24,7 +24,7 @@ const pollInterval = 50 * time.Millisecond
 // it, with an error naming each weakened setting, when admission weakened
 // any (checkAdmitted). It refuses to make it while the deny-all
 // NetworkPolicy is missing or not deny-all, or the cluster does not
-// enforce it and AllowUnenforcedNetworkPolicy is false (Network). The Pod
+// enforce it and AllowUnenforcedNetworkPolicy is false (NetworkPolicy). The Pod
 // starts at once: Start waits for it.
 func (e *Engine) Create(ctx context.Context, spec engine.Spec) (err error) {
 	if err := refused(spec); err != nil {
@@ -36,11 +36,11 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (err error) {
 	if e.opts.AgentImage == "" {
 		return fmt.Errorf("--kubernetes-agent-image is not set: the Pods need the image the agent is copied from")
 	}
-	n, err := e.Network(ctx)
+	n, err := e.NetworkPolicy(ctx)
 	if err != nil {
 		return err
 	}
-	if _, err := n.Verdict(e.opts.AllowUnenforcedNetworkPolicy); err != nil {
+	if err := verdict(n); err != nil {
 		return err
 	}
 	client, c, end, err := e.call(ctx)

@@ -75,12 +75,12 @@ func TestNetworkMakesThePolicyAndProbes(t *testing.T) {
 			opts.AllowUnenforcedNetworkPolicy = tc.allow
 			e := newUnprobed(opts, client, quiet)
 			ctx := context.Background()
-			n, err := e.Network(ctx)
+			n, err := e.NetworkPolicy(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if n.Enforced != tc.enforced || n.Target != "10.0.0.1:6443" {
-				t.Errorf("Network = %+v; want enforced %v, target 10.0.0.1:6443", n, tc.enforced)
+				t.Errorf("NetworkPolicy = %+v; want enforced %v, target 10.0.0.1:6443", n, tc.enforced)
 			}
 			if len(commands) != 1 || commands[0][1] != ProbeCommand || commands[0][2] != "10.0.0.1:6443" {
 				t.Errorf("probe commands %v; want one %s 10.0.0.1:6443", commands, ProbeCommand)
@@ -95,16 +95,16 @@ func TestNetworkMakesThePolicyAndProbes(t *testing.T) {
 			if pods, _ := client.CoreV1().Pods("wink").List(ctx, metav1.ListOptions{}); len(pods.Items) > 0 {
 				t.Errorf("probe Pod left: %s", pods.Items[0].Name)
 			}
-			warn, err := n.Verdict(tc.allow)
-			if warn != tc.warn || (err != nil) != tc.refused || (err != nil && (!errors.Is(err, ErrPolicyUnenforced) || !strings.Contains(err.Error(), AllowFlag))) {
-				t.Errorf("Verdict = %v, %v; want warn %v, refused %v naming %s", warn, err, tc.warn, tc.refused, AllowFlag)
+			err = verdict(n)
+			if n.Allowed != tc.warn || (err != nil) != tc.refused || (err != nil && (!errors.Is(err, ErrPolicyUnenforced) || !strings.Contains(err.Error(), AllowFlag))) {
+				t.Errorf("allowed %v, verdict %v; want allowed %v, refused %v naming %s", n.Allowed, err, tc.warn, tc.refused, AllowFlag)
 			}
 			createErr := e.Create(ctx, testSpec())
 			if (createErr != nil) != tc.refused || (createErr != nil && !errors.Is(createErr, ErrPolicyUnenforced)) {
 				t.Errorf("Create = %v; want refused %v", createErr, tc.refused)
 			}
-			if _, err := e.Network(ctx); err != nil || len(commands) != 1 {
-				t.Errorf("a second Network probed again (%d probes, %v); want the first answer kept", len(commands), err)
+			if _, err := e.NetworkPolicy(ctx); err != nil || len(commands) != 1 {
+				t.Errorf("a second NetworkPolicy probed again (%d probes, %v); want the first answer kept", len(commands), err)
 			}
 		})
 	}
@@ -143,9 +143,9 @@ func TestNetworkRefusesAPolicyThatAllows(t *testing.T) {
 				t.Fatal(err)
 			}
 			e := newUnprobed(testOptions, client, quiet)
-			_, err := e.Network(context.Background())
+			_, err := e.NetworkPolicy(context.Background())
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), PolicyName) {
-				t.Errorf("Network = %v; want an error naming %s and %q", err, PolicyName, tc.want)
+				t.Errorf("NetworkPolicy = %v; want an error naming %s and %q", err, PolicyName, tc.want)
 			}
 			if err := e.Create(context.Background(), testSpec()); err == nil {
 				t.Error("Create made a Pod under a policy that allows traffic")
@@ -188,7 +188,7 @@ func TestNetworkDeletesLeftoverProbes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := newUnprobed(testOptions, client, quiet).Network(context.Background()); err != nil {
+	if _, err := newUnprobed(testOptions, client, quiet).NetworkPolicy(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	pods, _ := client.CoreV1().Pods("wink").List(context.Background(), metav1.ListOptions{})

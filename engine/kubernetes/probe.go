@@ -16,7 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/wink-mcp/wink-mcp/engine"
 )
+
+// The engine makes Pods, whose network a policy cuts off.
+var _ engine.NetworkPolicer = (*Engine)(nil)
 
 // AllowFlag is the flag that lets workspaces be made where the cluster
 // does not enforce the deny-all NetworkPolicy.
@@ -50,25 +55,13 @@ const (
 	kubeletPort = 10250
 )
 
-// Network is what the probe found of the cluster's network.
-type Network struct {
-	// Enforced is true when the probe Pod could not connect to Target.
-	Enforced bool
-	// Target is the address the probe Pod tried.
-	Target string
-}
-
-// Verdict returns nil when workspaces may be made on this network, else an
-// error wrapping ErrPolicyUnenforced that names AllowFlag; warn is true when
-// they may only because allow (AllowFlag) is set.
-func (n Network) Verdict(allow bool) (warn bool, err error) {
-	switch {
-	case n.Enforced:
-		return false, nil
-	case allow:
-		return true, nil
+// verdict returns nil when workspaces may be made under the policy n, else
+// an error wrapping ErrPolicyUnenforced that names AllowFlag.
+func verdict(n engine.NetworkPolicy) error {
+	if n.Enforced || n.Allowed {
+		return nil
 	}
-	return false, fmt.Errorf("%w: a probe Pod under the deny-all NetworkPolicy %s connected to %s, so a workspace Pod could reach anything "+
+	return fmt.Errorf("%w: a probe Pod under the deny-all NetworkPolicy %s connected to %s, so a workspace Pod could reach anything "+
 		"the cluster's network reaches. Run a network plugin that enforces NetworkPolicies, or pass %s (WINK_ALLOW_UNENFORCED_NETWORK_POLICY) "+
 		"to make workspaces with the cluster's network anyway", ErrPolicyUnenforced, PolicyName, n.Target, AllowFlag)
 }
@@ -77,9 +70,9 @@ func (n Network) Verdict(allow bool) (warn bool, err error) {
 // cluster does not enforce the policy and AllowFlag lets workspaces be made.
 const NetworkUnenforcedWarning = "NETWORK POLICIES ARE NOT ENFORCED: " + AllowFlag + " makes workspace Pods that reach the cluster's network"
 
-// Network ensures the deny-all NetworkPolicy and probes, once per Engine
-// (the first answer is kept), whether the cluster enforces it.
-func (e *Engine) Network(ctx context.Context) (Network, error) {
+// NetworkPolicy ensures the deny-all NetworkPolicy and probes, once per
+// Engine (the first answer is kept), whether the cluster enforces it.
+func (e *Engine) NetworkPolicy(ctx context.Context) (engine.NetworkPolicy, error) {
 	e.prepMu.Lock()
 	defer e.prepMu.Unlock()
 	if e.network != nil {
@@ -87,27 +80,28 @@ func (e *Engine) Network(ctx context.Context) (Network, error) {
 	}
 	client, err := e.connect()
 	if err != nil {
-		return Network{}, err
+		return engine.NetworkPolicy{}, err
 	}
 	c, cancel := context.WithTimeout(ctx, e.opts.StartTimeout)
 	defer cancel()
 	if err := e.ensurePolicy(c, client); err != nil {
-		return Network{}, err
+		return engine.NetworkPolicy{}, err
 	}
 	e.sweepProbes(c, client)
 	target, err := probeTarget(c, client)
 	if err != nil {
-		return Network{}, err
+		return engine.NetworkPolicy{}, err
 	}
 	begin := time.Now()
 	connected, err := e.probe(c, client, target)
 	if err != nil {
-		return Network{}, fmt.Errorf("probing whether the cluster enforces NetworkPolicies: %w", err)
+		return engine.NetworkPolicy{}, fmt.Errorf("probing whether the cluster enforces NetworkPolicies: %w", err)
 	}
-	n := Network{Enforced: !connected, Target: target}
+	n := engine.NetworkPolicy{Name: "NetworkPolicy " + e.opts.Namespace + "/" + PolicyName, Enforced: !connected, Target: target,
+		Allowed: connected && e.opts.AllowUnenforcedNetworkPolicy, Flag: AllowFlag}
 	e.log.Info("network policy probed", "policy", PolicyName, "target", target, "enforced", n.Enforced,
 		"duration_ms", time.Since(begin).Milliseconds())
-	if warn, _ := n.Verdict(e.opts.AllowUnenforcedNetworkPolicy); warn {
+	if n.Allowed {
 		e.log.Warn(NetworkUnenforcedWarning, "policy", PolicyName, "target", target)
 	}
 	e.network = &n
