@@ -6,7 +6,10 @@
 // init, copied by an init container from an image that holds only the
 // static binary. The channel to the agent is one long-lived stream of the
 // Pod's exec subresource (WebSocket, SPDY where the API server offers no
-// WebSocket), never an exec per call.
+// WebSocket), never an exec per call. A deny-all NetworkPolicy cuts off
+// each Pod's network (ensurePolicy), and a probe Pod tells whether the
+// cluster enforces it (Engine.NetworkPolicy); where it does not, workspaces
+// are refused unless the operator allows it (AllowFlag).
 //
 // What has no Kubernetes meaning yet (images committed from a container
 // for a profile's setup commands, copies of host folders, folder mounts)
