@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	k8s "k8s.io/client-go/kubernetes"
@@ -190,6 +191,10 @@ func probeOutcome(pod *corev1.Pod) (connected bool, err error) {
 	return false, fmt.Errorf("probe Pod %s ended without an exit code: %s", pod.Name, waitingReason(pod))
 }
 
+// probeResources bound the probe Pod, for namespaces whose quota wants
+// limits: a connect needs little.
+var probeResources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
+
 // probePod returns the probe Pod: the workspace Pods' managed label (so the
 // deny-all policy selects it), hardened as they are, from the agent image.
 func probePod(name, target string, opts Options) *corev1.Pod {
@@ -212,6 +217,7 @@ func probePod(name, target string, opts Options) *corev1.Pod {
 				Image:           opts.AgentImage,
 				ImagePullPolicy: corev1.PullIfNotPresent,
 				Command:         []string{agentImagePath, ProbeCommand, target},
+				Resources:       corev1.ResourceRequirements{Limits: probeResources, Requests: probeResources},
 				SecurityContext: &corev1.SecurityContext{
 					Privileged: ptr.To(false), AllowPrivilegeEscalation: ptr.To(false),
 					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
