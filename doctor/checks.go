@@ -38,6 +38,9 @@ type doctor struct {
 	// diskOwn says each session's /workspace is its own filesystem (the
 	// disk limit is on and this host can enforce it).
 	diskOwn bool
+	// network is what the engine found of the policy that cuts off a
+	// Pod's network (engine.Service.Pods); nil otherwise.
+	network *engine.NetworkPolicy
 }
 
 type check struct {
@@ -109,6 +112,9 @@ func (d *doctor) diskLimit(context.Context) Result {
 		return Result{Status: Warn, Detail: "off (--disk-limit 0): one session can fill the disk holding " + d.cfg.CacheDir,
 			Fix: "pass --disk-limit with a size (2g is the default)"}
 	}
+	if d.cfg.FilesOnEngineHost && d.cfg.Engine.Service().BoundsDisk {
+		return Result{Status: OK, Detail: fmt.Sprintf("each session's files are bounded to %d MiB by the engine's service itself", limit>>20)}
+	}
 	if d.cfg.FilesOnEngineHost {
 		return Result{Status: Warn, Detail: "not enforced: each session's files are a volume on the Podman host (--files-on-podman-host), which wink-mcp cannot bound",
 			Fix: "watch the Podman host's disk, or use a Podman service on this machine; --disk-limit 0 says you accept it"}
@@ -131,6 +137,9 @@ func (d *doctor) diskLimit(context.Context) Result {
 }
 
 func (d *doctor) podmanCLI(ctx context.Context) Result {
+	if d.pods() {
+		return Result{Status: OK, Detail: "not needed: each workspace is a Pod of the cluster"}
+	}
 	path, version, err := d.host.podmanVersion(ctx)
 	switch {
 	case path == "" && d.cfg.Engine.Service().Remote:
@@ -152,6 +161,9 @@ func (d *doctor) service(ctx context.Context) Result {
 		return Result{Status: Fail, Detail: detail, Fix: fix}
 	}
 	d.info = &info
+	if d.pods() {
+		return Result{Status: OK, Detail: fmt.Sprintf("the Kubernetes API server %s answers: Kubernetes %s", info.URI, info.Version)}
+	}
 	mode := "rootful"
 	if info.Rootless {
 		mode = "rootless"
@@ -166,6 +178,9 @@ func (d *doctor) service(ctx context.Context) Result {
 func (d *doctor) runtime(context.Context) Result {
 	if d.info == nil {
 		return skipped("the service")
+	}
+	if d.pods() {
+		return podRuntime(d.info.Description)
 	}
 	r := runtimeResult(d.info.DefaultRuntime, d.host.cgroupLayout(), d.info.Remote)
 	if r.Status != OK {
@@ -199,6 +214,9 @@ func (d *doctor) storage(context.Context) Result {
 	if d.info == nil {
 		return skipped("the service")
 	}
+	if d.pods() {
+		return Result{Status: OK, Detail: "images are the nodes': each kubelet pulls and stores them"}
+	}
 	if d.info.GraphDriver == "vfs" {
 		return Result{Status: Warn, Detail: "images are stored with vfs: each session's container copies the whole image (seconds, and its size in disk, per session)",
 			Fix: "use the overlay driver: driver = \"overlay\" in storage.conf (rootless: ~/.config/containers/storage.conf, with fuse-overlayfs on kernels before 5.13), then `podman system reset` (which deletes that user's images and containers)"}
@@ -222,6 +240,9 @@ func runtimeResult(runtime, layout string, remote bool) Result {
 }
 
 func (d *doctor) ulimits(context.Context) Result {
+	if d.pods() {
+		return podUlimits()
+	}
 	if d.info != nil && d.info.Remote {
 		return Result{Status: OK, Detail: fmt.Sprintf("nofile=%d nproc=%d are set on each container; the container check tries them on the remote host", d.cfg.NofileLimit, d.cfg.NprocLimit)}
 	}
@@ -255,6 +276,9 @@ func (d *doctor) watch(context.Context) Result {
 		"which every workspace of one uid shares: past it the agent kills their greediest process", shares)
 	if d.cfg.WatchDirs == 0 {
 		return Result{Status: OK, Detail: "--watch-dirs 0: nothing is watched; after each command, subscribers hear that anything may have changed; " + guard}
+	}
+	if d.pods() {
+		return Result{Status: OK, Detail: fmt.Sprintf("each workspace watches up to %d directories, within its node's fs.inotify limits, which are not read from here; %s", d.cfg.WatchDirs, guard)}
 	}
 	if d.info != nil && d.info.Remote {
 		return Result{Status: OK, Detail: fmt.Sprintf("each workspace watches up to %d directories, within the Podman host's fs.inotify limits, which are not read from here; %s", d.cfg.WatchDirs, guard)}

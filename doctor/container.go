@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,6 +54,8 @@ func (d *doctor) container(ctx context.Context) Result {
 	closeErr := m.Close(ctx)
 	exists, existsErr := d.svc.ContainerExists(ctx, name)
 	switch {
+	case err != nil && d.network != nil && !d.network.Enforced && !d.network.Allowed:
+		return Result{Status: Fail, Detail: "a hardened container did not work: " + err.Error(), Fix: "see the egress line"}
 	case err != nil:
 		return Result{Status: Fail, Detail: "a hardened container did not work: " + err.Error(), Fix: containerFix(err, d.svc.ServiceFix())}
 	case existsErr != nil || exists:
@@ -60,7 +63,9 @@ func (d *doctor) container(ctx context.Context) Result {
 			Fix: "remove it with `podman rm -f " + name + "`; check the service's logs for why removal fails"}
 	}
 	user := s.Info().User
-	if problem := hardeningProblem(probe, user, d.diskOwn); problem != "" {
+	// A Pod's eth0 is the policy's to cut off, which the network line checks.
+	podNetwork := d.network != nil && (d.network.Enforced || d.network.Allowed)
+	if problem := hardeningProblem(probe, user, d.diskOwn, podNetwork); problem != "" {
 		return Result{Status: Fail, Detail: "the container is not hardened as configured: " + problem,
 			Fix: "use Podman 4.3 or later; report it with the output of `podman info` if it persists"}
 	}
@@ -69,7 +74,10 @@ func (d *doctor) container(ctx context.Context) Result {
 		disk = " on its own ext4 filesystem"
 	}
 	network := "no network"
-	if d.cfg.EgressOn() {
+	switch {
+	case podNetwork:
+		network = podNetworkWords(d.network)
+	case d.cfg.EgressOn():
 		network = "no network interface but loopback (its egress proxy answered)"
 	}
 	return Result{Status: OK, Detail: fmt.Sprintf("started in %d ms as uid %s with no capabilities and %s; /workspace writable%s; removed",
@@ -78,8 +86,10 @@ func (d *doctor) container(ctx context.Context) Result {
 
 // hardeningProblem reads the probe's output and says what is not as
 // configured, or "" when all is; ownDisk says /workspace must be the
-// session's own ext4 filesystem (the disk limit is enforced).
-func hardeningProblem(r workspace.ExecResult, user string, ownDisk bool) string {
+// session's own ext4 filesystem (the disk limit is enforced); podNetwork
+// that the container is a Pod whose one device besides loopback, eth0, a
+// policy cuts off (enforced, or unenforced and allowed).
+func hardeningProblem(r workspace.ExecResult, user string, ownDisk, podNetwork bool) string {
 	if r.ExitCode != 0 {
 		return fmt.Sprintf("the probe exited with %d: %s", r.ExitCode, strings.TrimSpace(r.Stderr))
 	}
@@ -95,7 +105,11 @@ func hardeningProblem(r workspace.ExecResult, user string, ownDisk bool) string 
 	if ownDisk && lines[3] != "ext4" {
 		problems = append(problems, fmt.Sprintf("/workspace is on %s, not the session's own ext4 filesystem, so the disk limit does not hold", lines[3]))
 	}
-	if ifaces := lines[4:]; len(ifaces) != 1 || ifaces[0] != "lo" {
+	ifaces := lines[4:]
+	switch {
+	case podNetwork && !slices.Equal(ifaces, []string{"eth0", "lo"}):
+		problems = append(problems, fmt.Sprintf("network interfaces %v, want lo and the Pod's eth0", ifaces))
+	case !podNetwork && (len(ifaces) != 1 || ifaces[0] != "lo"):
 		problems = append(problems, fmt.Sprintf("network interfaces %v, want only lo", ifaces))
 	}
 	return strings.Join(problems, "; ")

@@ -51,7 +51,11 @@ func Run(ctx context.Context, cfg workspace.Config, out io.Writer, log *slog.Log
 }
 
 func run(ctx context.Context, d *doctor, out io.Writer) bool {
-	fmt.Fprintf(out, "wink-mcp doctor: image %s, Podman service %s\n\n", strings.Join(d.cfg.ImageChoices(), " or else "), orDefault(d.cfg.Engine.Service().Address, "(default sockets)"))
+	service := "Podman service " + orDefault(d.cfg.Engine.Service().Address, "(default sockets)")
+	if d.pods() {
+		service = "Kubernetes API server of " + orDefault(d.cfg.Engine.Service().Address, "the in-cluster config, else $KUBECONFIG, else ~/.kube/config")
+	}
+	fmt.Fprintf(out, "wink-mcp doctor: image %s, %s\n\n", strings.Join(d.cfg.ImageChoices(), " or else "), service)
 	var results []Result
 	for _, c := range d.checks() {
 		r := c.run(ctx)

@@ -95,15 +95,18 @@ func TestDiskLimitCheck(t *testing.T) {
 		status      Status
 		detail, fix string
 		onHost      bool
+		bounds      bool // the engine's service bounds the files
 	}{
-		{"off", 0, fakeHost{free: 100 << 30}, Warn, "off (--disk-limit 0): one session can fill", "--disk-limit", false},
-		{"not root", 2 << 30, fakeHost{free: 100 << 30, noDisk: noRoot}, Warn, "which needs root, and this server runs as uid 1000; sessions will run without it", "run it as root", false},
-		{"cache disk too small", 2 << 30, fakeHost{free: 1 << 30}, Fail, "1024 MiB free, less than one session's disk limit of 2048 MiB", "lower --disk-limit", false},
-		{"enforced", 2 << 30, fakeHost{free: 100 << 30}, OK, "ext4 filesystem of 2048 MiB", "", false},
-		{"files on the Podman host", 2 << 30, fakeHost{free: 100 << 30}, Warn, "a volume on the Podman host", "--disk-limit 0", true},
+		{"off", 0, fakeHost{free: 100 << 30}, Warn, "off (--disk-limit 0): one session can fill", "--disk-limit", false, false},
+		{"not root", 2 << 30, fakeHost{free: 100 << 30, noDisk: noRoot}, Warn, "which needs root, and this server runs as uid 1000; sessions will run without it", "run it as root", false, false},
+		{"cache disk too small", 2 << 30, fakeHost{free: 1 << 30}, Fail, "1024 MiB free, less than one session's disk limit of 2048 MiB", "lower --disk-limit", false, false},
+		{"enforced", 2 << 30, fakeHost{free: 100 << 30}, OK, "ext4 filesystem of 2048 MiB", "", false, false},
+		{"files on the Podman host", 2 << 30, fakeHost{free: 100 << 30}, Warn, "a volume on the Podman host", "--disk-limit 0", true, false},
+		{"files bounded by the engine", 2 << 30, fakeHost{free: 100 << 30}, OK, "bounded to 2048 MiB by the engine's service itself", "", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := &doctor{cfg: workspace.Config{CacheDir: "/var/cache/wink", Limits: engine.Limits{DiskBytes: tc.limit}, FilesOnEngineHost: tc.onHost}, host: tc.host}
+			d := &doctor{cfg: workspace.Config{CacheDir: "/var/cache/wink", Limits: engine.Limits{DiskBytes: tc.limit}, FilesOnEngineHost: tc.onHost,
+				Engine: enginetest.Unreachable{BoundsDisk: tc.bounds}}, host: tc.host}
 			r := d.diskLimit(context.Background())
 			if r.Status != tc.status || !strings.Contains(r.Detail, tc.detail) || !strings.Contains(r.Fix, tc.fix) {
 				t.Errorf("%v %q fix %q; want %v with %q, fix with %q", r.Status, r.Detail, r.Fix, tc.status, tc.detail, tc.fix)
@@ -174,14 +177,14 @@ func TestUlimitsAgainstHardLimits(t *testing.T) {
 
 func TestHardeningProblem(t *testing.T) {
 	good := workspace.ExecResult{Stdout: "65534\nCapEff:\t0000000000000000\next4\nlo\n"}
-	if p := hardeningProblem(good, "65534:65534", true); p != "" {
+	if p := hardeningProblem(good, "65534:65534", true, false); p != "" {
 		t.Errorf("hardened container reported: %s", p)
 	}
 	unbounded := workspace.ExecResult{Stdout: "65534\nCapEff:\t0000000000000000\noverlay\nlo\n"}
-	if p := hardeningProblem(unbounded, "65534:65534", false); p != "" {
+	if p := hardeningProblem(unbounded, "65534:65534", false, false); p != "" {
 		t.Errorf("without a disk limit, reported: %s", p)
 	}
-	if p := hardeningProblem(unbounded, "65534:65534", true); !strings.Contains(p, "/workspace is on overlay, not the session's own ext4 filesystem") {
+	if p := hardeningProblem(unbounded, "65534:65534", true, false); !strings.Contains(p, "/workspace is on overlay, not the session's own ext4 filesystem") {
 		t.Errorf("with the disk limit expected, an overlay /workspace gave %q", p)
 	}
 	for _, tc := range []struct {
@@ -193,7 +196,7 @@ func TestHardeningProblem(t *testing.T) {
 		{workspace.ExecResult{Stdout: "65534\nCapEff:\t0000000000000000\next4\neth0\nlo\n"}, "network interfaces [eth0 lo]"},
 		{workspace.ExecResult{ExitCode: 127, Stderr: "sh: not found"}, "exited with 127: sh: not found"},
 	} {
-		if p := hardeningProblem(tc.r, "65534:65534", true); !strings.Contains(p, tc.want) {
+		if p := hardeningProblem(tc.r, "65534:65534", true, false); !strings.Contains(p, tc.want) {
 			t.Errorf("probe %+v: %q, want %q", tc.r, p, tc.want)
 		}
 	}

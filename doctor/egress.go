@@ -15,8 +15,27 @@ const egressReachTimeout = 10 * time.Second
 // egress says whether the workspace has a way out and, when it has, checks
 // each host the allowlist names as the proxy would (resolved here, refused
 // when private unless named with its port) and connects to it once.
-// Wildcards name no host to try.
+// Wildcards name no host to try. A Pod has a network device: the line
+// says first whether the policy that cuts it off holds (podNetwork).
 func (d *doctor) egress(ctx context.Context) Result {
+	if !d.pods() {
+		return d.egressProxy(ctx)
+	}
+	r := d.podNetwork(ctx)
+	if !d.cfg.EgressOn() || r.Status == Fail {
+		return r
+	}
+	proxy := d.egressProxy(ctx)
+	r.Detail += "; egress " + proxy.Detail
+	if proxy.Status > r.Status {
+		r.Status, r.Fix = proxy.Status, proxy.Fix
+	}
+	return r
+}
+
+// egressProxy is the egress line of an engine whose containers have no
+// network device: what the proxy lets out.
+func (d *doctor) egressProxy(ctx context.Context) Result {
 	if !d.cfg.EgressOn() {
 		return Result{Status: OK, Detail: "off: the containers have no network at all (--egress allows hosts through a proxy)"}
 	}

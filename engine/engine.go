@@ -1,8 +1,8 @@
 // Package engine is what the workspace manager needs from a container
 // engine, and the container it asks for, independent of the engine: the
 // Podman engine (package engine/podman) implements it against the Podman
-// service's REST API; another engine, a Kubernetes one say, would be a
-// package beside it.
+// service's REST API, the Kubernetes engine (package engine/kubernetes)
+// against a cluster's API server, each workspace a Pod.
 //
 // The engine is chosen where the program starts: cmd/wink-mcp builds it
 // from the flags and hands an Engine to the workspace manager and to
@@ -204,6 +204,15 @@ type Service struct {
 	// Remote is true when the service is on another host: what this host
 	// has (the engine's CLI, CRIU) is not what the service has.
 	Remote bool
+	// BoundsDisk is true when the service itself bounds a container's
+	// files by Spec.DiskBytes (a Kubernetes node's ephemeral-storage
+	// limits), so that wink-mcp needs no filesystem of its own for them.
+	BoundsDisk bool
+	// Pods is true when each container is a Kubernetes Pod and the service
+	// a cluster's API server: the Spec's pids limit and rlimits are no Pod
+	// settings, and a Pod has a network device (eth0) that a policy cuts
+	// off (the engine is a NetworkPolicer).
+	Pods bool
 }
 
 // HostFacts are what container specs depend on about the engine's host.

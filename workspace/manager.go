@@ -140,6 +140,8 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 		m.egress = &egress.Config{Policy: policy, MaxBytes: cfg.EgressMaxBytes, MaxConns: cfg.EgressMaxConns, Log: log}
 	}
 	switch {
+	case cfg.DiskBytes > 0 && cfg.FilesOnEngineHost && eng.Service().BoundsDisk:
+		// The engine's service bounds the files itself (engine.Service.BoundsDisk).
 	case cfg.DiskBytes > 0 && cfg.FilesOnEngineHost:
 		log.Warn("sessions can fill the Podman host's disk", "err", ErrDiskLimitUnavailable.Error()+
 			": the sessions' files are volumes on the Podman host (--files-on-podman-host), which wink-mcp cannot bound; pass --disk-limit 0 to silence this")

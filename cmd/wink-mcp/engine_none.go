@@ -10,10 +10,10 @@ import (
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
-// newEngine says this build has no engine: the Podman engine needs the
+// newPodmanEngine says this build has no Podman engine: the Podman engine needs the
 // Makefile's build tags (package engine/podman), which a plain `go build`
 // or `go vet` leaves out so that they work without them.
-func newEngine(workspace.Config, podmanService, *slog.Logger) (engine.Engine, error) {
+func newPodmanEngine(workspace.Config, podmanService, *slog.Logger) (engine.Engine, error) {
 	return nil, errors.New("this wink-mcp was built without a container engine: the Podman engine needs the build tags " +
 		"of the Makefile; build it with `make build`, or see the README's install command")
 }

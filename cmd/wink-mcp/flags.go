@@ -39,6 +39,7 @@ type serveOptions struct {
 	envPass       []string
 	gitIdentity   bool
 	logs          logOptions
+	engine        engineOptions
 	// service is how the Podman service was named; once resolved, its
 	// connection is the connection used, "" for none.
 	service podmanService
@@ -50,7 +51,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	cfg := server.Config{Workspace: workspace.DefaultConfig(), ShutdownTimeout: server.DefaultShutdownTimeout, HTTP: server.DefaultHTTPConfig(),
 		MaxCommandTimeout: tools.DefaultMaxCommandTimeout}
 	w, h := &cfg.Workspace, &cfg.HTTP
-	opts := serveOptions{transport: server.TransportStdio, warm: "auto", filesOnHost: "auto", logs: logOptions{level: "info", format: "text"}}
+	opts := serveOptions{transport: server.TransportStdio, warm: "auto", filesOnHost: "auto", engine: engineOptions{name: enginePodman, namespace: defaultNamespace}, logs: logOptions{level: "info", format: "text"}}
 	logs := &opts.logs
 	fs := flag.NewFlagSet("wink-mcp", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -94,6 +95,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.duration(&w.IdleTimeout, "idle-timeout", "remove a session's container after this long without calls (not while background jobs run, up to --max-job-age)", "WINK_IDLE_TIMEOUT")
 	b.duration(&cfg.MaxCommandTimeout, "max-command-timeout", "the longest timeout_seconds podman_shell accepts (at least 1s, at most 24h)", "WINK_MAX_COMMAND_TIMEOUT")
 	b.duration(&w.MaxJobAge, "max-job-age", "how long running background jobs keep an idle session's container from the idle clean-up (0: as long as they run)", "WINK_MAX_JOB_AGE")
+	bindEngineFlags(b, &opts.engine)
 	b.str(&opts.service.url, "podman-url", "Podman service URL (default: the root socket, then the rootless one)", "CONTAINER_HOST", "PODMAN_BASE_URL")
 	b.str(&opts.service.identity, "podman-identity", "SSH key for ssh:// Podman URLs (default: the connection's)", "PODMAN_IDENTITY", "CONTAINER_SSHKEY")
 	b.str(&opts.service.connection, "podman-connection", "a Podman connection (podman system connection list) whose URL and identity to use (default: the default connection, unless CONTAINER_HOST or --podman-url is set)", connectionEnvs...)
@@ -152,6 +154,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 		return cfg, opts, err
 	}
 	if err := resolveProfiles(w, opts, lookup); err != nil {
+		return cfg, opts, err
+	}
+	if err := resolveEngine(w, opts, cfg.KeptWorkspace); err != nil {
 		return cfg, opts, err
 	}
 	if err := w.Validate(); err != nil {

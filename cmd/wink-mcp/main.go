@@ -17,6 +17,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/wink-mcp/wink-mcp/doctor"
+	"github.com/wink-mcp/wink-mcp/engine/kubernetes"
 	"github.com/wink-mcp/wink-mcp/server"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
@@ -37,6 +38,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runRelay(args[1:], stderr)
 	case "supervise":
 		return runSupervise(args[1:])
+	case "install-agent":
+		return runInstallAgent(args[1:], stderr)
+	case kubernetes.ProbeCommand:
+		return runProbeNetwork(args[1:], stdout, stderr)
 	case "doctor":
 		return runDoctor(args[1:], stdout, stderr)
 	case "export":
@@ -172,7 +177,7 @@ func configure(command string, args []string, stderr io.Writer, adjust func(*log
 	}
 	if err == nil {
 		cfg.Logger = slog.New(server.RedactingHandler(cfg.Logger.Handler(), cfg.Workspace.PassedEnv))
-		cfg.Workspace.Engine, err = newEngine(cfg.Workspace, opts.service, cfg.Logger)
+		cfg.Workspace.Engine, err = newEngine(cfg.Workspace, opts, cfg.Logger)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", command, err)

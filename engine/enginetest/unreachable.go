@@ -19,6 +19,10 @@ type Unreachable struct {
 	URI string
 	// Remote says the service is on another host.
 	Remote bool
+	// BoundsDisk says the service bounds a container's files itself.
+	BoundsDisk bool
+	// Pods says each container would be a Kubernetes Pod.
+	Pods bool
 }
 
 var _ engine.Engine = Unreachable{}
@@ -32,9 +36,9 @@ func (u Unreachable) Err() error {
 	return fmt.Errorf("%w (tried %s). %s", unreachable, u.URI, u.ServiceFix())
 }
 
-// Service returns URI as the address, and Remote.
+// Service returns URI as the address, Remote, BoundsDisk and Pods.
 func (u Unreachable) Service() engine.Service {
-	return engine.Service{Address: u.URI, Remote: u.Remote}
+	return engine.Service{Address: u.URI, Remote: u.Remote, BoundsDisk: u.BoundsDisk, Pods: u.Pods}
 }
 
 // ServiceFix returns how to start the test engine's service.

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/engine/kubernetes"
+	"github.com/wink-mcp/wink-mcp/workspace"
+)
+
+// The engines --engine names.
+const (
+	enginePodman     = "podman"
+	engineKubernetes = "kubernetes"
+)
+
+// defaultNamespace is --namespace's default.
+const defaultNamespace = "default"
+
+// kubernetesStartTimeout bounds a workspace Pod's way to Running, image
+// pull included (the kubelet pulls; --pull-timeout is Podman's).
+const kubernetesStartTimeout = 5 * time.Minute
+
+// engineOptions are the flags that choose the engine, and the Kubernetes
+// engine's own.
+type engineOptions struct {
+	name         string
+	kubeconfig   string
+	namespace    string
+	agentImage   string
+	runtimeClass string
+	// allowUnenforcedNetworkPolicy is kubernetes.AllowFlag.
+	allowUnenforcedNetworkPolicy bool
+}
+
+// bindEngineFlags declares the flags of engineOptions.
+func bindEngineFlags(b *binder, o *engineOptions) {
+	b.str(&o.name, "engine", "the container engine: podman, or kubernetes (each workspace a Pod; see docs/kubernetes.md)", "WINK_ENGINE")
+	b.str(&o.kubeconfig, "kubeconfig", "kubeconfig of the cluster of --engine kubernetes (default: the in-cluster config, else $KUBECONFIG, else ~/.kube/config)", "WINK_KUBECONFIG")
+	b.str(&o.namespace, "namespace", "namespace of the workspace Pods of --engine kubernetes", "WINK_NAMESPACE")
+	b.str(&o.agentImage, "kubernetes-agent-image", "image holding only the static wink-mcp at /wink-mcp, which each workspace Pod's init container copies (--engine kubernetes; required)", "WINK_KUBERNETES_AGENT_IMAGE")
+	b.str(&o.runtimeClass, "kubernetes-runtime-class", "runtimeClassName of the workspace Pods (gVisor, Kata; default: the cluster's)", "WINK_KUBERNETES_RUNTIME_CLASS")
+	b.boolean(&o.allowUnenforcedNetworkPolicy, strings.TrimPrefix(kubernetes.AllowFlag, "--"), "make workspace Pods even where the cluster does not enforce their deny-all NetworkPolicy, so that they reach the cluster's network (--engine kubernetes); everything else stays enforced", "WINK_ALLOW_UNENFORCED_NETWORK_POLICY")
+}
+
+// resolveEngine checks the engine flags against the others. The Kubernetes
+// engine keeps the files on the cluster (FilesOnEngineHost), and refuses
+// here, at start-up, what it cannot do yet rather than failing mid-call.
+func resolveEngine(w *workspace.Config, opts serveOptions, keptWorkspace string) error {
+	o := opts.engine
+	switch o.name {
+	case enginePodman:
+		for flag, set := range map[string]bool{"--kubeconfig": o.kubeconfig != "", "--namespace": o.namespace != defaultNamespace,
+			"--kubernetes-agent-image": o.agentImage != "", "--kubernetes-runtime-class": o.runtimeClass != "",
+			kubernetes.AllowFlag: o.allowUnenforcedNetworkPolicy} {
+			if set {
+				return fmt.Errorf("%s is a setting of --engine kubernetes, and the engine is podman; drop it or pass --engine kubernetes", flag)
+			}
+		}
+		return nil
+	case engineKubernetes:
+	default:
+		return fmt.Errorf("--engine %q: want podman or kubernetes", o.name)
+	}
+	var errs []error
+	refuse := func(cond bool, what string) {
+		if cond {
+			errs = append(errs, fmt.Errorf("%s is not available with --engine kubernetes yet (see docs/kubernetes.md)", what))
+		}
+	}
+	if o.agentImage == "" {
+		errs = append(errs, errors.New("--kubernetes-agent-image is required with --engine kubernetes: the image each workspace Pod copies the agent from"))
+	}
+	if msgs := validation.IsDNS1123Label(o.namespace); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--namespace %q: %s", o.namespace, msgs[0]))
+	}
+	if msgs := validation.IsDNS1123Subdomain(o.runtimeClass); o.runtimeClass != "" && len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--kubernetes-runtime-class %q: %s", o.runtimeClass, msgs[0]))
+	}
+	refuse(len(opts.mounts) > 0, "--mount")
+	refuse(w.MountRoots, "--mount-roots")
+	refuse(w.KeepSessionDirs, "--keep-session-dirs")
+	refuse(keptWorkspace != "", "--workspace (a kept workspace)")
+	refuse(opts.filesOnHost != "auto", "--files-on-podman-host (a Pod's files are always on its node)")
+	refuse(opts.service.urlFlag || opts.service.connectionFlag, "--podman-url or --podman-connection")
+	for _, p := range w.Profiles.All() {
+		refuse(len(p.Setup) > 0, fmt.Sprintf("--profiles with setup commands (profile %q)", p.Name))
+	}
+	w.FilesOnEngineHost = true
+	return errors.Join(errs...)
+}
+
+// newEngine builds the container engine the flags name. This is the one
+// place an engine is chosen: every package the engine is handed to stays
+// engine-neutral (see package engine), and learns of its service through
+// engine.Engine.
+func newEngine(w workspace.Config, opts serveOptions, log *slog.Logger) (engine.Engine, error) {
+	if o := opts.engine; o.name == engineKubernetes {
+		return kubernetes.New(kubernetes.Options{Kubeconfig: o.kubeconfig, Namespace: o.namespace, AgentImage: o.agentImage,
+			RuntimeClass: o.runtimeClass, ManagedLabel: workspace.LabelManaged, AllowUnenforcedNetworkPolicy: o.allowUnenforcedNetworkPolicy,
+			APITimeout: w.APITimeout, StartTimeout: kubernetesStartTimeout}, log), nil
+	}
+	return newPodmanEngine(w, opts.service, log)
+}
