@@ -113,7 +113,12 @@ func (c *execChannel) Close() error {
 	return nil
 }
 
-// lineLogger logs what the relay writes to its stderr, a line at a time.
+// maxStderrLine bounds what lineLogger holds of a line without its end: a
+// relay that writes no newline must not grow the server's memory.
+const maxStderrLine = 4096
+
+// lineLogger logs what the relay writes to its stderr, a line at a time,
+// and a line longer than maxStderrLine in pieces of that size.
 type lineLogger struct {
 	log   *slog.Logger
 	attrs []any
@@ -128,11 +133,15 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 	for {
 		s := l.buf.String()
 		i := strings.IndexByte(s, '\n')
-		if i < 0 {
-			return len(p), nil
+		next := i + 1
+		if i < 0 || i > maxStderrLine {
+			if len(s) <= maxStderrLine {
+				return len(p), nil
+			}
+			i, next = maxStderrLine, maxStderrLine
 		}
 		l.log.Warn("relay stderr", append([]any{"line", s[:i]}, l.attrs...)...)
 		l.buf.Reset()
-		l.buf.WriteString(s[i+1:])
+		l.buf.WriteString(s[next:])
 	}
 }
