@@ -64,7 +64,7 @@ func TestSetupRefusalsSayHowToAllow(t *testing.T) {
 	if r.Explain() != "" {
 		t.Error("no refusal explained as some")
 	}
-	bodies := []string{connect("registry.npmjs.org:443"), connect("registry.npmjs.org:443"), connect("localhost:80"), connect("mirror.example.org:8080")}
+	bodies := []string{connect("packages.example.net:443"), connect("packages.example.net:443"), connect("localhost:80"), connect("mirror.example.org:8080")}
 	for _, body := range bodies {
 		if !strings.Contains(body, "egress.setup of profile \"app\" (p.yaml:3)") || strings.Contains(body, "--egress ") {
 			t.Errorf("the proxy's answer: %q; want it to name egress.setup of the profile, not --egress", body)
@@ -73,7 +73,7 @@ func TestSetupRefusalsSayHowToAllow(t *testing.T) {
 	text := r.Explain()
 	for _, want := range []string{
 		"refused 4 connection(s)",
-		`registry.npmjs.org:443: no egress.setup pattern allows it (allowed: localhost, *.example.org). If the setup needs it, add "registry.npmjs.org" to egress.setup of profile "app" (p.yaml:3); sessions reach it only if egress.session names it too.`,
+		`packages.example.net:443: no egress.setup pattern allows it (allowed: localhost, *.example.org). If the setup needs it, add "packages.example.net" to egress.setup of profile "app" (p.yaml:3); sessions reach it only if egress.session names it too.`,
 		`localhost:80: it resolves to 127.0.0.1, a loopback address (rule localhost). Only a pattern naming exactly this host and port reaches such an address. If the setup needs it, add "localhost:80"`,
 		`mirror.example.org:8080: no egress.setup pattern allows it`, `add "mirror.example.org:8080"`,
 	} {
@@ -81,7 +81,7 @@ func TestSetupRefusalsSayHowToAllow(t *testing.T) {
 			t.Errorf("explanation lacks %q:\n%s", want, text)
 		}
 	}
-	if strings.Count(text, "registry.npmjs.org:443") != 1 || strings.Contains(text, "--egress ") {
+	if strings.Count(text, "packages.example.net:443") != 1 || strings.Contains(text, "--egress ") {
 		t.Errorf("want each refused host once and no server flag:\n%s", text)
 	}
 	for i := range maxSetupRefusals + 5 {
