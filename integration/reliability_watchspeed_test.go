@@ -8,21 +8,26 @@ import (
 	"time"
 )
 
+// stormSeconds bounds how long an eventStorm runs: far longer than the
+// file calls made during it take, however fast or slow the machine, so a
+// storm that reaches it means the calls waited for the storm to end. (A
+// bound in rounds was not: on a quiet machine the rounds ran out first.)
+const stormSeconds = 120
+
 // eventStorm is a job that makes inotify events as fast as the container
 // lets it until the file stop appears in the workspace, or until it has
-// run bound rounds; it writes .storm-running once running and, at its end,
+// run stormSeconds; it writes .storm-running once running and, at its end,
 // "ROUNDS stopped" or "ROUNDS bound" to /tmp/storm-result.
 type eventStorm struct {
 	name, setup, round string
-	bound              int
 	// after is a file a command writes when the storm is over: it must be
 	// reported under that name, so the watch followed every rename.
 	after string
 }
 
 func (s eventStorm) script() string {
-	return fmt.Sprintf(`i=0; why=bound; while [ $i -lt %d ]; do [ -e stop ] && why=stopped && break; %s; [ $i -eq 0 ] && echo x > .storm-running; i=$((i+1)); done; echo "$i $why" > /tmp/storm-result`,
-		s.bound, s.round)
+	return fmt.Sprintf(`i=0; why=bound; end=$(($(date +%%s) + %d)); while [ "$(date +%%s)" -lt $end ]; do [ -e stop ] && why=stopped && break; %s; [ $i -eq 0 ] && echo x > .storm-running; i=$((i+1)); done; echo "$i $why" > /tmp/storm-result`,
+		stormSeconds, s.round)
 }
 
 // eventStorms are the commands that make the most events: a directory
@@ -30,16 +35,16 @@ func (s eventStorm) script() string {
 // written, an npm install's staging directories moved into place and
 // removed, and a tree of 100 directories renamed back and forth.
 var eventStorms = []eventStorm{
-	{name: "swap", bound: 5000, after: "d/after.txt",
+	{name: "swap", after: "d/after.txt",
 		setup: "mkdir -p d/outside-w && echo inside > d/canary.txt && mv d realdir",
 		round: "ln -s /tmp d; rm d; mv realdir d; mv d realdir"},
-	{name: "10,000 files", bound: 100, after: "burst/after.txt",
+	{name: "10,000 files", after: "burst/after.txt",
 		setup: "true",
 		round: `rm -rf burst && mkdir burst && j=0; while [ $j -lt 10000 ] && [ ! -e stop ]; do echo x > burst/f$j; j=$((j+1)); done`},
-	{name: "npm churn", bound: 20000, after: "nm/after.txt",
+	{name: "npm churn", after: "nm/after.txt",
 		setup: "mkdir -p nm/.staging",
 		round: `s=nm/.staging/p$i; mkdir -p $s/lib/sub $s/bin; echo '{}' > $s/package.json; echo x > $s/lib/index.js; echo y > $s/lib/sub/a.js; mv $s nm/p$i; [ $((i%20)) -eq 19 ] && rm -rf nm/p*; true`},
-	{name: "renames", bound: 5000, after: "a/s7/t/after.txt",
+	{name: "renames", after: "a/s7/t/after.txt",
 		setup: "i=0; while [ $i -lt 50 ]; do mkdir -p a/s$i/t && echo x > a/s$i/t/f; i=$((i+1)); done",
 		round: "mv a b; mv b a"},
 }
