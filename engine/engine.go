@@ -33,6 +33,14 @@ import (
 // container; it runs there as the container's init.
 const AgentPath = "/.wink/wink-mcp"
 
+// RelayArgv is the command an engine's OpenChannel runs in the container:
+// the relay that hands its standard streams to the agent.
+func RelayArgv() []string { return []string{AgentPath, "relay"} }
+
+// TunnelArgv is the command an engine's OpenTunnel runs in the container:
+// the relay of the egress proxy's connections.
+func TunnelArgv() []string { return []string{AgentPath, "relay", "tunnel"} }
+
 // Errors an Engine's methods wrap.
 var (
 	// ErrUnreachable is wrapped by every error that comes from not

@@ -26,13 +26,13 @@ const channelCloseGrace = 2 * time.Second
 // over one exec stream and returns its standard streams as one stream to
 // the agent. The stream lives until it is closed, and carries every call.
 func (e *Engine) OpenChannel(ctx context.Context, name string) (io.ReadWriteCloser, error) {
-	return e.openExec(ctx, name, []string{engine.AgentPath, "relay"})
+	return e.openExec(ctx, name, engine.RelayArgv())
 }
 
 // OpenTunnel starts `wink-mcp relay tunnel` in the Pod, the stream that
 // carries the egress proxy's connections (see wire.ProxyPort).
 func (e *Engine) OpenTunnel(ctx context.Context, name string) (io.ReadWriteCloser, error) {
-	return e.openExec(ctx, name, []string{engine.AgentPath, "relay", "tunnel"})
+	return e.openExec(ctx, name, engine.TunnelArgv())
 }
 
 // openExec runs argv in the Pod's workspace container with its standard

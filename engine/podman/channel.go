@@ -34,13 +34,13 @@ const channelCloseGrace = 2 * time.Second
 // must not race with other calls, and a channel must be able to cut its own
 // sockets when the relay does not end by itself.
 func (e *Engine) OpenChannel(ctx context.Context, name string) (io.ReadWriteCloser, error) {
-	return e.openExec(ctx, name, []string{engine.AgentPath, "relay"})
+	return e.openExec(ctx, name, engine.RelayArgv())
 }
 
 // OpenTunnel starts `wink-mcp relay tunnel` in the container, the stream
 // that carries the egress proxy's connections (see wire.ProxyPort).
 func (e *Engine) OpenTunnel(ctx context.Context, name string) (io.ReadWriteCloser, error) {
-	return e.openExec(ctx, name, []string{engine.AgentPath, "relay", "tunnel"})
+	return e.openExec(ctx, name, engine.TunnelArgv())
 }
 
 // openExec runs argv in the container with its standard streams attached.
