@@ -45,6 +45,12 @@ type Options struct {
 	AgentImage string
 	// RuntimeClass is the Pods' runtimeClassName; "" for the cluster's default.
 	RuntimeClass string
+	// Claims puts each workspace's /workspace on a PersistentVolumeClaim
+	// named Spec.WorkspaceVolume (claim.go) rather than an emptyDir.
+	Claims bool
+	// StorageClass is the claims' storageClassName; "" for the cluster's
+	// default StorageClass.
+	StorageClass string
 	// ManagedLabel is the label (set to "true") every workspace Pod carries:
 	// the deny-all NetworkPolicy selects the Pods with it.
 	ManagedLabel string
@@ -61,6 +67,7 @@ type Options struct {
 type Engine struct {
 	opts Options
 	log  *slog.Logger
+	keptWorkspaces
 
 	// prepMu serialises NetworkPolicy; network is its kept answer.
 	prepMu  sync.Mutex
@@ -76,7 +83,9 @@ func New(opts Options, log *slog.Logger) *Engine {
 	if opts.Namespace == "" {
 		opts.Namespace = "default"
 	}
-	return &Engine{opts: opts, log: log}
+	e := &Engine{opts: opts, log: log}
+	e.keptWorkspaces = keptWorkspaces{e: e}
+	return e
 }
 
 // Service returns the kubeconfig the engine was given; a cluster is never
