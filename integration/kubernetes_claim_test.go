@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -199,5 +200,56 @@ func TestKubernetesKeptWorkspace(t *testing.T) {
 		_, claimErr := cs.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), object, metav1.GetOptions{})
 		return apierrors.IsNotFound(leaseErr) && apierrors.IsNotFound(claimErr) && len(volumesOf(t, cs, "wink-kept-"+name)) == 0 &&
 			len(podsNamed(t, cs, prefix)) == 0
+	})
+}
+
+// TestKubernetesKeptWorkspaceOverHTTP opens a kept workspace by its URL
+// (/mcp?workspace=NAME) on a server of the Kubernetes engine: one session
+// holds it, a second session asking for it is refused naming the first,
+// and once the first has ended a third finds its files. SIGTERM leaves the
+// kept claim and no Lease; the CLI removes it.
+func TestKubernetesKeptWorkspaceOverHTTP(t *testing.T) {
+	cs, _ := needCluster(t)
+	prefix := "wk" + randomHex(4)
+	name := "kept" + randomHex(4)
+	object := keptObjectName(name)
+	t.Cleanup(func() {
+		_ = cs.CoordinationV1().Leases("default").Delete(context.Background(), object, metav1.DeleteOptions{})
+		_ = cs.CoreV1().PersistentVolumeClaims("default").Delete(context.Background(), object, metav1.DeleteOptions{})
+	})
+	p := startKubernetesOver(t, "http", cs, prefix, "", "--warm", "0")
+	first := p.sibling(nil, "?workspace="+name)
+	if res := first.run("sh", "-c", "echo over-http >note.txt"); res.ExitCode != 0 {
+		t.Fatalf("%+v", res)
+	}
+	second := p.sibling(nil, "?workspace="+name)
+	if res := second.call("ls", nil); !res.IsError || !strings.Contains(textOf(res), `workspace "`+name+`" is held by wink-mcp instance`) {
+		t.Errorf("a second session on the held workspace: %s", textOf(res))
+	}
+	first.endSession()
+	waitUntil(t, 30*time.Second, "the first session's Lease to go", func() bool {
+		_, err := cs.CoordinationV1().Leases("default").Get(context.Background(), object, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	third := p.sibling(nil, "?workspace="+name)
+	if got := third.run("cat", "note.txt").Stdout; got != "over-http\n" {
+		t.Errorf("a later session: note.txt = %q", got)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	p.waitExit(30 * time.Second)
+	if _, err := cs.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), object, metav1.GetOptions{}); err != nil {
+		t.Errorf("after SIGTERM the kept claim is gone: %v", err)
+	}
+	if _, err := cs.CoordinationV1().Leases("default").Get(context.Background(), object, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after SIGTERM the Lease is left: %v", err)
+	}
+	if out, err := exec.Command(winkBin, "workspaces", "--engine", "kubernetes", "--kubeconfig", clusterKubeconfig, "rm", name).CombinedOutput(); err != nil {
+		t.Errorf("wink-mcp workspaces rm: %v\n%s", err, out)
+	}
+	waitUntil(t, 60*time.Second, "the claim, its volume and every Pod to go", func() bool {
+		_, err := cs.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), object, metav1.GetOptions{})
+		return apierrors.IsNotFound(err) && len(volumesOf(t, cs, "wink-kept-"+name)) == 0 && len(podsNamed(t, cs, prefix)) == 0
 	})
 }
