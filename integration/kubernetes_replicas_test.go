@@ -222,13 +222,15 @@ func TestKubernetesReplicas(t *testing.T) {
 		}
 	}
 
+	begin := time.Now()
 	served := twentySessions(t, url, token, replicas)
+	took := time.Since(begin)
 	for _, r := range replicas {
 		if served[r.prefix] == 0 {
 			t.Errorf("replica %s served none of the 20 sessions at once: %v", r.prefix, served)
 		}
 	}
-	t.Logf("20 sessions at once, per replica: %v", served)
+	t.Logf("20 sessions at once, per replica: %v, all done in %v", served, took.Round(100*time.Millisecond))
 
 	replicas = killOneMidSession(t, cs, url, token, tokenFile, replicas)
 	for _, r := range replicas {
@@ -269,14 +271,16 @@ func killOneMidSession(t *testing.T, cs *kubernetes.Clientset, url, token, token
 	// The next call fails with an HTTP or MCP error, not a hang.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	begin := time.Now()
 	res, err := p.client.CallTool(ctx, shellRequest("cat", "kept.txt"))
+	failed := time.Since(begin)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		t.Fatalf("the call after the kill hung: %v", err)
 	case err == nil && !res.IsError:
 		t.Fatalf("the call after its replica was killed succeeded: %s", textOf(res))
 	}
-	t.Logf("the call after the kill: %v", errOrText(err, res))
+	t.Logf("the call after the kill failed in %v: %v", failed.Round(time.Millisecond), errOrText(err, res))
 
 	next := viaProxy(t, url, token)
 	if r := servedBy(t, next.container(), replicas...); r != survivor {
@@ -290,6 +294,7 @@ func killOneMidSession(t *testing.T, cs *kubernetes.Clientset, url, token, token
 	// whichever comes first. The restarted one listens on a new port the
 	// proxy does not know: it is here to sweep, and ends with the rest.
 	restarted := launchReplica(t, cs, dead.prefix, dead.cache, tokenFile)
+	begin = time.Now()
 	waitUntil(t, 60*time.Second, "the killed replica's Pods to go", func() bool {
 		for _, pod := range podsNamed(t, cs, dead.prefix) {
 			for _, old := range left {
@@ -300,6 +305,7 @@ func killOneMidSession(t *testing.T, cs *kubernetes.Clientset, url, token, token
 		}
 		return true
 	})
+	t.Logf("the killed replica's Pods gone %v after its restart", time.Since(begin).Round(100*time.Millisecond))
 	return []*replica{survivor, restarted}
 }
 
