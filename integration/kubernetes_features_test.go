@@ -53,6 +53,31 @@ func TestKubernetesCheckpointRestore(t *testing.T) {
 	p.endSession()
 }
 
+// TestKubernetesIdleKeepsFiles lets a session's Pod go for idleness: its
+// /workspace, an emptyDir, goes with it, so the files are saved first and
+// the next call finds them in the next Pod.
+func TestKubernetesIdleKeepsFiles(t *testing.T) {
+	cs, _ := needCluster(t)
+	prefix := "wk" + randomHex(4)
+	p := startKubernetes(t, cs, prefix, "", "--warm", "0", "--idle-timeout", "3s")
+	if res := p.run("sh", "-c", "mkdir -p src && echo kept > src/f.txt && ln -s f.txt src/link"); res.ExitCode != 0 {
+		t.Fatal(res.Stderr)
+	}
+	first := podsNamed(t, cs, prefix)
+	p.waitLog(time.Minute, "workspace idle_cleanup", nil)
+	if left := podsNamed(t, cs, prefix); len(left) != 0 {
+		t.Errorf("after the idle clean-up Pods %v are left", left)
+	}
+	if got := p.run("cat", "src/link"); got.Stdout != "kept\n" {
+		t.Errorf("after the idle clean-up src/link reads %+v; want the files back", got)
+	}
+	p.waitLog(5*time.Second, "workspace restore finished", nil)
+	if now := podsNamed(t, cs, prefix); len(now) != 1 || len(first) != 1 || now[0].UID == first[0].UID {
+		t.Errorf("Pods before %d, after %d; want a new one", len(first), len(now))
+	}
+	p.endSession()
+}
+
 // TestKubernetesEgress lets a workspace Pod reach one host through the
 // egress proxy, which wink-mcp serves over the Pod's tunnel (an exec
 // stream): the allowed host answers, another is refused naming --egress.

@@ -254,6 +254,10 @@ func (f *fakeEngine) Remove(_ context.Context, name string) error {
 	if c, ok := f.containers[name]; ok {
 		c.stop()
 		delete(f.containers, name)
+		if v := c.spec.WorkspaceVolume; f.service.FilesGoWithContainer && v != "" {
+			delete(f.volumes, v) // as a Pod's emptyDir goes with it
+			return os.RemoveAll(filepath.Join(f.volumeDir, v))
+		}
 	}
 	return nil
 }
