@@ -19,8 +19,8 @@ import (
 // same tests pass, as none of these needs the Pod network.
 
 // TestKubernetesCheckpointRestore saves a workspace Pod's /workspace,
-// holding every kind of entry, wrecks it and restores it: the Pod's view
-// is what it was. Over stdio a handoff, which would put the files on this
+// holding every kind of entry, wrecks it, diffs and restores it: the
+// Pod's view is what it was. Over stdio a handoff, which would put the files on this
 // machine's disk for another process, is refused saying why.
 func TestKubernetesCheckpointRestore(t *testing.T) {
 	cs, _ := needCluster(t)
@@ -37,6 +37,9 @@ func TestKubernetesCheckpointRestore(t *testing.T) {
 	}
 	if res := p.run("sh", "-c", "chmod -R u+w .; rm -rf ./* ./.wh*; printf other > new.txt"); res.ExitCode != 0 {
 		t.Fatalf("wrecking: %s", res.Stderr)
+	}
+	if diff := textOf(p.call("workspace_checkpoint_diff", map[string]any{"from": "c1", "path": "src"})); !strings.Contains(diff, "deleted file mode 100755") || !strings.Contains(diff, "src/main.go") {
+		t.Errorf("diff c1..now under src:\n%s", diff)
 	}
 	var r tools.WorkspaceRestoreResult
 	decodeStructured(t, p.call("workspace_restore", map[string]any{"checkpoint": "c1"}), &r)
@@ -68,9 +71,11 @@ func TestKubernetesIdleKeepsFiles(t *testing.T) {
 	if left := podsNamed(t, cs, prefix); len(left) != 0 {
 		t.Errorf("after the idle clean-up Pods %v are left", left)
 	}
+	begin := time.Now()
 	if got := p.run("cat", "src/link"); got.Stdout != "kept\n" {
 		t.Errorf("after the idle clean-up src/link reads %+v; want the files back", got)
 	}
+	t.Logf("the first call after the idle clean-up, a new Pod and the files restored: %v", time.Since(begin).Round(time.Millisecond))
 	p.waitLog(5*time.Second, "workspace restore finished", nil)
 	if now := podsNamed(t, cs, prefix); len(now) != 1 || len(first) != 1 || now[0].UID == first[0].UID {
 		t.Errorf("Pods before %d, after %d; want a new one", len(first), len(now))
@@ -93,9 +98,11 @@ func TestKubernetesEgress(t *testing.T) {
 	if out := get(allowed); !strings.Contains(out, " 200 ") || !strings.Contains(out, "allowed local server") {
 		t.Errorf("the allowed host through the proxy: %q", out)
 	}
-	if out := get(other); !strings.Contains(out, "403") || strings.Contains(out, "another local server") || !strings.Contains(out, "--egress") {
+	out := get(other)
+	if !strings.Contains(out, "403") || strings.Contains(out, "another local server") || !strings.Contains(out, "--egress") {
 		t.Errorf("a host --egress does not name: %q; want a 403 naming --egress", out)
 	}
+	t.Logf("a host --egress does not name: %q", out)
 	p.endSession()
 }
 
