@@ -56,13 +56,15 @@ func TestKubernetesCheckpointRestore(t *testing.T) {
 	p.endSession()
 }
 
-// TestKubernetesIdleKeepsFiles lets a session's Pod go for idleness: its
-// /workspace, an emptyDir, goes with it, so the files are saved first and
-// the next call finds them in the next Pod.
+// TestKubernetesIdleKeepsFiles lets a session's Pod go for idleness, then
+// replaces it with a profile switch: its /workspace, an emptyDir, goes
+// with it each time, so the files are saved first and the next call finds
+// them in the next Pod.
 func TestKubernetesIdleKeepsFiles(t *testing.T) {
 	cs, _ := needCluster(t)
 	prefix := "wk" + randomHex(4)
-	p := startKubernetes(t, cs, prefix, "", "--warm", "0", "--idle-timeout", "3s")
+	profiles, nonce := profilesFile(t, "profiles:\n  one-NONCE:\n    image: PY_IMAGE\n    env: {WHICH: one}\n")
+	p := startKubernetes(t, cs, prefix, "", "--warm", "0", "--idle-timeout", "3s", "--profiles", profiles)
 	if res := p.run("sh", "-c", "mkdir -p src && echo kept > src/f.txt && ln -s f.txt src/link"); res.ExitCode != 0 {
 		t.Fatal(res.Stderr)
 	}
@@ -77,8 +79,18 @@ func TestKubernetesIdleKeepsFiles(t *testing.T) {
 	}
 	t.Logf("the first call after the idle clean-up, a new Pod and the files restored: %v", time.Since(begin).Round(time.Millisecond))
 	p.waitLog(5*time.Second, "workspace restore finished", nil)
-	if now := podsNamed(t, cs, prefix); len(now) != 1 || len(first) != 1 || now[0].UID == first[0].UID {
-		t.Errorf("Pods before %d, after %d; want a new one", len(first), len(now))
+	now := podsNamed(t, cs, prefix)
+	if len(now) != 1 || len(first) != 1 || now[0].UID == first[0].UID {
+		t.Fatalf("Pods before %d, after %d; want a new one", len(first), len(now))
+	}
+	if res := p.useProfile("one-"+nonce, true); !res.Restarted {
+		t.Errorf("workspace_profile with restart: %+v; want the Pod replaced", res)
+	}
+	if got := p.run("sh", "-c", "echo $WHICH; cat /workspace/src/link"); got.Stdout != "one\nkept\n" {
+		t.Errorf("after the profile switch: %+v; want the profile's environment and the files back", got)
+	}
+	if after := podsNamed(t, cs, prefix); len(after) != 1 || after[0].UID == now[0].UID {
+		t.Errorf("after the profile switch %d Pods; want one new one", len(after))
 	}
 	p.endSession()
 }
