@@ -166,6 +166,14 @@ func TestIdleCleanupRestoresFilesThatGoWithTheContainer(t *testing.T) {
 	if !slices.Contains(logs.events(), "hibernate") || !slices.Contains(logs.events(), "restore_finished") {
 		t.Errorf("events %v lack hibernate and restore_finished", logs.events())
 	}
+	// A reset while the files wait for the next container empties them.
+	testwait.For(t, "idle cleanup", func() bool { return eng.count() == 0 })
+	if _, err := s.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res := echo(t, s, "ls", "-A"); res.Stdout != "" {
+		t.Errorf("after a reset of a hibernated workspace /workspace holds %q; want it empty", res.Stdout)
+	}
 }
 
 func TestIdleCleanupSparesRunningCalls(t *testing.T) {

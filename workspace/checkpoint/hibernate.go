@@ -44,10 +44,32 @@ func (r *Room) Hibernate(ctx context.Context, client *wire.Client, why string) e
 		return err
 	}
 	r.pruneAuto(st, cp.ID)
-	if err := st.BeginRestore(checkpoints.Journal{Target: cp.ID, TargetRoot: cp.Root, Started: time.Now().UTC()}); err != nil {
+	if err := st.BeginRestore(checkpoints.Journal{Target: cp.ID, TargetRoot: cp.Root, Started: time.Now().UTC(), Hibernated: true}); err != nil {
 		return fmt.Errorf("recording checkpoint %s for the next container: %w", cp.ID, err)
 	}
 	r.pending.Store(true)
 	r.deps.Log.Info("workspace files saved for the next container", "event", "hibernate", "session", r.deps.Hash(), "checkpoint", cp.ID, "why", why)
+	return nil
+}
+
+// ForgetHibernation drops the restore Hibernate recorded, when the next
+// container has not had it yet: the workspace is being emptied (a reset),
+// so that container must start empty. A restore the model asked for stays.
+func (r *Room) ForgetHibernation() error {
+	if !r.pending.Load() {
+		return nil
+	}
+	st, err := r.Store()
+	if err != nil {
+		return err
+	}
+	j, err := st.PendingRestore()
+	if err != nil || j == nil || !j.Hibernated {
+		return err
+	}
+	if err := st.EndRestore(); err != nil {
+		return err
+	}
+	r.pending.Store(false)
 	return nil
 }
