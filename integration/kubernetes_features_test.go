@@ -92,6 +92,13 @@ func TestKubernetesIdleKeepsFiles(t *testing.T) {
 	if after := podsNamed(t, cs, prefix); len(after) != 1 || after[0].UID == now[0].UID {
 		t.Errorf("after the profile switch %d Pods; want one new one", len(after))
 	}
+	// A reset while the files wait for the next Pod empties the workspace.
+	cleanups := p.logs.count("idle_cleanup")
+	waitUntil(t, time.Minute, "a second idle clean-up", func() bool { return p.logs.count("idle_cleanup") > cleanups })
+	p.call("podman_shell", map[string]any{"action": "stop"})
+	if got := p.run("ls", "-A"); got.Stdout != "" {
+		t.Errorf("after a reset of the idle workspace: %+v; want /workspace empty", got)
+	}
 	p.endSession()
 }
 
