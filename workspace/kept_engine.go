@@ -89,3 +89,11 @@ func (m *Manager) holderGone(holder string) bool {
 	}
 	return processExiting(pid)
 }
+
+// filesGoWithContainer says whether the session's files go with its
+// container (engine.Service.FilesGoWithContainer), so that they must be
+// saved before it is removed: never for a kept workspace its engine
+// holds, whose volume outlives every container.
+func (s *Session) filesGoWithContainer() bool {
+	return s.m.eng.Service().FilesGoWithContainer && (s.kept == nil || s.kept.held == nil)
+}

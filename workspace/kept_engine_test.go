@@ -57,6 +57,8 @@ func TestKeptWorkspaceHeldByTheEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	eng := &keptFakeEngine{fakeEngine: newFakeEngine(t), holders: map[string]string{}}
+	// As the Kubernetes engine's emptyDir sessions: only the kept volume outlives its container.
+	eng.service = engine.Service{Remote: true, Pods: true, FilesGoWithContainer: true}
 	m, err := newManager(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), eng, "/fake/agent")
 	if err != nil {
 		t.Fatal(err)
