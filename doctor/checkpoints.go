@@ -33,8 +33,11 @@ func (d *doctor) checkpoints(context.Context) Result {
 		d.cfg.CacheDir, limit, len(kept), checkpoints.FormatBytes(files), checkpoints.FormatBytes(store))
 	switch {
 	case d.pods():
-		return Result{Status: OK, Detail: detail + "; a Pod's /workspace goes with the Pod, so one removed for idleness or a profile restart has its files saved there and restored into the next; " +
-			"sessions cannot keep a workspace by name or hand one to another process (a handoff over HTTP keeps the Pod for a session of this server), and another replica does not see these checkpoints"}
+		detail = fmt.Sprintf("files only, saved through the agent into %s (%s)", d.cfg.CacheDir, limit)
+		return Result{Status: OK, Detail: detail + "; a Pod's /workspace goes with the Pod, so one removed for idleness or a profile restart has its files saved there and restored into the next " +
+			"(on a claim, --kubernetes-workspace-volume claim, they stay on it); a workspace kept by name lives in the cluster, a PersistentVolumeClaim and a Lease each " +
+			"(`wink-mcp workspaces --engine kubernetes`), and its checkpoints last only as long as its session; no session hands a workspace to another process " +
+			"(a handoff over HTTP keeps the Pod for a session of this server), and another replica does not see these checkpoints"}
 	case d.cfg.FilesOnEngineHost:
 		return Result{Status: OK, Detail: detail + "; with the files on the Podman host, sessions cannot keep a workspace by name or hand one to another process"}
 	}

@@ -63,6 +63,7 @@ func TestDoctorOfPods(t *testing.T) {
 				"ok    ulimits       not set: --nofile and --nproc are no Pod settings; a Pod's rlimits are its container runtime's defaults",
 				"ok    disk limit    each session's files are bounded to 2048 MiB by the engine's service itself",
 				"a Pod's /workspace goes with the Pod, so one removed for idleness or a profile restart has its files saved there and restored into the next",
+				"a workspace kept by name lives in the cluster, a PersistentVolumeClaim and a Lease each (`wink-mcp workspaces --engine kubernetes`)",
 				"ok    processes     running processes are not kept by checkpoints, restarts or handoffs to another process (start them again): a Pod's processes end with it",
 			}, tc.want...)
 			for _, w := range want {

@@ -114,6 +114,11 @@ type Spec struct {
 	// share this machine's files. It is made when missing, owned by User,
 	// and outlives the container until RemoveWorkspace.
 	WorkspaceVolume string
+	// KeptWorkspace names the kept workspace whose volume (KeptStore.HoldKept)
+	// WorkspaceVolume is: it outlives every session, and no removal of a
+	// session's volume or sweep of orphans removes it. "" for a session's
+	// own volume.
+	KeptWorkspace string
 	// AgentBinary is the file of this machine mounted at AgentPath, or,
 	// with CopyAgent, copied into an image made from Image on the engine's
 	// host (once per binary and image).

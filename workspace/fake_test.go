@@ -254,7 +254,7 @@ func (f *fakeEngine) Remove(_ context.Context, name string) error {
 	if c, ok := f.containers[name]; ok {
 		c.stop()
 		delete(f.containers, name)
-		if v := c.spec.WorkspaceVolume; f.service.FilesGoWithContainer && v != "" {
+		if v := c.spec.WorkspaceVolume; f.service.FilesGoWithContainer && v != "" && c.spec.KeptWorkspace == "" {
 			delete(f.volumes, v) // as a Pod's emptyDir goes with it
 			return os.RemoveAll(filepath.Join(f.volumeDir, v))
 		}

@@ -82,6 +82,9 @@ func (h *handoffs) Handoff(ctx context.Context, ttl time.Duration) (Handoff, err
 		return Handoff{}, fmt.Errorf("%d other calls of this session are still running in the workspace; hand it over when they have returned", n)
 	}
 	m := s.m
+	if s.kept != nil && s.kept.held != nil {
+		return Handoff{}, fmt.Errorf("kept workspace %q lives in the engine's store (the cluster), where a handle cannot reserve it yet; the next session opens it by its name instead", s.kept.name)
+	}
 	if s.stdio && m.cfg.FilesOnEngineHost {
 		return Handoff{}, stdioHandoffRefusal(m.eng.Service())
 	}
@@ -234,7 +237,7 @@ func (h *handoffs) newKeptSessionFor(name string) (*Session, error) {
 	if m.closed || m.sessions[s.who.id()] != s {
 		return nil, ErrSessionEnded
 	}
-	taken, err := m.newKeptSession(s.who.id(), s.who.hash(), SessionOptions{Workspace: name, Principal: s.principal, Stdio: s.stdio, handedOver: true})
+	taken, err := m.newKeptSession(s.who.id(), s.who.hash(), SessionOptions{Workspace: name, Principal: s.principal, Stdio: s.stdio, handedOver: true}, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/workspace/images"
 	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
@@ -169,10 +170,29 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 func (m *Manager) Session(id string) (*Session, error) {
 	m.mu.Lock()
 	_, made := m.sessions[id]
-	name := m.options[id].Workspace
+	opts := m.options[id]
 	m.mu.Unlock()
-	if !made && name != "" {
-		awaitKeptOwner(m.cfg.CacheDir, name, m.log) // not under m.mu: it may take seconds
+	var held *engine.Held
+	switch {
+	case made || opts.Workspace == "":
+	case m.cfg.FilesOnEngineHost:
+		// Not under m.mu either: API calls, and maybe a dead holder's lease.
+		profile, err := m.sessionProfile(opts)
+		if err != nil {
+			return nil, err
+		}
+		if held, err = m.holdInEngine(m.SessionHash(id), opts, profile); err != nil {
+			return nil, err
+		}
+		if held != nil {
+			defer func() {
+				if held != nil { // not given to a session
+					held.Release(context.Background())
+				}
+			}()
+		}
+	default:
+		awaitKeptOwner(m.cfg.CacheDir, opts.Workspace, m.log) // not under m.mu: it may take seconds
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -183,20 +203,17 @@ func (m *Manager) Session(id string) (*Session, error) {
 		return s, nil
 	}
 	hash := m.SessionHash(id)
-	opts := m.options[id]
-	profile := m.defaultProfile()
-	if opts.Profile != "" {
-		p, err := m.cfg.Profiles.Get(opts.Profile)
-		if err != nil {
-			return nil, err
-		}
-		profile = p
+	opts = m.options[id]
+	profile, err := m.sessionProfile(opts)
+	if err != nil {
+		return nil, err
 	}
 	if opts.Workspace != "" {
-		s, err := m.newKeptSession(id, hash, opts)
+		s, err := m.newKeptSession(id, hash, opts, held)
 		if err != nil {
 			return nil, err
 		}
+		held = nil
 		s.profileSwitch.setLocked(profile)
 		delete(m.options, id)
 		m.sessions[id] = s
@@ -255,9 +272,21 @@ func (m *Manager) Register(id string, opts SessionOptions) {
 	}
 }
 
+// sessionProfile returns the profile a session starts with.
+func (m *Manager) sessionProfile(opts SessionOptions) (*profiles.Profile, error) {
+	if opts.Profile == "" {
+		return m.defaultProfile(), nil
+	}
+	return m.cfg.Profiles.Get(opts.Profile)
+}
+
 // newKeptSession returns a session that owns the kept workspace opts
-// names, or why it cannot.
-func (m *Manager) newKeptSession(id, hash string, opts SessionOptions) (*Session, error) {
+// names, or why it cannot; held is the workspace as the engine holds it,
+// nil unless the engine keeps kept workspaces (kept_engine.go).
+func (m *Manager) newKeptSession(id, hash string, opts SessionOptions, held *engine.Held) (*Session, error) {
+	if held != nil && opts.Workspace != "" {
+		return m.newHeldSession(id, hash, opts, held), nil
+	}
 	if m.cfg.FilesOnEngineHost {
 		return nil, errors.New("kept workspaces need the session's files on this machine, and this server keeps them on the Podman host " +
 			"(--files-on-podman-host); connect without a workspace name")

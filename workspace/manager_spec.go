@@ -26,6 +26,9 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 	}
 	if m.cfg.FilesOnEngineHost {
 		spec.WorkspaceVolume, spec.CopyAgent = s.name, true
+		if s.kept != nil && s.kept.held != nil {
+			spec.WorkspaceVolume, spec.KeptWorkspace = s.kept.held.Volume, s.kept.name
+		}
 	} else {
 		spec.WorkspaceDir = s.workspaceDir()
 	}

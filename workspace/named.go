@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/workspace/keep"
 )
 
@@ -48,6 +49,9 @@ type keptWorkspace struct {
 	// egress keeps its record's EgressBytes up to date while it is owned
 	// (nil until its session counts).
 	egress *egressRecorder
+	// held, when set, is the workspace as its engine holds it
+	// (kept_engine.go): it has no root, lock or record on this disk.
+	held *engine.Held
 }
 
 func (k *keptWorkspace) sessionDir() string { return filepath.Join(k.root, keptSessionDir) }
@@ -131,6 +135,10 @@ func awaitKeptOwner(cacheDir, name string, log *slog.Logger) {
 // release records the last use, and the egress bytes its session's
 // meter counted, and gives the workspace up.
 func (k *keptWorkspace) release(egressBytes int64) {
+	if k.held != nil {
+		k.held.Release(context.Background())
+		return
+	}
 	k.stopRecordingEgress()
 	if rec, err := keep.ReadRecord(k.root); err == nil {
 		rec.LastUsed = time.Now().UTC()

@@ -99,7 +99,7 @@ func (ps *profileSwitch) UseProfile(ctx context.Context, name string, restart bo
 			return res, err
 		}
 		res.Restarted = s.created && s.used.Load()
-		if res.Restarted && s.m.eng.Service().FilesGoWithContainer {
+		if res.Restarted && s.filesGoWithContainer() {
 			// The files go with the container: the next one gets them back.
 			if err := s.checkpoints.Hibernate(ctx, s.client, "profile switch"); err != nil {
 				s.mu.Unlock()

@@ -72,7 +72,7 @@ func (s *Session) cleanupIfIdle(ctx context.Context, idle time.Duration) {
 	if s.jobs.KeepIdle(ctx, s.client) {
 		return
 	}
-	if s.m.eng.Service().FilesGoWithContainer {
+	if s.filesGoWithContainer() {
 		// The files go with the container: the next one gets them back.
 		if err := s.checkpoints.Hibernate(ctx, s.client, "idle"); err != nil {
 			s.lastUsed.Store(time.Now().UnixNano()) // tried again after another idle period
@@ -164,6 +164,14 @@ func (s *Session) end(ctx context.Context) {
 	case handedOver:
 		// Still a session's own: it goes with it, once its changes are exported.
 		s.handoffs.endHandedOverLocked(ctx)
+	case s.kept != nil && s.kept.held != nil:
+		// Its files are on the engine's volume; what is here goes.
+		s.kept.release(s.meter.Used())
+		s.deleteFilesLocked()
+		if err := removeAll(s.storeDir); err != nil {
+			s.m.log.Warn("deleting the session's checkpoints", "session", s.who.hash(), "err", err)
+		}
+		s.m.log.Info("kept workspace released", "event", "workspace_released", "session", s.who.hash(), "workspace", s.kept.name)
 	case s.kept != nil:
 		s.unmountDiskLocked()
 		s.kept.release(s.meter.Used())

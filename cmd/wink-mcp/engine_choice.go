@@ -23,6 +23,15 @@ const (
 // defaultNamespace is --namespace's default.
 const defaultNamespace = "default"
 
+// The values of --kubernetes-workspace-volume. An emptyDir is the default:
+// it needs nothing of the cluster, costs no provisioning on a session's
+// first call, and goes with its Pod, as a session's files do on Podman; a
+// claim is for a cluster whose sessions' files must outlive their Pod.
+const (
+	volumeEmptyDir = "emptydir"
+	volumeClaim    = "claim"
+)
+
 // kubernetesStartTimeout bounds a workspace Pod's way to Running, image
 // pull included (the kubelet pulls; --pull-timeout is Podman's).
 const kubernetesStartTimeout = 5 * time.Minute
@@ -35,6 +44,10 @@ type engineOptions struct {
 	namespace    string
 	agentImage   string
 	runtimeClass string
+	// workspaceVolume is what a session's /workspace is on: volumeEmptyDir
+	// or volumeClaim.
+	workspaceVolume string
+	storageClass    string
 	// allowUnenforcedNetworkPolicy is kubernetes.AllowFlag.
 	allowUnenforcedNetworkPolicy bool
 }
@@ -46,18 +59,22 @@ func bindEngineFlags(b *binder, o *engineOptions) {
 	b.str(&o.namespace, "namespace", "namespace of the workspace Pods of --engine kubernetes", "WINK_NAMESPACE")
 	b.str(&o.agentImage, "kubernetes-agent-image", "image holding only the static wink-mcp at /wink-mcp, which each workspace Pod's init container copies (--engine kubernetes; required)", "WINK_KUBERNETES_AGENT_IMAGE")
 	b.str(&o.runtimeClass, "kubernetes-runtime-class", "runtimeClassName of the workspace Pods (gVisor, Kata; default: the cluster's)", "WINK_KUBERNETES_RUNTIME_CLASS")
+	b.str(&o.workspaceVolume, "kubernetes-workspace-volume", "what each session's /workspace is on with --engine kubernetes: emptydir (gone with its Pod) or claim "+
+		"(a PersistentVolumeClaim of --disk-limit, deleted at session end; the cluster needs a StorageClass)", "WINK_KUBERNETES_WORKSPACE_VOLUME")
+	b.str(&o.storageClass, "kubernetes-storage-class", "StorageClass of the workspaces' PersistentVolumeClaims (--engine kubernetes; default: the cluster's default StorageClass)", "WINK_KUBERNETES_STORAGE_CLASS")
 	b.boolean(&o.allowUnenforcedNetworkPolicy, strings.TrimPrefix(kubernetes.AllowFlag, "--"), "make workspace Pods even where the cluster does not enforce their deny-all NetworkPolicy, so that they reach the cluster's network (--engine kubernetes); everything else stays enforced", "WINK_ALLOW_UNENFORCED_NETWORK_POLICY")
 }
 
 // resolveEngine checks the engine flags against the others. The Kubernetes
 // engine keeps the files on the cluster (FilesOnEngineHost), and refuses
 // here, at start-up, what it cannot do yet rather than failing mid-call.
-func resolveEngine(w *workspace.Config, opts serveOptions, keptWorkspace string) error {
+func resolveEngine(w *workspace.Config, opts serveOptions) error {
 	o := opts.engine
 	switch o.name {
 	case enginePodman:
 		for flag, set := range map[string]bool{"--kubeconfig": o.kubeconfig != "", "--namespace": o.namespace != defaultNamespace,
 			"--kubernetes-agent-image": o.agentImage != "", "--kubernetes-runtime-class": o.runtimeClass != "",
+			"--kubernetes-workspace-volume": o.workspaceVolume != volumeEmptyDir, "--kubernetes-storage-class": o.storageClass != "",
 			kubernetes.AllowFlag: o.allowUnenforcedNetworkPolicy} {
 			if set {
 				return fmt.Errorf("%s is a setting of --engine kubernetes, and the engine is podman; drop it or pass --engine kubernetes", flag)
@@ -83,10 +100,18 @@ func resolveEngine(w *workspace.Config, opts serveOptions, keptWorkspace string)
 	if msgs := validation.IsDNS1123Subdomain(o.runtimeClass); o.runtimeClass != "" && len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("--kubernetes-runtime-class %q: %s", o.runtimeClass, msgs[0]))
 	}
+	if o.workspaceVolume != volumeEmptyDir && o.workspaceVolume != volumeClaim {
+		errs = append(errs, fmt.Errorf("--kubernetes-workspace-volume %q: want %s or %s", o.workspaceVolume, volumeEmptyDir, volumeClaim))
+	}
+	if o.workspaceVolume == volumeClaim && w.DiskBytes == 0 {
+		errs = append(errs, errors.New("--kubernetes-workspace-volume claim needs --disk-limit above 0: it is the size each claim asks for"))
+	}
+	if msgs := validation.IsDNS1123Subdomain(o.storageClass); o.storageClass != "" && len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--kubernetes-storage-class %q: %s", o.storageClass, msgs[0]))
+	}
 	refuse(len(opts.mounts) > 0, "--mount")
 	refuse(w.MountRoots, "--mount-roots")
 	refuse(w.KeepSessionDirs, "--keep-session-dirs")
-	refuse(keptWorkspace != "", "--workspace (a kept workspace)")
 	refuse(opts.filesOnHost != "auto", "--files-on-podman-host (a Pod's files are always on its node)")
 	refuse(opts.service.urlFlag || opts.service.connectionFlag, "--podman-url or --podman-connection")
 	for _, p := range w.Profiles.All() {
@@ -103,7 +128,7 @@ func resolveEngine(w *workspace.Config, opts serveOptions, keptWorkspace string)
 func newEngine(w workspace.Config, opts serveOptions, log *slog.Logger) (engine.Engine, error) {
 	if o := opts.engine; o.name == engineKubernetes {
 		return kubernetes.New(kubernetes.Options{Kubeconfig: o.kubeconfig, Namespace: o.namespace, AgentImage: o.agentImage,
-			RuntimeClass: o.runtimeClass, ManagedLabel: workspace.LabelManaged, AllowUnenforcedNetworkPolicy: o.allowUnenforcedNetworkPolicy,
+			RuntimeClass: o.runtimeClass, Claims: o.workspaceVolume == volumeClaim, StorageClass: o.storageClass, ManagedLabel: workspace.LabelManaged, AllowUnenforcedNetworkPolicy: o.allowUnenforcedNetworkPolicy,
 			APITimeout: w.APITimeout, StartTimeout: kubernetesStartTimeout}, log), nil
 	}
 	return newPodmanEngine(w, opts.service, log)

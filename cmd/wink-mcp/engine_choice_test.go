@@ -15,13 +15,14 @@ var kubeArgs = []string{"--engine", "kubernetes", "--kubernetes-agent-image", "l
 
 func TestKubernetesEngineFlags(t *testing.T) {
 	t.Parallel()
-	cfg, opts, err := parseServeFlags(append(kubeArgs, "--namespace", "wink", "--kubernetes-runtime-class", "gvisor"),
+	cfg, opts, err := parseServeFlags(append(kubeArgs, "--namespace", "wink", "--kubernetes-runtime-class", "gvisor",
+		"--kubernetes-workspace-volume", "claim", "--kubernetes-storage-class", "fast-ssd"),
 		env(map[string]string{"WINK_KUBECONFIG": "/etc/kube.conf", "WINK_ALLOW_UNENFORCED_NETWORK_POLICY": "true"}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := engineOptions{name: engineKubernetes, kubeconfig: "/etc/kube.conf", namespace: "wink", agentImage: "localhost/wink-agent:1", runtimeClass: "gvisor",
-		allowUnenforcedNetworkPolicy: true}
+		workspaceVolume: volumeClaim, storageClass: "fast-ssd", allowUnenforcedNetworkPolicy: true}
 	if opts.engine != want || !cfg.Workspace.FilesOnEngineHost {
 		t.Errorf("engine options %+v, files on the engine's host %v; want %+v, true", opts.engine, cfg.Workspace.FilesOnEngineHost, want)
 	}
@@ -46,9 +47,12 @@ func TestKubernetesEngineRefusesAtStartUp(t *testing.T) {
 		{"no agent image", []string{"--engine", "kubernetes"}, "--kubernetes-agent-image is required"},
 		{"bad namespace", append(kubeArgs, "--namespace", "Wink_1"), `--namespace "Wink_1"`},
 		{"bad runtime class", append(kubeArgs, "--kubernetes-runtime-class", "g visor"), `--kubernetes-runtime-class "g visor"`},
+		{"bad workspace volume", append(kubeArgs, "--kubernetes-workspace-volume", "pvc"), `--kubernetes-workspace-volume "pvc": want emptydir or claim`},
+		{"claim without a size", append(kubeArgs, "--kubernetes-workspace-volume", "claim", "--disk-limit", "0"), "--kubernetes-workspace-volume claim needs --disk-limit above 0"},
+		{"bad storage class", append(kubeArgs, "--kubernetes-storage-class", "Fast_SSD"), `--kubernetes-storage-class "Fast_SSD"`},
+		{"storage class with podman", []string{"--kubernetes-storage-class", "fast"}, "--kubernetes-storage-class is a setting of --engine kubernetes"},
 		{"mount", append(kubeArgs, "--mount", t.TempDir()), "--mount is not available with --engine kubernetes yet"},
 		{"mount roots", append(kubeArgs, "--mount-roots", "--allowed-root", t.TempDir()), "--mount-roots is not available"},
-		{"kept workspace", append(kubeArgs, "--workspace", "w1"), "--workspace (a kept workspace) is not available"},
 		{"keep session dirs", append(kubeArgs, "--keep-session-dirs"), "--keep-session-dirs is not available"},
 		{"podman url", append(kubeArgs, "--podman-url", "unix:///x.sock"), "--podman-url or --podman-connection is not available"},
 		{"namespace with podman", []string{"--namespace", "wink"}, "--namespace is a setting of --engine kubernetes"},

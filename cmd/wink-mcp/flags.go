@@ -51,7 +51,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	cfg := server.Config{Workspace: workspace.DefaultConfig(), ShutdownTimeout: server.DefaultShutdownTimeout, HTTP: server.DefaultHTTPConfig(),
 		MaxCommandTimeout: tools.DefaultMaxCommandTimeout}
 	w, h := &cfg.Workspace, &cfg.HTTP
-	opts := serveOptions{transport: server.TransportStdio, warm: "auto", filesOnHost: "auto", engine: engineOptions{name: enginePodman, namespace: defaultNamespace}, logs: logOptions{level: "info", format: "text"}}
+	opts := serveOptions{transport: server.TransportStdio, warm: "auto", filesOnHost: "auto", engine: engineOptions{name: enginePodman, namespace: defaultNamespace, workspaceVolume: volumeEmptyDir}, logs: logOptions{level: "info", format: "text"}}
 	logs := &opts.logs
 	fs := flag.NewFlagSet("wink-mcp", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -156,7 +156,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	if err := resolveProfiles(w, opts, lookup); err != nil {
 		return cfg, opts, err
 	}
-	if err := resolveEngine(w, opts, cfg.KeptWorkspace); err != nil {
+	if err := resolveEngine(w, opts); err != nil {
 		return cfg, opts, err
 	}
 	if err := w.Validate(); err != nil {
@@ -250,7 +250,7 @@ func checkKeptWorkspace(cfg server.Config, opts serveOptions) error {
 			opts.transport, map[string]string{server.TransportHTTP: "/mcp", server.TransportSSE: "/sse"}[opts.transport], cfg.KeptWorkspace)
 	case cfg.Workspace.Warm > 0:
 		return fmt.Errorf("--workspace with --warm %d: a kept workspace's container is made on its own files, never taken from the pool; drop --warm", cfg.Workspace.Warm)
-	case cfg.Workspace.FilesOnEngineHost:
+	case cfg.Workspace.FilesOnEngineHost && opts.engine.name != engineKubernetes: // the cluster keeps them (engine.KeptStore)
 		return errors.New("--workspace keeps the session's files on this machine, and --files-on-podman-host keeps them on the Podman host; drop one of them")
 	}
 	return nil

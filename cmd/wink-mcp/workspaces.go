@@ -22,9 +22,11 @@ func runWorkspaces(args []string, lookup func(string) (string, bool), stdout, st
 		fmt.Fprintf(stderr, "usage: wink-mcp workspaces [--cache-dir DIR] [list]\n"+
 			"       wink-mcp workspaces [--cache-dir DIR] show NAME\n"+
 			"       wink-mcp workspaces [--cache-dir DIR] rm NAME\n"+
-			"       wink-mcp workspaces [--cache-dir DIR] [--dry-run] prune --older-than DURATION\n\n"+
+			"       wink-mcp workspaces [--cache-dir DIR] [--dry-run] prune --older-than DURATION\n"+
+			"       wink-mcp workspaces --engine kubernetes [--kubeconfig FILE] [--namespace NS] [list | rm NAME]\n\n"+
 			"Kept workspaces outlive their sessions: their files, their mounted folders' changes and their checkpoints\n"+
-			"stay under the cache directory until removed. A workspace a session has open is never removed.\n\n")
+			"stay under the cache directory until removed. A workspace a session has open is never removed.\n"+
+			"With --engine kubernetes they are in the cluster: a PersistentVolumeClaim and a Lease each.\n\n")
 		fs.PrintDefaults()
 	}
 	cache := workspace.DefaultConfig().CacheDir
@@ -32,6 +34,7 @@ func runWorkspaces(args []string, lookup func(string) (string, bool), stdout, st
 		cache = v
 	}
 	fs.StringVar(&cache, "cache-dir", cache, "the cache directory the server uses [WINK_CACHE]")
+	cluster := bindClusterFlags(fs, lookup)
 	olderThan := fs.Duration("older-than", 0, "prune: remove the workspaces last used longer ago than this (e.g. 720h)")
 	dryRun := fs.Bool("dry-run", false, "prune: only name what would be removed")
 	if err := fs.Parse(args); err != nil {
@@ -59,6 +62,9 @@ func runWorkspaces(args []string, lookup func(string) (string, bool), stdout, st
 	usage := func(msg string) int {
 		fmt.Fprintf(stderr, "wink-mcp workspaces %s: %s (see -h)\n", cmd, msg)
 		return 2
+	}
+	if cluster.engine != enginePodman {
+		return cluster.run(cmd, rest, stdout, stderr)
 	}
 	switch {
 	case cmd == "list" && len(rest) <= 1:

@@ -31,7 +31,7 @@ func checkAdmitted(want, got *corev1.Pod) error {
 	differ("spec.hostIPC", !g.HostIPC)
 	differ("spec.shareProcessNamespace", g.ShareProcessNamespace == nil || !*g.ShareProcessNamespace)
 	differ("spec.runtimeClassName", equality.Semantic.DeepEqual(w.RuntimeClassName, g.RuntimeClassName))
-	differ("spec.securityContext", equality.Semantic.DeepEqual(w.SecurityContext, podSecurity(g.SecurityContext)))
+	differ("spec.securityContext", equality.Semantic.DeepEqual(w.SecurityContext, podSecurity(w.SecurityContext, g.SecurityContext)))
 	differ("spec.volumes", equality.Semantic.DeepEqual(w.Volumes, g.Volumes))
 	differ("spec.initContainers", len(w.InitContainers) == len(g.InitContainers))
 	differ("spec.containers", len(w.Containers) == len(g.Containers))
@@ -52,15 +52,21 @@ func checkAdmitted(want, got *corev1.Pod) error {
 }
 
 // podSecurity is the part of a Pod's security context the engine sets: a
-// policy's additions that weaken nothing (supplemental groups, fsGroup,
-// sysctls left empty) count as differences only through the fields compared.
-func podSecurity(s *corev1.PodSecurityContext) *corev1.PodSecurityContext {
+// policy's additions that weaken nothing (supplemental groups, sysctls
+// left empty) count as differences only through the fields compared; the
+// fsGroup of a workspace on a claim (pod.go) is compared, and one added
+// to a Pod without a claim is ignored.
+func podSecurity(want, s *corev1.PodSecurityContext) *corev1.PodSecurityContext {
 	if s == nil {
 		return nil
 	}
-	return &corev1.PodSecurityContext{RunAsUser: s.RunAsUser, RunAsGroup: s.RunAsGroup, RunAsNonRoot: s.RunAsNonRoot,
+	got := &corev1.PodSecurityContext{RunAsUser: s.RunAsUser, RunAsGroup: s.RunAsGroup, RunAsNonRoot: s.RunAsNonRoot,
 		SeccompProfile: s.SeccompProfile, SELinuxOptions: s.SELinuxOptions, WindowsOptions: s.WindowsOptions,
 		AppArmorProfile: s.AppArmorProfile, Sysctls: s.Sysctls}
+	if want != nil && want.FSGroup != nil {
+		got.FSGroup, got.FSGroupChangePolicy = s.FSGroup, s.FSGroupChangePolicy
+	}
+	return got
 }
 
 // containerDrift names the settings of container got, at field, that

@@ -45,6 +45,12 @@ type Options struct {
 	AgentImage string
 	// RuntimeClass is the Pods' runtimeClassName; "" for the cluster's default.
 	RuntimeClass string
+	// Claims puts each workspace's /workspace on a PersistentVolumeClaim
+	// named Spec.WorkspaceVolume (claim.go) rather than an emptyDir.
+	Claims bool
+	// StorageClass is the claims' storageClassName; "" for the cluster's
+	// default StorageClass.
+	StorageClass string
 	// ManagedLabel is the label (set to "true") every workspace Pod carries:
 	// the deny-all NetworkPolicy selects the Pods with it.
 	ManagedLabel string
@@ -61,6 +67,7 @@ type Options struct {
 type Engine struct {
 	opts Options
 	log  *slog.Logger
+	keptWorkspaces
 
 	// prepMu serialises NetworkPolicy; network is its kept answer.
 	prepMu  sync.Mutex
@@ -76,14 +83,18 @@ func New(opts Options, log *slog.Logger) *Engine {
 	if opts.Namespace == "" {
 		opts.Namespace = "default"
 	}
-	return &Engine{opts: opts, log: log}
+	e := &Engine{opts: opts, log: log}
+	e.keptWorkspaces = keptWorkspaces{e: e}
+	return e
 }
 
 // Service returns the kubeconfig the engine was given; a cluster is never
 // on this host's files, its kubelets bound a Pod's files (podFor), each
-// workspace is a Pod, and its /workspace an emptyDir that goes with it.
+// workspace is a Pod, and its /workspace an emptyDir that goes with it
+// unless Options.Claims puts it on a claim that outlives it (a kept
+// workspace's always is: Spec.KeptWorkspace).
 func (e *Engine) Service() engine.Service {
-	return engine.Service{Address: e.opts.Kubeconfig, Remote: true, BoundsDisk: true, Pods: true, FilesGoWithContainer: true}
+	return engine.Service{Address: e.opts.Kubeconfig, Remote: true, BoundsDisk: true, Pods: true, FilesGoWithContainer: !e.opts.Claims}
 }
 
 // ServiceFix returns ServiceRemedy.

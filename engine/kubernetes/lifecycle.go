@@ -24,8 +24,9 @@ const pollInterval = 50 * time.Millisecond
 // it, with an error naming each weakened setting, when admission weakened
 // any (checkAdmitted). It refuses to make it while the deny-all
 // NetworkPolicy is missing or not deny-all, or the cluster does not
-// enforce it and AllowUnenforcedNetworkPolicy is false (NetworkPolicy). The Pod
-// starts at once: Start waits for it.
+// enforce it and AllowUnenforcedNetworkPolicy is false (NetworkPolicy).
+// With Options.Claims it first makes the claim of /workspace when missing
+// (claim.go). The Pod starts at once: Start waits for it.
 func (e *Engine) Create(ctx context.Context, spec engine.Spec) (err error) {
 	if err := refused(spec); err != nil {
 		return err
@@ -50,6 +51,11 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (err error) {
 	defer end(&err)
 	if err := e.requirePolicy(c, client); err != nil {
 		return err
+	}
+	if usesClaim(spec, e.opts) {
+		if err := e.ensureClaim(c, client, spec); err != nil {
+			return err
+		}
 	}
 	want := podFor(spec, e.opts)
 	got, err := client.CoreV1().Pods(e.opts.Namespace).Create(c, want, metav1.CreateOptions{})
@@ -201,11 +207,8 @@ func (e *Engine) remove(ctx context.Context, client k8s.Interface, name string) 
 	return nil
 }
 
-// RemoveWorkspace does nothing: a Pod's /workspace is an emptyDir, gone
-// with the Pod.
-func (e *Engine) RemoveWorkspace(context.Context, string) error { return nil }
-
-// List returns the Pods with the label managedLabel=true.
+// List returns the Pods, and the PersistentVolumeClaims of workspaces
+// (claim.go) whose Pod is gone, with the label managedLabel=true.
 func (e *Engine) List(ctx context.Context, managedLabel string) (_ []engine.Listed, err error) {
 	client, c, end, err := e.call(ctx)
 	if err != nil {
@@ -217,8 +220,16 @@ func (e *Engine) List(ctx context.Context, managedLabel string) (_ []engine.List
 		return nil, fmt.Errorf("listing Pods: %w", err)
 	}
 	var out []engine.Listed
+	names := map[string]bool{}
 	for _, p := range pods.Items {
-		out = append(out, engine.Listed{Name: p.Name, Labels: specLabels(&p)})
+		out = append(out, engine.Listed{Name: p.Name, Labels: objectLabels(p.ObjectMeta)})
+		names[p.Name] = true
 	}
-	return out, nil
+	claims, err := e.listClaims(c, client, managedLabel)
+	for _, claim := range claims {
+		if !names[claim.Name] {
+			out = append(out, claim)
+		}
+	}
+	return out, err
 }

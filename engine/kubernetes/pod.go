@@ -49,7 +49,9 @@ var (
 //     a memory emptyDir of Spec.TmpBytes;
 //   - what a Pod has and a Podman container has not: no service-account
 //     token, no service links, no host namespace;
-//   - /workspace an emptyDir bounded by Spec.DiskBytes (ephemeral storage).
+//   - /workspace an emptyDir bounded by Spec.DiskBytes (ephemeral storage),
+//     or with Options.Claims the claim Spec.WorkspaceVolume (claim.go),
+//     owned by the Pod's group (fsGroup, the same as its runAsGroup).
 //
 // The root filesystem stays writable, as Podman's is. The pids limit,
 // RLIMIT_NOFILE and RLIMIT_NPROC are not Pod settings (a node's kubelet
@@ -92,6 +94,18 @@ func podFor(spec engine.Spec, opts Options) *corev1.Pod {
 	if m, ok := limits[corev1.ResourceMemory]; ok {
 		requests[corev1.ResourceMemory] = minQuantity(memoryRequest, m)
 	}
+	workspace := corev1.VolumeSource{EmptyDir: &workspaceDir}
+	podSecurity := &corev1.PodSecurityContext{
+		RunAsUser: ptr.To(uid), RunAsGroup: ptr.To(gid), RunAsNonRoot: ptr.To(true),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	if usesClaim(spec, opts) {
+		// The claim's folder is its provisioner's; the kubelet gives it
+		// to the workspace's own group, once, as it mounts it.
+		workspace = corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: spec.WorkspaceVolume}}
+		podSecurity.FSGroup = ptr.To(gid)
+		podSecurity.FSGroupChangePolicy = ptr.To(corev1.FSGroupChangeOnRootMismatch)
+	}
 	labels, annotation := podLabels(spec.Labels)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Namespace: opts.Namespace, Labels: labels,
@@ -102,10 +116,7 @@ func podFor(spec engine.Spec, opts Options) *corev1.Pod {
 			EnableServiceLinks:            ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](0),
 			Hostname:                      "workspace",
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsUser: ptr.To(uid), RunAsGroup: ptr.To(gid), RunAsNonRoot: ptr.To(true),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
+			SecurityContext:               podSecurity,
 			InitContainers: []corev1.Container{{
 				Name:            agentContainer,
 				Image:           opts.AgentImage,
@@ -135,7 +146,7 @@ func podFor(spec engine.Spec, opts Options) *corev1.Pod {
 				{Name: agentVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 				{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
 					Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(spec.TmpBytes, resource.BinarySI)}}},
-				{Name: workspaceVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &workspaceDir}},
+				{Name: workspaceVolume, VolumeSource: workspace},
 			},
 		},
 	}
@@ -166,11 +177,12 @@ func podLabels(all map[string]string) (map[string]string, string) {
 	return labels, string(data)
 }
 
-// specLabels returns the labels a Pod was made with (see podLabels).
-func specLabels(pod *corev1.Pod) map[string]string {
+// objectLabels returns the labels a Pod or claim was made with (see
+// podLabels).
+func objectLabels(m metav1.ObjectMeta) map[string]string {
 	var all map[string]string
-	if err := json.Unmarshal([]byte(pod.Annotations[labelsAnnotation]), &all); err != nil || all == nil {
-		return maps.Clone(pod.Labels)
+	if err := json.Unmarshal([]byte(m.Annotations[labelsAnnotation]), &all); err != nil || all == nil {
+		return maps.Clone(m.Labels)
 	}
 	return all
 }

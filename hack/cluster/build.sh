@@ -2,8 +2,8 @@
 # Builds, once per version, the binaries of the Kubernetes test cluster into
 # $CLUSTER_CACHE (see config.sh): kube-apiserver, kube-controller-manager,
 # kube-scheduler, kubelet and kubectl from k8s.io/kubernetes, etcd from
-# go.etcd.io/etcd/server/v3, and a static pause binary from Kubernetes'
-# pause.c. Each is built in a throwaway module in a temporary folder, never
+# go.etcd.io/etcd/server/v3, a static pause binary from Kubernetes'
+# pause.c, and rancher's local-path-provisioner. Each is built in a throwaway module in a temporary folder, never
 # in the repository's go.mod. A binary already in the cache is not rebuilt.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -95,9 +95,25 @@ build_pause() {
 	mv "$work/pause" "$PAUSE_BIN/pause"
 }
 
+build_local_path() {
+	[ -x "$LOCAL_PATH_BIN/local-path-provisioner" ] && return
+	log "local-path-provisioner $LOCAL_PATH_VERSION"
+	# Its go.mod replaces nothing, so go install builds it as published, in
+	# a module of its own. Its build cache (about 300 MB) is its own: a
+	# build.sh of an older checkout, with nothing to build, removes the
+	# shared one as it ends.
+	mkdir -p "$LOCAL_PATH_BIN"
+	local cache=$CLUSTER_CACHE/local-path-provisioner/go-build
+	(cd "$work" && GOCACHE=$cache GOBIN=$work/local-path-bin GOFLAGS="-buildvcs=false" nice go install -trimpath -ldflags "-s -w" \
+		"github.com/rancher/local-path-provisioner@$LOCAL_PATH_VERSION")
+	mv "$work/local-path-bin/local-path-provisioner" "$LOCAL_PATH_BIN/"
+	rm -rf "$cache"
+}
+
 start=$(date +%s)
 build_pause
 build_etcd
+build_local_path
 build_k8s
 rm -rf "$GOCACHE"
 log "all binaries in $CLUSTER_CACHE ($(( $(date +%s) - start )) s)"

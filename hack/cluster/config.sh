@@ -7,6 +7,9 @@
 K8S_VERSION=${K8S_VERSION:-v1.34.4}
 K8S_STAGING_VERSION=${K8S_STAGING_VERSION:-v0.${K8S_VERSION#v1.}}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.4}
+# Rancher's local-path-provisioner: PersistentVolumes as folders of the
+# node's disk, for the claims of the Kubernetes engine's workspaces.
+LOCAL_PATH_VERSION=${LOCAL_PATH_VERSION:-v0.0.30}
 
 # Built binaries, one folder per version, outside the repository: a second
 # run, or another worktree, reuses them.
@@ -14,6 +17,7 @@ CLUSTER_CACHE=${CLUSTER_CACHE:-/var/cache/wink-mcp}
 K8S_BIN=$CLUSTER_CACHE/k8s/$K8S_VERSION/bin
 ETCD_BIN=$CLUSTER_CACHE/etcd/$ETCD_VERSION/bin
 PAUSE_BIN=$CLUSTER_CACHE/pause/$K8S_VERSION/bin
+LOCAL_PATH_BIN=$CLUSTER_CACHE/local-path-provisioner/$LOCAL_PATH_VERSION/bin
 
 # The node's state: certificates, configuration, etcd's data, containerd's
 # root. CLUSTER_KUBECONFIG is what the integration tests read.
@@ -23,6 +27,12 @@ CLUSTER_KUBECONFIG=$CLUSTER_DIR/admin.kubeconfig
 HOST_SYSCTLS=$CLUSTER_DIR/host-sysctls
 CLUSTER_RUN=${CLUSTER_RUN:-/run/wink-mcp/cluster}
 CLUSTER_LOGS=${CLUSTER_LOGS:-/var/log/wink-mcp/cluster}
+# The provisioner's configuration, and the folders its volumes are; its
+# StorageClass, the cluster's default, and the namespace of its helper Pods.
+LOCAL_PATH_DIR=$CLUSTER_DIR/local-path
+LOCAL_PATH_VOLUMES=$LOCAL_PATH_DIR/volumes
+STORAGE_CLASS=wink-local
+LOCAL_PATH_NAMESPACE=wink-local-path
 
 # The node and its networks. The node's address sits on the Pods' bridge
 # (this kernel has no dummy device); Pods get no default route and no

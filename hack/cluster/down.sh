@@ -10,8 +10,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 [ "$(id -u)" -eq 0 ] || die "run as root"
 
-# Without the scheduler and the controllers nothing replaces the Pods
-# deleted next; the kubelet tears each down (its network included).
+# Without the provisioner, the scheduler and the controllers nothing
+# replaces the Pods deleted next; the kubelet tears each down (its network
+# included).
+stop_daemon local-path-provisioner
 stop_daemon kube-scheduler
 stop_daemon kube-controller-manager
 if daemon_pid kubelet >/dev/null && daemon_pid kube-apiserver >/dev/null; then

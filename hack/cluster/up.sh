@@ -4,7 +4,8 @@
 # plugins, builds the components once per version (build.sh), makes the
 # certificates, starts etcd, the API server, the controller manager, the
 # scheduler, a containerd of the node's own and the kubelet as background
-# daemons, imports the images, and waits for the node to be Ready. It is
+# daemons, imports the images, waits for the node to be Ready, and starts
+# the local-path provisioner with its StorageClass (local_path.sh). It is
 # idempotent: with everything up it checks and returns in seconds; daemons
 # that died, or a reboot, get started again.
 set -euo pipefail
@@ -12,6 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/config.sh"
 . "$here/daemons.sh"
 . "$here/certs.sh"
+. "$here/local_path.sh"
 
 [ "$(id -u)" -eq 0 ] || die "run as root: the node runs containers and sets up a bridge"
 
@@ -269,4 +271,5 @@ wait_for 120 "node $NODE_NAME Ready" node_ready "$kubelet_start"
 restore_sysctls
 # Pods can be created once the default service account exists.
 wait_for 60 "the default service account" kctl get serviceaccount default
+start_local_path
 log "node $NODE_NAME Ready in $((SECONDS - start)) s; kubeconfig: $CLUSTER_KUBECONFIG"

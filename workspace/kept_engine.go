@@ -1,0 +1,99 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+
+	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/profiles"
+)
+
+// An engine that keeps kept workspaces itself (engine.KeptStore: the
+// Kubernetes engine) holds their files, their record and their owner
+// where every server sees them; nothing of them is on this machine's
+// disk. Such a workspace has no lock file, record or checkpoint store
+// under the cache directory: its checkpoints last as long as the session,
+// as an ordinary session's do, and it is not handed over.
+
+// keptHoldWait bounds the wait for a kept workspace whose last holder
+// stopped renewing its lease (a server killed), on top of the API calls.
+const keptHoldWait = 30
+
+// holdInEngine takes, from the engine, the kept workspace opts names for
+// the session hash, or says why it cannot. Its caller holds no lock: it
+// may wait seconds for a dead holder's lease to end.
+func (m *Manager) holdInEngine(hash string, opts SessionOptions, profile *profiles.Profile) (*engine.Held, error) {
+	store, ok := m.eng.(engine.KeptStore)
+	if !ok {
+		return nil, nil // newKeptSession says why
+	}
+	if err := CheckWorkspaceName(opts.Workspace); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*m.cfg.APITimeout+keptHoldWait*1e9)
+	defer cancel()
+	held, err := store.HoldKept(ctx, engine.KeptAsk{
+		Name:      opts.Workspace,
+		Holder:    fmt.Sprintf("wink-mcp instance %s (pid %d on %s), session %s", m.inst.id, os.Getpid(), m.inst.host, hash),
+		Gone:      m.holderGone,
+		Principal: opts.Principal,
+		Image:     m.keptImage(profile),
+		Profile:   profileName(profile),
+		DiskBytes: profileLimits(m.cfg.Limits, profile).DiskBytes,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return held, nil
+}
+
+// keptImage is the image a kept workspace's record names: its profile's,
+// else the server's first choice.
+func (m *Manager) keptImage(p *profiles.Profile) string {
+	if p != nil && p.Image != "" {
+		return p.Image
+	}
+	if images := m.cfg.ImageChoices(); len(images) > 0 {
+		return images[0]
+	}
+	return ""
+}
+
+// newHeldSession returns a session that owns the kept workspace held.
+func (m *Manager) newHeldSession(id, hash string, opts SessionOptions, held *engine.Held) *Session {
+	s := m.newSession(id, hash)
+	s.principal, s.stdio = opts.Principal, opts.Stdio
+	s.kept = &keptWorkspace{name: opts.Workspace, held: held}
+	m.log.Info("kept workspace opened", "event", "workspace_opened", "session", hash, "workspace", opts.Workspace, "volume", held.Volume)
+	return s
+}
+
+// holderProcess finds the process and host in a holder's identity.
+var holderProcess = regexp.MustCompile(`\(pid (\d+) on (\S+)\)`)
+
+// holderGone reports whether the holder of a kept workspace (as
+// holdInEngine names it) was a process of this host that has exited: a
+// server killed and started again here waits for its lease to run out
+// rather than being refused.
+func (m *Manager) holderGone(holder string) bool {
+	match := holderProcess.FindStringSubmatch(holder)
+	if match == nil || match[2] != m.inst.host {
+		return false
+	}
+	pid, err := strconv.Atoi(match[1])
+	if err != nil || pid == os.Getpid() {
+		return false
+	}
+	return processExiting(pid)
+}
+
+// filesGoWithContainer says whether the session's files go with its
+// container (engine.Service.FilesGoWithContainer), so that they must be
+// saved before it is removed: never for a kept workspace its engine
+// holds, whose volume outlives every container.
+func (s *Session) filesGoWithContainer() bool {
+	return s.m.eng.Service().FilesGoWithContainer && (s.kept == nil || s.kept.held == nil)
+}
