@@ -7,6 +7,9 @@
 K8S_VERSION=${K8S_VERSION:-v1.34.4}
 K8S_STAGING_VERSION=${K8S_STAGING_VERSION:-v0.${K8S_VERSION#v1.}}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.4}
+# The NetworkPolicy enforcer: kube-router's firewall controller alone
+# (iptables and ipset), the newest release the module proxy serves.
+KUBE_ROUTER_VERSION=${KUBE_ROUTER_VERSION:-v2.1.0}
 
 # Built binaries, one folder per version, outside the repository: a second
 # run, or another worktree, reuses them.
@@ -14,6 +17,9 @@ CLUSTER_CACHE=${CLUSTER_CACHE:-/var/cache/wink-mcp}
 K8S_BIN=$CLUSTER_CACHE/k8s/$K8S_VERSION/bin
 ETCD_BIN=$CLUSTER_CACHE/etcd/$ETCD_VERSION/bin
 PAUSE_BIN=$CLUSTER_CACHE/pause/$K8S_VERSION/bin
+KUBE_ROUTER_BIN=$CLUSTER_CACHE/kube-router/$KUBE_ROUTER_VERSION/bin
+# The Go build cache of the builds, removed once all are built.
+CLUSTER_GOCACHE=${CLUSTER_GOCACHE:-$CLUSTER_CACHE/go-build}
 
 # The node's state: certificates, configuration, etcd's data, containerd's
 # root. CLUSTER_KUBECONFIG is what the integration tests read.
