@@ -58,7 +58,9 @@ const (
 	// ProbeConfirm is how long the probe's connects must keep failing for
 	// it to say blocked: kube-router, rewriting a Pod's rules when a policy
 	// changes, was seen here to refuse a connect for a moment in a
-	// namespace whose policies let the Pod out.
+	// namespace whose policies let the Pod out (and, at times, for good:
+	// the cut-off init container of each workspace Pod is what catches a
+	// probe fooled that way).
 	ProbeConfirm = time.Second
 	// ProbeRetryInterval is the pause between the probe's connects.
 	ProbeRetryInterval = 200 * time.Millisecond
