@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/url"
 	"strings"
 	"testing"
@@ -255,7 +256,8 @@ while True:
 // label, a TCP connect to the API server and to a peer Pod, and a DNS
 // query over UDP to it, get through; from the workspace, through
 // podman_shell, each fails, and so do a raw socket (CAP_NET_RAW is
-// dropped) and an ICMP echo through an unprivileged ping socket.
+// dropped) and an ICMP echo through an unprivileged ping socket; and the
+// plain Pod cannot get into the workspace Pod.
 func TestKubernetesWorkspaceCutOff(t *testing.T) {
 	cs, cfg := needCluster(t)
 	ctx := context.Background()
@@ -298,6 +300,36 @@ func TestKubernetesWorkspaceCutOff(t *testing.T) {
 	}
 	if !strings.HasPrefix(got["raw socket"], "PermissionError") {
 		t.Errorf("a raw socket in the workspace: %s; want PermissionError (CAP_NET_RAW dropped)", got["raw socket"])
+	}
+
+	// And nothing gets in: the workspace serves what the peer serves, which
+	// its own loopback and the node reach, and the control Pod does not.
+	p.shell(map[string]any{"command": []string{"python3", "-c", peerProgram}, "background": true})
+	listening := []string{"python3", "-c", "import socket; socket.create_connection(('127.0.0.1', 8080), timeout=1).close()"}
+	waitUntil(t, 30*time.Second, "the workspace's listener", func() bool { return p.shell(map[string]any{"command": listening}).ExitCode == 0 })
+	var workspaceIP string
+	for _, pod := range podsNamed(t, cs, prefix) {
+		if pod.Labels["io.wink-mcp.managed"] == "true" {
+			workspaceIP = pod.Status.PodIP
+		}
+	}
+	// The node itself may reach a Pod (kube-router lets it, for the
+	// kubelet's health checks): the listener answers on the Pod's address.
+	if conn, err := net.DialTimeout("tcp", net.JoinHostPort(workspaceIP, "8080"), 3*time.Second); err != nil {
+		t.Fatalf("the workspace's listener does not answer the node on %s: %v", workspaceIP, err)
+	} else {
+		conn.Close()
+	}
+	stdout, stderr, err := execInPod(ctx, cs, cfg, control, "python3", "-c", reachProgram, apiHost(t), apiPort(t), workspaceIP)
+	if err != nil {
+		t.Fatalf("the reach program in the control Pod: %v (%s)", err, stderr)
+	}
+	got = reachResults(t, stdout)
+	t.Logf("from a plain Pod to the workspace Pod %s: %v", workspaceIP, got)
+	for _, way := range []string{"tcp to a Pod", "udp DNS query to a Pod"} {
+		if got[way] == "ok" {
+			t.Errorf("%s: a plain Pod got into the workspace Pod", way)
+		}
 	}
 }
 
