@@ -42,7 +42,7 @@ func (d *doctor) podNetwork(ctx context.Context) Result {
 			Fix: "check the engine's permissions on NetworkPolicies and Pods in its namespace, and that the agent image runs"}
 	}
 	d.network = &n
-	enforce := "run a network plugin that enforces NetworkPolicies (Calico, Cilium, kube-router...)"
+	enforce := "run a network plugin that enforces NetworkPolicies (Calico, Cilium, kube-router...) and remove any policy of the namespace that allows the Pods' traffic"
 	switch {
 	case n.Enforced:
 		return Result{Status: OK, Detail: fmt.Sprintf("each Pod's eth0 is cut off by %s (deny-all), enforced: a probe Pod under it could not reach %s", n.Name, n.Target)}
@@ -50,7 +50,8 @@ func (d *doctor) podNetwork(ctx context.Context) Result {
 		return Result{Status: Warn, Detail: fmt.Sprintf("NOT ENFORCED (%s): a probe Pod under %s reached %s, so each workspace Pod reaches the cluster's network", n.Flag, n.Name, n.Target),
 			Fix: enforce}
 	}
-	return Result{Status: Fail, Detail: fmt.Sprintf("every workspace would be refused: a probe Pod under %s reached %s, so the cluster does not enforce it", n.Name, n.Target),
+	return Result{Status: Fail, Detail: fmt.Sprintf("every workspace would be refused: a probe Pod under %s reached %s, so the cluster does not enforce it, "+
+		"or another NetworkPolicy of the namespace allows the Pods' traffic", n.Name, n.Target),
 		Fix: enforce + ", or pass " + n.Flag + " to accept workspace Pods with the cluster's network"}
 }
 

@@ -42,8 +42,9 @@ func TestDoctorOfPods(t *testing.T) {
 		{"enforced", enforced, []string{"ok    egress        each Pod's eth0 is cut off by NetworkPolicy wink/wink-mcp-workspaces-deny-all (deny-all), enforced: a probe Pod under it could not reach 10.0.0.1:6443"}},
 		{"unenforced, allowed", allowed, []string{"warn  egress        NOT ENFORCED (--allow-unenforced-network-policy): a probe Pod under NetworkPolicy wink/wink-mcp-workspaces-deny-all reached 10.0.0.1:6443",
 			"fix: run a network plugin that enforces NetworkPolicies"}},
-		{"unenforced", policy, []string{"FAIL  egress        every workspace would be refused: a probe Pod under NetworkPolicy wink/wink-mcp-workspaces-deny-all reached 10.0.0.1:6443",
-			"or pass --allow-unenforced-network-policy to accept"}},
+		{"unenforced", policy, []string{"FAIL  egress        every workspace would be refused: a probe Pod under NetworkPolicy wink/wink-mcp-workspaces-deny-all reached 10.0.0.1:6443, " +
+			"so the cluster does not enforce it, or another NetworkPolicy of the namespace allows the Pods' traffic",
+			"remove any policy of the namespace that allows the Pods' traffic, or pass --allow-unenforced-network-policy to accept"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -60,17 +60,11 @@ func startKubernetes(t *testing.T, cs *kubernetes.Clientset, prefix, cache strin
 	return startKubernetesOver(t, "stdio", cs, prefix, cache, args...)
 }
 
-// startKubernetesOver is startKubernetes over a transport. The test node
-// enforces no NetworkPolicy (its CNI is the bridge plugin), so the server
-// is allowed to make workspaces without it.
+// startKubernetesOver is startKubernetes over a transport, with args and
+// nothing else. The test node enforces NetworkPolicies (kube-router's
+// firewall), so the server needs no --allow-unenforced-network-policy:
+// without an enforcer it refuses every workspace, naming the flag.
 func startKubernetesOver(t *testing.T, transport string, cs *kubernetes.Clientset, prefix, cache string, args ...string) *proc {
-	t.Helper()
-	return startKubernetesAs(t, transport, cs, prefix, cache, append([]string{"--allow-unenforced-network-policy"}, args...)...)
-}
-
-// startKubernetesAs starts wink-mcp with --engine kubernetes on the test
-// node with args and nothing else.
-func startKubernetesAs(t *testing.T, transport string, cs *kubernetes.Clientset, prefix, cache string, args ...string) *proc {
 	t.Helper()
 	image := kubernetesAgentImage(t)
 	t.Cleanup(func() { deletePods(cs, prefix) })

@@ -42,6 +42,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runInstallAgent(args[1:], stderr)
 	case kubernetes.ProbeCommand:
 		return runProbeNetwork(args[1:], stdout, stderr)
+	case kubernetes.AwaitCutOffCommand:
+		return runAwaitCutOff(args[1:], stdout, stderr)
 	case "doctor":
 		return runDoctor(args[1:], stdout, stderr)
 	case "export":

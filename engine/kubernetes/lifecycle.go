@@ -57,7 +57,11 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (err error) {
 			return err
 		}
 	}
-	want := podFor(spec, e.opts)
+	cutOff := ""
+	if n.Enforced {
+		cutOff = n.Target
+	}
+	want := podFor(spec, e.opts, cutOff)
 	got, err := client.CoreV1().Pods(e.opts.Namespace).Create(c, want, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating Pod %s: %w", spec.Name, engine.ErrNameInUse)

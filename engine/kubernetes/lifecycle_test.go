@@ -38,7 +38,7 @@ func TestStartFailsAtOnceOnAStuckPod(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			spec := testSpec()
-			pod := podFor(spec, testOptions)
+			pod := podFor(spec, testOptions, "")
 			pod.Status = tc.status
 			client := fake.NewClientset(pod)
 			opts := testOptions
@@ -57,7 +57,7 @@ func TestStartFailsAtOnceOnAStuckPod(t *testing.T) {
 func TestStartWaitsForRunning(t *testing.T) {
 	t.Parallel()
 	spec := testSpec()
-	pod := podFor(spec, testOptions)
+	pod := podFor(spec, testOptions, "")
 	pod.Status.Phase = corev1.PodPending
 	client := fake.NewClientset(pod)
 	e := newWithClient(testOptions, client, slog.New(slog.NewTextHandler(io.Discard, nil)))

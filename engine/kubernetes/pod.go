@@ -21,6 +21,7 @@ import (
 const (
 	workspaceContainer = "workspace"
 	agentContainer     = "agent"
+	cutOffContainer    = "cut-off"
 	tmpVolume          = "tmp"
 	workspaceVolume    = "workspace"
 	agentVolume        = "agent"
@@ -51,12 +52,16 @@ var (
 //     token, no service links, no host namespace;
 //   - /workspace an emptyDir bounded by Spec.DiskBytes (ephemeral storage),
 //     or with Options.Claims the claim Spec.WorkspaceVolume (claim.go),
-//     owned by the Pod's group (fsGroup, the same as its runAsGroup).
+//     owned by the Pod's group (fsGroup, the same as its runAsGroup);
+//   - where the deny-all policy is enforced, a cut-off init container that
+//     waits until a connect to cutOff (the network probe's target) fails:
+//     an enforcer may write a new Pod's rules a moment after it starts,
+//     and the workspace container must not start before.
 //
 // The root filesystem stays writable, as Podman's is. The pids limit,
 // RLIMIT_NOFILE and RLIMIT_NPROC are not Pod settings (a node's kubelet
 // has one podPidsLimit for every Pod; rlimits are the runtime's).
-func podFor(spec engine.Spec, opts Options) *corev1.Pod {
+func podFor(spec engine.Spec, opts Options, cutOff string) *corev1.Pod {
 	uid, gid := parseUser(spec.User)
 	sec := &corev1.SecurityContext{
 		RunAsUser:                ptr.To(uid),
@@ -149,6 +154,17 @@ func podFor(spec engine.Spec, opts Options) *corev1.Pod {
 				{Name: workspaceVolume, VolumeSource: workspace},
 			},
 		},
+	}
+	if cutOff != "" {
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{
+			Name:                     cutOffContainer,
+			Image:                    opts.AgentImage,
+			ImagePullPolicy:          corev1.PullIfNotPresent,
+			Command:                  []string{agentImagePath, AwaitCutOffCommand, cutOff, ProbeSettle.String()},
+			SecurityContext:          sec,
+			Resources:                corev1.ResourceRequirements{Limits: limits, Requests: requests},
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		})
 	}
 	pod.Spec.RuntimeClassName = runtimeClass(opts)
 	return pod

@@ -82,8 +82,8 @@ func TestNetworkMakesThePolicyAndProbes(t *testing.T) {
 			if n.Enforced != tc.enforced || n.Target != "10.0.0.1:6443" {
 				t.Errorf("NetworkPolicy = %+v; want enforced %v, target 10.0.0.1:6443", n, tc.enforced)
 			}
-			if len(commands) != 1 || commands[0][1] != ProbeCommand || commands[0][2] != "10.0.0.1:6443" {
-				t.Errorf("probe commands %v; want one %s 10.0.0.1:6443", commands, ProbeCommand)
+			if len(commands) != 1 || len(commands[0]) != 4 || commands[0][1] != ProbeCommand || commands[0][2] != "10.0.0.1:6443" || commands[0][3] != ProbeSettle.String() {
+				t.Errorf("probe commands %v; want one %s 10.0.0.1:6443 %v", commands, ProbeCommand, ProbeSettle)
 			}
 			policy, err := client.NetworkingV1().NetworkPolicies("wink").Get(ctx, PolicyName, metav1.GetOptions{})
 			if err != nil {

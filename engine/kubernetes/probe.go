@@ -36,14 +36,34 @@ var ErrPolicyUnenforced = errors.New("the cluster does not enforce NetworkPolici
 // `wink-mcp probe-network` against an address a Pod reaches without
 // policies.
 const (
-	// ProbeCommand is the hidden role of the binary the probe Pod runs: it
-	// exits ProbeConnected when it connects to its address, ProbeBlocked
-	// when it cannot within ProbeDialTimeout.
+	// ProbeCommand is the hidden role of the binary the probe Pod runs,
+	// with its address and a settle time: it exits ProbeBlocked once its
+	// connects have failed (within ProbeDialTimeout each) for ProbeConfirm
+	// in a row, ProbeConnected when one gets through after the settle time.
 	ProbeCommand = "probe-network"
+	// AwaitCutOffCommand is the hidden role of the binary a workspace Pod's
+	// cut-off init container runs, with ProbeCommand's arguments: it exits
+	// 0 where ProbeCommand says blocked, 1 where it says connected. So the workspace container starts only once the
+	// enforcer has written the Pod's rules.
+	AwaitCutOffCommand = "await-cut-off"
 	// ProbeConnected and ProbeBlocked are the exit codes of ProbeCommand.
 	ProbeConnected, ProbeBlocked = 0, 1
-	// ProbeDialTimeout bounds the probe's connect.
+	// ProbeDialTimeout bounds each of the probe's connects.
 	ProbeDialTimeout = 3 * time.Second
+	// ProbeSettle is how long the probe Pod keeps connecting before it says
+	// connected: enforcers such as kube-router write a new Pod's rules when
+	// they see its address, a moment after it started, so a connect that
+	// gets through at first proves nothing yet.
+	ProbeSettle = 10 * time.Second
+	// ProbeConfirm is how long the probe's connects must keep failing for
+	// it to say blocked: kube-router, rewriting a Pod's rules when a policy
+	// changes, was seen here to refuse a connect for a moment in a
+	// namespace whose policies let the Pod out (and, at times, for good:
+	// the cut-off init container of each workspace Pod is what catches a
+	// probe fooled that way).
+	ProbeConfirm = time.Second
+	// ProbeRetryInterval is the pause between the probe's connects.
+	ProbeRetryInterval = 200 * time.Millisecond
 	// probeLabel marks the probe Pods, so that a leftover one is deleted.
 	probeLabel = "io.wink-mcp.network-probe"
 	// probePrefix begins each probe Pod's name.
@@ -63,7 +83,8 @@ func verdict(n engine.NetworkPolicy) error {
 		return nil
 	}
 	return fmt.Errorf("%w: a probe Pod under the deny-all NetworkPolicy %s connected to %s, so a workspace Pod could reach anything "+
-		"the cluster's network reaches. Run a network plugin that enforces NetworkPolicies, or pass %s (WINK_ALLOW_UNENFORCED_NETWORK_POLICY) "+
+		"the cluster's network reaches. Run a network plugin that enforces NetworkPolicies, remove any other NetworkPolicy of the namespace "+
+		"that allows the workspace Pods' traffic (policies add up), or pass %s (WINK_ALLOW_UNENFORCED_NETWORK_POLICY) "+
 		"to make workspaces with the cluster's network anyway", ErrPolicyUnenforced, PolicyName, n.Target, AllowFlag)
 }
 
@@ -216,7 +237,7 @@ func probePod(name, target string, opts Options) *corev1.Pod {
 				Name:            "probe",
 				Image:           opts.AgentImage,
 				ImagePullPolicy: corev1.PullIfNotPresent,
-				Command:         []string{agentImagePath, ProbeCommand, target},
+				Command:         []string{agentImagePath, ProbeCommand, target, ProbeSettle.String()},
 				Resources:       corev1.ResourceRequirements{Limits: probeResources, Requests: probeResources},
 				SecurityContext: &corev1.SecurityContext{
 					Privileged: ptr.To(false), AllowPrivilegeEscalation: ptr.To(false),

@@ -3,7 +3,8 @@
 # $CLUSTER_CACHE (see config.sh): kube-apiserver, kube-controller-manager,
 # kube-scheduler, kubelet and kubectl from k8s.io/kubernetes, etcd from
 # go.etcd.io/etcd/server/v3, a static pause binary from Kubernetes'
-# pause.c, and rancher's local-path-provisioner. Each is built in a throwaway module in a temporary folder, never
+# pause.c, rancher's local-path-provisioner, and kube-router (the NetworkPolicy
+# enforcer) from github.com/cloudnativelabs/kube-router/v2. Each is built in a throwaway module in a temporary folder, never
 # in the repository's go.mod. A binary already in the cache is not rebuilt.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,10 +14,23 @@ log() { printf '%s build: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
 # The Go build cache of these builds grows by about 3 GB; it lives beside
 # the binaries, so that a build cut short resumes, and goes once all are built.
-export GOCACHE=$CLUSTER_CACHE/go-build
+export GOCACHE=$CLUSTER_GOCACHE
 export CGO_ENABLED=0
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+
+# lock makes builds from several checkouts, which share the cache, take
+# turns, so that none removes the Go build cache under another; it is taken
+# only when something is to be built, so a cache that is complete is never
+# waited for.
+locked=
+lock() {
+	[ -n "$locked" ] && return
+	mkdir -p "$CLUSTER_CACHE"
+	exec 9>"$CLUSTER_CACHE/build.lock"
+	flock 9
+	locked=1
+}
 
 k8s_components=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
 
@@ -26,6 +40,7 @@ build_k8s() {
 		[ -x "$K8S_BIN/$c" ] || missing+=("$c")
 	done
 	[ ${#missing[@]} -eq 0 ] && return
+	lock
 	log "kubernetes $K8S_VERSION: ${missing[*]}"
 	local mod=$work/k8s
 	mkdir -p "$mod"
@@ -60,6 +75,7 @@ build_k8s() {
 
 build_etcd() {
 	[ -x "$ETCD_BIN/etcd" ] && return
+	lock
 	log "etcd $ETCD_VERSION"
 	local mod=$work/etcd
 	mkdir -p "$mod"
@@ -86,6 +102,7 @@ GO
 
 build_pause() {
 	[ -x "$PAUSE_BIN/pause" ] && return
+	lock
 	log "pause from kubernetes $K8S_VERSION"
 	local dir
 	dir=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
@@ -97,23 +114,35 @@ build_pause() {
 
 build_local_path() {
 	[ -x "$LOCAL_PATH_BIN/local-path-provisioner" ] && return
+	lock
 	log "local-path-provisioner $LOCAL_PATH_VERSION"
 	# Its go.mod replaces nothing, so go install builds it as published, in
-	# a module of its own. Its build cache (about 300 MB) is its own: a
-	# build.sh of an older checkout, with nothing to build, removes the
-	# shared one as it ends.
+	# a module of its own.
 	mkdir -p "$LOCAL_PATH_BIN"
-	local cache=$CLUSTER_CACHE/local-path-provisioner/go-build
-	(cd "$work" && GOCACHE=$cache GOBIN=$work/local-path-bin GOFLAGS="-buildvcs=false" nice go install -trimpath -ldflags "-s -w" \
+	(cd "$work" && GOBIN=$work/local-path-bin GOFLAGS="-buildvcs=false" nice go install -trimpath -ldflags "-s -w" \
 		"github.com/rancher/local-path-provisioner@$LOCAL_PATH_VERSION")
 	mv "$work/local-path-bin/local-path-provisioner" "$LOCAL_PATH_BIN/"
-	rm -rf "$cache"
+}
+
+# kube-router's go.mod has no replace directives, so its command builds
+# straight from the published module, with its own pinned dependencies.
+build_kube_router() {
+	[ -x "$KUBE_ROUTER_BIN/kube-router" ] && return
+	lock
+	log "kube-router $KUBE_ROUTER_VERSION"
+	local v=github.com/cloudnativelabs/kube-router/v2/pkg/version
+	mkdir -p "$KUBE_ROUTER_BIN"
+	(cd "$work" && GOBIN=$work/kube-router-bin GOFLAGS="-buildvcs=false" nice go install -trimpath \
+		-ldflags "-s -w -X $v.Version=$KUBE_ROUTER_VERSION" \
+		"github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$KUBE_ROUTER_VERSION")
+	mv "$work/kube-router-bin/kube-router" "$KUBE_ROUTER_BIN/kube-router"
 }
 
 start=$(date +%s)
 build_pause
 build_etcd
 build_local_path
+build_kube_router
 build_k8s
-rm -rf "$GOCACHE"
+[ -n "$locked" ] && rm -rf "$GOCACHE"
 log "all binaries in $CLUSTER_CACHE ($(( $(date +%s) - start )) s)"

@@ -71,10 +71,11 @@ make_pki() {
 	make_cert controller-manager "/CN=system:kube-controller-manager" clientAuth
 	make_cert scheduler "/CN=system:kube-scheduler" clientAuth
 	make_cert kubelet "/O=system:nodes/CN=system:node:$NODE_NAME" clientAuth
+	make_cert kube-router "/CN=wink-kube-router" clientAuth
 	if [ ! -f "$PKI/sa.key" ]; then
 		openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$PKI/sa.key" 2>/dev/null
 		openssl pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
 	fi
 	local k
-	for k in admin controller-manager scheduler kubelet; do make_kubeconfig "$k"; done
+	for k in admin controller-manager scheduler kubelet kube-router; do make_kubeconfig "$k"; done
 }

@@ -10,6 +10,9 @@ ETCD_VERSION=${ETCD_VERSION:-v3.6.4}
 # Rancher's local-path-provisioner: PersistentVolumes as folders of the
 # node's disk, for the claims of the Kubernetes engine's workspaces.
 LOCAL_PATH_VERSION=${LOCAL_PATH_VERSION:-v0.0.30}
+# The NetworkPolicy enforcer: kube-router's firewall controller alone
+# (iptables and ipset), the newest release the module proxy serves.
+KUBE_ROUTER_VERSION=${KUBE_ROUTER_VERSION:-v2.1.0}
 
 # Built binaries, one folder per version, outside the repository: a second
 # run, or another worktree, reuses them.
@@ -18,6 +21,9 @@ K8S_BIN=$CLUSTER_CACHE/k8s/$K8S_VERSION/bin
 ETCD_BIN=$CLUSTER_CACHE/etcd/$ETCD_VERSION/bin
 PAUSE_BIN=$CLUSTER_CACHE/pause/$K8S_VERSION/bin
 LOCAL_PATH_BIN=$CLUSTER_CACHE/local-path-provisioner/$LOCAL_PATH_VERSION/bin
+KUBE_ROUTER_BIN=$CLUSTER_CACHE/kube-router/$KUBE_ROUTER_VERSION/bin
+# The Go build cache of the builds, removed once all are built.
+CLUSTER_GOCACHE=${CLUSTER_GOCACHE:-$CLUSTER_CACHE/go-build}
 
 # The node's state: certificates, configuration, etcd's data, containerd's
 # root. CLUSTER_KUBECONFIG is what the integration tests read.

@@ -106,6 +106,27 @@ restore_sysctls() {
 	done <"$HOST_SYSCTLS"
 }
 
+# remove_enforcer_rules removes what kube-router's firewall added to the
+# host: the jumps to its chains (commented "kube-router netpol"), its chains
+# (KUBE-ROUTER-*, KUBE-POD-FW-*, KUBE-NWPLCY-*) and its ipsets (KUBE-SRC-*,
+# KUBE-DST-*). Nothing else of the filter table is touched.
+remove_enforcer_rules() {
+	command -v iptables >/dev/null || return 0
+	local chain rule
+	for chain in INPUT FORWARD OUTPUT; do
+		iptables -S "$chain" | { grep -F -- '--comment "kube-router netpol' || true; } | while read -r rule; do
+			eval "iptables -D ${rule#-A }"
+		done
+	done
+	local chains
+	chains=$(iptables -S | sed -n 's/^-N \(KUBE-ROUTER-[A-Z]*\|KUBE-POD-FW-[A-Z0-9]*\|KUBE-NWPLCY-[A-Z0-9]*\)$/\1/p')
+	for chain in $chains; do iptables -F "$chain"; done
+	for chain in $chains; do iptables -X "$chain"; done
+	command -v ipset >/dev/null || return 0
+	local set
+	for set in $(ipset list -n | grep -E '^(KUBE-SRC-|KUBE-DST-)'); do ipset destroy "$set"; done
+}
+
 # kctl runs the cached kubectl as the cluster's administrator.
 kctl() { "$K8S_BIN/kubectl" --kubeconfig "$CLUSTER_KUBECONFIG" "$@"; }
 

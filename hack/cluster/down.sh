@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # down.sh stops the Kubernetes test cluster (`make cluster-down`): its Pods,
-# then its daemons, and puts back the kernel settings the kubelet changed.
+# then its daemons, removes kube-router's iptables chains and ipsets, and
+# puts back the kernel settings the kubelet changed.
 # The binaries, certificates and etcd's data stay, so `make cluster` brings
 # the same cluster back in seconds; rm -rf $CLUSTER_DIR forgets it.
 set -euo pipefail
@@ -38,6 +39,8 @@ stop_daemon containerd
 findmnt -rn -o TARGET | awk -v dir="$CLUSTER_DIR/" 'index($0, dir) == 1' | sort -r | while read -r mount; do
 	umount "$mount"
 done
+stop_daemon kube-router
+remove_enforcer_rules
 stop_daemon kube-apiserver
 stop_daemon etcd
 restore_sysctls

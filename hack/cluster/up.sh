@@ -3,9 +3,10 @@
 # docs/kubernetes-test-cluster.md): it installs containerd and the CNI
 # plugins, builds the components once per version (build.sh), makes the
 # certificates, starts etcd, the API server, the controller manager, the
-# scheduler, a containerd of the node's own and the kubelet as background
-# daemons, imports the images, waits for the node to be Ready, and starts
-# the local-path provisioner with its StorageClass (local_path.sh). It is
+# scheduler, a containerd of the node's own, the kubelet and kube-router's
+# NetworkPolicy firewall as background daemons, imports the images, waits
+# for the node to be Ready, and starts the local-path provisioner with its
+# StorageClass (local_path.sh). It is
 # idempotent: with everything up it checks and returns in seconds; daemons
 # that died, or a reboot, get started again.
 set -euo pipefail
@@ -36,6 +37,10 @@ install_packages() {
 	# The reverse proxy of the replicas' test (TestKubernetesReplicas); the
 	# package starts no daemon here (no init system), the test runs its own.
 	command -v haproxy >/dev/null || missing+=(haproxy)
+	# kube-router's firewall drives iptables (the nf_tables back end, as
+	# Podman's netavark) and ipset.
+	command -v iptables >/dev/null || missing+=(iptables)
+	command -v ipset >/dev/null || missing+=(ipset)
 	[ ${#missing[@]} -eq 0 ] && return
 	log "installing ${missing[*]}"
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq
@@ -241,6 +246,53 @@ start_kubelet() {
 	wait_for 60 kubelet curl -sf http://127.0.0.1:10248/healthz
 }
 
+# start_enforcer starts kube-router's network policy controller alone (no
+# routing, service proxy, BGP or CNI configuration; no health or metrics
+# port), as the identity wink-kube-router, whose ClusterRole only reads
+# what the controller watches. Its iptables chains act on the local Pods'
+# addresses only: see docs/kubernetes-test-cluster.md.
+start_enforcer() {
+	if ! daemon_pid kube-router >/dev/null; then
+		kctl apply -f - >/dev/null <<-YAML
+			apiVersion: rbac.authorization.k8s.io/v1
+			kind: ClusterRole
+			metadata:
+			  name: wink-kube-router
+			rules:
+			- apiGroups: [""]
+			  resources: [namespaces, pods, services, endpoints, nodes]
+			  verbs: [get, list, watch]
+			- apiGroups: [networking.k8s.io]
+			  resources: [networkpolicies]
+			  verbs: [get, list, watch]
+			- apiGroups: [discovery.k8s.io]
+			  resources: [endpointslices]
+			  verbs: [get, list, watch]
+			---
+			apiVersion: rbac.authorization.k8s.io/v1
+			kind: ClusterRoleBinding
+			metadata:
+			  name: wink-kube-router
+			roleRef:
+			  apiGroup: rbac.authorization.k8s.io
+			  kind: ClusterRole
+			  name: wink-kube-router
+			subjects:
+			- apiGroup: rbac.authorization.k8s.io
+			  kind: User
+			  name: wink-kube-router
+		YAML
+	fi
+	start_daemon kube-router "$KUBE_ROUTER_BIN/kube-router" --kubeconfig "$CLUSTER_DIR/kube-router.kubeconfig" \
+		--hostname-override "$NODE_NAME" --service-cluster-ip-range "$SERVICE_CIDR" \
+		--run-firewall=true --run-router=false --run-service-proxy=false --run-loadbalancer=false \
+		--enable-cni=false --enable-ipv6=false --health-port 0 --metrics-port 0
+	wait_for 60 "kube-router's firewall" enforcer_ready
+}
+
+# enforcer_ready says whether kube-router's firewall chains are in place.
+enforcer_ready() { iptables -S KUBE-ROUTER-FORWARD >/dev/null 2>&1; }
+
 # node_ready says whether the node is Ready, as told by a kubelet that
 # started at $1 or after (the status a kubelet stopped a moment ago posted
 # stays Ready for 40 s).
@@ -269,6 +321,7 @@ start_kubelet
 [[ " ${STARTED[*]} " == *" kubelet "* ]] || kubelet_start=
 wait_for 120 "node $NODE_NAME Ready" node_ready "$kubelet_start"
 restore_sysctls
+start_enforcer
 # Pods can be created once the default service account exists.
 wait_for 60 "the default service account" kctl get serviceaccount default
 start_local_path
