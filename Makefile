@@ -112,8 +112,10 @@ clean:
 	rm -rf bin embeddedagents/wink-mcp-linux-*
 
 # Not part of `make test`: several minutes of load. Writes bench-results.json
-# and regenerates the Speed table of docs/speed.md from it.
-bench: build
+# and regenerates the Speed table of docs/speed.md from it. Its Kubernetes
+# rows run on the test node, so it starts the cluster first, as `make test`
+# does; wink-bench stops, saying so, when the node does not answer.
+bench: build cluster
 	$(GO) run $(BUILDFLAGS) ./cmd/wink-bench -bin $(abspath $(BIN))
 	$(GO) test $(BUILDFLAGS) -count=1 -run '^TestDocsSpeedSection$$' ./cmd/wink-bench -update
 

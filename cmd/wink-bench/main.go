@@ -26,6 +26,14 @@ type config struct {
 	egressSamples           int
 	only                    string
 	baselineBin             string // another build, measured beside bin where a measurement offers it
+	// The Kubernetes rows' cluster: its kubeconfig, the namespace of the
+	// measured Pods, the node's containerd (the agent image is imported
+	// there), and how many unpooled first calls are timed.
+	kubeconfig, namespace, clusterContainerd string
+	kubernetesColdSamples                    int
+	// kubernetes, when set, is the cluster a measured wink-mcp runs on
+	// (--engine kubernetes) instead of the Podman service.
+	kubernetes *kubernetesCluster
 }
 
 func main() {
@@ -42,7 +50,11 @@ func main() {
 	flag.IntVar(&cfg.sessionOps, "session-ops", 100, "calls per concurrent session")
 	flag.IntVar(&cfg.egressSamples, "egress-samples", 5, "downloads through the egress proxy, and directly")
 	flag.StringVar(&cfg.baselineBin, "baseline-bin", "", "another wink-mcp binary (an older build) whose initialize rows are measured beside -bin's, as baselines")
-	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints, initialize, profiles or watch), print it and write it to -out")
+	flag.StringVar(&cfg.kubeconfig, "kubeconfig", "/var/lib/wink-mcp/cluster/admin.kubeconfig", "kubeconfig of the cluster the Kubernetes rows are measured on (make cluster's test node)")
+	flag.StringVar(&cfg.namespace, "namespace", "wink-bench", "namespace of the Kubernetes rows' Pods, made if missing")
+	flag.StringVar(&cfg.clusterContainerd, "cluster-containerd", "/run/wink-mcp/cluster/containerd/containerd.sock", "the test node's containerd socket, into which the agent image is imported")
+	flag.IntVar(&cfg.kubernetesColdSamples, "kubernetes-cold-samples", 10, "new sessions timed for the Kubernetes first call without a pool (each makes a Pod)")
+	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints, initialize, kubernetes, profiles or watch), print it and write it to -out")
 	flag.Parse()
 	if err := run(cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "wink-bench: %v\n", err)
@@ -72,6 +84,21 @@ func run(cfg config) error {
 		rep.Measurements = measureInitialize(ctx, cfg)
 		return rep.write(cfg.out)
 	}
+	if cfg.only == "kubernetes" {
+		k, err := connectKubernetes(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		rep.Machine["kubernetes"] = k.version
+		fmt.Fprintf(os.Stderr, "measuring the Kubernetes engine...\n")
+		rows, err := measureKubernetes(ctx, cfg, k)
+		if err != nil {
+			return err
+		}
+		rep.Measurements = rows.all()
+		rep.setKubernetesSpeedup(rows)
+		return rep.write(cfg.out)
+	}
 	if cfg.only == "profiles" {
 		fmt.Fprintf(os.Stderr, "measuring first calls with a profile...\n")
 		cached, uncached := measureProfiles(ctx, cfg)
@@ -79,6 +106,13 @@ func run(cfg config) error {
 		return rep.write(cfg.out)
 	}
 
+	// The Kubernetes rows need the test node: without it the run stops
+	// here, before the long Podman measurements, saying what to run.
+	k, err := connectKubernetes(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	rep.Machine["kubernetes"] = k.version
 	s, err := startSession(ctx, cfg)
 	if err != nil {
 		return err
@@ -122,6 +156,12 @@ func run(cfg config) error {
 	}
 	s.close()
 	viaMCPGo, err := measureMCPGoRead(ctx, cfg)
+	if err != nil {
+		return err
+	}
+
+	fmt.Fprintf(os.Stderr, "measuring the Kubernetes engine...\n")
+	kube, err := measureKubernetes(ctx, cfg, k)
 	if err != nil {
 		return err
 	}
@@ -176,6 +216,8 @@ func run(cfg config) error {
 	rep.Measurements = append(rep.Measurements,
 		first, firstLazy, firstLater, profileCached, profileUncached, load, httpWarm, httpCold, burstWarm, burstCold, burst2, fixed, egress, egressDirect, egressCeiling,
 		ckFirst, ckLater, ckRestore)
+	rep.Measurements = append(rep.Measurements, kube.all()...)
+	rep.setKubernetesSpeedup(kube)
 	rep.ClosedLoopCallsPerSecond = load.CallsPerSecond
 	rep.ReadSpeedup = baseline.P50 / reads.P50
 	rep.SpeedupMet = rep.ReadSpeedup >= 50

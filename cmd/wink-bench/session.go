@@ -27,10 +27,14 @@ type session struct {
 	keepCache bool
 }
 
-// serverArgs are the flags every measured wink-mcp runs with.
+// serverArgs are the flags every measured wink-mcp runs with: on the
+// Podman service, or on cfg.kubernetes when it is set.
 func serverArgs(cfg config, cache string) []string {
-	return []string{"--image", cfg.image, "--cache-dir", cache, "--podman-url", "unix://" + cfg.socket,
-		"--name-prefix", "wink-bench", "--log-level", "error"}
+	engineArgs := []string{"--podman-url", "unix://" + cfg.socket}
+	if cfg.kubernetes != nil {
+		engineArgs = cfg.kubernetes.serverArgs()
+	}
+	return append([]string{"--image", cfg.image, "--cache-dir", cache, "--name-prefix", "wink-bench", "--log-level", "error"}, engineArgs...)
 }
 
 // startSession starts a wink-mcp process with a cache directory of its own
