@@ -103,7 +103,8 @@ func resolveEngine(w *workspace.Config, opts serveOptions, keptWorkspace string)
 func newEngine(w workspace.Config, opts serveOptions, log *slog.Logger) (engine.Engine, error) {
 	if o := opts.engine; o.name == engineKubernetes {
 		return kubernetes.New(kubernetes.Options{Kubeconfig: o.kubeconfig, Namespace: o.namespace, AgentImage: o.agentImage,
-			RuntimeClass: o.runtimeClass, ManagedLabel: workspace.LabelManaged, AllowUnenforcedNetworkPolicy: o.allowUnenforcedNetworkPolicy,
+			RuntimeClass: o.runtimeClass, ManagedLabel: workspace.LabelManaged, InstanceLabel: workspace.LabelInstance,
+			AllowUnenforcedNetworkPolicy: o.allowUnenforcedNetworkPolicy,
 			APITimeout: w.APITimeout, StartTimeout: kubernetesStartTimeout}, log), nil
 	}
 	return newPodmanEngine(w, opts.service, log)
