@@ -104,8 +104,7 @@ func newEngine(w workspace.Config, opts serveOptions, log *slog.Logger) (engine.
 	if o := opts.engine; o.name == engineKubernetes {
 		return kubernetes.New(kubernetes.Options{Kubeconfig: o.kubeconfig, Namespace: o.namespace, AgentImage: o.agentImage,
 			RuntimeClass: o.runtimeClass, ManagedLabel: workspace.LabelManaged, InstanceLabel: workspace.LabelInstance,
-			AllowUnenforcedNetworkPolicy: o.allowUnenforcedNetworkPolicy,
-			APITimeout: w.APITimeout, StartTimeout: kubernetesStartTimeout}, log), nil
+			AllowUnenforcedNetworkPolicy: o.allowUnenforcedNetworkPolicy, APITimeout: w.APITimeout, StartTimeout: kubernetesStartTimeout}, log), nil
 	}
 	return newPodmanEngine(w, opts.service, log)
 }
