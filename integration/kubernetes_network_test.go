@@ -39,7 +39,7 @@ func TestKubernetesNetworkPolicy(t *testing.T) {
 	t.Logf("the probe took %v ms", rec["duration_ms"])
 	p.waitLog(0, "NETWORK POLICIES ARE NOT ENFORCED: --allow-unenforced-network-policy makes workspace Pods that reach the cluster's network", nil)
 
-	policy, err := cs.NetworkingV1().NetworkPolicies("default").Get(ctx, "wink-mcp-workspaces-deny-all", metav1.GetOptions{})
+	policy, err := cs.NetworkingV1().NetworkPolicies(testNamespace).Get(ctx, "wink-mcp-workspaces-deny-all", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("reading the deny-all policy: %v", err)
 	}
@@ -54,7 +54,7 @@ func TestKubernetesNetworkPolicy(t *testing.T) {
 	if len(pods) != 1 || pods[0].Labels["io.wink-mcp.managed"] != "true" {
 		t.Fatalf("Pods %v; want one the policy selects", pods)
 	}
-	probes, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "io.wink-mcp.network-probe=true"})
+	probes, err := cs.CoreV1().Pods(testNamespace).List(ctx, metav1.ListOptions{LabelSelector: "io.wink-mcp.network-probe=true"})
 	if err != nil || len(probes.Items) > 0 {
 		t.Errorf("probe Pods left: %v (%v)", probes, err)
 	}
@@ -70,7 +70,7 @@ func TestKubernetesDoctor(t *testing.T) {
 	prefix := "wd" + randomHex(4)
 	t.Cleanup(func() { deletePods(cs, prefix) })
 	args := []string{"--engine", "kubernetes", "--kubeconfig", clusterKubeconfig, "--kubernetes-agent-image", kubernetesAgentImage(t),
-		"--image", pythonImage, "--name-prefix", prefix}
+		"--namespace", testNamespace, "--image", pythonImage, "--name-prefix", prefix}
 
 	out, code := doctor(t, args...)
 	if code == 0 || !strings.HasPrefix(line(out, "egress"), "FAIL  egress        every workspace would be refused") ||
@@ -88,7 +88,7 @@ func TestKubernetesDoctor(t *testing.T) {
 		"runtime":   "no pids limit of wink-mcp's",
 		"ulimits":   "ok    ulimits       not set: --nofile and --nproc are no Pod settings",
 		"egress":    "warn  egress        NOT ENFORCED (--allow-unenforced-network-policy)",
-		"container": "its eth0 NOT cut off (NetworkPolicy default/wink-mcp-workspaces-deny-all unenforced",
+		"container": "its eth0 NOT cut off (NetworkPolicy " + testNamespace + "/wink-mcp-workspaces-deny-all unenforced",
 	} {
 		if l := line(out, check); !strings.Contains(l, want) {
 			t.Errorf("%s line %q; want %q", check, l, want)
@@ -97,7 +97,7 @@ func TestKubernetesDoctor(t *testing.T) {
 	if !strings.Contains(out, "Kubernetes API server of "+clusterKubeconfig) || strings.Contains(out, "Podman service") {
 		t.Errorf("the header does not name the Kubernetes API server:\n%s", out)
 	}
-	probes, err := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: "io.wink-mcp.network-probe=true"})
+	probes, err := cs.CoreV1().Pods(testNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "io.wink-mcp.network-probe=true"})
 	if err != nil || len(probes.Items) > 0 {
 		t.Errorf("probe Pods left: %v (%v)", probes, err)
 	}

@@ -24,6 +24,11 @@ import (
 // (hack/cluster/config.sh), into which the agent image is imported.
 var clusterContainerd = envOr("WINK_TEST_CLUSTER_CONTAINERD", "/run/wink-mcp/cluster/containerd/containerd.sock")
 
+// testNamespace holds the test servers' Pods and Leases. Servers sweep the
+// Pods of every dead instance of their namespace, so people who share a
+// test node give each worktree its own (the namespace must exist).
+var testNamespace = envOr("WINK_TEST_NAMESPACE", "default")
+
 var agentImage struct {
 	once sync.Once
 	name string
@@ -98,13 +103,13 @@ func startKubernetesAs(t *testing.T, transport string, cs *kubernetes.Clientset,
 	t.Cleanup(func() { deletePods(cs, prefix) })
 	return start(t, startOptions{transport: transport, image: pythonImage, cache: cache, serviceFromEnv: true, args: append([]string{
 		"--engine", "kubernetes", "--kubeconfig", clusterKubeconfig, "--kubernetes-agent-image", image,
-		"--name-prefix", prefix, "--disk-limit", "1g"}, args...)})
+		"--namespace", testNamespace, "--name-prefix", prefix, "--disk-limit", "1g"}, args...)})
 }
 
-// podsNamed lists the Pods of the default namespace named prefix-...
+// podsNamed lists the Pods of the test namespace named prefix-...
 func podsNamed(t *testing.T, cs *kubernetes.Clientset, prefix string) []corev1.Pod {
 	t.Helper()
-	list, err := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+	list, err := cs.CoreV1().Pods(testNamespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("listing Pods: %v", err)
 	}
@@ -118,13 +123,13 @@ func podsNamed(t *testing.T, cs *kubernetes.Clientset, prefix string) []corev1.P
 }
 
 func deletePods(cs *kubernetes.Clientset, prefix string) {
-	list, err := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+	list, err := cs.CoreV1().Pods(testNamespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		return
 	}
 	for _, p := range list.Items {
 		if strings.HasPrefix(p.Name, prefix+"-") {
-			_ = cs.CoreV1().Pods("default").Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+			_ = cs.CoreV1().Pods(testNamespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 		}
 	}
 }

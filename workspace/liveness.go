@@ -142,6 +142,8 @@ func (m *Manager) sweepPeriodically(ctx context.Context) {
 			m.log.Warn("periodic orphan sweep incomplete", "removed", removed, "err", err)
 		case removed > 0:
 			m.log.Info("periodic orphan sweep done", "removed", removed)
+		default:
+			m.log.Debug("periodic orphan sweep done", "removed", 0)
 		}
 	}
 }
