@@ -103,7 +103,9 @@ type permEngine struct {
 	r engine.PermissionReport
 }
 
-func (p permEngine) CheckPermissions(context.Context) (engine.PermissionReport, error) { return p.r, nil }
+func (p permEngine) CheckPermissions(context.Context) (engine.PermissionReport, error) {
+	return p.r, nil
+}
 
 // TestPodPermissions checks the permissions line: a failure naming the
 // missing calls with the rule to add, a warning for the calls the engine
