@@ -4,12 +4,16 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
 	k8stesting "k8s.io/client-go/testing"
 )
 
@@ -39,5 +43,52 @@ func TestCheckPermissions(t *testing.T) {
 	if r.Checked != verbs || len(r.Missing) != 1 || r.Missing[0] != "leases update" || !strings.HasPrefix(r.Fix, want) ||
 		len(r.Optional) != 1 || !strings.HasPrefix(r.Optional[0], "nodes list (cluster-wide)") {
 		t.Errorf("CheckPermissions = %+v", r)
+	}
+}
+
+// TestDocumentedRole checks that the Role, and the optional Role and
+// ClusterRole, of docs/kubernetes.md grant exactly Rules: the page operators
+// and deploy manifests copy is the engine's own table.
+func TestDocumentedRole(t *testing.T) {
+	t.Parallel()
+	page, err := os.ReadFile("../../docs/kubernetes.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(page), "\n## Permissions\n")
+	_, block, _ := strings.Cut(section, "```yaml\n")
+	block, _, _ = strings.Cut(block, "```")
+	granted := map[string][]string{} // "namespace group resource" to verbs
+	for _, doc := range strings.Split(block, "\n---\n") {
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
+		if err != nil {
+			t.Fatalf("the page's YAML: %v\n%s", err, doc)
+		}
+		var rules []rbacv1.PolicyRule
+		namespace := clusterScoped
+		switch o := obj.(type) {
+		case *rbacv1.Role:
+			rules, namespace = o.Rules, o.Namespace
+			if namespace == "wink" {
+				namespace = ""
+			}
+		case *rbacv1.ClusterRole:
+			rules = o.Rules
+		}
+		for _, r := range rules {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					key := namespace + " " + g + " " + res
+					granted[key] = append(granted[key], r.Verbs...)
+				}
+			}
+		}
+	}
+	want := map[string][]string{}
+	for _, r := range Rules {
+		want[r.Namespace+" "+r.Group+" "+r.Resource] = r.Verbs
+	}
+	if !reflect.DeepEqual(granted, want) {
+		t.Errorf("docs/kubernetes.md grants %v; the engine calls %v", granted, want)
 	}
 }
