@@ -33,8 +33,8 @@ const clusterScoped = "-"
 
 // Rules are every call the engine makes: in its namespace, the workspace
 // Pods (made, waited for, listed by the sweep, deleted), the exec stream
-// of each (a WebSocket upgrade is a GET, which API servers before v1.35
-// authorise as get; the SPDY fallback a POST, create), the deny-all
+// of each (the SPDY fallback is a POST, create; a WebSocket upgrade a GET,
+// which older API servers authorise as get only), the deny-all
 // NetworkPolicy (made once, read back and before each Pod) and the
 // instances' Leases (made, renewed, read and listed by the sweep, deleted);
 // in "default", the API server's EndpointSlice, the network probe's
