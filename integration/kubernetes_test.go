@@ -220,7 +220,7 @@ func checkHardened(t *testing.T, pod *corev1.Pod) {
 
 // TestKubernetesSweep kills a server with SIGKILL, which removes nothing,
 // and checks that the next server on the same cache directory deletes the
-// dead one's Pod.
+// dead one's Pod once the dead one's Lease expires.
 func TestKubernetesSweep(t *testing.T) {
 	cs, _ := needCluster(t)
 	prefix := "wk" + randomHex(4)
@@ -236,7 +236,8 @@ func TestKubernetesSweep(t *testing.T) {
 	}
 	b := startKubernetes(t, cs, prefix, cache, "--lazy")
 	b.waitLog(30*time.Second, "orphan sweep done", nil)
-	waitUntil(t, 30*time.Second, "the dead server's Pod to go", func() bool {
+	// The dead server's Lease expires first, then a periodic sweep goes.
+	waitUntil(t, leaseDuration+sweepPeriod+sweptWithinSlack, "the dead server's Pod to go", func() bool {
 		return len(podsNamed(t, cs, prefix)) == 0
 	})
 }
