@@ -57,7 +57,10 @@ func applyRBAC(t *testing.T, cs *kubernetes.Clientset, objs []runtime.Object) {
 		var err error
 		switch o := obj.(type) {
 		case *rbacv1.Role:
-			if _, err = rbac.Roles(o.Namespace).Update(ctx, o, metav1.UpdateOptions{}); err != nil {
+			// Not Update alone: the API server creates a missing Role on update.
+			if _, err = rbac.Roles(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{}); err == nil {
+				_, err = rbac.Roles(o.Namespace).Update(ctx, o, metav1.UpdateOptions{})
+			} else {
 				_, err = rbac.Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 				t.Cleanup(func() { _ = rbac.Roles(o.Namespace).Delete(context.Background(), o.Name, metav1.DeleteOptions{}) })
 			}
