@@ -14,7 +14,7 @@ export CGO_ENABLED := 0
 GO ?= go
 BIN := bin/wink-mcp
 
-.PHONY: setup build cross dist test unit lint fuzz reliability bench rootless-v2 cluster cluster-down clean
+.PHONY: setup build image cross dist test unit lint fuzz reliability bench rootless-v2 cluster cluster-down clean
 
 setup:
 	./scripts/setup.sh
@@ -22,6 +22,13 @@ setup:
 
 build:
 	$(GO) build $(BUILDFLAGS) -o $(BIN) ./cmd/wink-mcp
+
+# The wink-mcp image (deploy/Containerfile), built with Podman: the static
+# binary alone, the server of deploy/kubernetes and the Kubernetes engine's
+# agent image at once. Tagged localhost/wink-mcp:<the binary's hash>, and
+# imported into the Kubernetes test node's containerd when it runs.
+image: build
+	./deploy/image.sh $(BIN)
 
 # The server for macOS and Windows (a Podman machine or a remote service
 # runs the containers): bin/wink-mcp-darwin-arm64 and

@@ -21,6 +21,10 @@ type Journal struct {
 	Fallback     string    `json:"fallback,omitempty"`
 	FallbackRoot string    `json:"fallback_root,omitempty"`
 	Started      time.Time `json:"started"`
+	// Hibernated says the restore brings back the files of a container
+	// removed with them, into the next one, rather than a checkpoint the
+	// model chose: a reset of the workspace drops it.
+	Hibernated bool `json:"hibernated,omitempty"`
 }
 
 // roots are the trees a pending restore may still need.

@@ -31,20 +31,30 @@ func (d *doctor) checkpoints(context.Context) Result {
 	}
 	detail := fmt.Sprintf("files only, saved through the agent into %s (%s); %d kept workspaces (%s of files, %s of checkpoints; `wink-mcp workspaces`)",
 		d.cfg.CacheDir, limit, len(kept), checkpoints.FormatBytes(files), checkpoints.FormatBytes(store))
-	if d.cfg.FilesOnEngineHost {
+	switch {
+	case d.pods():
+		return Result{Status: OK, Detail: detail + "; a Pod's /workspace goes with the Pod, so one removed for idleness or a profile restart has its files saved there and restored into the next; " +
+			"sessions cannot keep a workspace by name or hand one to another process (a handoff over HTTP keeps the Pod for a session of this server), and another replica does not see these checkpoints"}
+	case d.cfg.FilesOnEngineHost:
 		return Result{Status: OK, Detail: detail + "; with the files on the Podman host, sessions cannot keep a workspace by name or hand one to another process"}
 	}
 	return Result{Status: OK, Detail: detail}
 }
 
 // processes says why running processes are not checkpointed: what CRIU,
-// which Podman's `container checkpoint` needs, says on this machine.
+// which Podman's `container checkpoint` needs, says on this machine, or,
+// for Pods, that they end with their Pod.
 func (d *doctor) processes(ctx context.Context) Result {
+	const lost = "running processes are not kept by checkpoints, restarts or handoffs to another process (start them again): "
+	if d.pods() {
+		return Result{Status: OK, Detail: lost + "a Pod's processes end with it (an idle clean-up, a profile restart, the session's end); " +
+			"wink-mcp does not use the kubelet's container checkpoint API, which saves a forensic archive and restores nothing into a Pod"}
+	}
 	why := d.host.criu(ctx)
 	if d.cfg.Engine.Service().Remote {
 		why = "the Podman host's CRIU is not checked from here"
 	}
-	return Result{Status: OK, Detail: "running processes are not kept by checkpoints, restarts or handoffs to another process (start them again): " + why}
+	return Result{Status: OK, Detail: lost + why}
 }
 
 // criuCheck runs `criu check` and says what it found, in a line.

@@ -25,7 +25,9 @@ func (p podEngine) NetworkPolicy(context.Context) (engine.NetworkPolicy, error) 
 
 // TestDoctorOfPods runs doctor with an engine of Pods: the header names the
 // Kubernetes API server, no line claims what a Pod lacks (pids and rlimits,
-// no network), and the network line reports the policy's probe: ok when
+// no network) or speaks of a Podman host (its CRIU, its files), the
+// checkpoints and processes lines say what happens to a Pod's files and
+// processes, and the network line reports the policy's probe: ok when
 // enforced, a warning when unenforced and allowed, a failure otherwise.
 func TestDoctorOfPods(t *testing.T) {
 	t.Parallel()
@@ -60,13 +62,15 @@ func TestDoctorOfPods(t *testing.T) {
 				"ok    podman        not needed: each workspace is a Pod of the cluster",
 				"ok    ulimits       not set: --nofile and --nproc are no Pod settings; a Pod's rlimits are its container runtime's defaults",
 				"ok    disk limit    each session's files are bounded to 2048 MiB by the engine's service itself",
+				"a Pod's /workspace goes with the Pod, so one removed for idleness or a profile restart has its files saved there and restored into the next",
+				"ok    processes     running processes are not kept by checkpoints, restarts or handoffs to another process (start them again): a Pod's processes end with it",
 			}, tc.want...)
 			for _, w := range want {
 				if !strings.Contains(out.String(), w) {
 					t.Errorf("output lacks %q:\n%s", w, out.String())
 				}
 			}
-			for _, wrong := range []string{"Podman service", "no network", "nofile=4096"} {
+			for _, wrong := range []string{"Podman service", "Podman host", "CRIU", "no network", "nofile=4096"} {
 				if strings.Contains(out.String(), wrong) {
 					t.Errorf("output claims %q of a Pod:\n%s", wrong, out.String())
 				}

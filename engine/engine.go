@@ -221,6 +221,12 @@ type Service struct {
 	// settings, and a Pod has a network device (eth0) that a policy cuts
 	// off (the engine is a NetworkPolicer).
 	Pods bool
+	// FilesGoWithContainer is true when a container's files at Spec.Root
+	// live and die with it (a Pod's emptyDir), not in a directory or
+	// volume that outlives it: before removing a container for idleness,
+	// which a later one replaces, the workspace saves them and restores
+	// them into the next.
+	FilesGoWithContainer bool
 }
 
 // HostFacts are what container specs depend on about the engine's host.

@@ -232,6 +232,12 @@ func (p *proc) connect(headers map[string]string) {
 		}
 		p.client = c
 	}
+	p.initialize()
+}
+
+// initialize starts p's client and initializes its session.
+func (p *proc) initialize() {
+	p.t.Helper()
 	// The SSE client's event stream lives as long as the context Start gets.
 	if err := p.client.Start(context.Background()); err != nil {
 		p.t.Fatalf("starting the client: %v\n%s", err, p.logs.String())

@@ -1,13 +1,11 @@
 package integration
 
 import (
+	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,43 +34,23 @@ var agentImage struct {
 }
 
 // kubernetesAgentImage builds, once per test binary, the image of the
-// Kubernetes engine's init container (only the static agent, at
-// /wink-mcp) from the wink-mcp under test, with Podman, and imports it into
-// the test node's containerd: no registry is reachable here.
+// Kubernetes engine's init container from the wink-mcp under test with
+// `make image`'s script (deploy/image.sh: the static binary alone, at
+// /wink-mcp, the server's image too), and imports it into the test node's
+// containerd: no registry is reachable here.
 func kubernetesAgentImage(t *testing.T) string {
 	t.Helper()
 	agentImage.once.Do(func() {
-		data, err := os.ReadFile(winkBin)
+		cmd := exec.Command("../deploy/image.sh", winkBin)
+		cmd.Env = append(os.Environ(), "WINK_IMAGE_IMPORT=yes", "WINK_CLUSTER_CONTAINERD="+clusterContainerd)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
 		if err != nil {
-			agentImage.err = err
+			agentImage.err = fmt.Errorf("deploy/image.sh %s: %v: %s", winkBin, err, stderr.Bytes())
 			return
 		}
-		sum := sha256.Sum256(data)
-		name := "localhost/wink-agent:" + hex.EncodeToString(sum[:6])
-		dir, err := os.MkdirTemp("", "wink-agent-image-")
-		if err != nil {
-			agentImage.err = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		err = os.WriteFile(filepath.Join(dir, "wink-mcp"), data, 0o755)
-		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, "Containerfile"), []byte("FROM scratch\nCOPY wink-mcp /wink-mcp\n"), 0o644)
-		}
-		if err != nil {
-			agentImage.err = err
-			return
-		}
-		if out, err := exec.Command("podman", "build", "-q", "-t", name, dir).CombinedOutput(); err != nil {
-			agentImage.err = fmt.Errorf("building %s: %v: %s", name, err, out)
-			return
-		}
-		importCmd := fmt.Sprintf("podman save %s | ctr --address %s --namespace k8s.io images import -", name, clusterContainerd)
-		if out, err := exec.Command("sh", "-c", importCmd).CombinedOutput(); err != nil {
-			agentImage.err = fmt.Errorf("importing %s into the test node: %v: %s", name, err, out)
-			return
-		}
-		agentImage.name = name
+		agentImage.name = strings.TrimSpace(string(out))
 	})
 	if agentImage.err != nil {
 		t.Fatalf("making the agent image: %v", agentImage.err)

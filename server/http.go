@@ -94,7 +94,8 @@ func (c HTTPConfig) Validate() error {
 }
 
 // ServeHTTP serves one HTTP transport ("http": streamable HTTP at /mcp;
-// "sse": SSE at /sse with messages at /message) until ctx is done. Then it
+// "sse": SSE at /sse with messages at /message), and a health check at
+// /healthz, until ctx is done. Then it
 // stops accepting, lets tool calls in flight finish for up to the drain
 // timeout, and closes every connection, which cancels what is still running.
 func (s *Server) ServeHTTP(ctx context.Context, transport string) error {
@@ -112,7 +113,7 @@ func (s *Server) ServeHTTP(ctx context.Context, transport string) error {
 	guard.reserve, guard.opened = s.reserveSlot, tr.opened
 	s.mgr.SetParkLimit(s.parkLimit)
 	srv := &http.Server{
-		Handler:           bodyDeadline(cfg.BodyTimeout, guard),
+		Handler:           withHealth(bodyDeadline(cfg.BodyTimeout, guard)),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,

@@ -68,6 +68,7 @@ type fakeEngine struct {
 	commits      int
 	imageLookups int           // calls of Images
 	specs        []engine.Spec // every container created, in order
+	service      engine.Service
 }
 
 type fakeContainer struct {
@@ -106,7 +107,11 @@ func (f *fakeEngine) Describe(context.Context) (engine.Description, error) {
 	return engine.Description{URI: "fake://", Version: "1"}, nil
 }
 
-func (f *fakeEngine) Service() engine.Service { return engine.Service{} }
+func (f *fakeEngine) Service() engine.Service {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.service
+}
 
 func (f *fakeEngine) ServiceFix() string { return "start the fake engine" }
 
@@ -249,6 +254,10 @@ func (f *fakeEngine) Remove(_ context.Context, name string) error {
 	if c, ok := f.containers[name]; ok {
 		c.stop()
 		delete(f.containers, name)
+		if v := c.spec.WorkspaceVolume; f.service.FilesGoWithContainer && v != "" {
+			delete(f.volumes, v) // as a Pod's emptyDir goes with it
+			return os.RemoveAll(filepath.Join(f.volumeDir, v))
+		}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/egress"
+	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/workspace/keep"
 )
 
@@ -82,7 +83,7 @@ func (h *handoffs) Handoff(ctx context.Context, ttl time.Duration) (Handoff, err
 	}
 	m := s.m
 	if s.stdio && m.cfg.FilesOnEngineHost {
-		return Handoff{}, errors.New("a workspace whose files are on the Podman host (--files-on-podman-host) can only be handed to a session of the same server, over HTTP or SSE")
+		return Handoff{}, stdioHandoffRefusal(m.eng.Service())
 	}
 	// Over stdio the workspace goes to disk under this name.
 	name, fromHandoff := "handoff-"+newWarmKey(), true // nobody can name it: reserved once written
@@ -154,6 +155,18 @@ func (h *handoffs) Handoff(ctx context.Context, ttl time.Duration) (Handoff, err
 	ho.KeptContainer = true
 	m.log.Info("workspace handed over", "event", "handoff", "session", s.who.hash(), "container", s.name, "expires", ho.Expires)
 	return ho, nil
+}
+
+// stdioHandoffRefusal says why a stdio session cannot hand over a
+// workspace whose files are on the engine's host (Config.FilesOnEngineHost):
+// a handoff to another process puts them on this machine's disk.
+func stdioHandoffRefusal(svc engine.Service) error {
+	where := "on the Podman host (--files-on-podman-host)"
+	if svc.Pods {
+		where = "in its Pod on the cluster (--engine kubernetes)"
+	}
+	return fmt.Errorf("a workspace whose files are %s can only be handed to a session of the same server, over HTTP or SSE (--transport http): "+
+		"over stdio the handoff would put them on this machine's disk for another process, which only a workspace whose files are here can do", where)
 }
 
 // Attach takes over the workspace a handle names; the session's own, which

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/internal/testwait"
 )
 
@@ -109,5 +110,32 @@ func TestHandoffOverStdioGoesToDiskForAnotherProcess(t *testing.T) {
 	r3, _ := b.Session("stdio3")
 	if _, err := r3.handoffs.Attach(ctx, h.Handle); !errors.Is(err, ErrBadHandle) {
 		t.Errorf("a used handle = %v", err)
+	}
+}
+
+// Over stdio, a workspace whose files are on the engine's host is not
+// handed to another process; the refusal says where the files are, in the
+// engine's terms, and what serves a handoff instead.
+func TestStdioHandoffOfFilesOnTheEngineHostIsRefused(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		service   engine.Service
+		want, not string
+	}{
+		{"podman host", engine.Service{Remote: true}, "--files-on-podman-host", "kubernetes"},
+		{"kubernetes", engine.Service{Remote: true, BoundsDisk: true, Pods: true}, "in its Pod on the cluster (--engine kubernetes)", "podman"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, eng, _ := newTestManager(t, func(c *Config) { c.FilesOnEngineHost = true })
+			eng.mu.Lock()
+			eng.service = c.service
+			eng.mu.Unlock()
+			m.Register("stdio", SessionOptions{Stdio: true})
+			s, _ := m.Session("stdio")
+			_, err := s.handoffs.Handoff(ctx, time.Minute)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "--transport http") || strings.Contains(strings.ToLower(err.Error()), c.not) {
+				t.Errorf("a stdio handoff: %v; want it refused naming %s and --transport http, not %s", err, c.want, c.not)
+			}
+		})
 	}
 }

@@ -145,6 +145,37 @@ func TestIdleCleanupKeepsFilesAndNextCallRecreates(t *testing.T) {
 	}
 }
 
+// Where the files go with the container (a Pod's emptyDir), the idle
+// clean-up saves them first and the next call finds them in the next
+// container, restored.
+func TestIdleCleanupRestoresFilesThatGoWithTheContainer(t *testing.T) {
+	m, eng, logs := newTestManager(t, func(c *Config) { c.IdleTimeout = 100 * time.Millisecond; c.FilesOnEngineHost = true })
+	eng.mu.Lock()
+	eng.service = engine.Service{Remote: true, FilesGoWithContainer: true}
+	eng.mu.Unlock()
+	s, _ := m.Session("idle")
+	echo(t, s, "sh", "-c", "mkdir -p d && echo kept > d/f")
+	name := s.Info().Name
+	testwait.For(t, "idle cleanup", func() bool { return eng.count() == 0 })
+	if eng.volume(name) != "" {
+		t.Fatal("the fake engine kept the files of a removed container")
+	}
+	if res := echo(t, s, "cat", "d/f"); res.Stdout != "kept\n" {
+		t.Errorf("after idle cleanup the file reads %q", res.Stdout)
+	}
+	if !slices.Contains(logs.events(), "hibernate") || !slices.Contains(logs.events(), "restore_finished") {
+		t.Errorf("events %v lack hibernate and restore_finished", logs.events())
+	}
+	// A reset while the files wait for the next container empties them.
+	testwait.For(t, "idle cleanup", func() bool { return eng.count() == 0 })
+	if _, err := s.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res := echo(t, s, "ls", "-A"); res.Stdout != "" {
+		t.Errorf("after a reset of a hibernated workspace /workspace holds %q; want it empty", res.Stdout)
+	}
+}
+
 func TestIdleCleanupSparesRunningCalls(t *testing.T) {
 	m, eng, _ := newTestManager(t, func(c *Config) { c.IdleTimeout = 50 * time.Millisecond })
 	s, _ := m.Session("busy")

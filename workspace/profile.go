@@ -99,6 +99,13 @@ func (ps *profileSwitch) UseProfile(ctx context.Context, name string, restart bo
 			return res, err
 		}
 		res.Restarted = s.created && s.used.Load()
+		if res.Restarted && s.m.eng.Service().FilesGoWithContainer {
+			// The files go with the container: the next one gets them back.
+			if err := s.checkpoints.Hibernate(ctx, s.client, "profile switch"); err != nil {
+				s.mu.Unlock()
+				return res, fmt.Errorf("saving the files for the new container, which the old one takes with it: %w; the container is unchanged, try again", err)
+			}
+		}
 		if err := s.removeLocked(ctx); err != nil {
 			s.mu.Unlock()
 			return res, err

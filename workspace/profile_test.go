@@ -140,6 +140,25 @@ func TestChangingProfileAfterUseNeedsRestart(t *testing.T) {
 	}
 }
 
+// Where the files go with the container (a Pod's emptyDir), a profile
+// switch with restart saves them first and the new container has them.
+func TestProfileRestartKeepsFilesThatGoWithTheContainer(t *testing.T) {
+	m, eng := newProfileManager(t, func(c *Config) { c.FilesOnEngineHost = true })
+	eng.mu.Lock()
+	eng.service = engine.Service{Remote: true, FilesGoWithContainer: true}
+	eng.mu.Unlock()
+	s, _ := m.Session("a")
+	if _, err := s.files.WriteFile(ctx, "keep.txt", "kept"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.profileSwitch.UseProfile(ctx, "plain", true, nil); err != nil || !res.Restarted {
+		t.Fatalf("restart: %+v, %v", res, err)
+	}
+	if got, err := s.files.ReadFile(ctx, "keep.txt", 0, 10); err != nil || !strings.Contains(got.Content, "kept") {
+		t.Errorf("after the restart keep.txt = %+v, %v; the files must come back", got, err)
+	}
+}
+
 // TestConcurrentFirstSessionsBuildOnce checks that sessions asking at
 // once for a profile that is not built wait for one build, and that a
 // later one starts from its image.

@@ -233,6 +233,9 @@ func (s *Session) Reset(ctx context.Context) (ContainerInfo, error) {
 	if err := s.removeLocked(ctx); err != nil {
 		return s.infoLocked(), err
 	}
+	if err := s.checkpoints.ForgetHibernation(); err != nil {
+		return s.infoLocked(), fmt.Errorf("dropping the files saved for the next container: %w", err)
+	}
 	if s.m.cfg.FilesOnEngineHost {
 		if err := s.m.eng.RemoveWorkspace(ctx, s.name); err != nil {
 			return s.infoLocked(), fmt.Errorf("deleting the workspace files: %w", err)

@@ -54,7 +54,8 @@ func (s *Session) removeLocked(ctx context.Context) error {
 }
 
 // cleanupIfIdle removes the container when no call has run for idle. The
-// files stay; the next call starts a new container on them.
+// files stay (or, when they go with the container, are saved and restored
+// into the next one); the next call starts a new container on them.
 func (s *Session) cleanupIfIdle(ctx context.Context, idle time.Duration) {
 	last := time.Unix(0, s.lastUsed.Load())
 	if s.active.Load() > 0 || time.Since(last) < idle {
@@ -71,7 +72,16 @@ func (s *Session) cleanupIfIdle(ctx context.Context, idle time.Duration) {
 	if s.jobs.KeepIdle(ctx, s.client) {
 		return
 	}
-	s.checkpoints.AutoCheckpoint(ctx, s.client, "idle")
+	if s.m.eng.Service().FilesGoWithContainer {
+		// The files go with the container: the next one gets them back.
+		if err := s.checkpoints.Hibernate(ctx, s.client, "idle"); err != nil {
+			s.lastUsed.Store(time.Now().UnixNano()) // tried again after another idle period
+			s.m.log.Warn("the idle container is kept: its files, which go with it, could not be saved for the next one", "session", s.who.hash(), "container", s.name, "err", err)
+			return
+		}
+	} else {
+		s.checkpoints.AutoCheckpoint(ctx, s.client, "idle")
+	}
 	start := time.Now()
 	if err := s.removeLocked(ctx); err != nil {
 		s.m.log.Warn("idle cleanup failed", "session", s.who.hash(), "container", s.name, "err", err)

@@ -89,10 +89,10 @@ func New(opts Options, log *slog.Logger) *Engine {
 }
 
 // Service returns the kubeconfig the engine was given; a cluster is never
-// on this host's files, its kubelets bound a Pod's files (podFor), and
-// each workspace is a Pod.
+// on this host's files, its kubelets bound a Pod's files (podFor), each
+// workspace is a Pod, and its /workspace an emptyDir that goes with it.
 func (e *Engine) Service() engine.Service {
-	return engine.Service{Address: e.opts.Kubeconfig, Remote: true, BoundsDisk: true, Pods: true}
+	return engine.Service{Address: e.opts.Kubeconfig, Remote: true, BoundsDisk: true, Pods: true, FilesGoWithContainer: true}
 }
 
 // ServiceFix returns ServiceRemedy.

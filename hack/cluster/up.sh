@@ -31,6 +31,9 @@ install_packages() {
 	[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
 	command -v gcc >/dev/null || missing+=(gcc libc6-dev)
 	command -v curl >/dev/null || missing+=(curl)
+	# The reverse proxy of the replicas' test (TestKubernetesReplicas); the
+	# package starts no daemon here (no init system), the test runs its own.
+	command -v haproxy >/dev/null || missing+=(haproxy)
 	[ ${#missing[@]} -eq 0 ] && return
 	log "installing ${missing[*]}"
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq
