@@ -198,7 +198,8 @@ func checkHardened(t *testing.T, pod *corev1.Pod) {
 
 // TestKubernetesSweep kills a server with SIGKILL, which removes nothing,
 // and checks that the next server on the same cache directory deletes the
-// dead one's Pod once the dead one's Lease expires.
+// dead one's Pod: its lock file, here, is free, though its Lease has not
+// expired yet.
 func TestKubernetesSweep(t *testing.T) {
 	cs, _ := needCluster(t)
 	prefix := "wk" + randomHex(4)
@@ -214,7 +215,7 @@ func TestKubernetesSweep(t *testing.T) {
 	}
 	b := startKubernetes(t, cs, prefix, cache, "--lazy")
 	b.waitLog(30*time.Second, "orphan sweep done", nil)
-	// The dead server's Lease expires first, then a periodic sweep goes.
+	// Its lock file on this host is free: no wait for its Lease to expire.
 	waitUntil(t, leaseDuration+sweepPeriod+sweptWithinSlack, "the dead server's Pod to go", func() bool {
 		return len(podsNamed(t, cs, prefix)) == 0
 	})

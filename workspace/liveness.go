@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"sync"
 	"time"
@@ -83,9 +84,13 @@ func ofDeadInstance(labels map[string]string, self *instance, alive func(id stri
 	return err == nil && !live
 }
 
-// orphanRule returns the rule the sweep judges containers by: the engine's
-// liveness of instances when it holds them, asked once per instance and
-// sweep, else the lock files of this host (isOrphan).
+// orphanRule returns the rule the sweep judges containers by: the lock
+// files of this host (isOrphan); and, when the engine holds instances'
+// liveness, that liveness, asked once per instance and sweep. With both, a
+// lock file of this host that is there and free is enough (a server
+// restarted in the same replica Pod sweeps at once, not after the Lease
+// expires); a missing one proves nothing, as it may be another machine's
+// of the same host name.
 func (m *Manager) orphanRule(ctx context.Context) func(labels map[string]string) bool {
 	if m.liveness.of == nil {
 		return func(labels map[string]string) bool { return isOrphan(labels, m.inst, probeLock) }
@@ -106,7 +111,18 @@ func (m *Manager) orphanRule(ctx context.Context) func(labels map[string]string)
 		}
 		return a.alive, a.err
 	}
-	return func(labels map[string]string) bool { return ofDeadInstance(labels, m.inst, alive) }
+	return func(labels map[string]string) bool {
+		return isOrphan(labels, m.inst, freeLockFile) || ofDeadInstance(labels, m.inst, alive)
+	}
+}
+
+// freeLockFile is probeLock, but a missing lock file is not a dead
+// instance: it says nothing of an instance of another machine.
+func freeLockFile(path string) (alive bool, err error) {
+	if _, err := os.Lstat(path); err != nil {
+		return true, nil
+	}
+	return probeLock(path)
 }
 
 // forgetDeadInstances deletes what dead instances left of their liveness

@@ -102,12 +102,22 @@ func TestSweepByLiveness(t *testing.T) {
 		eng.containers[name] = &fakeContainer{}
 		eng.listed = append(eng.listed, engine.Listed{Name: name, Labels: labels})
 	}
+	// A server restarted on this host: its lock file is here and free,
+	// while its liveness has not expired yet.
+	restarted, err := newInstance(m.cfg.CacheDir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restarted.lock.Close()
+	eng.alive[restarted.id] = true
+	eng.containers["wink-restarted"] = &fakeContainer{}
+	eng.listed = append(eng.listed, engine.Listed{Name: "wink-restarted", Labels: ownerLabels(restarted, "0123456789abcdef")})
 	removed, err := m.SweepOrphans(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if removed != 1 || eng.containers["wink-dead"] != nil || len(eng.containers) != 4 {
-		t.Errorf("removed %d, remaining %v; want only wink-dead removed", removed, eng.containers)
+	if removed != 2 || eng.containers["wink-dead"] != nil || eng.containers["wink-restarted"] != nil || len(eng.containers) != 4 {
+		t.Errorf("removed %d, remaining %v; want wink-dead and wink-restarted removed", removed, eng.containers)
 	}
 	if eng.forgotten != 1 {
 		t.Errorf("ForgetDeadInstances called %d times; want once a sweep", eng.forgotten)
