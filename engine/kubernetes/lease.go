@@ -27,7 +27,9 @@ var _ engine.InstanceLiveness = (*Engine)(nil)
 // dead server's Pods go within about LeaseDuration plus a sweep period.
 // Idle, a server renews 0.2 times a second.
 const (
-	LeaseDuration   = 15 * time.Second
+	// LeaseDuration is how long an instance's Lease holds unrenewed.
+	LeaseDuration = 15 * time.Second
+	// LeaseRenewEvery is how often a server renews its Lease.
 	LeaseRenewEvery = 5 * time.Second
 	// leasePrefix begins the name of every instance's Lease.
 	leasePrefix = "wink-mcp-instance-"
@@ -60,7 +62,7 @@ func leaseFor(instance string, opts Options, now time.Time) *coordinationv1.Leas
 // Pods with the instance from now on (so that a probe Pod left by this
 // server is swept as its workspace Pods are), and renews the Lease every
 // LeaseRenewEvery until Release.
-func (e *Engine) HoldInstance(ctx context.Context, instance string) (engine.InstanceHold, error) {
+func (e *Engine) HoldInstance(ctx context.Context, instance string) (_ engine.InstanceHold, err error) {
 	client, c, end, err := e.call(ctx)
 	if err != nil {
 		return nil, err
