@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -43,6 +44,17 @@ func podGone(t *testing.T, cs *kubernetes.Clientset, name string) bool {
 	return apierrors.IsNotFound(err)
 }
 
+// forgetMachine deletes the cache directory of a killed server, its lock
+// file with it, as though the server had run on another machine: here
+// every server runs on this one, whose free lock files would let B sweep
+// at once, and the test is of what the Lease alone decides.
+func forgetMachine(t *testing.T, cache string) {
+	t.Helper()
+	if err := os.RemoveAll(cache); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestKubernetesLeases runs servers of different instances and cache
 // directories, as replicas on different machines are, on one namespace:
 // A makes a Pod; C is killed while its network probe Pod runs; B, started
@@ -53,14 +65,15 @@ func podGone(t *testing.T, cs *kubernetes.Clientset, name string) bool {
 func TestKubernetesLeases(t *testing.T) {
 	cs, _ := needCluster(t)
 	prefix := "wl" + randomHex(4)
-	a := startKubernetes(t, cs, prefix, t.TempDir())
+	aCache, cCache := t.TempDir(), t.TempDir()
+	a := startKubernetes(t, cs, prefix, aCache)
 	aID := instanceOf(t, a)
 	aPod := a.container()
 	if !leaseExists(t, cs, aID) {
 		t.Fatalf("server A runs a Pod and has no Lease")
 	}
 
-	c := startKubernetes(t, cs, prefix, t.TempDir(), "--lazy")
+	c := startKubernetes(t, cs, prefix, cCache, "--lazy")
 	cID := instanceOf(t, c)
 	var probe string
 	waitUntil(t, 30*time.Second, "C's network probe Pod", func() bool {
@@ -75,6 +88,7 @@ func TestKubernetesLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitExit(10 * time.Second)
+	forgetMachine(t, cCache)
 
 	b := startKubernetes(t, cs, prefix, t.TempDir(), "--lazy", "--log-level", "debug")
 	bID := instanceOf(t, b)
@@ -99,6 +113,7 @@ func TestKubernetesLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.waitExit(10 * time.Second)
+	forgetMachine(t, aCache)
 	waitUntil(t, leaseDuration+sweepPeriod+sweptWithinSlack, "B to sweep the Pod of A, killed", func() bool { return podGone(t, cs, aPod) })
 	swept := time.Since(killed)
 	waitUntil(t, sweepPeriod+sweptWithinSlack, "B to delete the Lease of A", func() bool { return !leaseExists(t, cs, aID) })
