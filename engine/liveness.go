@@ -26,8 +26,9 @@ type InstanceLiveness interface {
 	// than its duration; an error when it cannot tell.
 	InstanceAlive(ctx context.Context, instance string) (bool, error)
 	// ForgetDeadInstances deletes what dead instances left of their
-	// liveness and returns their IDs.
-	ForgetDeadInstances(ctx context.Context) ([]string, error)
+	// liveness, those it finds expired and those of known, which the
+	// caller knows dead by other means, and returns their IDs.
+	ForgetDeadInstances(ctx context.Context, known []string) ([]string, error)
 }
 
 // InstanceHold is an instance's liveness, held by InstanceLiveness.

@@ -205,6 +205,7 @@ func TestKubernetesSweep(t *testing.T) {
 	prefix := "wk" + randomHex(4)
 	cache := t.TempDir()
 	a := startKubernetes(t, cs, prefix, cache)
+	deadID := instanceOf(t, a)
 	dead := a.container()
 	if err := a.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -219,6 +220,8 @@ func TestKubernetesSweep(t *testing.T) {
 	waitUntil(t, leaseDuration+sweepPeriod+sweptWithinSlack, "the dead server's Pod to go", func() bool {
 		return len(podsNamed(t, cs, prefix)) == 0
 	})
+	// The same sweep deletes its Lease, known dead by the lock file.
+	waitUntil(t, 10*time.Second, "the dead server's Lease to go", func() bool { return !leaseExists(t, cs, deadID) })
 }
 
 // TestKubernetesEngineOverHTTP serves streamable HTTP with the default

@@ -3,8 +3,10 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,8 +29,9 @@ var instanceIDPattern = regexp.MustCompile(`^[0-9a-f]{16}$`)
 type livenessHold struct {
 	of engine.InstanceLiveness // nil when the engine holds none (Podman: the lock file is the liveness)
 
-	mu   sync.Mutex
-	hold engine.InstanceHold
+	mu     sync.Mutex
+	hold   engine.InstanceHold
+	closed bool // released: no hold is taken again
 }
 
 // newLivenessHold returns the hold of eng's liveness, if it has one.
@@ -46,6 +49,9 @@ func (h *livenessHold) ensure(ctx context.Context, id string) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.closed {
+		return ErrSessionEnded
+	}
 	if h.hold == nil {
 		hold, err := h.of.HoldInstance(ctx, id)
 		if err != nil {
@@ -56,10 +62,12 @@ func (h *livenessHold) ensure(ctx context.Context, id string) error {
 	return h.hold.Held()
 }
 
-// release deletes the hold, once this instance's containers are gone.
+// release deletes the hold, once this instance's containers are gone,
+// and keeps one from being taken again (a Prepare that would run late).
 func (h *livenessHold) release(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.closed = true
 	if h.hold == nil {
 		return nil
 	}
@@ -91,9 +99,12 @@ func ofDeadInstance(labels map[string]string, self *instance, alive func(id stri
 // restarted in the same replica Pod sweeps at once, not after the Lease
 // expires); a missing one proves nothing, as it may be another machine's
 // of the same host name.
-func (m *Manager) orphanRule(ctx context.Context) func(labels map[string]string) bool {
+//
+// It also returns the instances found dead by their lock files, whose
+// liveness may not have expired yet.
+func (m *Manager) orphanRule(ctx context.Context) (orphan func(labels map[string]string) bool, deadByLock map[string]bool) {
 	if m.liveness.of == nil {
-		return func(labels map[string]string) bool { return isOrphan(labels, m.inst, probeLock) }
+		return func(labels map[string]string) bool { return isOrphan(labels, m.inst, probeLock) }, nil
 	}
 	type answer struct {
 		alive bool
@@ -111,9 +122,14 @@ func (m *Manager) orphanRule(ctx context.Context) func(labels map[string]string)
 		}
 		return a.alive, a.err
 	}
+	deadByLock = map[string]bool{}
 	return func(labels map[string]string) bool {
-		return isOrphan(labels, m.inst, freeLockFile) || ofDeadInstance(labels, m.inst, alive)
-	}
+		if isOrphan(labels, m.inst, freeLockFile) {
+			deadByLock[labels[LabelInstance]] = true
+			return true
+		}
+		return ofDeadInstance(labels, m.inst, alive)
+	}, deadByLock
 }
 
 // freeLockFile is probeLock, but a missing lock file is not a dead
@@ -126,12 +142,13 @@ func freeLockFile(path string) (alive bool, err error) {
 }
 
 // forgetDeadInstances deletes what dead instances left of their liveness
-// in the engine's service, once their containers are swept.
-func (m *Manager) forgetDeadInstances(ctx context.Context) error {
+// in the engine's service, once their containers are swept: the expired,
+// and known, those found dead by their lock files.
+func (m *Manager) forgetDeadInstances(ctx context.Context, known map[string]bool) error {
 	if m.liveness.of == nil {
 		return nil
 	}
-	dead, err := m.liveness.of.ForgetDeadInstances(ctx)
+	dead, err := m.liveness.of.ForgetDeadInstances(ctx, slices.Sorted(maps.Keys(known)))
 	for _, id := range dead {
 		m.log.Info("the liveness of a dead server instance deleted", "instance", id)
 	}

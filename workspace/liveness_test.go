@@ -21,6 +21,7 @@ type livingEngine struct {
 	holdErr   error           // what the next Held returns
 	released  []string
 	forgotten int
+	known     []string // what the last ForgetDeadInstances was told
 }
 
 type livingHold struct {
@@ -58,10 +59,11 @@ func (e *livingEngine) InstanceAlive(_ context.Context, id string) (bool, error)
 	return e.alive[id], nil
 }
 
-func (e *livingEngine) ForgetDeadInstances(context.Context) ([]string, error) {
+func (e *livingEngine) ForgetDeadInstances(_ context.Context, known []string) ([]string, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.forgotten++
+	e.known = known
 	return nil, nil
 }
 
@@ -119,8 +121,8 @@ func TestSweepByLiveness(t *testing.T) {
 	if removed != 2 || eng.containers["wink-dead"] != nil || eng.containers["wink-restarted"] != nil || len(eng.containers) != 4 {
 		t.Errorf("removed %d, remaining %v; want wink-dead and wink-restarted removed", removed, eng.containers)
 	}
-	if eng.forgotten != 1 {
-		t.Errorf("ForgetDeadInstances called %d times; want once a sweep", eng.forgotten)
+	if eng.forgotten != 1 || len(eng.known) != 1 || eng.known[0] != restarted.id {
+		t.Errorf("ForgetDeadInstances called %d times, last told %v; want once a sweep, told of the instance dead by its lock file", eng.forgotten, eng.known)
 	}
 }
 
@@ -151,6 +153,9 @@ func TestLivenessGatesWorkspaces(t *testing.T) {
 	}
 	if len(eng.released) != 1 || eng.released[0] != m.inst.id {
 		t.Errorf("released %v; want this instance's liveness released at Close", eng.released)
+	}
+	if err := m.liveness.ensure(ctx, m.inst.id); !errors.Is(err, ErrSessionEnded) || eng.alive[m.inst.id] {
+		t.Errorf("taking the liveness after Close = %v; want ErrSessionEnded and no hold taken", err)
 	}
 }
 

@@ -50,7 +50,7 @@ func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
 	}
 	removed := 0
 	var errs []error
-	orphan := m.orphanRule(ctx)
+	orphan, deadByLock := m.orphanRule(ctx)
 	for _, c := range found {
 		if !orphan(c.Labels) {
 			continue
@@ -64,7 +64,7 @@ func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
 		m.log.Info("workspace "+EventOrphanRemoved, "event", EventOrphanRemoved, "container", c.Name,
 			"session", c.Labels[LabelSession], "instance", c.Labels[LabelInstance], "duration_ms", time.Since(start).Milliseconds())
 	}
-	if err := m.forgetDeadInstances(ctx); err != nil {
+	if err := m.forgetDeadInstances(ctx, deadByLock); err != nil {
 		errs = append(errs, err)
 	}
 	if err := m.handedOverDisk.sweep(ctx); err != nil {

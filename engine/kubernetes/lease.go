@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -203,9 +204,10 @@ func (e *Engine) InstanceAlive(ctx context.Context, instance string) (_ bool, er
 	return !e.leases.expired(lease, time.Now()), nil
 }
 
-// ForgetDeadInstances deletes the expired instance Leases. Each delete is
-// conditional on the version read, so a Lease renewed in the meantime stays.
-func (e *Engine) ForgetDeadInstances(ctx context.Context) (_ []string, err error) {
+// ForgetDeadInstances deletes the expired instance Leases, and those of
+// the instances known dead. Each delete of an expired one is conditional
+// on the version read, so a Lease renewed in the meantime stays.
+func (e *Engine) ForgetDeadInstances(ctx context.Context, known []string) (_ []string, err error) {
 	client, c, end, err := e.call(ctx)
 	if err != nil {
 		return nil, err
@@ -220,14 +222,15 @@ func (e *Engine) ForgetDeadInstances(ctx context.Context) (_ []string, err error
 	e.leases.forgetAllBut(list.Items)
 	var dead []string
 	for _, l := range list.Items {
-		if !strings.HasPrefix(l.Name, leasePrefix) || !e.leases.expired(&l, now) {
+		id := strings.TrimPrefix(l.Name, leasePrefix)
+		if !strings.HasPrefix(l.Name, leasePrefix) || (!slices.Contains(known, id) && !e.leases.expired(&l, now)) {
 			continue
 		}
 		err := leases.Delete(c, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: ptr.To(l.ResourceVersion)}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return dead, fmt.Errorf("deleting expired Lease %s: %w", l.Name, err)
 		}
-		dead = append(dead, strings.TrimPrefix(l.Name, leasePrefix))
+		dead = append(dead, id)
 	}
 	return dead, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -136,7 +137,8 @@ func TestLeaseClock(t *testing.T) {
 	}
 }
 
-// TestForgetDeadInstances deletes the expired Leases, and only those.
+// TestForgetDeadInstances deletes the expired Leases and those of
+// instances known dead, and only those.
 func TestForgetDeadInstances(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
@@ -145,9 +147,13 @@ func TestForgetDeadInstances(t *testing.T) {
 	other := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "kube-scheduler", Namespace: "wink"}}
 	client := fake.NewClientset(fresh, stale, other)
 	e := newWithClient(leaseOptions, client, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	dead, err := e.ForgetDeadInstances(context.Background())
-	if err != nil || len(dead) != 1 || dead[0] != "2222222222222222" {
-		t.Fatalf("ForgetDeadInstances = %v, %v; want the stale instance", dead, err)
+	known := leaseFor("3333333333333333", leaseOptions, now)
+	if _, err := client.CoordinationV1().Leases("wink").Create(context.Background(), known, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dead, err := e.ForgetDeadInstances(context.Background(), []string{"3333333333333333"})
+	if err != nil || !slices.Equal(dead, []string{"2222222222222222", "3333333333333333"}) {
+		t.Fatalf("ForgetDeadInstances = %v, %v; want the stale instance and the known dead one", dead, err)
 	}
 	list, _ := client.CoordinationV1().Leases("wink").List(context.Background(), metav1.ListOptions{})
 	if len(list.Items) != 2 {
