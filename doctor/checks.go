@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,12 +50,17 @@ type check struct {
 }
 
 func (d *doctor) checks() []check {
-	return []check{
+	permissions := []check{}
+	if d.pods() {
+		permissions = append(permissions, check{"permissions", d.podPermissions})
+	}
+	return slices.Concat([]check{
 		{"agent binary", d.agentBinary},
 		{"cache dir", d.cacheDir},
 		{"disk limit", d.diskLimit},
 		{"podman", d.podmanCLI},
 		{"service", d.service},
+	}, permissions, []check{
 		{"runtime", d.runtime},
 		{"storage", d.storage},
 		{"ulimits", d.ulimits},
@@ -66,7 +72,7 @@ func (d *doctor) checks() []check {
 		{"checkpoints", d.checkpoints},
 		{"processes", d.processes},
 		{"container", d.container},
-	}
+	})
 }
 
 func (d *doctor) agentBinary(context.Context) Result {

@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/wink-mcp/wink-mcp/engine"
 )
@@ -53,6 +54,33 @@ func (d *doctor) podNetwork(ctx context.Context) Result {
 	return Result{Status: Fail, Detail: fmt.Sprintf("every workspace would be refused: a probe Pod under %s reached %s, so the cluster does not enforce it, "+
 		"or another NetworkPolicy of the namespace allows the Pods' traffic", n.Name, n.Target),
 		Fix: enforce + ", or pass " + n.Flag + " to accept workspace Pods with the cluster's network"}
+}
+
+// podPermissions says which calls of the engine its credentials may not
+// make, as the engine's service answers (engine.PermissionChecker): a
+// failure naming each missing one and the rule to add, a warning for
+// calls the engine does without.
+func (d *doctor) podPermissions(ctx context.Context) Result {
+	if d.info == nil {
+		return skipped("the service")
+	}
+	checker, ok := d.cfg.Engine.(engine.PermissionChecker)
+	if !ok {
+		return Result{Status: OK, Detail: "not checked: the engine cannot ask its service"}
+	}
+	r, err := checker.CheckPermissions(ctx)
+	if err != nil {
+		return Result{Status: Fail, Detail: "cannot ask which calls are allowed: " + err.Error(),
+			Fix: "allow the account to create selfsubjectaccessreviews (authorization.k8s.io; every authenticated user may by default)"}
+	}
+	switch {
+	case len(r.Missing) > 0:
+		return Result{Status: Fail, Detail: fmt.Sprintf("missing %s: %s", r.Scope, strings.Join(r.Missing, "; ")), Fix: r.Fix}
+	case len(r.Optional) > 0:
+		return Result{Status: Warn, Detail: fmt.Sprintf("every call the engine needs %s is allowed; not: %s", r.Scope, strings.Join(r.Optional, "; ")),
+			Fix: "grant them as docs/kubernetes.md's Permissions says, or accept what the engine does without them"}
+	}
+	return Result{Status: OK, Detail: fmt.Sprintf("all %d calls the engine makes are allowed (SelfSubjectAccessReview), %s", r.Checked, r.Scope)}
 }
 
 // podNetworkWords says what the container check found of a Pod's network.

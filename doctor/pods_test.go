@@ -102,3 +102,43 @@ func TestPodLines(t *testing.T) {
 		t.Errorf("a Pod with another device: %q", p)
 	}
 }
+
+// permEngine is a podEngine whose API server answers about permissions.
+type permEngine struct {
+	podEngine
+	r engine.PermissionReport
+}
+
+func (p permEngine) CheckPermissions(context.Context) (engine.PermissionReport, error) {
+	return p.r, nil
+}
+
+// TestPodPermissions checks the permissions line: a failure naming the
+// missing calls with the rule to add, a warning for the calls the engine
+// does without, ok when all are allowed.
+func TestPodPermissions(t *testing.T) {
+	t.Parallel()
+	fix := `add to the Role bound to wink-mcp's account in namespace wink the rules {apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["update"]}`
+	for _, tc := range []struct {
+		name   string
+		r      engine.PermissionReport
+		status Status
+		want   string
+	}{
+		{"all", engine.PermissionReport{Checked: 15, Scope: "in namespace wink"}, OK, "all 15 calls the engine makes are allowed (SelfSubjectAccessReview), in namespace wink"},
+		{"missing", engine.PermissionReport{Checked: 15, Scope: "in namespace wink", Missing: []string{"leases update"}, Fix: fix}, Fail, "missing in namespace wink: leases update"},
+		{"optional", engine.PermissionReport{Checked: 15, Scope: "in namespace wink", Optional: []string{"nodes list (cluster-wide) (the first --image choice is used)"}}, Warn,
+			"every call the engine needs in namespace wink is allowed; not: nodes list"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := workspace.DefaultConfig()
+			cfg.Engine = permEngine{podEngine: podEngine{Unreachable: enginetest.Unreachable{Pods: true}}, r: tc.r}
+			d := &doctor{cfg: cfg, info: &workspace.ServiceInfo{}}
+			got := d.podPermissions(context.Background())
+			if got.Status != tc.status || !strings.HasPrefix(got.Detail, tc.want) || (tc.r.Fix != "" && got.Fix != tc.r.Fix) {
+				t.Errorf("permissions = %+v; want %s %q", got, tc.status, tc.want)
+			}
+		})
+	}
+}

@@ -24,7 +24,7 @@ import (
 func TestKubernetesNetworkPolicy(t *testing.T) {
 	cs, _ := needCluster(t)
 	ctx := context.Background()
-	ns := testNamespace(t, cs, "wink-policy-")
+	ns := freshNamespace(t, cs, "wink-policy-")
 
 	p := startKubernetes(t, cs, "wk"+randomHex(4), "", "--namespace", ns)
 	if res := p.run("true"); res.ExitCode != 0 {
@@ -88,7 +88,7 @@ func TestKubernetesNetworkPolicyWeakened(t *testing.T) {
 // as the engine's, allows every Pod's traffic out, and returns its name.
 func weakenedNamespace(t *testing.T, cs *kubernetes.Clientset) string {
 	t.Helper()
-	ns := testNamespace(t, cs, "wink-weakened-")
+	ns := freshNamespace(t, cs, "wink-weakened-")
 	weak := &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "wink-mcp-workspaces-deny-all"},
 		Spec: networkingv1.NetworkPolicySpec{
@@ -103,9 +103,9 @@ func weakenedNamespace(t *testing.T, cs *kubernetes.Clientset) string {
 	return ns
 }
 
-// testNamespace makes a namespace named prefix..., deleted at cleanup,
+// freshNamespace makes a namespace named prefix..., deleted at cleanup,
 // whose Pods are admitted, and returns its name.
-func testNamespace(t *testing.T, cs *kubernetes.Clientset, prefix string) string {
+func freshNamespace(t *testing.T, cs *kubernetes.Clientset, prefix string) string {
 	t.Helper()
 	ctx := context.Background()
 	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}, metav1.CreateOptions{})
@@ -156,7 +156,7 @@ func workspacePodsIn(t *testing.T, cs *kubernetes.Clientset, ns string) []string
 // rule, with --allow-unenforced-network-policy too; no probe Pod is left.
 func TestKubernetesDoctor(t *testing.T) {
 	cs, _ := needCluster(t)
-	ns := testNamespace(t, cs, "wink-doctor-")
+	ns := freshNamespace(t, cs, "wink-doctor-")
 	args := []string{"--engine", "kubernetes", "--kubeconfig", clusterKubeconfig, "--kubernetes-agent-image", kubernetesAgentImage(t),
 		"--image", pythonImage, "--name-prefix", "wd" + randomHex(4)}
 
@@ -352,15 +352,15 @@ func plainPod(t *testing.T, cs *kubernetes.Clientset, name string, argv ...strin
 	pod := smokePod()
 	pod.GenerateName, pod.Name = "", name
 	pod.Spec.Containers[0].Command = argv
-	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().Pods(testNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("making Pod %s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		_ = cs.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		_ = cs.CoreV1().Pods(testNamespace).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 	})
 	waitUntil(t, 60*time.Second, "Pod "+name+" Running", func() bool {
 		var err error
-		pod, err = cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		pod, err = cs.CoreV1().Pods(testNamespace).Get(ctx, name, metav1.GetOptions{})
 		return err == nil && pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != ""
 	})
 	return pod

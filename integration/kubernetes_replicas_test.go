@@ -39,7 +39,7 @@ func launchReplica(t *testing.T, cs *kubernetes.Clientset, prefix, cache, tokenF
 	image := kubernetesAgentImage(t)
 	t.Cleanup(func() { deletePods(cs, prefix) })
 	p := launch(t, startOptions{transport: "http", image: pythonImage, cache: cache, serviceFromEnv: true, args: []string{
-		"--engine", "kubernetes", "--kubeconfig", clusterKubeconfig, "--kubernetes-agent-image", image,
+		"--engine", "kubernetes", "--kubeconfig", clusterKubeconfig, "--kubernetes-agent-image", image, "--namespace", testNamespace,
 		"--allow-unenforced-network-policy", "--name-prefix", prefix, "--disk-limit", "1g", "--warm", "0",
 		"--auth-token-file", tokenFile}})
 	return &replica{p: p, prefix: prefix, cache: cache}

@@ -22,6 +22,11 @@ import (
 // (hack/cluster/config.sh), into which the agent image is imported.
 var clusterContainerd = envOr("WINK_TEST_CLUSTER_CONTAINERD", "/run/wink-mcp/cluster/containerd/containerd.sock")
 
+// testNamespace holds the test servers' Pods and Leases. Servers sweep the
+// Pods of every dead instance of their namespace, so people who share a
+// test node give each worktree its own (the namespace must exist).
+var testNamespace = envOr("WINK_TEST_NAMESPACE", "default")
+
 var agentImage struct {
 	once sync.Once
 	name string
@@ -70,13 +75,13 @@ func startKubernetesOver(t *testing.T, transport string, cs *kubernetes.Clientse
 	t.Cleanup(func() { deletePods(cs, prefix) })
 	return start(t, startOptions{transport: transport, image: pythonImage, cache: cache, serviceFromEnv: true, args: append([]string{
 		"--engine", "kubernetes", "--kubeconfig", clusterKubeconfig, "--kubernetes-agent-image", image,
-		"--name-prefix", prefix, "--disk-limit", "1g"}, args...)})
+		"--namespace", testNamespace, "--name-prefix", prefix, "--disk-limit", "1g"}, args...)})
 }
 
-// podsNamed lists the Pods of the default namespace named prefix-...
+// podsNamed lists the Pods of the test namespace named prefix-...
 func podsNamed(t *testing.T, cs *kubernetes.Clientset, prefix string) []corev1.Pod {
 	t.Helper()
-	list, err := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+	list, err := cs.CoreV1().Pods(testNamespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("listing Pods: %v", err)
 	}
@@ -90,13 +95,13 @@ func podsNamed(t *testing.T, cs *kubernetes.Clientset, prefix string) []corev1.P
 }
 
 func deletePods(cs *kubernetes.Clientset, prefix string) {
-	list, err := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+	list, err := cs.CoreV1().Pods(testNamespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		return
 	}
 	for _, p := range list.Items {
 		if strings.HasPrefix(p.Name, prefix+"-") {
-			_ = cs.CoreV1().Pods("default").Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+			_ = cs.CoreV1().Pods(testNamespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 		}
 	}
 }
@@ -187,12 +192,14 @@ func checkHardened(t *testing.T, pod *corev1.Pod) {
 
 // TestKubernetesSweep kills a server with SIGKILL, which removes nothing,
 // and checks that the next server on the same cache directory deletes the
-// dead one's Pod.
+// dead one's Pod: its lock file, here, is free, though its Lease has not
+// expired yet.
 func TestKubernetesSweep(t *testing.T) {
 	cs, _ := needCluster(t)
 	prefix := "wk" + randomHex(4)
 	cache := t.TempDir()
 	a := startKubernetes(t, cs, prefix, cache)
+	deadID := instanceOf(t, a)
 	dead := a.container()
 	if err := a.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -203,9 +210,12 @@ func TestKubernetesSweep(t *testing.T) {
 	}
 	b := startKubernetes(t, cs, prefix, cache, "--lazy")
 	b.waitLog(30*time.Second, "orphan sweep done", nil)
-	waitUntil(t, 30*time.Second, "the dead server's Pod to go", func() bool {
+	// Its lock file on this host is free: no wait for its Lease to expire.
+	waitUntil(t, leaseDuration+sweepPeriod+sweptWithinSlack, "the dead server's Pod to go", func() bool {
 		return len(podsNamed(t, cs, prefix)) == 0
 	})
+	// The same sweep deletes its Lease, known dead by the lock file.
+	waitUntil(t, 10*time.Second, "the dead server's Lease to go", func() bool { return !leaseExists(t, cs, deadID) })
 }
 
 // TestKubernetesEngineOverHTTP serves streamable HTTP with the default

@@ -44,7 +44,7 @@ func (k *keptFakeEngine) HoldKept(_ context.Context, ask engine.KeptAsk) (*engin
 }
 
 func (k *keptFakeEngine) ListKept(context.Context) ([]engine.KeptRecord, error) { return nil, nil }
-func (k *keptFakeEngine) RemoveKept(context.Context, string) error             { return nil }
+func (k *keptFakeEngine) RemoveKept(context.Context, string) error              { return nil }
 
 // A kept workspace of an engine that keeps them (the Kubernetes engine's
 // PersistentVolumeClaim and Lease) is held from the engine, mounted as

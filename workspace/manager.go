@@ -70,6 +70,12 @@ type Manager struct {
 
 	stopReaper context.CancelFunc
 	reaperDone chan struct{}
+
+	// liveness is this instance's liveness in the engine's service, when
+	// the engine holds instances' liveness; sweeperDone is closed when its
+	// periodic sweep (sweepPeriodically) ends, nil without one.
+	liveness    *livenessHold
+	sweeperDone chan struct{}
 }
 
 // NewManager checks cfg, takes this instance's lock under the cache
@@ -154,6 +160,11 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 		}
 	}
 	go m.reapIdle(ctx)
+	m.liveness = newLivenessHold(eng, inst, log)
+	if m.liveness.of != nil {
+		m.sweeperDone = make(chan struct{})
+		go m.sweepPeriodically(ctx)
+	}
 	if cfg.Warm > 0 {
 		m.pool = newWarmPool(m, cfg.Warm)
 	}
@@ -414,6 +425,9 @@ func (m *Manager) Close(ctx context.Context) error {
 
 	m.stopReaper()
 	<-m.reaperDone
+	if m.sweeperDone != nil {
+		<-m.sweeperDone
+	}
 	m.images.Close() // each build removes its setup container as it ends
 	var wg sync.WaitGroup
 	if m.pool != nil {
@@ -426,7 +440,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.ending.Wait() // each bounded by its caller's context
 	m.finishLeftovers(ctx)
 	kept := keptForExport(m.cfg.CacheDir, m.inst.dir)
-	err := m.inst.release(!m.cfg.KeepSessionDirs && len(kept) == 0)
+	err := errors.Join(m.liveness.release(ctx), m.inst.release(!m.cfg.KeepSessionDirs && len(kept) == 0))
 	kept = append(kept, handedOverKept(m.cfg.CacheDir)...)
 	if len(kept) > 0 {
 		err = errors.Join(err, fmt.Errorf("%w: %s", ErrChangesKept, strings.Join(kept, "; ")))

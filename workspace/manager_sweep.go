@@ -16,6 +16,10 @@ import (
 // calls it in the background as it starts; an error is also the first
 // call's, which reports it.
 func (m *Manager) Prepare(ctx context.Context) error {
+	// Before anything the engine makes: its probe containers too.
+	if err := m.liveness.ensure(ctx, m.inst.id); err != nil {
+		return err
+	}
 	host, err := m.eng.SettledHost(ctx)
 	if err != nil {
 		return err
@@ -34,7 +38,11 @@ func (m *Manager) Prepare(ctx context.Context) error {
 
 // SweepOrphans removes the containers, and the session directories under
 // this cache directory, of wink-mcp instances that are no longer running. It
-// returns how many containers it removed.
+// returns how many containers it removed. With an engine that holds
+// instances' liveness (engine.InstanceLiveness), an instance is dead when
+// the engine says so, whatever host made its containers, and what it left
+// of its liveness is deleted too; else when its lock file on this host is
+// not held.
 func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
 	found, err := m.eng.List(ctx, LabelManaged)
 	if err != nil {
@@ -42,8 +50,9 @@ func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
 	}
 	removed := 0
 	var errs []error
+	orphan, deadByLock := m.liveness.orphanRule(ctx)
 	for _, c := range found {
-		if !isOrphan(c.Labels, m.inst, probeLock) {
+		if !orphan(c.Labels) {
 			continue
 		}
 		start := time.Now()
@@ -54,6 +63,9 @@ func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
 		removed++
 		m.log.Info("workspace "+EventOrphanRemoved, "event", EventOrphanRemoved, "container", c.Name,
 			"session", c.Labels[LabelSession], "instance", c.Labels[LabelInstance], "duration_ms", time.Since(start).Milliseconds())
+	}
+	if err := m.liveness.forgetDeadInstances(ctx, deadByLock); err != nil {
+		errs = append(errs, err)
 	}
 	if err := m.handedOverDisk.sweep(ctx); err != nil {
 		errs = append(errs, err)

@@ -175,6 +175,9 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 			return nil, err
 		}
 	}
+	if err := m.liveness.ensure(ctx, m.inst.id); err != nil {
+		return nil, err
+	}
 	// From here a failure removes whatever Podman made: a create request
 	// cancelled in flight may still have made the container.
 	s.created = true

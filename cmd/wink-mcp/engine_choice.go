@@ -128,7 +128,8 @@ func resolveEngine(w *workspace.Config, opts serveOptions) error {
 func newEngine(w workspace.Config, opts serveOptions, log *slog.Logger) (engine.Engine, error) {
 	if o := opts.engine; o.name == engineKubernetes {
 		return kubernetes.New(kubernetes.Options{Kubeconfig: o.kubeconfig, Namespace: o.namespace, AgentImage: o.agentImage,
-			RuntimeClass: o.runtimeClass, Claims: o.workspaceVolume == volumeClaim, StorageClass: o.storageClass, ManagedLabel: workspace.LabelManaged, AllowUnenforcedNetworkPolicy: o.allowUnenforcedNetworkPolicy,
+			RuntimeClass: o.runtimeClass, Claims: o.workspaceVolume == volumeClaim, StorageClass: o.storageClass,
+			ManagedLabel: workspace.LabelManaged, InstanceLabel: workspace.LabelInstance, AllowUnenforcedNetworkPolicy: o.allowUnenforcedNetworkPolicy,
 			APITimeout: w.APITimeout, StartTimeout: kubernetesStartTimeout}, log), nil
 	}
 	return newPodmanEngine(w, opts.service, log)

@@ -54,6 +54,9 @@ type Options struct {
 	// ManagedLabel is the label (set to "true") every workspace Pod carries:
 	// the deny-all NetworkPolicy selects the Pods with it.
 	ManagedLabel string
+	// InstanceLabel is the label whose value is the ID of the server
+	// instance that owns a Pod; the probe Pods and Leases carry it too.
+	InstanceLabel string
 	// AllowUnenforcedNetworkPolicy lets workspaces be made where the
 	// cluster does not enforce the deny-all NetworkPolicy (AllowFlag).
 	AllowUnenforcedNetworkPolicy bool
@@ -73,9 +76,15 @@ type Engine struct {
 	prepMu  sync.Mutex
 	network *engine.NetworkPolicy
 
+	// leases judges other instances' Leases.
+	leases leaseClock
+
 	mu     sync.Mutex
 	client k8s.Interface
 	config *rest.Config // nil for a client made without one (tests): no exec
+	// instance is the server instance whose Lease the engine holds
+	// (HoldInstance); "" before it holds one.
+	instance string
 }
 
 // New returns an Engine for the cluster opts name; it connects on first use.

@@ -179,9 +179,9 @@ func TestNetworkDeletesLeftoverProbes(t *testing.T) {
 	t.Parallel()
 	var commands [][]string
 	client := probingClient(ProbeBlocked, &commands)
-	old := probePod(probePrefix+"old", "10.0.0.1:6443", testOptions)
+	old := probePod(probePrefix+"old", "10.0.0.1:6443", "", testOptions)
 	old.CreationTimestamp = metav1.NewTime(metav1.Now().Add(-2 * probeDeadline))
-	young := probePod(probePrefix+"young", "10.0.0.1:6443", testOptions)
+	young := probePod(probePrefix+"young", "10.0.0.1:6443", "", testOptions)
 	young.CreationTimestamp = metav1.Now()
 	for _, p := range []*corev1.Pod{old, young} {
 		if err := client.Tracker().Add(p); err != nil {

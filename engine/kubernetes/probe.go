@@ -166,7 +166,10 @@ func probeTarget(ctx context.Context, client k8s.Interface) (string, error) {
 func (e *Engine) probe(ctx context.Context, client k8s.Interface, target string) (connected bool, err error) {
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
-	pod := probePod(probePrefix+hex.EncodeToString(suffix), target, e.opts)
+	e.mu.Lock()
+	instance := e.instance
+	e.mu.Unlock()
+	pod := probePod(probePrefix+hex.EncodeToString(suffix), target, instance, e.opts)
 	pods := client.CoreV1().Pods(e.opts.Namespace)
 	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return false, fmt.Errorf("creating probe Pod %s: %w", pod.Name, err)
@@ -218,10 +221,16 @@ var probeResources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(
 
 // probePod returns the probe Pod: the workspace Pods' managed label (so the
 // deny-all policy selects it), hardened as they are, from the agent image.
-func probePod(name, target string, opts Options) *corev1.Pod {
+// With the instance whose Lease the engine holds, it carries the instance
+// label too, so that the orphan sweep deletes it, as it does the
+// instance's workspace Pods, once the Lease expires.
+func probePod(name, target, instance string, opts Options) *corev1.Pod {
+	labels := map[string]string{opts.ManagedLabel: "true", probeLabel: "true"}
+	if instance != "" && opts.InstanceLabel != "" {
+		labels[opts.InstanceLabel] = instance
+	}
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: opts.Namespace,
-			Labels: map[string]string{opts.ManagedLabel: "true", probeLabel: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: opts.Namespace, Labels: labels},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			ActiveDeadlineSeconds:         ptr.To(int64(probeDeadline / time.Second)),
@@ -257,7 +266,8 @@ func runtimeClass(opts Options) *string {
 }
 
 // sweepProbes deletes the probe Pods older than probeDeadline: those of a
-// server that ended before it could delete its own.
+// server that ended before it could delete its own, and doctor's, which
+// hold no Lease for the orphan sweep to judge them by.
 func (e *Engine) sweepProbes(ctx context.Context, client k8s.Interface) {
 	pods, err := client.CoreV1().Pods(e.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: probeLabel + "=true"})
 	if err != nil {
