@@ -38,6 +38,7 @@ stop_daemon containerd
 findmnt -rn -o TARGET | awk -v dir="$CLUSTER_DIR/" 'index($0, dir) == 1' | sort -r | while read -r mount; do
 	umount "$mount"
 done
+stop_daemon docker-registry
 stop_daemon kube-apiserver
 stop_daemon etcd
 restore_sysctls

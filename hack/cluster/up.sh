@@ -5,7 +5,8 @@
 # certificates, starts etcd, the API server, the controller manager, the
 # scheduler, a containerd of the node's own and the kubelet as background
 # daemons, imports the images, waits for the node to be Ready, and starts
-# the local-path provisioner with its StorageClass (local_path.sh). It is
+# the local-path provisioner with its StorageClass (local_path.sh) and the
+# image registry the node pulls profile images from (registry.sh). It is
 # idempotent: with everything up it checks and returns in seconds; daemons
 # that died, or a reboot, get started again.
 set -euo pipefail
@@ -14,6 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/daemons.sh"
 . "$here/certs.sh"
 . "$here/local_path.sh"
+. "$here/registry.sh"
 
 [ "$(id -u)" -eq 0 ] || die "run as root: the node runs containers and sets up a bridge"
 
@@ -36,6 +38,8 @@ install_packages() {
 	# The reverse proxy of the replicas' test (TestKubernetesReplicas); the
 	# package starts no daemon here (no init system), the test runs its own.
 	command -v haproxy >/dev/null || missing+=(haproxy)
+	# The registry of the profile images (registry.sh); it too runs as our daemon.
+	[ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
 	[ ${#missing[@]} -eq 0 ] && return
 	log "installing ${missing[*]}"
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq
@@ -99,6 +103,10 @@ write_configs() {
 		      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
 		        SystemdCgroup = false
 		        Root = "$CONTAINERD_RUN/runc"
+		  # The registries' hosts.toml (registry.sh): under this node's
+		  # configuration, never the host's /etc/containerd.
+		  [plugins."io.containerd.grpc.v1.cri".registry]
+		    config_path = "$CONTAINERD_CERTS_D"
 		  [plugins."io.containerd.grpc.v1.cri".cni]
 		    bin_dir = "/usr/lib/cni"
 		    conf_dir = "$CNI_CONF_DIR"
@@ -259,6 +267,8 @@ chmod 0700 "$CLUSTER_DIR"
 make_pki
 setup_bridge
 write_configs
+write_registry_configs
+start_registry
 start_etcd
 start_apiserver
 start_controllers
