@@ -81,7 +81,7 @@ func resolveEngine(w *workspace.Config, opts serveOptions) error {
 			"--kubernetes-agent-image": o.agentImage != "", "--kubernetes-runtime-class": o.runtimeClass != "",
 			"--kubernetes-workspace-volume": o.workspaceVolume != volumeEmptyDir, "--kubernetes-storage-class": o.storageClass != "",
 			"--kubernetes-profile-repository": o.profileRepository != "",
-			kubernetes.AllowFlag: o.allowUnenforcedNetworkPolicy} {
+			kubernetes.AllowFlag:              o.allowUnenforcedNetworkPolicy} {
 			if set {
 				return fmt.Errorf("%s is a setting of --engine kubernetes, and the engine is podman; drop it or pass --engine kubernetes", flag)
 			}
