@@ -164,6 +164,23 @@ const imageKeyFormat = 2
 // the setup commands, the environment and the setup's egress patterns
 // (${NAME} expanded in each), encoded without ambiguity.
 func (p *Profile) ImageKey(baseID string) string {
+	return p.inputsKey(p.FileID, baseID)
+}
+
+// PushTag is the tag of p's image in a registry (`wink-mcp profiles
+// build --push`), which a server that cannot inspect the base image (the
+// Kubernetes engine's) derives alike: the profile's name and the hash of
+// the inputs of ImageKey with the base image's reference as configured
+// (bases, the profile's image else the server's choices) in place of its
+// ID, and without the file's identity, so that the same profiles file
+// read from another path, on another machine, gives the same tag.
+func (p *Profile) PushTag(bases []string) string {
+	return p.Name + "-" + p.inputsKey("", "ref:"+strings.Join(bases, " "))[:32]
+}
+
+// inputsKey is the hash of ImageKey, of the file's identity file and the
+// base base.
+func (p *Profile) inputsKey(file, base string) string {
 	env := make([][2]string, 0, len(p.Env))
 	for k, v := range p.Env {
 		env = append(env, [2]string{k, v})
@@ -177,7 +194,7 @@ func (p *Profile) ImageKey(baseID string) string {
 		Setup  []string    `json:"setup"`
 		Env    [][2]string `json:"env"`
 		Egress []string    `json:"egress"`
-	}{imageKeyFormat, p.FileID, p.Name, baseID, p.Setup, env, p.Egress.Setup})
+	}{imageKeyFormat, file, p.Name, base, p.Setup, env, p.Egress.Setup})
 	sum := sha256.Sum256(inputs)
 	return hex.EncodeToString(sum[:])
 }

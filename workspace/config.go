@@ -117,6 +117,11 @@ type Config struct {
 	// builds it from the flags, which name its service. NewManager
 	// refuses a Config without one; NewService needs one.
 	Engine engine.Engine
+	// PushedProfileRepository, when set, is the registry repository the
+	// profiles' images were pushed to (`wink-mcp profiles build --push`),
+	// for an engine that cannot build them (Kubernetes): a profile with
+	// setup commands then runs its pushed image, and its setup never runs.
+	PushedProfileRepository string
 	// FilesOnEngineHost is for an engine whose host does not share this
 	// machine's files (Podman over ssh://, a podman machine VM): each
 	// session's /workspace is a volume on the engine's host, the agent is

@@ -140,7 +140,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 			image, err := eng.EnsureImage(ctx, cfg.ImageChoices())
 			return image, withImageRemedy(err)
 		},
-		Setup: m.setup, Session: m.sessionImage,
+		Setup: m.setup, Session: m.sessionImage, PushedRepository: cfg.PushedProfileRepository,
 	})
 	m.closing = make(chan struct{})
 	if cfg.EgressOn() {

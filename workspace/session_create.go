@@ -201,7 +201,7 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 		"nproc", spec.NprocLimit, "network", "none", "cap_drop", "ALL", "no_new_privileges", true, "keep_id", keepID, "mounts", len(spec.Mounts),
 		"unenforced_limits", s.unenforced)
 	if err := m.eng.Start(ctx, s.name); err != nil {
-		return fail(err)
+		return fail(m.images.ExplainUnpushed(s.profile, err))
 	}
 	times.Done("start")
 	s.startedAt = time.Now()

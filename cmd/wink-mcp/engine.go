@@ -3,6 +3,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/wink-mcp/wink-mcp/engine"
@@ -16,4 +18,14 @@ func newPodmanEngine(w workspace.Config, s podmanService, log *slog.Logger) (eng
 	return podman.New(podman.Options{URL: s.url, Identity: s.identity, Machine: s.machine,
 		TLSCert: s.tlsCert, TLSKey: s.tlsKey, TLSCA: s.tlsCA,
 		CacheDir: w.CacheDir, APITimeout: w.APITimeout, PullTimeout: w.PullTimeout}, log), nil
+}
+
+// pushImage pushes image to dest with the Podman engine eng (only it
+// builds profile images) and returns the pushed manifest's digest.
+func pushImage(ctx context.Context, eng engine.Engine, image, dest string, o pushOptions) (string, error) {
+	pe, ok := eng.(*podman.Engine)
+	if !ok {
+		return "", errors.New("--push needs the Podman engine, which built the image; drop --engine")
+	}
+	return pe.Push(ctx, image, dest, podman.PushOptions{SkipTLSVerify: !o.tlsVerify, Authfile: o.authfile})
 }

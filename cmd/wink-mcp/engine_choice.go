@@ -48,6 +48,9 @@ type engineOptions struct {
 	// or volumeClaim.
 	workspaceVolume string
 	storageClass    string
+	// profileRepository is the registry repository the profiles' images
+	// were pushed to (`wink-mcp profiles build --push`).
+	profileRepository string
 	// allowUnenforcedNetworkPolicy is kubernetes.AllowFlag.
 	allowUnenforcedNetworkPolicy bool
 }
@@ -62,6 +65,8 @@ func bindEngineFlags(b *binder, o *engineOptions) {
 	b.str(&o.workspaceVolume, "kubernetes-workspace-volume", "what each session's /workspace is on with --engine kubernetes: emptydir (gone with its Pod) or claim "+
 		"(a PersistentVolumeClaim of --disk-limit, deleted at session end; the cluster needs a StorageClass)", "WINK_KUBERNETES_WORKSPACE_VOLUME")
 	b.str(&o.storageClass, "kubernetes-storage-class", "StorageClass of the workspaces' PersistentVolumeClaims (--engine kubernetes; default: the cluster's default StorageClass)", "WINK_KUBERNETES_STORAGE_CLASS")
+	b.str(&o.profileRepository, "kubernetes-profile-repository", "registry repository the images of the profiles with setup commands were pushed to by `wink-mcp profiles build --push REPOSITORY`; "+
+		"their Pods run REPOSITORY:<the profile's content hash> (--engine kubernetes; required for such profiles)", "WINK_KUBERNETES_PROFILE_REPOSITORY")
 	b.boolean(&o.allowUnenforcedNetworkPolicy, strings.TrimPrefix(kubernetes.AllowFlag, "--"), "make workspace Pods even where the cluster does not enforce their deny-all NetworkPolicy, so that they reach the cluster's network (--engine kubernetes); everything else stays enforced", "WINK_ALLOW_UNENFORCED_NETWORK_POLICY")
 }
 
@@ -75,7 +80,8 @@ func resolveEngine(w *workspace.Config, opts serveOptions) error {
 		for flag, set := range map[string]bool{"--kubeconfig": o.kubeconfig != "", "--namespace": o.namespace != defaultNamespace,
 			"--kubernetes-agent-image": o.agentImage != "", "--kubernetes-runtime-class": o.runtimeClass != "",
 			"--kubernetes-workspace-volume": o.workspaceVolume != volumeEmptyDir, "--kubernetes-storage-class": o.storageClass != "",
-			kubernetes.AllowFlag: o.allowUnenforcedNetworkPolicy} {
+			"--kubernetes-profile-repository": o.profileRepository != "",
+			kubernetes.AllowFlag:              o.allowUnenforcedNetworkPolicy} {
 			if set {
 				return fmt.Errorf("%s is a setting of --engine kubernetes, and the engine is podman; drop it or pass --engine kubernetes", flag)
 			}
@@ -114,8 +120,19 @@ func resolveEngine(w *workspace.Config, opts serveOptions) error {
 	refuse(w.KeepSessionDirs, "--keep-session-dirs")
 	refuse(opts.filesOnHost != "auto", "--files-on-podman-host (a Pod's files are always on its node)")
 	refuse(opts.service.urlFlag || opts.service.connectionFlag, "--podman-url or --podman-connection")
+	if o.profileRepository != "" {
+		if err := checkRepository("--kubernetes-profile-repository", o.profileRepository); err != nil {
+			errs = append(errs, err)
+		}
+		w.PushedProfileRepository = o.profileRepository
+	}
 	for _, p := range w.Profiles.All() {
-		refuse(len(p.Setup) > 0, fmt.Sprintf("--profiles with setup commands (profile %q)", p.Name))
+		if len(p.Setup) > 0 && o.profileRepository == "" {
+			// A setup container never runs on the cluster: Podman builds the image.
+			errs = append(errs, fmt.Errorf("profile %q has setup commands, which --engine kubernetes does not run: "+
+				"build and push its image with `wink-mcp profiles build --push REPOSITORY --profiles FILE` on a machine with Podman, "+
+				"then pass --kubernetes-profile-repository REPOSITORY", p.Name))
+		}
 	}
 	w.FilesOnEngineHost = true
 	return errors.Join(errs...)

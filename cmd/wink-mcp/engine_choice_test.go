@@ -42,7 +42,11 @@ func TestKubernetesEngineRefusesAtStartUp(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"setup commands", append(kubeArgs, "--profiles", profiles), `--profiles with setup commands (profile "tools") is not available`},
+		{"setup commands", append(kubeArgs, "--profiles", profiles), `profile "tools" has setup commands, which --engine kubernetes does not run: ` +
+			"build and push its image with `wink-mcp profiles build --push REPOSITORY"},
+		{"repository with a tag", append(kubeArgs, "--profiles", profiles, "--kubernetes-profile-repository", "localhost:5000/p:1"), "--kubernetes-profile-repository \"localhost:5000/p:1\": give the repository without a tag"},
+		{"repository without a host", append(kubeArgs, "--kubernetes-profile-repository", "profiles"), "give the registry's host too"},
+		{"profile repository with podman", []string{"--kubernetes-profile-repository", "localhost:5000/p"}, "--kubernetes-profile-repository is a setting of --engine kubernetes"},
 		{"unknown engine", []string{"--engine", "docker"}, `--engine "docker": want podman or kubernetes`},
 		{"no agent image", []string{"--engine", "kubernetes"}, "--kubernetes-agent-image is required"},
 		{"bad namespace", append(kubeArgs, "--namespace", "Wink_1"), `--namespace "Wink_1"`},
@@ -112,5 +116,24 @@ func TestInstallAgentCopiesThisBinary(t *testing.T) {
 	}
 	if code := run([]string{"install-agent"}, strings.NewReader(""), io.Discard, io.Discard); code != 2 {
 		t.Errorf("install-agent without a file exited %d, want 2", code)
+	}
+}
+
+// TestKubernetesEngineRunsPushedProfiles checks that a profile with setup
+// commands is accepted with --kubernetes-profile-repository, which the
+// workspace's configuration then carries.
+func TestKubernetesEngineRunsPushedProfiles(t *testing.T) {
+	t.Parallel()
+	profiles := t.TempDir() + "/profiles.yaml"
+	if err := os.WriteFile(profiles, []byte("profiles:\n  tools:\n    setup: ['apt-get install -y jq']\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append(kubeArgs, "--profiles", profiles, "--kubernetes-profile-repository", "registry.example:5000/wink-profiles")
+	cfg, _, err := parseServeFlags(args, env(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Workspace.PushedProfileRepository; got != "registry.example:5000/wink-profiles" {
+		t.Errorf("PushedProfileRepository = %q", got)
 	}
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 
@@ -16,4 +17,9 @@ import (
 func newPodmanEngine(workspace.Config, podmanService, *slog.Logger) (engine.Engine, error) {
 	return nil, errors.New("this wink-mcp was built without a container engine: the Podman engine needs the build tags " +
 		"of the Makefile; build it with `make build`, or see the README's install command")
+}
+
+// pushImage says this build has no Podman engine to push with.
+func pushImage(context.Context, engine.Engine, string, string, pushOptions) (string, error) {
+	return "", errors.New("this wink-mcp was built without a container engine, so it cannot push; build it with `make build`")
 }

@@ -24,7 +24,7 @@ const profilesUsage = "usage: wink-mcp profiles list [flags]\n" +
 	"list shows each profile of --profiles FILE (WINK_PROFILES), its image and whether it is built;\n" +
 	"build runs the setup of the named profiles (default: all) unless their image is built;\n" +
 	"prune removes the images of the file's profiles that no profile of it uses now (other files' stay);\n" +
-	"schema prints the file's JSON Schema, for editors. The flags are serve's (see wink-mcp -h).\n"
+	"schema prints the file's JSON Schema, for editors. The flags are serve's (see wink-mcp -h).\n" + pushFlagsUsage
 
 // runProfiles lists and builds the profiles' images, or prints the
 // profiles file's schema. It exits 2 on bad usage, 1 when a build fails.
@@ -52,9 +52,22 @@ func runProfiles(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "wink-mcp profiles: unknown command %q\n%s", strings.Join(args, " "), profilesUsage)
 		return 2
 	}
-	cfg, _, code, ok := configure("wink-mcp profiles "+cmd, rest, stderr, nil)
+	push, rest, err := takePushFlags(rest)
+	if err == nil && push.repository != "" && cmd != "build" {
+		err = fmt.Errorf("--push goes with profiles build")
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "wink-mcp profiles %s: %v\n%s", cmd, err, profilesUsage)
+		return 2
+	}
+	cfg, opts, code, ok := configure("wink-mcp profiles "+cmd, rest, stderr, nil)
 	if !ok {
 		return code
+	}
+	if opts.engine.name != enginePodman && cmd != "list" {
+		fmt.Fprintf(stderr, "wink-mcp profiles %s: profile images are built with Podman, not on the cluster: drop --engine %s; "+
+			"--push REPOSITORY sends them to a registry the cluster pulls from\n", cmd, opts.engine.name)
+		return 2
 	}
 	if cfg.Workspace.Profiles == nil {
 		fmt.Fprintf(stderr, "wink-mcp profiles %s: no profiles file: pass --profiles FILE or set WINK_PROFILES\n", cmd)
@@ -112,6 +125,14 @@ func runProfiles(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%s: built %s in %.1f s\n", name, image, time.Since(start).Seconds())
 		default:
 			fmt.Fprintf(stdout, "%s: %s is up to date\n", name, image)
+		}
+		if p, _ := cfg.Workspace.Profiles.Get(name); err == nil && push.repository != "" && len(p.Setup) == 0 { // Get: checked above
+			fmt.Fprintf(stdout, "%s: not pushed: without setup commands its sessions run its image as named\n", name)
+		} else if err == nil && push.repository != "" {
+			if err := pushProfile(ctx, cfg.Workspace.Engine, stdout, p, image, cfg.Workspace.ImageChoices(), push); err != nil {
+				fmt.Fprintf(stderr, "wink-mcp profiles build: %s: %v\n", name, err)
+				failed++
+			}
 		}
 	}
 	if failed > 0 {

@@ -58,3 +58,8 @@ ETCD_PEER_PORT=2380
 # imported from Podman's storage (built by `make setup`).
 PAUSE_IMAGE=localhost/wink-pause:$K8S_VERSION
 CLUSTER_IMAGES=${CLUSTER_IMAGES:-localhost/wink-workspace:bookworm}
+
+# The registry the profile images are pushed to and the node pulls from
+# (registry.sh): localhost only, TLS from the cluster's CA.
+REGISTRY_PORT=${REGISTRY_PORT:-5000}
+REGISTRY=localhost:$REGISTRY_PORT

@@ -39,6 +39,7 @@ stop_daemon containerd
 findmnt -rn -o TARGET | awk -v dir="$CLUSTER_DIR/" 'index($0, dir) == 1' | sort -r | while read -r mount; do
 	umount "$mount"
 done
+stop_daemon docker-registry
 stop_daemon kube-router
 remove_enforcer_rules
 stop_daemon kube-apiserver

@@ -6,7 +6,8 @@
 # scheduler, a containerd of the node's own, the kubelet and kube-router's
 # NetworkPolicy firewall as background daemons, imports the images, waits
 # for the node to be Ready, and starts the local-path provisioner with its
-# StorageClass (local_path.sh). It is
+# StorageClass (local_path.sh) and the image registry the node pulls
+# profile images from (registry.sh). It is
 # idempotent: with everything up it checks and returns in seconds; daemons
 # that died, or a reboot, get started again.
 set -euo pipefail
@@ -15,6 +16,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/daemons.sh"
 . "$here/certs.sh"
 . "$here/local_path.sh"
+. "$here/registry.sh"
 
 [ "$(id -u)" -eq 0 ] || die "run as root: the node runs containers and sets up a bridge"
 
@@ -41,6 +43,8 @@ install_packages() {
 	# Podman's netavark) and ipset.
 	command -v iptables >/dev/null || missing+=(iptables)
 	command -v ipset >/dev/null || missing+=(ipset)
+	# The registry of the profile images (registry.sh); it too runs as our daemon.
+	[ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
 	[ ${#missing[@]} -eq 0 ] && return
 	log "installing ${missing[*]}"
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq
@@ -104,6 +108,10 @@ write_configs() {
 		      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
 		        SystemdCgroup = false
 		        Root = "$CONTAINERD_RUN/runc"
+		  # The registries' hosts.toml (registry.sh): under this node's
+		  # configuration, never the host's /etc/containerd.
+		  [plugins."io.containerd.grpc.v1.cri".registry]
+		    config_path = "$CONTAINERD_CERTS_D"
 		  [plugins."io.containerd.grpc.v1.cri".cni]
 		    bin_dir = "/usr/lib/cni"
 		    conf_dir = "$CNI_CONF_DIR"
@@ -311,6 +319,8 @@ chmod 0700 "$CLUSTER_DIR"
 make_pki
 setup_bridge
 write_configs
+write_registry_configs
+start_registry
 start_etcd
 start_apiserver
 start_controllers

@@ -1,8 +1,9 @@
 // Package images keeps the images sessions start from: the profile
 // images a profile's setup builds (their names, labels, look-up and
 // pruning), the builds in progress in this process (Builds), and the
-// images this process last found for each profile (Known), and what a
-// setup's egress proxy refused (SetupRefusals). A Room holds a server's
+// images this process last found for each profile (Known), what a
+// setup's egress proxy refused (SetupRefusals), and the references of the
+// images pushed to a registry for an engine that cannot build (Pushed). A Room holds a server's
 // builds and known images, builds a profile's image under a lock across
 // processes, and says which image a session runs or will run. It reaches
 // the engine and the sessions only through what it is given (Deps),

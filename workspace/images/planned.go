@@ -118,6 +118,10 @@ func (r *Room) planned(ctx context.Context, p *profiles.Profile) PlannedImage {
 	const onFirstUse = "when the first command needs it"
 	eng := r.deps.Engine
 	out := PlannedImage{Profile: profileName(p)}
+	if image, ok := r.pushed(p); ok {
+		out.Image, out.Pending = image, "pulled from the registry "+onFirstUse
+		return out
+	}
 	base, baseID, known := presentImage(ctx, eng, baseChoices(r.deps.ImageChoices, p))
 	out.Image = base
 	switch {
@@ -162,6 +166,10 @@ func (r *Room) KnownSessionImage(id string) PlannedImage {
 // builds from, saying which choice comes next when the engine lacks it.
 func (r *Room) knownImage(p *profiles.Profile) PlannedImage {
 	out := PlannedImage{Profile: profileName(p)}
+	if image, ok := r.pushed(p); ok {
+		out.Image = image
+		return out
+	}
 	if image, ok := r.known.Get(out.Profile); ok {
 		out.Image = image
 		return out

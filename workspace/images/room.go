@@ -58,6 +58,11 @@ type Deps struct {
 	// it as image, labelled with key and baseID, setting b's status as it
 	// goes; no image is left of a failure.
 	Setup func(ctx context.Context, p *profiles.Profile, base, baseID, key, image string, b *Build) error
+	// PushedRepository, when set, is the registry repository the
+	// profiles' images were pushed to (`wink-mcp profiles build --push`):
+	// a profile with setup commands then runs its pushed image (Pushed),
+	// which its engine pulls, and no setup ever runs in this process.
+	PushedRepository string
 	// Session is the image the container of the session id runs ("" when
 	// it has none, or none is made) and its profile; it must not wait for
 	// the making of a container.
@@ -111,6 +116,9 @@ func (r *Room) Image(ctx context.Context, p *profiles.Profile, progress func(wir
 	if p == nil {
 		image, err := r.ServerImage(ctx)
 		return image, false, err
+	}
+	if image, ok := r.pushed(p); ok {
+		return image, false, nil
 	}
 	base, err := r.base(ctx, p)
 	if err != nil || len(p.Setup) == 0 {
