@@ -41,6 +41,8 @@ type doctor struct {
 	// network is what the engine found of the policy that cuts off a
 	// Pod's network (engine.Service.Pods); nil otherwise.
 	network *engine.NetworkPolicy
+	// oauthIssuer is the authorization server to check; "": none.
+	oauthIssuer string
 }
 
 type check struct {
@@ -49,7 +51,7 @@ type check struct {
 }
 
 func (d *doctor) checks() []check {
-	return []check{
+	checks := []check{
 		{"agent binary", d.agentBinary},
 		{"cache dir", d.cacheDir},
 		{"disk limit", d.diskLimit},
@@ -67,6 +69,10 @@ func (d *doctor) checks() []check {
 		{"processes", d.processes},
 		{"container", d.container},
 	}
+	if d.oauthIssuer != "" {
+		checks = append(checks, check{"oauth", d.oauthIssuerCheck})
+	}
+	return checks
 }
 
 func (d *doctor) agentBinary(context.Context) Result {

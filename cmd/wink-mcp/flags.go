@@ -175,6 +175,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	}
 	switch opts.transport {
 	case server.TransportStdio:
+		if h.OAuth.Issuer != "" {
+			return cfg, opts, errors.New("--oauth-issuer protects the HTTP transports: pass --transport http (or sse) with it")
+		}
 		if h.MaxBodyBytes < 64<<10 {
 			return cfg, opts, fmt.Errorf("max body %d must be at least 64 KiB", h.MaxBodyBytes)
 		}
