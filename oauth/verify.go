@@ -16,7 +16,7 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultLeeway     = 30 * time.Second
+	DefaultLeeway     = 5 * time.Second
 	DefaultMinRefresh = 10 * time.Second
 	DefaultMaxKeyAge  = time.Hour
 )
