@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -38,10 +39,13 @@ func (k *keySet) lookup(ctx context.Context, kid string) ([]jose.JSONWebKey, err
 		return found, nil
 	}
 	if time.Since(k.attempted) < k.minRefresh {
-		if len(found) > 0 {
+		switch {
+		case len(found) > 0:
 			return found, nil
+		case k.fetched.IsZero():
+			return nil, fmt.Errorf("the keys of issuer %s could not be fetched a moment ago", k.issuer)
 		}
-		return nil, fmt.Errorf("the issuer's keys have no key %q (fetched %s ago)", kid, time.Since(k.fetched).Round(time.Second))
+		return nil, fmt.Errorf("%w %q (fetched %s ago)", errUnknownKey, kid, time.Since(k.fetched).Round(time.Second))
 	}
 	if err := k.refresh(ctx); err != nil {
 		if len(found) > 0 {
@@ -50,10 +54,13 @@ func (k *keySet) lookup(ctx context.Context, kid string) ([]jose.JSONWebKey, err
 		return nil, err
 	}
 	if found = k.match(kid); len(found) == 0 {
-		return nil, fmt.Errorf("the issuer's keys have no key %q", kid)
+		return nil, fmt.Errorf("%w %q", errUnknownKey, kid)
 	}
 	return found, nil
 }
+
+// errUnknownKey is a token naming a key the issuer does not publish.
+var errUnknownKey = errors.New("the issuer's keys have no key")
 
 // match returns the held keys with id kid (all of them for "").
 func (k *keySet) match(kid string) []jose.JSONWebKey {

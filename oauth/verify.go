@@ -110,8 +110,8 @@ func (c accessClaims) scopes() []string {
 	return out
 }
 
-// Verify checks token and returns whom it speaks for, or a *Refusal (or
-// another error when the issuer cannot be reached).
+// Verify checks token and returns whom it speaks for, or a *Refusal, or
+// another error when the issuer's metadata or keys cannot be fetched.
 func (v *Verifier) Verify(ctx context.Context, token string) (Identity, error) {
 	invalid := func(format string, args ...any) (Identity, error) {
 		return Identity{}, &Refusal{Code: CodeInvalidToken, Description: fmt.Sprintf(format, args...)}
@@ -124,8 +124,11 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Identity, error) {
 		return invalid("the token must have exactly one signature")
 	}
 	keys, err := v.keys.lookup(ctx, parsed.Headers[0].KeyID)
-	if err != nil {
+	switch {
+	case errors.Is(err, errUnknownKey):
 		return invalid("the signing key is unknown: %v", err)
+	case err != nil:
+		return Identity{}, err // the issuer is unreachable or broken: not the token's fault
 	}
 	var std jwt.Claims
 	var extra accessClaims

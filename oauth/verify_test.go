@@ -184,3 +184,14 @@ func TestDiscoverChecksTheMetadata(t *testing.T) {
 		}
 	}
 }
+
+func TestAnUnreachableIssuerIsNotTheTokensFault(t *testing.T) {
+	is := newIssuer(t)
+	token := is.sign(t, is.claims(), jose.RS256, nil, is.kid)
+	is.srv.Close()
+	_, err := is.verifier().Verify(context.Background(), token)
+	var r *Refusal
+	if err == nil || errors.As(err, &r) || !strings.Contains(err.Error(), "no metadata for issuer") {
+		t.Fatalf("got %v, want an error that is not a refusal", err)
+	}
+}

@@ -115,3 +115,15 @@ func TestOAuthConfigValidation(t *testing.T) {
 		t.Fatalf("OAuth off loopback with an audience and no static token: %v", err)
 	}
 }
+
+func TestGuardInOAuthModeWhenTheIssuerIsDown(t *testing.T) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cfg := HTTPConfig{Addr: "127.0.0.1:8080", MaxSessions: 2, MaxBodyBytes: 1024, OAuth: OAuthConfig{Issuer: "http://127.0.0.1:1"}}
+	g := newGuard(cfg, newSessionStore(), nil, slog.New(slog.DiscardHandler), http.NotFoundHandler())
+	g.oauth = newResourceServer(cfg.OAuth, "127.0.0.1:8080", streamablePath)
+	token := signES256(t, key, map[string]any{"iss": "http://127.0.0.1:1", "sub": "a", "aud": "http://127.0.0.1:8080/mcp", "exp": time.Now().Add(time.Minute).Unix()})
+	w := send(g, "POST", "/mcp", map[string]string{"Authorization": "Bearer " + token}, "{}")
+	if w.Code != 503 || !strings.Contains(w.Body.String(), "issuer cannot be reached") {
+		t.Fatalf("got %d %s, want 503", w.Code, w.Body)
+	}
+}
