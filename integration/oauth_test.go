@@ -168,3 +168,18 @@ func TestOAuthHydraTokensOverSSE(t *testing.T) {
 		t.Fatalf("tools/list over SSE with a Hydra token: %v", err)
 	}
 }
+
+func TestOAuthDoctorChecksTheIssuer(t *testing.T) {
+	idp := startHydra(t)
+	base := []string{"--image", testImage, "--name-prefix", "wd" + randomHex(4), "--podman-url", "unix://" + podmanSocket, "--transport", "http"}
+	out, code := doctor(t, append(base, "--oauth-issuer", idp.issuer)...)
+	// Hydra publishes two keys: its ID tokens' and its access tokens'.
+	want := "issuer " + idp.issuer + ": metadata at " + idp.issuer + "/.well-known/openid-configuration, 2 signing key(s) at " + idp.issuer + "/.well-known/jwks.json"
+	if l := line(out, "oauth"); code != 0 || !strings.HasPrefix(l, "ok ") || !strings.HasSuffix(l, want) {
+		t.Fatalf("exit %d, oauth line %q, want it to end %q:\n%s", code, l, want, out)
+	}
+	out, code = doctor(t, append(base, "--oauth-issuer", idp.issuer+"/not-the-issuer")...)
+	if l := line(out, "oauth"); code != 1 || !strings.HasPrefix(l, "FAIL ") || !strings.Contains(l, "no metadata for issuer") || !strings.Contains(out, "fix: check --oauth-issuer") {
+		t.Fatalf("a wrong issuer: exit %d, oauth line %q:\n%s", code, l, out)
+	}
+}
