@@ -82,7 +82,7 @@ func (h *hydra) register(id string, scope string, audiences ...string) (string, 
 	h.t.Helper()
 	secret := "secret-" + randomHex(16)
 	body, _ := json.Marshal(map[string]any{"client_id": id, "client_secret": secret, "grant_types": []string{"client_credentials"},
-		"scope": scope, "audience": audiences, "token_endpoint_auth_method": "client_secret_post"})
+		"scope": scope, "audience": audiences, "token_endpoint_auth_method": "client_secret_basic"})
 	h.send(http.MethodPost, h.admin+"/admin/clients", string(body), http.StatusCreated)
 	return id, secret
 }
@@ -112,8 +112,11 @@ func (h *hydra) send(method, where, body string, want int) {
 // token gets an access token the normal way: POST /oauth2/token.
 func (h *hydra) token(id, secret, scope, audience string) string {
 	h.t.Helper()
-	resp, err := http.PostForm(h.issuer+"/oauth2/token", url.Values{"grant_type": {"client_credentials"}, "client_id": {id},
-		"client_secret": {secret}, "scope": {scope}, "audience": {audience}})
+	form := url.Values{"grant_type": {"client_credentials"}, "scope": {scope}, "audience": {audience}}
+	req, _ := http.NewRequest(http.MethodPost, h.issuer+"/oauth2/token", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret))
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		h.t.Fatal(err)
 	}

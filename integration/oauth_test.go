@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -181,5 +184,28 @@ func TestOAuthDoctorChecksTheIssuer(t *testing.T) {
 	out, code = doctor(t, append(base, "--oauth-issuer", idp.issuer+"/not-the-issuer")...)
 	if l := line(out, "oauth"); code != 1 || !strings.HasPrefix(l, "FAIL ") || !strings.Contains(l, "no metadata for issuer") || !strings.Contains(out, "fix: check --oauth-issuer") {
 		t.Fatalf("a wrong issuer: exit %d, oauth line %q:\n%s", code, l, out)
+	}
+}
+
+func TestOAuthTypeScriptSDKFindsTheIssuerAndGetsAToken(t *testing.T) {
+	if _, err := os.Stat(filepath.Join("tsclient", "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the TypeScript SDK is not installed (run make setup): %v", err)
+		}
+		t.Skip("the TypeScript SDK is not installed; run make setup")
+	}
+	s := startOAuthServer(t, "http")
+	id, secret := s.idp.register("ts-sdk", "mcp", s.resource)
+	out, err := exec.Command("node", filepath.Join("tsclient", "oauth.mjs"), s.resource, id, secret, s.idp.issuer, "mcp").CombinedOutput()
+	if err != nil {
+		t.Fatalf("the SDK's client: %v\n%s", err, out)
+	}
+	var got struct {
+		Tools         int
+		SessionID     string
+		TokenAudience []string
+	}
+	if err := json.Unmarshal(out, &got); err != nil || got.Tools == 0 || got.SessionID == "" || !slices.Equal(got.TokenAudience, []string{s.resource}) {
+		t.Fatalf("got %+v (%v) from %s", got, err, out)
 	}
 }
