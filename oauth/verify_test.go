@@ -31,7 +31,7 @@ type issuer struct {
 	fetches atomic.Int32
 }
 
-func newIssuer(t *testing.T) *issuer {
+func newIssuer(t testing.TB) *issuer {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -60,7 +60,7 @@ func (is *issuer) claims() map[string]any {
 }
 
 // sign signs claims with key (the issuer's when nil) under kid.
-func (is *issuer) sign(t *testing.T, claims map[string]any, alg jose.SignatureAlgorithm, key any, kid string) string {
+func (is *issuer) sign(t testing.TB, claims map[string]any, alg jose.SignatureAlgorithm, key any, kid string) string {
 	t.Helper()
 	if key == nil {
 		key = is.key
@@ -193,5 +193,22 @@ func TestAnUnreachableIssuerIsNotTheTokensFault(t *testing.T) {
 	var r *Refusal
 	if err == nil || errors.As(err, &r) || !strings.Contains(err.Error(), "no metadata for issuer") {
 		t.Fatalf("got %v, want an error that is not a refusal", err)
+	}
+}
+
+// BenchmarkVerify is the cost a request pays for its token once the keys
+// are held: parse, one RS256 signature, the claims.
+func BenchmarkVerify(b *testing.B) {
+	is := newIssuer(b)
+	v := is.verifier("mcp")
+	token := is.sign(b, is.claims(), jose.RS256, nil, is.kid)
+	if _, err := v.Verify(context.Background(), token); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := v.Verify(context.Background(), token); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
