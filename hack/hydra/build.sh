@@ -17,7 +17,13 @@ if [ -x "$BIN" ]; then
 	log "$BIN present"
 	exit 0
 fi
-command -v cc >/dev/null || { log "error: Hydra's SQLite store needs a C compiler: apt-get install -y gcc"; exit 1; }
+if ! command -v cc >/dev/null; then
+	# Hydra's SQLite store is cgo.
+	log "installing a C compiler"
+	SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q gcc libc6-dev >/dev/null ||
+		{ log "error: Hydra's SQLite store needs a C compiler: apt-get install -y gcc"; exit 1; }
+fi
 start=$(date +%s)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
