@@ -51,7 +51,7 @@ type check struct {
 }
 
 func (d *doctor) checks() []check {
-	checks := []check{
+	return []check{
 		{"agent binary", d.agentBinary},
 		{"cache dir", d.cacheDir},
 		{"disk limit", d.diskLimit},
@@ -69,10 +69,6 @@ func (d *doctor) checks() []check {
 		{"processes", d.processes},
 		{"container", d.container},
 	}
-	if d.oauthIssuer != "" {
-		checks = append(checks, check{"oauth", d.oauthIssuerCheck})
-	}
-	return checks
 }
 
 func (d *doctor) agentBinary(context.Context) Result {

@@ -61,7 +61,7 @@ func run(ctx context.Context, d *doctor, out io.Writer) bool {
 	}
 	fmt.Fprintf(out, "wink-mcp doctor: image %s, %s\n\n", strings.Join(d.cfg.ImageChoices(), " or else "), service)
 	var results []Result
-	for _, c := range d.checks() {
+	for _, c := range append(d.checks(), d.optionalChecks()...) {
 		r := c.run(ctx)
 		r.Name = c.name
 		results = append(results, r)

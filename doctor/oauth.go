@@ -18,6 +18,14 @@ func WithOAuthIssuer(issuer string) Option {
 	return func(d *doctor) { d.oauthIssuer = issuer }
 }
 
+// optionalChecks are the checks of the options Run was given, after the others.
+func (d *doctor) optionalChecks() []check {
+	if d.oauthIssuer == "" {
+		return nil
+	}
+	return []check{{"oauth", d.oauthIssuerCheck}}
+}
+
 // oauthIssuerCheck fetches the issuer's metadata and JWKS, as the server does
 // on the first token, and says what it found.
 func (d *doctor) oauthIssuerCheck(ctx context.Context) Result {
