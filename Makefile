@@ -14,7 +14,7 @@ export CGO_ENABLED := 0
 GO ?= go
 BIN := bin/wink-mcp
 
-.PHONY: setup build image cross dist test unit lint fuzz reliability bench rootless-v2 cluster cluster-down clean
+.PHONY: setup build image cross dist test unit lint fuzz reliability bench rootless-v2 cluster cluster-down hydra clean
 
 setup:
 	./scripts/setup.sh
@@ -53,7 +53,7 @@ dist:
 	done
 	$(MAKE) cross
 
-test: build cross cluster
+test: build cross cluster hydra
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet $(BUILDFLAGS) ./...
 	$(MAKE) lint
@@ -136,3 +136,9 @@ cluster:
 
 cluster-down:
 	./hack/cluster/down.sh
+
+# Ory Hydra, the OAuth 2.1 authorization server the --oauth-issuer tests get
+# real tokens from, built once per version into /var/cache/wink-mcp/hydra
+# (`make setup` builds it too; see docs/oauth.md).
+hydra:
+	./hack/hydra/build.sh

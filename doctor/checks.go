@@ -42,6 +42,8 @@ type doctor struct {
 	// network is what the engine found of the policy that cuts off a
 	// Pod's network (engine.Service.Pods); nil otherwise.
 	network *engine.NetworkPolicy
+	// oauthIssuer is the authorization server to check; "": none.
+	oauthIssuer string
 }
 
 type check struct {

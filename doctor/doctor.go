@@ -46,8 +46,12 @@ type Result struct {
 // Run checks the host against cfg, through the engine cfg.Engine (which
 // must be set), writes one line per check to out, and reports whether
 // wink-mcp is ready to serve.
-func Run(ctx context.Context, cfg workspace.Config, out io.Writer, log *slog.Logger) bool {
-	return run(ctx, &doctor{cfg: cfg, log: log, svc: workspace.NewService(cfg), host: localHost{}}, out)
+func Run(ctx context.Context, cfg workspace.Config, out io.Writer, log *slog.Logger, opts ...Option) bool {
+	d := &doctor{cfg: cfg, log: log, svc: workspace.NewService(cfg), host: localHost{}}
+	for _, o := range opts {
+		o(d)
+	}
+	return run(ctx, d, out)
 }
 
 func run(ctx context.Context, d *doctor, out io.Writer) bool {
@@ -57,7 +61,7 @@ func run(ctx context.Context, d *doctor, out io.Writer) bool {
 	}
 	fmt.Fprintf(out, "wink-mcp doctor: image %s, %s\n\n", strings.Join(d.cfg.ImageChoices(), " or else "), service)
 	var results []Result
-	for _, c := range d.checks() {
+	for _, c := range append(d.checks(), d.optionalChecks()...) {
 		r := c.run(ctx)
 		r.Name = c.name
 		results = append(results, r)

@@ -7,6 +7,8 @@
 #   - starts the Podman REST service when its socket does not answer;
 #   - builds the local workspace images offline when they are missing;
 #   - installs the TypeScript MCP SDK the integration tests drive the server with;
+#   - builds Ory Hydra, the authorization server of the OAuth tests, once per
+#     version (hack/hydra/build.sh);
 #   - makes a plain user with rootless Podman (its own service and images) for
 #     the rootless integration tests;
 #   - makes a second Podman host for the remote tests: a Podman service with
@@ -398,4 +400,5 @@ build_workspace_image
 setup_rootless
 setup_remote_host
 install_test_clients
+"$REPO/hack/hydra/build.sh"
 log "ready"

@@ -47,6 +47,8 @@ type guard struct {
 	// opened, when set, is told the session an opening request made once
 	// the request is over, to end one that did not come to be.
 	opened func(id string)
+	// oauth, when set, authenticates by OAuth access token instead of tokens.
+	oauth *resourceServer
 }
 
 func newGuard(cfg HTTPConfig, store *sessionStore, profiles *profiles.File, log *slog.Logger, next http.Handler) *guard {
@@ -73,12 +75,19 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusForbidden, f.Reason, f.Message)
 		return
 	}
-	principal, ok := g.authenticate(r)
-	if !ok {
+	var principal string
+	var ok bool
+	if g.oauth != nil {
+		if principal, ok = g.oauth.authenticate(w, r, refuse); !ok {
+			return
+		}
+	} else if principal, ok = g.authenticate(r); !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="wink-mcp"`)
 		refuse(http.StatusUnauthorized, "token", "unauthorized: send Authorization: Bearer <token>")
 		return
 	}
+	// The token stops here: nothing past the guard, containers least, sees it.
+	r.Header.Del("Authorization")
 	id := r.Header.Get(mcpserver.HeaderKeySessionID)
 	if id == "" {
 		id = r.URL.Query().Get("sessionId")

@@ -62,6 +62,9 @@ type HTTPConfig struct {
 	DrainTimeout time.Duration
 	// BodyTimeout bounds how long a request body may take to arrive; 0 means DefaultBodyTimeout.
 	BodyTimeout time.Duration
+	// OAuth, when its issuer is set, authenticates clients by OAuth access
+	// token instead of AuthTokens.
+	OAuth OAuthConfig
 }
 
 // DefaultHTTPConfig returns the defaults: loopback only, no token.
@@ -75,9 +78,12 @@ func (c HTTPConfig) Validate() error {
 	if err != nil {
 		return fmt.Errorf("address %q: %w", c.Addr, err)
 	}
-	if !hostguard.IsLoopback(host) && len(c.AuthTokens) == 0 {
+	if err := c.OAuth.validate(c.Addr, len(c.AuthTokens)); err != nil {
+		return err
+	}
+	if !hostguard.IsLoopback(host) && len(c.AuthTokens) == 0 && c.OAuth.Issuer == "" {
 		return fmt.Errorf("refusing to listen on %s without a bearer token: anyone who can reach it could run commands. "+
-			"Set --auth-token-file or WINK_AUTH_TOKEN, or listen on a loopback address such as %s", c.Addr, DefaultAddr)
+			"Set --auth-token-file or WINK_AUTH_TOKEN, or --oauth-issuer, or listen on a loopback address such as %s", c.Addr, DefaultAddr)
 	}
 	for _, t := range c.AuthTokens {
 		if len(t) < 16 {
@@ -109,22 +115,23 @@ func (s *Server) ServeHTTP(ctx context.Context, transport string) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
+	path := streamablePath
+	if transport == TransportSSE {
+		path = ssePath
+	}
 	guard := newGuard(cfg, s.sessions, s.cfg.Workspace.Profiles, s.log, mcpgoadapt.NewExactIDs(s.log, tr.handler))
 	guard.reserve, guard.opened = s.reserveSlot, tr.opened
+	guard.oauth = resourceServerFrom(cfg, ln.Addr().String(), path)
 	s.mgr.SetParkLimit(s.parkLimit)
 	srv := &http.Server{
-		Handler:           withHealth(bodyDeadline(cfg.BodyTimeout, guard)),
+		Handler:           withHealth(withMetadata(guard.oauth, bodyDeadline(cfg.BodyTimeout, guard))),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	path := streamablePath
-	if transport == TransportSSE {
-		path = ssePath
-	}
 	s.log.Info("serving MCP over HTTP", "transport", transport, "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+path,
-		"auth", len(cfg.AuthTokens) > 0, "max_sessions", cfg.MaxSessions)
+		"auth", len(cfg.AuthTokens) > 0 || guard.oauth != nil, "oauth_issuer", cfg.OAuth.Issuer, "max_sessions", cfg.MaxSessions)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

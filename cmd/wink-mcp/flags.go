@@ -109,6 +109,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.str(&h.Addr, "addr", "address the sse and http transports listen on", "WINK_ADDR")
 	b.str(&opts.authTokenFile, "auth-token-file", "file of bearer tokens, one a line, that HTTP clients must send", "WINK_AUTH_TOKEN_FILE")
 	b.list(&h.AuthTokens, "auth-token", "a bearer token HTTP clients must send (prefer the file: flags show in ps)", "WINK_AUTH_TOKEN")
+	b.str(&h.OAuth.Issuer, "oauth-issuer", "accept OAuth 2.1 access tokens (JWTs) of this authorization server instead of --auth-token: the resource-server mode of docs/oauth.md", "WINK_OAUTH_ISSUER")
+	b.str(&h.OAuth.Audience, "oauth-audience", "this server's canonical URI, which tokens must name as audience (default: the URL it listens at, loopback only)", "WINK_OAUTH_AUDIENCE")
+	b.list(&h.OAuth.Scopes, "oauth-scopes", "a scope every access token must carry (repeatable, or comma-separated)", "WINK_OAUTH_SCOPES")
 	b.list(&h.AllowedHosts, "allowed-host", "a Host name accepted besides loopback ones (repeatable, or comma-separated)", "WINK_ALLOWED_HOSTS")
 	b.list(&h.AllowedOrigins, "allowed-origin", "an Origin (scheme://host[:port]) accepted besides loopback ones (repeatable)", "WINK_ALLOWED_ORIGINS")
 	b.int(&h.MaxSessions, "max-sessions", "sessions served at once over HTTP", "WINK_MAX_SESSIONS")
@@ -172,6 +175,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	}
 	switch opts.transport {
 	case server.TransportStdio:
+		if h.OAuth.Issuer != "" {
+			return cfg, opts, errors.New("--oauth-issuer protects the HTTP transports: pass --transport http (or sse) with it")
+		}
 		if h.MaxBodyBytes < 64<<10 {
 			return cfg, opts, fmt.Errorf("max body %d must be at least 64 KiB", h.MaxBodyBytes)
 		}

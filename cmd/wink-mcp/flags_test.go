@@ -152,6 +152,9 @@ func TestHTTPFlags(t *testing.T) {
 		{name: "missing token file", args: []string{"--transport", "http", "--auth-token-file", dir + "/nope"}, wantErr: "reading the auth token file"},
 		{name: "unknown transport", args: []string{"--transport", "websocket"}, wantErr: `transport "websocket"`},
 		{name: "short token", args: []string{"--transport", "http"}, env: map[string]string{"WINK_AUTH_TOKEN": "short"}, wantErr: "shorter than 16"},
+		{name: "oauth on stdio", args: []string{"--oauth-issuer", "https://idp.example.com"}, wantErr: "--oauth-issuer protects the HTTP transports"},
+		{name: "oauth public without audience", args: []string{"--transport", "http", "--addr", "0.0.0.0:9000", "--oauth-issuer", "https://idp.example.com"}, wantErr: "--oauth-audience is needed"},
+		{name: "oauth and tokens", args: []string{"--transport", "http", "--oauth-issuer", "https://idp.example.com"}, env: map[string]string{"WINK_AUTH_TOKEN": "0123456789abcdef0123456789abcdef"}, wantErr: "choose one"},
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {

@@ -155,7 +155,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if !doctor.Run(ctx, cfg.Workspace, stdout, cfg.Logger) {
+	if !doctor.Run(ctx, cfg.Workspace, stdout, cfg.Logger, doctor.WithOAuthIssuer(cfg.HTTP.OAuth.Issuer)) {
 		return 1
 	}
 	return 0
