@@ -110,7 +110,7 @@ func (s *Server) ServeHTTP(ctx context.Context, transport string) error {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
 	guard := newGuard(cfg, s.sessions, s.cfg.Workspace.Profiles, s.log, mcpgoadapt.NewExactIDs(s.log, tr.handler))
-	guard.reserve, guard.opened = s.reserveSlot, tr.opened
+	guard.reserve, guard.opened, guard.refused = s.reserveSlot, tr.opened, s.recordRefusal
 	s.mgr.SetParkLimit(s.parkLimit)
 	srv := &http.Server{
 		Handler:           withHealth(bodyDeadline(cfg.BodyTimeout, guard)),
