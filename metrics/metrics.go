@@ -34,13 +34,9 @@ type Metrics struct {
 	auditFailure prometheus.Counter
 }
 
-// New registers the metrics, with the Go runtime and process collectors,
-// for a server whose tools are named tools.
-func New(tools []string) *Metrics {
+// New registers the metrics, with the Go runtime and process collectors.
+func New() *Metrics {
 	m := &Metrics{registry: prometheus.NewRegistry(), tools: map[string]bool{}}
-	for _, t := range tools {
-		m.tools[t] = true
-	}
 	m.sessions = prometheus.NewGauge(prometheus.GaugeOpts{Name: "wink_sessions_open",
 		Help: "MCP sessions open now."})
 	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wink_tool_calls_total",
@@ -55,6 +51,18 @@ func New(tools []string) *Metrics {
 	m.registry.MustRegister(m.sessions, m.calls, m.latency, m.refusals, m.auditFailure,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// KnowTools sets the tool names that are labels of their own; a call to
+// any other counts as "other". It must be called before any call is
+// counted.
+func (m *Metrics) KnowTools(names []string) {
+	if m == nil {
+		return
+	}
+	for _, n := range names {
+		m.tools[n] = true
+	}
 }
 
 // tool returns the label for a tool name: the name when the server has

@@ -69,7 +69,8 @@ next:
 // becomes a label.
 func TestMetricsAreRegisteredAndBounded(t *testing.T) {
 	t.Parallel()
-	m := New([]string{"podman_shell"})
+	m := New()
+	m.KnowTools([]string{"podman_shell"})
 	m.SessionOpened()
 	m.SessionOpened()
 	m.SessionClosed()
