@@ -167,6 +167,7 @@ func New(cfg Config) (*Server, error) {
 		mcpserver.WithToolHandlerMiddleware(s.holdTaskResults), // outermost: it holds what observe answers
 		mcpserver.WithToolHandlerMiddleware(s.observe),
 		mcpserver.WithToolHandlerMiddleware(s.audited), // inside observe: it sees a handler's own error or panic
+		mcpserver.WithToolHandlerMiddleware(s.traced),
 		mcpserver.WithTaskCapabilities(true, true, true),
 		mcpserver.WithTaskHooks(s.taskHooks()),
 	)

@@ -37,20 +37,25 @@ func (s *Server) audited(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFu
 		}
 		defer func() {
 			p := recover()
-			switch {
-			case p != nil || err != nil:
-				rec.Outcome = audit.ProtocolError
-			case res != nil && res.IsError:
-				rec.Outcome = audit.ToolError
-			default:
-				rec.Outcome = audit.OK
-			}
+			rec.Outcome = callOutcome(res, err, p != nil)
 			s.recordCall(rec, start)
 			if p != nil {
 				panic(p) // observe, outside, turns it into a tool error
 			}
 		}()
 		return next(ctx, req)
+	}
+}
+
+// callOutcome names how a handler's call ended.
+func callOutcome(res *mcp.CallToolResult, err error, panicked bool) audit.Outcome {
+	switch {
+	case panicked || err != nil:
+		return audit.ProtocolError
+	case res != nil && res.IsError:
+		return audit.ToolError
+	default:
+		return audit.OK
 	}
 }
 
