@@ -157,4 +157,3 @@ next:
 	}
 	return -1
 }
-
