@@ -102,6 +102,8 @@ func TestObservabilityAuditsAndCountsCalls(t *testing.T) {
 		{family: "wink_refusals_total", labels: map[string]string{"reason": "token"}, want: 1},
 		{family: "wink_sessions_open", want: 1},
 		{family: "wink_audit_write_failures_total", want: 0},
+		{family: "wink_containers", labels: map[string]string{"state": "in_use"}, want: 1},
+		{family: "wink_warm_pool_target", want: 2}, // --warm auto over HTTP
 	}
 	for _, c := range checks {
 		if got := sampleValue(families, c.family, c.labels); got != c.want {

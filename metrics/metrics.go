@@ -65,6 +65,26 @@ func (m *Metrics) KnowTools(names []string) {
 	}
 }
 
+// WatchContainers makes each scrape ask count for the containers now,
+// warm (in the pool) and in use (a session's), as wink_containers{state},
+// and reports the pool's target size as wink_warm_pool_target. It must be
+// called at most once, before serving.
+func (m *Metrics) WatchContainers(count func() (warm, inUse int), warmTarget int) {
+	if m == nil {
+		return
+	}
+	state := func(name string, pick func(warm, inUse int) int) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wink_containers", ConstLabels: prometheus.Labels{"state": name},
+			Help: "Workspace containers now, by state: warm (made ahead, waiting in the pool) or in_use (a session's)."},
+			func() float64 { return float64(pick(count())) })
+	}
+	m.registry.MustRegister(
+		state("warm", func(warm, _ int) int { return warm }),
+		state("in_use", func(_, inUse int) int { return inUse }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wink_warm_pool_target", Help: "Containers the warm pool keeps ready (--warm)."},
+			func() float64 { return float64(warmTarget) }))
+}
+
 // tool returns the label for a tool name: the name when the server has
 // that tool, else "other".
 func (m *Metrics) tool(name string) string {

@@ -79,6 +79,7 @@ func TestMetricsAreRegisteredAndBounded(t *testing.T) {
 	m.CallEnded("made_up_"+strings.Repeat("x", 100), "protocol_error", time.Millisecond)
 	m.Refused("token")
 	m.AuditWriteFailed()
+	m.WatchContainers(func() (int, int) { return 2, 3 }, 4)
 	families := scrape(t, m)
 	checks := []struct {
 		family string
@@ -92,6 +93,9 @@ func TestMetricsAreRegisteredAndBounded(t *testing.T) {
 		{family: "wink_tool_call_duration_seconds", labels: map[string]string{"tool": "podman_shell"}, want: 2},
 		{family: "wink_refusals_total", labels: map[string]string{"reason": "token"}, want: 1},
 		{family: "wink_audit_write_failures_total", want: 1},
+		{family: "wink_containers", labels: map[string]string{"state": "warm"}, want: 2},
+		{family: "wink_containers", labels: map[string]string{"state": "in_use"}, want: 3},
+		{family: "wink_warm_pool_target", want: 4},
 	}
 	for _, c := range checks {
 		if got := value(families, c.family, c.labels); got != c.want {

@@ -127,11 +127,12 @@ func (s *Server) recordRefusal(_ *http.Request, status int, reason string) {
 }
 
 // countTools tells the metrics the tools' names, the only tool labels
-// they use.
+// they use, and where to count containers.
 func (s *Server) countTools(all []mcpserver.ServerTool) {
 	names := make([]string, 0, len(all))
 	for _, t := range all {
 		names = append(names, t.Tool.Name)
 	}
 	s.cfg.Metrics.KnowTools(names)
+	s.cfg.Metrics.WatchContainers(s.mgr.Containers, s.mgr.WarmTarget())
 }
