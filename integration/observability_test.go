@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,4 +159,25 @@ next:
 		}
 	}
 	return -1
+}
+
+// TestObservabilityCountsEgressBytes sends one request through a real
+// container's egress proxy and scrapes wink_egress_bytes_total: it counts
+// at least the response's body.
+func TestObservabilityCountsEgressBytes(t *testing.T) {
+	port := httpServerOnLoopback(t, "local model server")
+	p := start(t, startOptions{transport: "http", image: pythonImage, args: []string{"--warm", "0", "--egress", "localhost:" + port, "--metrics-addr", "127.0.0.1:0"}})
+	metricsURL := p.waitLog(5*time.Second, "serving metrics", nil)["url"].(string)
+	if got := sampleValue(scrapeMetrics(t, metricsURL), "wink_egress_bytes_total", nil); got != 0 {
+		t.Fatalf("before any egress: wink_egress_bytes_total = %v, want 0", got)
+	}
+	out := rawProxy(t, p, "GET http://localhost:"+port+"/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+	if !strings.Contains(out, "local model server") {
+		t.Fatalf("through the proxy: %q", out)
+	}
+	var got float64
+	waitUntil(t, 10*time.Second, "egress bytes counted", func() bool {
+		got = sampleValue(scrapeMetrics(t, metricsURL), "wink_egress_bytes_total", nil)
+		return got >= float64(len("local model server"))
+	})
 }

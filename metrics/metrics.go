@@ -85,6 +85,17 @@ func (m *Metrics) WatchContainers(count func() (warm, inUse int), warmTarget int
 			func() float64 { return float64(warmTarget) }))
 }
 
+// WatchEgress makes each scrape ask carried for the bytes the egress
+// proxies have carried, as wink_egress_bytes_total. It must be called at
+// most once, before serving.
+func (m *Metrics) WatchEgress(carried func() int64) {
+	if m == nil {
+		return
+	}
+	m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "wink_egress_bytes_total",
+		Help: "Bytes the sessions' egress proxies carried, both ways."}, func() float64 { return float64(carried()) }))
+}
+
 // tool returns the label for a tool name: the name when the server has
 // that tool, else "other".
 func (m *Metrics) tool(name string) string {

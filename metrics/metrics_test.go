@@ -80,6 +80,7 @@ func TestMetricsAreRegisteredAndBounded(t *testing.T) {
 	m.Refused("token")
 	m.AuditWriteFailed()
 	m.WatchContainers(func() (int, int) { return 2, 3 }, 4)
+	m.WatchEgress(func() int64 { return 1234 })
 	families := scrape(t, m)
 	checks := []struct {
 		family string
@@ -96,6 +97,7 @@ func TestMetricsAreRegisteredAndBounded(t *testing.T) {
 		{family: "wink_containers", labels: map[string]string{"state": "warm"}, want: 2},
 		{family: "wink_containers", labels: map[string]string{"state": "in_use"}, want: 3},
 		{family: "wink_warm_pool_target", want: 4},
+		{family: "wink_egress_bytes_total", want: 1234},
 	}
 	for _, c := range checks {
 		if got := value(families, c.family, c.labels); got != c.want {

@@ -127,7 +127,7 @@ func (s *Server) recordRefusal(_ *http.Request, status int, reason string) {
 }
 
 // countTools tells the metrics the tools' names, the only tool labels
-// they use, and where to count containers.
+// they use, and where to count containers and egress bytes.
 func (s *Server) countTools(all []mcpserver.ServerTool) {
 	names := make([]string, 0, len(all))
 	for _, t := range all {
@@ -135,4 +135,5 @@ func (s *Server) countTools(all []mcpserver.ServerTool) {
 	}
 	s.cfg.Metrics.KnowTools(names)
 	s.cfg.Metrics.WatchContainers(s.mgr.Containers, s.mgr.WarmTarget())
+	s.cfg.Metrics.WatchEgress(s.mgr.EgressBytes)
 }

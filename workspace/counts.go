@@ -28,3 +28,7 @@ func (m *Manager) Containers() (warm, inUse int) {
 
 // WarmTarget is how many containers the warm pool keeps ready (--warm).
 func (m *Manager) WarmTarget() int { return m.cfg.Warm }
+
+// EgressBytes is how many bytes the sessions' egress proxies have carried,
+// both ways, since this manager began.
+func (m *Manager) EgressBytes() int64 { return m.egressCarried.Load() }
