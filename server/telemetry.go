@@ -134,6 +134,7 @@ func (s *Server) countTools(all []mcpserver.ServerTool) {
 		names = append(names, t.Tool.Name)
 	}
 	s.cfg.Metrics.KnowTools(names)
-	s.cfg.Metrics.WatchContainers(s.mgr.Containers, s.mgr.WarmTarget())
-	s.cfg.Metrics.WatchEgress(s.mgr.EgressBytes)
+	counts := s.mgr.Counts()
+	s.cfg.Metrics.WatchContainers(counts.Containers, counts.WarmTarget())
+	s.cfg.Metrics.WatchEgress(counts.EgressBytes)
 }

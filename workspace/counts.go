@@ -1,10 +1,17 @@
 package workspace
 
-// Containers counts this manager's containers now: warm ones waiting in
+// Counts reads what a manager holds now, for the server's metrics. It is
+// safe for concurrent use and cheap: nothing is asked of the engine.
+type Counts struct{ m *Manager }
+
+// Counts returns the manager's counts.
+func (m *Manager) Counts() Counts { return Counts{m} }
+
+// Containers counts the manager's containers now: warm ones waiting in
 // the pool for a session, and in-use ones, the sessions' containers with
-// an open channel to their agent. It is safe for concurrent use and
-// cheap: nothing is asked of the engine.
-func (m *Manager) Containers() (warm, inUse int) {
+// an open channel to their agent.
+func (c Counts) Containers() (warm, inUse int) {
+	m := c.m
 	if m.pool != nil {
 		warm = len(m.pool.Ready())
 	}
@@ -27,8 +34,8 @@ func (m *Manager) Containers() (warm, inUse int) {
 }
 
 // WarmTarget is how many containers the warm pool keeps ready (--warm).
-func (m *Manager) WarmTarget() int { return m.cfg.Warm }
+func (c Counts) WarmTarget() int { return c.m.cfg.Warm }
 
 // EgressBytes is how many bytes the sessions' egress proxies have carried,
-// both ways, since this manager began.
-func (m *Manager) EgressBytes() int64 { return m.egressCarried.Load() }
+// both ways, since the manager began.
+func (c Counts) EgressBytes() int64 { return c.m.egressCarried.Load() }

@@ -318,7 +318,11 @@ func (s *Session) callAgent(ctx context.Context, op string, args, result any, pr
 	// A request the agent never took (the channel died first) is sent once
 	// more, on a new channel, to the container as it is then.
 	for attempt := 1; ; attempt++ {
-		client, err := s.tracedEnsure(ctx)
+		var client *wire.Client
+		err := inSpan(ctx, "workspace.ensure", func(ctx context.Context) (err error) {
+			client, err = s.ensure(ctx)
+			return err
+		})
 		if err != nil {
 			return err
 		}

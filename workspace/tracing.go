@@ -8,20 +8,19 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // tracerName names the workspace's spans' instrumentation scope.
 const tracerName = "github.com/wink-mcp/wink-mcp/workspace"
 
-// tracedEnsure is ensure in a span, "workspace.ensure": on a session's first
-// call it covers making and starting the container through the engine,
-// later only the check that its channel is open.
-func (s *Session) tracedEnsure(ctx context.Context) (client *wire.Client, err error) {
-	ctx, span := otel.Tracer(tracerName).Start(ctx, "workspace.ensure")
+// inSpan runs f in an internal span named name. The session's calls make
+// "workspace.ensure": getting a channel to the agent, which on a
+// session's first call means making and starting the container through
+// the engine, and later only a check.
+func inSpan(ctx context.Context, name string, f func(context.Context) error) (err error) {
+	ctx, span := otel.Tracer(tracerName).Start(ctx, name)
 	defer func() { endSpan(span, err) }()
-	return s.ensure(ctx)
+	return f(ctx)
 }
 
 // tracedAgentCall runs call, one request to the container's agent, in a
