@@ -20,6 +20,7 @@ type observeOptions struct {
 	otlp        string // the OTLP/HTTP receiver's base URL, "" for no traces
 }
 
+// bindObserveFlags binds --audit-log, --otlp-endpoint and --metrics-addr.
 func bindObserveFlags(b *binder, o *observeOptions) {
 	b.str(&o.auditLog, "audit-log", "file that receives one JSON line per tool call, session and refused request (appended, created 0600), - for stderr; off by default", "WINK_AUDIT_LOG")
 	b.str(&o.otlp, "otlp-endpoint", "base URL of an OTLP/HTTP receiver (e.g. http://127.0.0.1:4318) that receives a trace of every tool call; off by default", "WINK_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -38,12 +39,14 @@ func observe(ctx context.Context, cfg *server.Config, o observeOptions) (stop fu
 	}
 	if o.auditLog != "" {
 		if cfg.Audit, err = audit.Open(o.auditLog); err != nil {
+			_ = flushTraces(ctx)
 			return nil, err
 		}
 	}
 	if o.metricsAddr != "" {
 		ln, err := metrics.Listen(o.metricsAddr)
 		if err != nil {
+			_ = flushTraces(ctx)
 			_ = cfg.Audit.Close()
 			return nil, err
 		}
