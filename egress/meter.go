@@ -17,6 +17,8 @@ const meterSteps = 16
 type Meter struct {
 	used atomic.Int64
 	max  int64
+	// total, when set, also counts every byte this meter counts.
+	total *atomic.Int64
 
 	mu        sync.Mutex
 	listeners map[*func()]struct{}
@@ -30,6 +32,15 @@ func NewMeter(limit, used int64) *Meter {
 	}
 	m := &Meter{max: limit}
 	m.used.Store(max(used, 0))
+	return m
+}
+
+// AlsoCountIn makes m add every byte it counts to total as well (a
+// server's count of all its sessions' egress), and returns m. It must be
+// called before m counts anything. Bytes a meter is raised by (RaiseTo)
+// were carried before, so total does not get them.
+func (m *Meter) AlsoCountIn(total *atomic.Int64) *Meter {
+	m.total = total
 	return m
 }
 
@@ -82,6 +93,9 @@ func (m *Meter) add(n int) {
 		return
 	}
 	now := m.used.Add(int64(n))
+	if m.total != nil {
+		m.total.Add(int64(n))
+	}
 	if step := max(m.max/meterSteps, 1); (now-int64(n))/step != now/step {
 		m.tell()
 	}

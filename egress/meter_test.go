@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -91,5 +92,19 @@ func TestMeterTellsItsListeners(t *testing.T) {
 	m.add(500)
 	if calls != 4 {
 		t.Errorf("a stopped listener was called: %d calls", calls)
+	}
+}
+
+// A meter that also counts in a total adds what it carries there, but not
+// what it is raised by (carried before, elsewhere).
+func TestMeterAlsoCountsInATotal(t *testing.T) {
+	var total atomic.Int64
+	a := NewMeter(1<<20, 0).AlsoCountIn(&total)
+	b := NewMeter(1<<20, 0).AlsoCountIn(&total)
+	a.add(100)
+	b.add(23)
+	a.RaiseTo(5000)
+	if total.Load() != 123 || a.Used() != 5000 {
+		t.Fatalf("total %d, a %d; want 123 and 5000", total.Load(), a.Used())
 	}
 }

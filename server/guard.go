@@ -49,6 +49,9 @@ type guard struct {
 	opened func(id string)
 	// oauth, when set, authenticates by OAuth access token instead of tokens.
 	oauth *resourceServer
+	// refused, when set, is told of every refused request, with the
+	// status and the reason from the fixed set below.
+	refused func(r *http.Request, status int, reason string)
 }
 
 func newGuard(cfg HTTPConfig, store *sessionStore, profiles *profiles.File, log *slog.Logger, next http.Handler) *guard {
@@ -64,6 +67,9 @@ func newGuard(cfg HTTPConfig, store *sessionStore, profiles *profiles.File, log 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	refuse := func(status int, reason, message string) {
 		g.log.Info("http request refused", "status", status, "reason", reason, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+		if g.refused != nil {
+			g.refused(r, status, reason)
+		}
 		// The connection closes after the answer: net/http would otherwise
 		// read the unread body first, and a client that sent its headers
 		// with "Expect: 100-continue" would be told to continue, then wait

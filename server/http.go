@@ -120,7 +120,7 @@ func (s *Server) ServeHTTP(ctx context.Context, transport string) error {
 		path = ssePath
 	}
 	guard := newGuard(cfg, s.sessions, s.cfg.Workspace.Profiles, s.log, mcpgoadapt.NewExactIDs(s.log, tr.handler))
-	guard.reserve, guard.opened = s.reserveSlot, tr.opened
+	guard.reserve, guard.opened, guard.refused = s.reserveSlot, tr.opened, s.recordRefusal
 	guard.oauth = resourceServerFrom(cfg, ln.Addr().String(), path)
 	s.mgr.SetParkLimit(s.parkLimit)
 	srv := &http.Server{

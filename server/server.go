@@ -15,6 +15,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/wink-mcp/wink-mcp/audit"
+	"github.com/wink-mcp/wink-mcp/metrics"
 	"github.com/wink-mcp/wink-mcp/prompts"
 	"github.com/wink-mcp/wink-mcp/server/mcpgoadapt"
 	"github.com/wink-mcp/wink-mcp/tools"
@@ -49,6 +51,12 @@ type Config struct {
 	// for one that ends with the session. (HTTP clients name theirs in
 	// the URL they connect to.)
 	KeptWorkspace string
+	// Audit receives one record per tool call, session and refused
+	// request; nil writes none. The caller closes it after Close.
+	Audit *audit.Log
+	// Metrics counts sessions, calls and refusals; nil counts nothing.
+	// The caller serves it.
+	Metrics *metrics.Metrics
 }
 
 // Server is wink-mcp's MCP server. Close must be called to remove its containers.
@@ -97,8 +105,9 @@ func New(cfg Config) (*Server, error) {
 
 	logs.server.Store(s)
 	hooks := &mcpserver.Hooks{}
-	hooks.AddOnRegisterSession(func(_ context.Context, session mcpserver.ClientSession) {
+	hooks.AddOnRegisterSession(func(ctx context.Context, session mcpserver.ClientSession) {
 		s.clients.add(session)
+		s.recordSession(ctx, session, audit.EventSessionOpen)
 		logs.track(mgr.SessionHash(session.SessionID()), session.SessionID())
 		if mcpgoadapt.IsStdio(session) {
 			mgr.Register(session.SessionID(), workspace.SessionOptions{Workspace: cfg.KeptWorkspace, Stdio: true})
@@ -106,6 +115,7 @@ func New(cfg Config) (*Server, error) {
 	})
 	hooks.AddOnUnregisterSession(func(ctx context.Context, session mcpserver.ClientSession) {
 		s.clients.remove(session)
+		s.recordSession(ctx, session, audit.EventSessionClose)
 		logs.forget(mgr.SessionHash(session.SessionID()), session.SessionID())
 		// mcp-go may call this with a cancelled context (stdio at EOF).
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
@@ -128,6 +138,7 @@ func New(cfg Config) (*Server, error) {
 	s.trackUnsubscriptions(hooks)
 	hooks.AddOnRequestInitialization(s.checkRequest)
 	hooks.AddBeforeCallTool(s.boundTaskTTL)
+	hooks.AddOnError(s.recordProtocolError)
 	mgr.OnChange(s.notifyChanged)
 	mgr.OnEgressAsk(s.askEgress)
 	info := prompts.Info{Image: cfg.Workspace.ImageChoices()[0], Workspace: workspace.Root, ShellTimeoutSeconds: int(cfg.MaxCommandTimeout / time.Second),
@@ -155,6 +166,8 @@ func New(cfg Config) (*Server, error) {
 		mcpserver.WithHooks(hooks),
 		mcpserver.WithToolHandlerMiddleware(s.holdTaskResults), // outermost: it holds what observe answers
 		mcpserver.WithToolHandlerMiddleware(s.observe),
+		mcpserver.WithToolHandlerMiddleware(s.audited), // inside observe: it sees a handler's own error or panic
+		mcpserver.WithToolHandlerMiddleware(s.traced),
 		mcpserver.WithTaskCapabilities(true, true, true),
 		mcpserver.WithTaskHooks(s.taskHooks()),
 	)
@@ -164,6 +177,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.mcp.AddTools(all...)
+	s.countTools(all)
 	s.mcp.AddPrompts(prompts.Workspace(info.Profiles, func(ctx context.Context) prompts.Info { return s.promptInfo(ctx, info) }))
 	if cfg.Workspace.MountRoots {
 		mgr.SetRoots(s.clientRoots)

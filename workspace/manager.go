@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/egress"
@@ -34,6 +35,10 @@ type Manager struct {
 	egress       *egress.Config // nil without Config.Egress
 
 	pool *warmPool // nil without Config.Warm
+
+	// egressCarried counts the bytes every session's egress proxy carried
+	// (EgressBytes), as each session's meter counts them.
+	egressCarried atomic.Int64
 
 	images *images.Room // the profiles' images: their builds, and what is known of them
 
@@ -338,7 +343,7 @@ func (m *Manager) newSession(id, key string) *Session {
 	s.lastUsed.Store(time.Now().UnixNano())
 	s.opened = time.Now()
 	s.who.serve(id, key)
-	s.meter = egress.NewMeter(m.cfg.EgressMaxBytes, 0)
+	s.meter = egress.NewMeter(m.cfg.EgressMaxBytes, 0).AlsoCountIn(&m.egressCarried)
 	s.profileSwitch.setLocked(m.defaultProfile())
 	return s
 }

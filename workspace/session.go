@@ -318,11 +318,17 @@ func (s *Session) callAgent(ctx context.Context, op string, args, result any, pr
 	// A request the agent never took (the channel died first) is sent once
 	// more, on a new channel, to the container as it is then.
 	for attempt := 1; ; attempt++ {
-		client, err := s.ensure(ctx)
+		var client *wire.Client
+		err := inSpan(ctx, "workspace.ensure", func(ctx context.Context) (err error) {
+			client, err = s.ensure(ctx)
+			return err
+		})
 		if err != nil {
 			return err
 		}
-		err = client.CallWithProgress(ctx, op, args, result, deliver)
+		err = tracedAgentCall(ctx, op, attempt, func(ctx context.Context) error {
+			return client.CallWithProgress(ctx, op, args, result, deliver)
+		})
 		if errors.Is(err, wire.ErrNotDelivered) && attempt < 2 {
 			s.m.log.Info("request sent again on a new channel", "session", s.who.hash(), "op", op, "err", err)
 			continue

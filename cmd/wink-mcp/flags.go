@@ -40,6 +40,7 @@ type serveOptions struct {
 	gitIdentity   bool
 	logs          logOptions
 	engine        engineOptions
+	observe       observeOptions
 	// service is how the Podman service was named; once resolved, its
 	// connection is the connection used, "" for none.
 	service podmanService
@@ -120,6 +121,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.duration(&h.BodyTimeout, "body-timeout", "how long an HTTP request body may take to arrive", "WINK_BODY_TIMEOUT")
 	b.str(&logs.level, "log-level", "debug, info, warn or error", "WINK_LOG_LEVEL")
 	b.str(&logs.format, "log-format", "text or json (logs always go to stderr)", "WINK_LOG_FORMAT")
+	bindObserveFlags(b, &opts.observe)
 	if err := errors.Join(b.errs...); err != nil {
 		return cfg, opts, err
 	}

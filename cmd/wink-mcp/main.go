@@ -79,7 +79,12 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	logStatsOnSignal(ctx, log)
-	srv, err := server.New(cfg)
+	var srv *server.Server
+	stopObserving, err := observe(ctx, &cfg, opts.observe)
+	if err == nil {
+		defer stopObserving()
+		srv, err = server.New(cfg)
+	}
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		fmt.Fprintf(stderr, "wink-mcp: %v\n", err)
