@@ -243,8 +243,9 @@ func (p *proc) initialize() {
 		p.t.Fatalf("starting the client: %v\n%s", err, p.logs.String())
 	}
 	var req mcp.InitializeRequest
-	// The client's newest revision: the server must still give it a session.
-	req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	// The newest revision with sessions, which these tests drive; the
+	// sessionless 2026-07-28 (workspace handles) has its own tests.
+	req.Params.ProtocolVersion = mcp.ProtocolVersion20251125
 	if p.protocol != "" {
 		req.Params.ProtocolVersion = p.protocol
 	}

@@ -217,7 +217,7 @@ func TestHTTPThirtySessionsAtOnce(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			var init mcp.InitializeRequest
-			init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+			init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
 			init.Params.ClientInfo = mcp.Implementation{Name: "load", Version: "0"}
 			if _, err := c.Initialize(ctx, init); err != nil {
 				errs <- fmt.Errorf("session %d: initialize: %w", i, err)

@@ -73,6 +73,10 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusForbidden, f.Reason, f.Message)
 		return
 	}
+	if inQuery(r.URL.RawQuery) {
+		refuse(http.StatusBadRequest, "handle in query", "bad request: a workspace handle must not travel in a URL's query string, where proxies and logs record it; pass it as the tool's `workspace` argument")
+		return
+	}
 	principal, ok := g.authenticate(r)
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="wink-mcp"`)

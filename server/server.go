@@ -62,6 +62,8 @@ type Server struct {
 	tasks     taskCounts
 	results   taskResults
 	subs      *subscriptions
+	handles   *handleStore
+	stop      context.CancelFunc // stops the handles' idle reaper
 	calls     *callTracker
 	sweepDone chan struct{}
 }
@@ -93,7 +95,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), calls: newCallTracker(), sweepDone: make(chan struct{})}
+	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), handles: newHandleStore(), calls: newCallTracker(), sweepDone: make(chan struct{})}
 
 	logs.server.Store(s)
 	hooks := &mcpserver.Hooks{}
@@ -155,6 +157,7 @@ func New(cfg Config) (*Server, error) {
 		mcpserver.WithHooks(hooks),
 		mcpserver.WithToolHandlerMiddleware(s.holdTaskResults), // outermost: it holds what observe answers
 		mcpserver.WithToolHandlerMiddleware(s.observe),
+		mcpserver.WithToolHandlerMiddleware(s.bindHandle),
 		mcpserver.WithTaskCapabilities(true, true, true),
 		mcpserver.WithTaskHooks(s.taskHooks()),
 	)
@@ -163,7 +166,13 @@ func New(cfg Config) (*Server, error) {
 		mgr.Close(context.Background())
 		return nil, err
 	}
-	s.mcp.AddTools(all...)
+	legacySchemas, err := withHandleArg(all)
+	if err != nil {
+		mgr.Close(context.Background())
+		return nil, err
+	}
+	hooks.AddAfterListTools(showLegacySchemas(legacySchemas))
+	s.mcp.AddTools(append(all, s.handleTools()...)...)
 	s.mcp.AddPrompts(prompts.Workspace(info.Profiles, func(ctx context.Context) prompts.Info { return s.promptInfo(ctx, info) }))
 	if cfg.Workspace.MountRoots {
 		mgr.SetRoots(s.clientRoots)
@@ -173,6 +182,9 @@ func New(cfg Config) (*Server, error) {
 		s.mcp.AddNotificationHandler(string(mcp.MethodNotificationInitialized), s.prestart)
 	}
 	go s.sweep()
+	reap, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	go s.expireHandles(reap)
 	return s, nil
 }
 
@@ -188,7 +200,7 @@ func (s *Server) checkRequest(ctx context.Context, _ any, message any) error {
 	if err != nil {
 		return nil // not a request mcp-go can read either: it answers it
 	}
-	if err := refuseSessionless(head); err != nil {
+	if err := refuseSessionless(ctx, head); err != nil {
 		return err
 	}
 	switch head.MethodName() {
@@ -205,20 +217,34 @@ func (s *Server) checkRequest(ctx context.Context, _ any, message any) error {
 }
 
 // refuseSessionless answers server/discover, and any request made under the
-// sessionless 2026-07-28 revision, with an error, as a server from before
-// that revision would: clients then fall back to initialize and a session,
-// which every wink-mcp transport needs (a workspace and its subscriptions
-// belong to a session). Streamable HTTP refuses them earlier, in mcp-go.
-func refuseSessionless(head *mcpgoadapt.Head) error {
+// sessionless 2026-07-28 revision, with an error on the SSE transport, as a
+// server from before that revision would: the spec deprecates SSE, so it
+// stays 2025-only, and clients fall back to initialize and a session. Stdio
+// and streamable HTTP serve both revisions.
+func refuseSessionless(ctx context.Context, head *mcpgoadapt.Head) error {
+	if !legacyOnly(ctx) {
+		return nil
+	}
 	if head.MethodName() == string(mcp.MethodServerDiscover) || mcp.IsModernProtocol(head.ProtocolVersion(mcp.MetaKeyProtocolVersion)) {
-		return errors.New("wink-mcp speaks the protocol revisions with sessions (2025-11-25 and earlier); connect with initialize")
+		return errors.New("wink-mcp's SSE transport speaks the protocol revisions with sessions (2025-11-25 and earlier); connect with initialize, or use streamable HTTP (/mcp) for 2026-07-28")
 	}
 	return nil
+}
+
+// legacyOnlyKey marks the requests of a transport that serves the 2025
+// revisions only (SSE).
+type legacyOnlyKey struct{}
+
+// legacyOnly reports whether ctx's request came on a 2025-only transport.
+func legacyOnly(ctx context.Context) bool {
+	only, _ := ctx.Value(legacyOnlyKey{}).(bool)
+	return only
 }
 
 // Close removes every container of this server and releases its instance,
 // within the shutdown timeout.
 func (s *Server) Close() error {
+	s.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	start := time.Now()
@@ -242,6 +268,13 @@ func (s *Server) workspaceFor(ctx context.Context) (any, error) {
 
 // sessionWorkspace returns the workspace of the request's MCP session.
 func (s *Server) sessionWorkspace(ctx context.Context) (*workspace.Session, error) {
+	if id := handleSessionFrom(ctx); id != "" {
+		return s.mgr.Session(id)
+	}
+	if mcpserver.IsModernRequest(ctx) {
+		return nil, errors.New("a request of MCP revision 2026-07-28 has no session, so no workspace of its own: " +
+			"open one with the workspace_open tool and pass its handle as the `workspace` argument of the tools (resources and completions need a 2025 session)")
+	}
 	session := mcpserver.ClientSessionFromContext(ctx)
 	if session == nil || session.SessionID() == "" {
 		// A sessionless request (protocol revision 2026-07-28) would share one

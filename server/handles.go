@@ -1,0 +1,146 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+)
+
+// handlePrefix begins every workspace handle, so that one pasted where it
+// does not belong (a URL's query string) is recognised and refused.
+const handlePrefix = "wsh_"
+
+// handleBytes is the randomness of a handle: 256 bits from crypto/rand.
+const handleBytes = 32
+
+// errUnknownHandle is the answer for a handle that was never issued, was
+// closed, expired, or belongs to another principal: all look alike, so
+// nothing can be learnt by probing.
+var errUnknownHandle = errors.New("unknown workspace handle: it was never opened, was closed (workspace_close), " +
+	"expired after the server's --idle-timeout without calls, or belongs to another client; open one with workspace_open")
+
+// handleStore records the workspace handles this server issued to clients
+// of the 2026-07-28 revision: each names a managed workspace session, is
+// bound to the principal that opened it, and is alive until closed or idle
+// past the idle timeout (never while one of its calls runs). It is safe for
+// concurrent use.
+type handleStore struct {
+	mu      sync.Mutex
+	handles map[string]*handleState
+	now     func() time.Time
+}
+
+// handleState is one handle's owner, session and activity.
+type handleState struct {
+	principal string
+	session   string // the workspace.Manager session id, never shown to clients
+	inflight  int
+	last      time.Time
+}
+
+func newHandleStore() *handleStore {
+	return &handleStore{handles: map[string]*handleState{}, now: time.Now}
+}
+
+// open issues a new handle of principal, with the manager session id it
+// maps to.
+func (st *handleStore) open(principal string) (handle, session string) {
+	secret := make([]byte, handleBytes)
+	_, _ = rand.Read(secret) // crypto/rand.Read never fails (Go 1.24+)
+	id := make([]byte, 16)
+	_, _ = rand.Read(id)
+	handle = handlePrefix + base64.RawURLEncoding.EncodeToString(secret)
+	session = "handle-" + hex.EncodeToString(id)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.handles[handle] = &handleState{principal: principal, session: session, last: st.now()}
+	return handle, session
+}
+
+// count returns how many handles are open.
+func (st *handleStore) count() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return len(st.handles)
+}
+
+// begin marks a call on handle of principal as running and returns its
+// session and the function that marks the call over; errUnknownHandle for
+// a handle that is not a live one of principal.
+func (st *handleStore) begin(handle, principal string) (session string, end func(), err error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	h, ok := st.handles[handle]
+	if !ok || h.principal != principal {
+		return "", nil, errUnknownHandle
+	}
+	h.inflight++
+	return h.session, func() {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		h.inflight--
+		h.last = st.now()
+	}, nil
+}
+
+// close forgets handle of principal and returns its session.
+func (st *handleStore) close(handle, principal string) (string, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	h, ok := st.handles[handle]
+	if !ok || h.principal != principal {
+		return "", errUnknownHandle
+	}
+	delete(st.handles, handle)
+	return h.session, nil
+}
+
+// expire forgets the handles with no call running and none for idle, and
+// returns their sessions.
+func (st *handleStore) expire(idle time.Duration) []string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var sessions []string
+	for handle, h := range st.handles {
+		if h.inflight == 0 && st.now().Sub(h.last) >= idle {
+			delete(st.handles, handle)
+			sessions = append(sessions, h.session)
+		}
+	}
+	return sessions
+}
+
+// inQuery reports whether a URL query string carries a workspace handle:
+// a capability must not travel where proxies and logs record it.
+func inQuery(rawQuery string) bool {
+	return strings.Contains(rawQuery, handlePrefix)
+}
+
+// expireHandles ends the workspaces of handles idle past the idle timeout
+// until ctx is done.
+func (s *Server) expireHandles(ctx context.Context) {
+	idle := s.cfg.Workspace.IdleTimeout
+	if idle <= 0 {
+		return
+	}
+	tick := time.NewTicker(min(max(idle/4, 100*time.Millisecond), 10*time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, id := range s.handles.expire(idle) {
+			s.log.Info("workspace handle expired", "session", s.mgr.SessionHash(id), "idle_timeout", idle.String())
+			end, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+			s.mgr.EndSession(end, id)
+			cancel()
+		}
+	}
+}
