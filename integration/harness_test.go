@@ -61,7 +61,7 @@ type startOptions struct {
 	as        *rootlessUser             // run the server as this user, against its rootless Podman
 	remote    *remoteHost               // drive this Podman host over ssh instead of this machine's
 	elicit    client.ElicitationHandler // answers the server's questions to the user; nil: the client cannot be asked
-	protocol  string                    // the protocol revision the client asks for; "" for mcp-go's newest
+	protocol  string                    // the protocol revision the client asks for; "" for 2025-11-25, the newest with sessions
 	env       []string                  // added to the server's environment ("NAME=value")
 	hosts     string                    // the server reads this file as its /etc/hosts (in a mount namespace of its own: pass --disk-limit 0, whose mounts Podman would not see)
 	// serviceFromEnv passes no --podman-url (nor the remote's key): the
