@@ -290,3 +290,27 @@ func TestLegacySessionRefusesAHandleArgument(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleHandleExpires: a handle with no call for --idle-timeout ends, and
+// its container with it, though no connection ever closed.
+func TestIdleHandleExpires(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokenFile, []byte(testToken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := launch(t, startOptions{transport: "http", args: []string{"--auth-token-file", tokenFile, "--idle-timeout", "2s"}})
+	c := modernClient(t, p.url, testToken)
+	text, isError := callTool(t, c, "workspace_open", nil)
+	if isError {
+		t.Fatalf("workspace_open: %s", text)
+	}
+	handle := text[strings.LastIndex(text, " ")+1:]
+	if text, isError := callTool(t, c, "podman_shell", map[string]any{"command": []string{"true"}, "workspace": handle}); isError {
+		t.Fatalf("a call with the handle: %s", text)
+	}
+	p.waitLog(30*time.Second, "workspace handle expired", nil)
+	waitHandleContainersGone(t, p)
+	if text, _ := callTool(t, c, "ls", map[string]any{"path": ".", "workspace": handle}); !strings.Contains(text, "unknown workspace handle") {
+		t.Errorf("the expired handle: %s", text)
+	}
+}
