@@ -30,6 +30,7 @@ type modernRun struct {
 	Handle       string
 	Calls        map[string]string
 	AfterRestore string
+	Progress     []string
 	Closed       string
 	AfterClose   struct {
 		IsError bool
@@ -60,8 +61,8 @@ func runModernClient(t *testing.T, args ...string) modernRun {
 }
 
 // checkModernRun checks a run of modern.mjs: 2026-07-28 negotiated, every
-// workspace tool declaring the handle argument and working with it, a call
-// without one and a call after workspace_close refused with clear errors.
+// workspace tool declaring the handle argument and working with it, a long
+// call's progress on its own stream, a call without one and a call after workspace_close refused with clear errors.
 func checkModernRun(t *testing.T, run modernRun) {
 	t.Helper()
 	if run.Protocol != "2026-07-28" || run.Era != "modern" {
@@ -97,6 +98,9 @@ func checkModernRun(t *testing.T, run modernRun) {
 	}
 	if run.AfterRestore != "two\n" {
 		t.Errorf("after workspace_restore, the file holds %q", run.AfterRestore)
+	}
+	if len(run.Progress) == 0 {
+		t.Error("a 5 s command sent no progress on its call's stream")
 	}
 	if run.Closed != "ok" || !run.AfterClose.IsError || !strings.Contains(run.AfterClose.Text, "unknown workspace handle") {
 		t.Errorf("workspace_close: %s, then a call: %+v", run.Closed, run.AfterClose)

@@ -9,7 +9,8 @@
 // Mcp-Param-Workspace, that a tool called without a handle names
 // workspace_open, then opens a workspace and drives every workspace tool
 // with its handle, closes it, and checks the closed handle is refused. It
-// prints one JSON line: {protocol, era, tools, calls: {tool: ok|error text}, ...}.
+// prints one JSON line: {protocol, era, tools, calls: {tool: ok|error text},
+// progress: the progress messages of a 5 s command, ...}.
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 
@@ -76,6 +77,11 @@ for (const [name, args] of calls) {
 }
 const shell = await client.callTool({ name: "podman_shell", arguments: { command: ["cat", "modern/a.txt"], workspace } });
 out.afterRestore = shell.structuredContent?.stdout;
+// Progress of a long call arrives on the call's own stream.
+const progress = [];
+await client.callTool({ name: "podman_shell", arguments: { command: ["sh", "-c", "echo started; sleep 5"], workspace } },
+  { onprogress: (p) => progress.push(p.message) });
+out.progress = progress;
 
 const closed = await client.callTool({ name: "workspace_close", arguments: { workspace } });
 out.closed = closed.isError ? text(closed) : "ok";
