@@ -318,3 +318,53 @@ func TestIdleHandleExpires(t *testing.T) {
 		t.Errorf("the expired handle: %s", text)
 	}
 }
+
+// TestKeptWorkspaceThroughHandles: workspace_open with a name opens a kept
+// workspace, whose files outlive the handle: a second handle of the same
+// principal finds them; another principal is not given them.
+func TestKeptWorkspaceThroughHandles(t *testing.T) {
+	other := "integration-token-other-0123456789"
+	tokenFile := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokenFile, []byte(testToken+"\n"+other+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := launch(t, startOptions{transport: "http", args: []string{"--auth-token-file", tokenFile}})
+	alice, bob := modernClient(t, p.url, testToken), modernClient(t, p.url, other)
+	name := "kept-" + randomHex(4)
+	open := func(c *client.Client) (string, bool) {
+		text, isError := callTool(t, c, "workspace_open", map[string]any{"name": name})
+		return text[strings.LastIndex(text, " ")+1:], isError
+	}
+	first, isError := open(alice)
+	if isError {
+		t.Fatalf("workspace_open %s: %s", name, first)
+	}
+	if text, isError := callTool(t, alice, "write_file", map[string]any{"file_path": "kept.txt", "content": "still here", "workspace": first}); isError {
+		t.Fatalf("write_file: %s", text)
+	}
+	if text, isError := callTool(t, alice, "workspace_close", map[string]any{"workspace": first}); isError {
+		t.Fatalf("workspace_close: %s", text)
+	}
+	second, isError := open(alice)
+	if isError || second == first {
+		t.Fatalf("reopening %s: %s", name, second)
+	}
+	if text, isError := callTool(t, alice, "read_file", map[string]any{"file_path": "kept.txt", "workspace": second}); isError || !strings.Contains(text, "still here") {
+		t.Errorf("the kept file through a new handle: %s", text)
+	}
+	if text, isError := callTool(t, alice, "workspace_close", map[string]any{"workspace": second}); isError {
+		t.Fatalf("workspace_close: %s", text)
+	}
+	text, isError := callTool(t, bob, "workspace_open", map[string]any{"name": name})
+	if isError && !strings.Contains(text, name) {
+		t.Errorf("another principal opening %s is refused without naming it: %s", name, text)
+	}
+	if !isError {
+		theirs := text[strings.LastIndex(text, " ")+1:]
+		text, _ := callTool(t, bob, "read_file", map[string]any{"file_path": "kept.txt", "workspace": theirs})
+		if strings.Contains(text, "still here") {
+			t.Errorf("another principal was given alice's kept workspace: %s", text)
+		}
+		callTool(t, bob, "workspace_close", map[string]any{"workspace": theirs})
+	}
+}
