@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -366,5 +367,60 @@ func TestKeptWorkspaceThroughHandles(t *testing.T) {
 			t.Errorf("another principal was given alice's kept workspace: %s", text)
 		}
 		callTool(t, bob, "workspace_close", map[string]any{"workspace": theirs})
+	}
+}
+
+// TestModernCallGetsItsWorkspaceLogs: a 2026-07-28 call that names a log
+// level in its _meta gets its workspace's records (here the container made
+// by the first call, with --lazy and no pool) as notifications/message on its own
+// stream; a call that names none gets none.
+func TestModernCallGetsItsWorkspaceLogs(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokenFile, []byte(testToken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := launch(t, startOptions{transport: "http", args: []string{"--auth-token-file", tokenFile, "--lazy", "--warm", "0"}})
+	c := modernClient(t, p.url, testToken)
+	var mu sync.Mutex
+	var heard []string
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationMessage) {
+			data, _ := json.Marshal(n.Params.AdditionalFields["data"])
+			mu.Lock()
+			heard = append(heard, string(data))
+			mu.Unlock()
+		}
+	})
+	call := func(handle string, level string) {
+		var req mcp.CallToolRequest
+		req.Params.Name = "podman_shell"
+		req.Params.Arguments = map[string]any{"command": []string{"true"}, "workspace": handle}
+		if level != "" {
+			req.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{mcp.MetaKeyLogLevel: level}}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
+			t.Fatalf("podman_shell: %v %+v", err, res)
+		}
+	}
+	open := func() string {
+		text, isError := callTool(t, c, "workspace_open", nil)
+		if isError {
+			t.Fatalf("workspace_open: %s", text)
+		}
+		return text[strings.LastIndex(text, " ")+1:]
+	}
+	call(open(), "")
+	mu.Lock()
+	if len(heard) > 0 {
+		t.Errorf("a call that asked for no logs got %v", heard)
+	}
+	mu.Unlock()
+	call(open(), "info")
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(strings.Join(heard, "\n"), `"message":"workspace ready"`) {
+		t.Errorf("a call that asked for info logs heard %v, want its container's \"workspace ready\"", heard)
 	}
 }

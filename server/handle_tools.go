@@ -148,6 +148,7 @@ func (s *Server) bindHandle(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandle
 			return mcp.NewToolResultError(err.Error()), nil
 		}
 		defer end()
+		defer s.logs.callLogs(ctx, s.mgr.SessionHash(session))()
 		var decoded map[string]any
 		_ = json.Unmarshal(args, &decoded) // an object: takeHandleArg made it
 		req.Params.Arguments, req.Params.RawArguments = decoded, args

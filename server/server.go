@@ -63,6 +63,7 @@ type Server struct {
 	results   taskResults
 	subs      *subscriptions
 	handles   *handleStore
+	logs      *clientLogs
 	stop      context.CancelFunc // stops the handles' idle reaper
 	calls     *callTracker
 	sweepDone chan struct{}
@@ -95,7 +96,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), handles: newHandleStore(), calls: newCallTracker(), sweepDone: make(chan struct{})}
+	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), handles: newHandleStore(), logs: logs, calls: newCallTracker(), sweepDone: make(chan struct{})}
 
 	logs.server.Store(s)
 	hooks := &mcpserver.Hooks{}
