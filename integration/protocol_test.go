@@ -370,10 +370,14 @@ func TestKeptWorkspaceThroughHandles(t *testing.T) {
 	}
 }
 
+// testTraceparent is a W3C traceparent a test call carries in its _meta.
+const testTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
 // TestModernCallGetsItsWorkspaceLogs: a 2026-07-28 call that names a log
 // level in its _meta gets its workspace's records (here the container made
 // by the first call, with --lazy and no pool) as notifications/message on its own
-// stream; a call that names none gets none.
+// stream; a call that names none gets none. The traceparent in its _meta
+// is in the server's log of the call.
 func TestModernCallGetsItsWorkspaceLogs(t *testing.T) {
 	tokenFile := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(tokenFile, []byte(testToken), 0o600); err != nil {
@@ -396,7 +400,7 @@ func TestModernCallGetsItsWorkspaceLogs(t *testing.T) {
 		req.Params.Name = "podman_shell"
 		req.Params.Arguments = map[string]any{"command": []string{"true"}, "workspace": handle}
 		if level != "" {
-			req.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{mcp.MetaKeyLogLevel: level}}
+			req.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{mcp.MetaKeyLogLevel: level, "traceparent": testTraceparent}}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -418,6 +422,9 @@ func TestModernCallGetsItsWorkspaceLogs(t *testing.T) {
 	}
 	mu.Unlock()
 	call(open(), "info")
+	if rec := p.waitLog(10*time.Second, "tool call", map[string]any{"traceparent": testTraceparent}); rec["tool"] != "podman_shell" {
+		t.Errorf("the call's traceparent was logged with %v", rec)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if !strings.Contains(strings.Join(heard, "\n"), `"message":"workspace ready"`) {

@@ -335,6 +335,9 @@ func (s *Server) observe(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFu
 			if res.IsError {
 				attrs = append(attrs, "error", firstText(res))
 			}
+			if tp := traceparentOf(req); tp != "" {
+				attrs = append(attrs, "traceparent", tp)
+			}
 			s.log.Info("tool call", attrs...)
 		}()
 		return next(ctx, req)
