@@ -9,6 +9,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/wink-mcp/wink-mcp/server/mcpgoadapt"
 )
 
 // handlePrefix begins every workspace handle, so that one pasted where it
@@ -143,4 +147,22 @@ func (s *Server) expireHandles(ctx context.Context) {
 			cancel()
 		}
 	}
+}
+
+// refuseSessionScoped refuses the 2026-07-28 requests for what is scoped by
+// a session, which such a request has not: tasks (mcp-go scopes a task to
+// the session that made it, and a request without one would see every
+// session's) and resource subscriptions (a session's workspace files).
+func refuseSessionScoped(head *mcpgoadapt.Head) error {
+	if !mcp.IsModernProtocol(head.ProtocolVersion(mcp.MetaKeyProtocolVersion)) {
+		return nil
+	}
+	method := head.MethodName()
+	switch {
+	case strings.HasPrefix(method, "tasks/"), method == string(mcp.MethodToolsCall) && head.AsksForTask():
+		return errors.New("tasks are served to sessions of the 2025 revisions only for now: under 2026-07-28, call the tool without a task (long calls report progress on their own stream)")
+	case method == string(mcp.MethodResourcesSubscribe), method == string(mcp.MethodResourcesUnsubscribe):
+		return errors.New("resource subscriptions belong to a session's workspace: under 2026-07-28, follow a handle's changes with workspace_changes")
+	}
+	return nil
 }

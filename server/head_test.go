@@ -165,3 +165,27 @@ func (c *stdioPipe) call(line string) string {
 	}
 	return answer
 }
+
+// TestSessionScopedRequestsOf2026AreRefused: tasks and resource
+// subscriptions are a session's; a 2026-07-28 request is refused them,
+// a 2025 one is not.
+func TestSessionScopedRequestsOf2026AreRefused(t *testing.T) {
+	const modern = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+	for body, refused := range map[string]bool{
+		`{"jsonrpc":"2.0","id":1,"method":"tasks/list","params":{` + modern + `}}`:                                           true,
+		`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"x",` + modern + `}}`:                               true,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ls","task":{"ttl":1000},` + modern + `}}`:           true,
+		`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"wink://workspace/files/a",` + modern + `}}`: true,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ls",` + modern + `}}`:                               false,
+		`{"jsonrpc":"2.0","id":1,"method":"tasks/list","params":{}}`:                                                         false,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ls","task":{"ttl":1000}}}`:                          false,
+	} {
+		head, err := mcpgoadapt.HeadOf(context.Background(), json.RawMessage(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := refuseSessionScoped(head); (err != nil) != refused {
+			t.Errorf("%s: %v, want refused %v", body, err, refused)
+		}
+	}
+}

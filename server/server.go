@@ -204,6 +204,9 @@ func (s *Server) checkRequest(ctx context.Context, _ any, message any) error {
 	if err := refuseSessionless(ctx, head); err != nil {
 		return err
 	}
+	if err := refuseSessionScoped(head); err != nil {
+		return err
+	}
 	switch head.MethodName() {
 	case string(mcp.MethodResourcesSubscribe):
 		// A uri that is not a string: mcp-go refuses the subscription.
