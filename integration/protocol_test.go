@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -429,5 +430,28 @@ func TestModernCallGetsItsWorkspaceLogs(t *testing.T) {
 	defer mu.Unlock()
 	if !strings.Contains(strings.Join(heard, "\n"), `"message":"workspace ready"`) {
 		t.Errorf("a call that asked for info logs heard %v, want its container's \"workspace ready\"", heard)
+	}
+}
+
+// TestModernTasksListIsRefused: over streamable HTTP a 2026-07-28 request
+// has no session, and mcp-go would list every session's tasks to it; it is
+// refused instead.
+func TestModernTasksListIsRefused(t *testing.T) {
+	p := launch(t, startOptions{transport: "http"})
+	body := `{"jsonrpc":"2.0","id":1,"method":"tasks/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"0"}}}}`
+	req, _ := http.NewRequest(http.MethodPost, p.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tasks/list")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(answer), "tasks are served to sessions of the 2025 revisions only") {
+		t.Errorf("a 2026-07-28 tasks/list was answered %d: %s", resp.StatusCode, answer)
 	}
 }
