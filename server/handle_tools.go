@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -158,7 +159,9 @@ func (s *Server) bindHandle(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandle
 
 // takeHandleArg takes the workspace argument out of a call's arguments:
 // the arguments without it, the handle, and whether it was there. A
-// workspace argument that is not a string is an error.
+// workspace argument that is not a string is an error. Arguments that do
+// not mention the name at all, as a 2025 call's never do, are not decoded:
+// the request path reads a large payload as few times as it can.
 func takeHandleArg(raw any) (rest json.RawMessage, handle string, named bool, err error) {
 	var b []byte
 	switch a := raw.(type) {
@@ -166,10 +169,20 @@ func takeHandleArg(raw any) (rest json.RawMessage, handle string, named bool, er
 		return nil, "", false, nil
 	case json.RawMessage:
 		b = a
+	case map[string]any:
+		if _, ok := a[handleArg]; !ok {
+			return nil, "", false, nil
+		}
+		if b, err = json.Marshal(a); err != nil {
+			return nil, "", false, fmt.Errorf("arguments are not JSON: %w", err)
+		}
 	default:
 		if b, err = json.Marshal(a); err != nil {
 			return nil, "", false, fmt.Errorf("arguments are not JSON: %w", err)
 		}
+	}
+	if !bytes.Contains(b, []byte(`"`+handleArg+`"`)) {
+		return b, "", false, nil
 	}
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(b, &fields) != nil {

@@ -76,9 +76,15 @@ func TestTheHandleArgumentIsTakenOut(t *testing.T) {
 	if err != nil || !named || handle != "wsh_x" || string(rest) != `{"path":"a"}` {
 		t.Errorf("got %s, %q, %v, %v", rest, handle, named, err)
 	}
-	rest, _, named, err = takeHandleArg(map[string]any{"path": "a"})
+	rest, _, named, err = takeHandleArg(json.RawMessage(`{"path":"a"}`))
 	if err != nil || named || string(rest) != `{"path":"a"}` {
 		t.Errorf("without a handle: %s, %v, %v", rest, named, err)
+	}
+	if _, handle, named, err := takeHandleArg(map[string]any{"path": "a", "workspace": "wsh_y"}); err != nil || !named || handle != "wsh_y" {
+		t.Errorf("from a map: %q, %v, %v", handle, named, err)
+	}
+	if _, _, named, err := takeHandleArg(json.RawMessage(`{"content":"the workspace word"}`)); err != nil || named {
+		t.Errorf("the word in a value: %v, %v", named, err)
 	}
 	if _, _, _, err := takeHandleArg(json.RawMessage(`{"workspace":5}`)); err == nil || !strings.Contains(err.Error(), "`workspace` argument must be a string") {
 		t.Errorf("a number: %v", err)
