@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -119,10 +120,15 @@ func (st *handleStore) expire(idle time.Duration) []string {
 	return sessions
 }
 
-// inQuery reports whether a URL query string carries a workspace handle:
-// a capability must not travel where proxies and logs record it.
+// inQuery reports whether a URL query string carries a workspace handle,
+// percent-encoded or not: a capability must not travel where proxies and
+// logs record it.
 func inQuery(rawQuery string) bool {
-	return strings.Contains(rawQuery, handlePrefix)
+	if strings.Contains(rawQuery, handlePrefix) {
+		return true
+	}
+	decoded, err := url.QueryUnescape(rawQuery)
+	return err == nil && strings.Contains(decoded, handlePrefix)
 }
 
 // expireHandles ends the workspaces of handles idle past the idle timeout

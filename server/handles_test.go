@@ -95,6 +95,9 @@ func TestAHandleInAQueryStringIsRecognised(t *testing.T) {
 	if !inQuery("workspace=" + handlePrefix + "abc") {
 		t.Error("a handle in the query was not recognised")
 	}
+	if !inQuery("x=%77sh%5Fabc") {
+		t.Error("a percent-encoded handle in the query was not recognised")
+	}
 	if inQuery("workspace=kept-name&profile=go") {
 		t.Error("a kept workspace name was taken for a handle")
 	}
