@@ -29,6 +29,12 @@ const (
 const handleArgDescription = "The workspace handle workspace_open returned. Required for clients of MCP revision 2026-07-28, " +
 	"which have no sessions; clients of the 2025 revisions have a workspace of their own and must leave it out."
 
+// handleInstructions ends the instructions server/discover gives: what a
+// 2026-07-28 client must do before the workspace the rest describes exists.
+const handleInstructions = "\n\nWith MCP revision 2026-07-28 there is no session, so no workspace until you open one: " +
+	"call workspace_open first and pass the handle it returns as the `workspace` argument of every other tool; " +
+	"call workspace_close when done (an unused workspace also ends after the server's idle timeout)."
+
 // legacyHandleTool answers a 2025 client that calls workspace_open or
 // workspace_close, which it is not shown.
 const legacyHandleTool = "workspace handles are for clients of MCP revision 2026-07-28; this session (a 2025 revision) has a workspace of its own: use the tools without a handle"

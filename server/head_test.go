@@ -97,11 +97,12 @@ func TestTransportsCarryTheHead(t *testing.T) {
 
 // TestDiscoverOffersBothRevisionsWhateverElseItCarries sends server/discover
 // with members the checks do not need but used to choke on (a uri that is
-// not a string): stdio answers with the 2026-07-28 revision and the 2025 ones.
+// not a string): stdio answers with the 2026-07-28 revision and the 2025
+// ones, and instructions that say to open a workspace first.
 func TestDiscoverOffersBothRevisionsWhateverElseItCarries(t *testing.T) {
 	c := serveStdioPipe(t, newTestServer(t))
 	answer := c.call(`{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{"uri":5,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
-	for _, want := range []string{`"2026-07-28"`, `"2025-11-25"`, `"wink-mcp"`} {
+	for _, want := range []string{`"2026-07-28"`, `"2025-11-25"`, `"wink-mcp"`, "call workspace_open first"} {
 		if !strings.Contains(answer, want) {
 			t.Errorf("server/discover answered without %s: %s", want, answer)
 		}
