@@ -61,7 +61,7 @@ type startOptions struct {
 	as        *rootlessUser             // run the server as this user, against its rootless Podman
 	remote    *remoteHost               // drive this Podman host over ssh instead of this machine's
 	elicit    client.ElicitationHandler // answers the server's questions to the user; nil: the client cannot be asked
-	protocol  string                    // the protocol revision the client asks for; "" for mcp-go's newest
+	protocol  string                    // the protocol revision the client asks for; "" for 2025-11-25, the newest with sessions
 	env       []string                  // added to the server's environment ("NAME=value")
 	hosts     string                    // the server reads this file as its /etc/hosts (in a mount namespace of its own: pass --disk-limit 0, whose mounts Podman would not see)
 	// serviceFromEnv passes no --podman-url (nor the remote's key): the
@@ -243,8 +243,9 @@ func (p *proc) initialize() {
 		p.t.Fatalf("starting the client: %v\n%s", err, p.logs.String())
 	}
 	var req mcp.InitializeRequest
-	// The client's newest revision: the server must still give it a session.
-	req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	// The newest revision with sessions, which these tests drive; the
+	// sessionless 2026-07-28 (workspace handles) has its own tests.
+	req.Params.ProtocolVersion = mcp.ProtocolVersion20251125
 	if p.protocol != "" {
 		req.Params.ProtocolVersion = p.protocol
 	}

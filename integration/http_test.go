@@ -217,7 +217,7 @@ func TestHTTPThirtySessionsAtOnce(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			var init mcp.InitializeRequest
-			init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+			init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
 			init.Params.ClientInfo = mcp.Implementation{Name: "load", Version: "0"}
 			if _, err := c.Initialize(ctx, init); err != nil {
 				errs <- fmt.Errorf("session %d: initialize: %w", i, err)
@@ -324,8 +324,8 @@ func TestTypeScriptSDKClientGetsASession(t *testing.T) {
 			t.Errorf("the TypeScript client heard the updates %q, want the file its shell command wrote", c.Updated)
 		}
 	}
-	if a.SessionID == "" || a.SessionID == b.SessionID || a.Container == b.Container || a.Protocol == mcp.ProtocolVersion20260728 {
-		t.Fatalf("sessions %+v and %+v: want two sessions on a session-oriented revision", a, b)
+	if a.SessionID == "" || a.SessionID == b.SessionID || a.Container == b.Container || a.Protocol != mcp.ProtocolVersion20251125 || b.Protocol != mcp.ProtocolVersion20251125 {
+		t.Fatalf("sessions %+v and %+v: want two sessions of 2025-11-25, as the 1.x SDK got before 2026-07-28 was served", a, b)
 	}
 	for _, c := range clients {
 		if !containerExists(t, c.Container) {

@@ -355,7 +355,7 @@ func oneSession(url, token string, i int) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var init mcp.InitializeRequest
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
 	init.Params.ClientInfo = mcp.Implementation{Name: "replicas", Version: "0"}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		return "", fmt.Errorf("initialize: %w", err)

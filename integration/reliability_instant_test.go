@@ -75,9 +75,9 @@ func (h *heldService) imageRequests() []string {
 }
 
 // instantInitialize opens sessions over stdio and HTTP, at 2025-06-18 and
-// at the client's newest revision (which tries server/discover first, and
-// is refused), with and without a profile, while the Podman service hangs:
-// each initialize answers without a request about an image (the only thing
+// at 2025-11-25 (the harness's default, the newest with sessions), with
+// and without a profile, while the Podman service hangs: each initialize
+// answers without a request about an image (the only thing
 // its instructions could want of the service), and names the session's
 // image from the configuration: the server's, or its profile's base, which
 // its setup builds from.
@@ -92,7 +92,7 @@ func instantInitialize(t *testing.T) {
 	}
 	var tries []try
 	for _, transport := range []string{"stdio", "http"} {
-		for _, protocol := range []string{mcp.ProtocolVersion20250618, ""} { // "": the client's newest
+		for _, protocol := range []string{mcp.ProtocolVersion20250618, ""} { // "": 2025-11-25
 			for _, profile := range []string{"", "fast-" + nonce} {
 				tries = append(tries, try{transport, protocol, profile})
 			}

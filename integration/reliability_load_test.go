@@ -74,7 +74,7 @@ func TestReliabilityLoad(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), duration+5*time.Minute)
 			defer cancel()
 			var init mcp.InitializeRequest
-			init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+			init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
 			init.Params.ClientInfo = mcp.Implementation{Name: "load", Version: "0"}
 			if _, err := c.Initialize(ctx, init); err != nil {
 				fail("session %d: initialize: %v", s, err)

@@ -8,13 +8,16 @@ import (
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
 )
 
 // Records that concern a session (those with its hash as the attribute
 // "session": its container's lifecycle, refusals, recoveries) also go to
 // that session's client as notifications/message, once the client has set
 // a level with logging/setLevel, at or above it; never to another client,
-// and with the values --env-pass passes redacted.
+// and with the values --env-pass passes redacted. Those of a handle's
+// workspace go on the stream of the 2026-07-28 call running on it that
+// named a level in its _meta.
 
 // clientLogs routes records to the clients they concern.
 type clientLogs struct {
@@ -26,6 +29,10 @@ type clientLogs struct {
 	any    atomic.Int32
 	// hashes maps the hash logs name a session by to its MCP session ID.
 	hashes sync.Map
+	// calls maps the hash of a handle's workspace session to the context
+	// of a 2026-07-28 call on it that asked for logs (its _meta's level):
+	// records of that workspace go on that call's own stream.
+	calls sync.Map
 }
 
 // clientLogHandler is the slog.Handler of a clientLogs over the log's own.
@@ -47,6 +54,21 @@ func (c *clientLogs) track(hash, id string) { c.hashes.Store(hash, id) }
 func (c *clientLogs) forget(hash, id string) {
 	c.hashes.Delete(hash)
 	if _, ok := c.wanted.LoadAndDelete(id); ok {
+		c.any.Add(-1)
+	}
+}
+
+// callLogs sends the records of the workspace session hash names to the
+// 2026-07-28 call of ctx while it runs, if it asked for logs; the returned
+// function stops that. The newest such call on a workspace gets them.
+func (c *clientLogs) callLogs(ctx context.Context, hash string) func() {
+	if info := mcpserver.RequestProtocolInfoFromContext(ctx); info == nil || info.LogLevel == "" {
+		return func() {}
+	}
+	c.calls.Store(hash, ctx)
+	c.any.Add(1)
+	return func() {
+		c.calls.CompareAndDelete(hash, ctx)
 		c.any.Add(-1)
 	}
 }
@@ -104,17 +126,8 @@ func (h *clientLogHandler) forward(r slog.Record) {
 		return true
 	})
 	hash, _ := data["session"].(string)
-	v, ok := h.logs.hashes.Load(hash)
-	if !ok {
-		return
-	}
-	id := v.(string)
 	s := h.logs.server.Load()
-	if _, wanted := h.logs.wanted.Load(id); !wanted || s == nil {
-		return
-	}
-	session := s.clients.get(id)
-	if session == nil {
+	if s == nil {
 		return
 	}
 	message := r.Message
@@ -122,9 +135,27 @@ func (h *clientLogHandler) forward(r slog.Record) {
 		message = h.logs.secrets.Replace(message)
 	}
 	data["message"] = message
+	notification := mcp.NewLoggingMessageNotification(mcpLevel(r.Level), "wink-mcp", data)
+	if call, ok := h.logs.calls.Load(hash); ok {
+		// mcp-go sends it at or above the level the call's _meta names.
+		_ = s.mcp.SendLogMessageToClient(call.(context.Context), notification)
+		return
+	}
+	v, ok := h.logs.hashes.Load(hash)
+	if !ok {
+		return
+	}
+	id := v.(string)
+	if _, wanted := h.logs.wanted.Load(id); !wanted {
+		return
+	}
+	session := s.clients.get(id)
+	if session == nil {
+		return
+	}
 	ctx := s.mcp.WithContext(context.Background(), session)
 	// Best effort and never blocking: a client that does not keep up misses records.
-	_ = s.mcp.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(mcpLevel(r.Level), "wink-mcp", data))
+	_ = s.mcp.SendLogMessageToClient(ctx, notification)
 }
 
 // jsonValue is an attribute's value as the notification's JSON carries it:

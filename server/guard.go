@@ -81,6 +81,10 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusForbidden, f.Reason, f.Message)
 		return
 	}
+	if inQuery(r.URL.RawQuery) {
+		refuse(http.StatusBadRequest, "handle in query", "bad request: a workspace handle must not travel in a URL's query string, where proxies and logs record it; pass it as the tool's `workspace` argument")
+		return
+	}
 	var principal string
 	var ok bool
 	if g.oauth != nil {

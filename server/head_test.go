@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -94,18 +95,38 @@ func TestTransportsCarryTheHead(t *testing.T) {
 	})
 }
 
-// TestSessionlessRequestsAreRefusedWhateverElseTheyCarry sends requests of
-// the sessionless revision with members the checks do not need but used to
-// choke on (a uri that is not a string): each is refused as the others are.
-func TestSessionlessRequestsAreRefusedWhateverElseTheyCarry(t *testing.T) {
+// TestDiscoverOffersBothRevisionsWhateverElseItCarries sends server/discover
+// with members the checks do not need but used to choke on (a uri that is
+// not a string): stdio answers with the 2026-07-28 revision and the 2025
+// ones, and instructions that say to open a workspace first.
+func TestDiscoverOffersBothRevisionsWhateverElseItCarries(t *testing.T) {
 	c := serveStdioPipe(t, newTestServer(t))
-	c.call(initializeBody)
-	for _, req := range []string{
+	answer := c.call(`{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{"uri":5,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	for _, want := range []string{`"2026-07-28"`, `"2025-11-25"`, `"wink-mcp"`, "call workspace_open first"} {
+		if !strings.Contains(answer, want) {
+			t.Errorf("server/discover answered without %s: %s", want, answer)
+		}
+	}
+}
+
+// TestSSEIsLegacyOnly: the SSE transport, which the spec deprecates,
+// refuses server/discover and 2026-07-28 requests, so clients fall back to
+// initialize there.
+func TestSSEIsLegacyOnly(t *testing.T) {
+	ctx := context.WithValue(context.Background(), legacyOnlyKey{}, true)
+	for _, body := range []string{
 		`{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{"uri":5}}`,
 		`{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"uri":5,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
 	} {
-		if answer := c.call(req); !strings.Contains(answer, "speaks the protocol revisions with sessions") {
-			t.Errorf("%s was answered: %s", req, answer)
+		head, err := mcpgoadapt.HeadOf(ctx, json.RawMessage(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := refuseSessionless(ctx, head); err == nil || !strings.Contains(err.Error(), "SSE transport speaks the protocol revisions with sessions") {
+			t.Errorf("%s on SSE: %v", body, err)
+		}
+		if err := refuseSessionless(context.Background(), head); err != nil {
+			t.Errorf("%s on stdio or streamable HTTP: %v", body, err)
 		}
 	}
 }
@@ -144,4 +165,28 @@ func (c *stdioPipe) call(line string) string {
 		c.t.Fatal(err)
 	}
 	return answer
+}
+
+// TestSessionScopedRequestsOf2026AreRefused: tasks and resource
+// subscriptions are a session's; a 2026-07-28 request is refused them,
+// a 2025 one is not.
+func TestSessionScopedRequestsOf2026AreRefused(t *testing.T) {
+	const modern = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+	for body, refused := range map[string]bool{
+		`{"jsonrpc":"2.0","id":1,"method":"tasks/list","params":{` + modern + `}}`:                                           true,
+		`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"x",` + modern + `}}`:                               true,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ls","task":{"ttl":1000},` + modern + `}}`:           true,
+		`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"wink://workspace/files/a",` + modern + `}}`: true,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ls",` + modern + `}}`:                               false,
+		`{"jsonrpc":"2.0","id":1,"method":"tasks/list","params":{}}`:                                                         false,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ls","task":{"ttl":1000}}}`:                          false,
+	} {
+		head, err := mcpgoadapt.HeadOf(context.Background(), json.RawMessage(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := refuseSessionScoped(head); (err != nil) != refused {
+			t.Errorf("%s: %v, want refused %v", body, err, refused)
+		}
+	}
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/wink-mcp/wink-mcp/hostguard"
@@ -120,7 +119,7 @@ func (s *Server) ServeHTTP(ctx context.Context, transport string) error {
 		path = ssePath
 	}
 	guard := newGuard(cfg, s.sessions, s.cfg.Workspace.Profiles, s.log, mcpgoadapt.NewExactIDs(s.log, tr.handler))
-	guard.reserve, guard.opened, guard.refused = s.reserveSlot, tr.opened, s.recordRefusal
+	guard.reserve, guard.opened, guard.refused = s.reserveSlot, tr.opened, s.tel.recordRefusal
 	guard.oauth = resourceServerFrom(cfg, ln.Addr().String(), path)
 	s.mgr.SetParkLimit(s.parkLimit)
 	srv := &http.Server{
@@ -169,8 +168,8 @@ func (s *Server) transportHandler(ctx context.Context, transport string) (httpTr
 			mcpserver.WithSessionIdManagerResolver(sessionIDResolver{store: s.sessions, reserve: s.reserveSlot, register: s.mgr.Register}),
 			// Not mcp-go's idle TTL, which counts from a request's start and so
 			// ends a session in the middle of a long call: see expireIdle.
-			// The 2026-07-28 revision has no sessions, so no session to give a container to.
-			mcpserver.WithStreamableHTTPProtocolVersions(mcp.LegacyProtocolVersions()...),
+			// Every revision mcp-go serves: 2026-07-28 requests, which have no
+			// session, reach a workspace through a handle (workspace_open).
 			mcpserver.WithStreamableHTTPLogger(quiet),
 			// Resumable streams; also makes mcp-go deliver every notification
 			// of a request exactly once (see mcpgoadapt.NewEventLog).
@@ -197,7 +196,9 @@ func (s *Server) transportHandler(ctx context.Context, transport string) (httpTr
 				return sessionIDs{store: s.sessions, slot: slotFrom(ctx), reserve: s.reserveSlot, principal: principalFrom(ctx),
 					workspace: r.URL.Query().Get(workspaceParam), profile: r.URL.Query().Get(profileParam), register: s.mgr.Register}.Generate(), nil
 			}),
-			mcpserver.WithSSEContextFunc(func(ctx context.Context, _ *http.Request) context.Context { return s.requestContext(ctx) }),
+			mcpserver.WithSSEContextFunc(func(ctx context.Context, _ *http.Request) context.Context {
+				return s.requestContext(context.WithValue(ctx, legacyOnlyKey{}, true))
+			}),
 			mcpserver.WithKeepAlive(true),
 			mcpserver.WithKeepAliveInterval(30*time.Second),
 		)

@@ -103,6 +103,6 @@ func (s *Server) instructSessions(hooks *mcpserver.Hooks, base prompts.Info) {
 		result.Instructions = prompts.Text(s.knownInfo(ctx, base))
 	})
 	hooks.AddAfterDiscover(func(ctx context.Context, _ any, _ *mcp.DiscoverRequest, result *mcp.DiscoverResult) {
-		result.Instructions = prompts.Text(s.knownInfo(ctx, base))
+		result.Instructions = prompts.Text(s.knownInfo(ctx, base)) + handleInstructions
 	})
 }

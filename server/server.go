@@ -64,12 +64,16 @@ type Server struct {
 	cfg       Config
 	log       *slog.Logger
 	mgr       *workspace.Manager
+	tel       telemetry // the audit log and the metrics
 	mcp       *mcpserver.MCPServer
 	sessions  *sessionStore
 	clients   clientSessions
 	tasks     taskCounts
 	results   taskResults
 	subs      *subscriptions
+	handles   *handleStore
+	logs      *clientLogs
+	stop      context.CancelFunc // stops the handles' idle reaper
 	calls     *callTracker
 	sweepDone chan struct{}
 }
@@ -101,13 +105,14 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), calls: newCallTracker(), sweepDone: make(chan struct{})}
+	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), handles: newHandleStore(), logs: logs, calls: newCallTracker(), sweepDone: make(chan struct{}),
+		tel: telemetry{audit: cfg.Audit, metrics: cfg.Metrics, mgr: mgr, log: log}}
 
 	logs.server.Store(s)
 	hooks := &mcpserver.Hooks{}
 	hooks.AddOnRegisterSession(func(ctx context.Context, session mcpserver.ClientSession) {
 		s.clients.add(session)
-		s.recordSession(ctx, session, audit.EventSessionOpen)
+		s.tel.recordSession(ctx, session, audit.EventSessionOpen)
 		logs.track(mgr.SessionHash(session.SessionID()), session.SessionID())
 		if mcpgoadapt.IsStdio(session) {
 			mgr.Register(session.SessionID(), workspace.SessionOptions{Workspace: cfg.KeptWorkspace, Stdio: true})
@@ -115,7 +120,7 @@ func New(cfg Config) (*Server, error) {
 	})
 	hooks.AddOnUnregisterSession(func(ctx context.Context, session mcpserver.ClientSession) {
 		s.clients.remove(session)
-		s.recordSession(ctx, session, audit.EventSessionClose)
+		s.tel.recordSession(ctx, session, audit.EventSessionClose)
 		logs.forget(mgr.SessionHash(session.SessionID()), session.SessionID())
 		// mcp-go may call this with a cancelled context (stdio at EOF).
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
@@ -138,7 +143,7 @@ func New(cfg Config) (*Server, error) {
 	s.trackUnsubscriptions(hooks)
 	hooks.AddOnRequestInitialization(s.checkRequest)
 	hooks.AddBeforeCallTool(s.boundTaskTTL)
-	hooks.AddOnError(s.recordProtocolError)
+	hooks.AddOnError(s.tel.recordProtocolError)
 	mgr.OnChange(s.notifyChanged)
 	mgr.OnEgressAsk(s.askEgress)
 	info := prompts.Info{Image: cfg.Workspace.ImageChoices()[0], Workspace: workspace.Root, ShellTimeoutSeconds: int(cfg.MaxCommandTimeout / time.Second),
@@ -166,8 +171,9 @@ func New(cfg Config) (*Server, error) {
 		mcpserver.WithHooks(hooks),
 		mcpserver.WithToolHandlerMiddleware(s.holdTaskResults), // outermost: it holds what observe answers
 		mcpserver.WithToolHandlerMiddleware(s.observe),
-		mcpserver.WithToolHandlerMiddleware(s.audited), // inside observe: it sees a handler's own error or panic
+		mcpserver.WithToolHandlerMiddleware(s.tel.audited), // inside observe: it sees a handler's own error or panic
 		mcpserver.WithToolHandlerMiddleware(s.traced),
+		mcpserver.WithToolHandlerMiddleware(s.bindHandle),
 		mcpserver.WithTaskCapabilities(true, true, true),
 		mcpserver.WithTaskHooks(s.taskHooks()),
 	)
@@ -176,8 +182,15 @@ func New(cfg Config) (*Server, error) {
 		mgr.Close(context.Background())
 		return nil, err
 	}
+	legacySchemas, err := withHandleArg(all)
+	if err != nil {
+		mgr.Close(context.Background())
+		return nil, err
+	}
+	hooks.AddAfterListTools(showLegacySchemas(legacySchemas))
+	all = append(all, s.handleTools()...)
 	s.mcp.AddTools(all...)
-	s.countTools(all)
+	s.tel.countTools(all)
 	s.mcp.AddPrompts(prompts.Workspace(info.Profiles, func(ctx context.Context) prompts.Info { return s.promptInfo(ctx, info) }))
 	if cfg.Workspace.MountRoots {
 		mgr.SetRoots(s.clientRoots)
@@ -187,6 +200,9 @@ func New(cfg Config) (*Server, error) {
 		s.mcp.AddNotificationHandler(string(mcp.MethodNotificationInitialized), s.prestart)
 	}
 	go s.sweep()
+	reap, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	go s.expireHandles(reap, cfg.Workspace.IdleTimeout)
 	return s, nil
 }
 
@@ -202,7 +218,10 @@ func (s *Server) checkRequest(ctx context.Context, _ any, message any) error {
 	if err != nil {
 		return nil // not a request mcp-go can read either: it answers it
 	}
-	if err := refuseSessionless(head); err != nil {
+	if err := refuseSessionless(ctx, head); err != nil {
+		return err
+	}
+	if err := refuseSessionScoped(head); err != nil {
 		return err
 	}
 	switch head.MethodName() {
@@ -219,20 +238,34 @@ func (s *Server) checkRequest(ctx context.Context, _ any, message any) error {
 }
 
 // refuseSessionless answers server/discover, and any request made under the
-// sessionless 2026-07-28 revision, with an error, as a server from before
-// that revision would: clients then fall back to initialize and a session,
-// which every wink-mcp transport needs (a workspace and its subscriptions
-// belong to a session). Streamable HTTP refuses them earlier, in mcp-go.
-func refuseSessionless(head *mcpgoadapt.Head) error {
+// sessionless 2026-07-28 revision, with an error on the SSE transport, as a
+// server from before that revision would: the spec deprecates SSE, so it
+// stays 2025-only, and clients fall back to initialize and a session. Stdio
+// and streamable HTTP serve both revisions.
+func refuseSessionless(ctx context.Context, head *mcpgoadapt.Head) error {
+	if !legacyOnly(ctx) {
+		return nil
+	}
 	if head.MethodName() == string(mcp.MethodServerDiscover) || mcp.IsModernProtocol(head.ProtocolVersion(mcp.MetaKeyProtocolVersion)) {
-		return errors.New("wink-mcp speaks the protocol revisions with sessions (2025-11-25 and earlier); connect with initialize")
+		return errors.New("wink-mcp's SSE transport speaks the protocol revisions with sessions (2025-11-25 and earlier); connect with initialize, or use streamable HTTP (/mcp) for 2026-07-28")
 	}
 	return nil
+}
+
+// legacyOnlyKey marks the requests of a transport that serves the 2025
+// revisions only (SSE).
+type legacyOnlyKey struct{}
+
+// legacyOnly reports whether ctx's request came on a 2025-only transport.
+func legacyOnly(ctx context.Context) bool {
+	only, _ := ctx.Value(legacyOnlyKey{}).(bool)
+	return only
 }
 
 // Close removes every container of this server and releases its instance,
 // within the shutdown timeout.
 func (s *Server) Close() error {
+	s.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	start := time.Now()
@@ -256,6 +289,13 @@ func (s *Server) workspaceFor(ctx context.Context) (any, error) {
 
 // sessionWorkspace returns the workspace of the request's MCP session.
 func (s *Server) sessionWorkspace(ctx context.Context) (*workspace.Session, error) {
+	if id := handleSessionFrom(ctx); id != "" {
+		return s.mgr.Session(id)
+	}
+	if mcpserver.IsModernRequest(ctx) {
+		return nil, errors.New("a request of MCP revision 2026-07-28 has no session, so no workspace of its own: " +
+			"open one with the workspace_open tool and pass its handle as the `workspace` argument of the tools (resources and completions need a 2025 session)")
+	}
 	session := mcpserver.ClientSessionFromContext(ctx)
 	if session == nil || session.SessionID() == "" {
 		// A sessionless request (protocol revision 2026-07-28) would share one
@@ -314,6 +354,9 @@ func (s *Server) observe(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFu
 			}
 			if res.IsError {
 				attrs = append(attrs, "error", firstText(res))
+			}
+			if tp := traceparentOf(req); tp != "" {
+				attrs = append(attrs, "traceparent", tp)
 			}
 			s.log.Info("tool call", attrs...)
 		}()

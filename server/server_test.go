@@ -42,7 +42,7 @@ func connect(t *testing.T, s *Server) (*client.Client, *mcp.InitializeResult) {
 	}
 	t.Cleanup(func() { c.Close() })
 	var req mcp.InitializeRequest
-	req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	req.Params.ProtocolVersion = mcp.ProtocolVersion20251125
 	req.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "0"}
 	init, err := c.Initialize(ctx, req)
 	if err != nil {

@@ -38,7 +38,7 @@ func (m *Manager) holdInEngine(hash string, opts SessionOptions, profile *profil
 	held, err := store.HoldKept(ctx, engine.KeptAsk{
 		Name:      opts.Workspace,
 		Holder:    fmt.Sprintf("wink-mcp instance %s (pid %d on %s), session %s", m.inst.id, os.Getpid(), m.inst.host, hash),
-		Gone:      m.holderGone,
+		Gone:      m.inst.holderGone,
 		Principal: opts.Principal,
 		Image:     m.keptImage(profile),
 		Profile:   profileName(profile),
@@ -78,9 +78,9 @@ var holderProcess = regexp.MustCompile(`\(pid (\d+) on (\S+)\)`)
 // holdInEngine names it) was a process of this host that has exited: a
 // server killed and started again here waits for its lease to run out
 // rather than being refused.
-func (m *Manager) holderGone(holder string) bool {
+func (i *instance) holderGone(holder string) bool {
 	match := holderProcess.FindStringSubmatch(holder)
-	if match == nil || match[2] != m.inst.host {
+	if match == nil || match[2] != i.host {
 		return false
 	}
 	pid, err := strconv.Atoi(match[1])

@@ -138,7 +138,7 @@ func TestHolderGone(t *testing.T) {
 		{"another host", holder(exited.Process.Pid, "elsewhere"), false},
 		{"not ours", "some controller", false},
 	} {
-		if got := m.holderGone(tc.holder); got != tc.want {
+		if got := m.inst.holderGone(tc.holder); got != tc.want {
 			t.Errorf("%s: holderGone = %v; want %v", tc.name, got, tc.want)
 		}
 	}

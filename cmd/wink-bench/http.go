@@ -113,7 +113,7 @@ func openHTTPSession(ctx context.Context, url string) (*httpSession, error) {
 		return nil, err
 	}
 	var init mcp.InitializeRequest
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
 	init.Params.ClientInfo = mcp.Implementation{Name: "wink-bench", Version: "1"}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		c.Close()

@@ -23,7 +23,7 @@ func measureMCPGoRead(ctx context.Context, cfg config) (measurement, error) {
 	}
 	defer c.Close()
 	var init mcp.InitializeRequest
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
 	init.Params.ClientInfo = mcp.Implementation{Name: "wink-bench", Version: "1"}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		return measurement{}, err

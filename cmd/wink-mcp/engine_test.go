@@ -49,7 +49,7 @@ func TestUnreachablePodmanIsAClearToolError(t *testing.T) {
 		t.Fatal(err)
 	}
 	var init mcp.InitializeRequest
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
 	if _, err := c.Initialize(ctx, init); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,173 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/wink-mcp/wink-mcp/server/mcpgoadapt"
+)
+
+// handlePrefix begins every workspace handle, so that one pasted where it
+// does not belong (a URL's query string) is recognised and refused.
+const handlePrefix = "wsh_"
+
+// handleBytes is the randomness of a handle: 256 bits from crypto/rand.
+const handleBytes = 32
+
+// errUnknownHandle is the answer for a handle that was never issued, was
+// closed, expired, or belongs to another principal: all look alike, so
+// nothing can be learnt by probing.
+var errUnknownHandle = errors.New("unknown workspace handle: it was never opened, was closed (workspace_close), " +
+	"expired after the server's --idle-timeout without calls, or belongs to another client; open one with workspace_open")
+
+// handleStore records the workspace handles this server issued to clients
+// of the 2026-07-28 revision: each names a managed workspace session, is
+// bound to the principal that opened it, and is alive until closed or idle
+// past the idle timeout (never while one of its calls runs). It is safe for
+// concurrent use.
+type handleStore struct {
+	mu      sync.Mutex
+	handles map[string]*handleState
+	now     func() time.Time
+}
+
+// handleState is one handle's owner, session and activity.
+type handleState struct {
+	principal string
+	session   string // the workspace.Manager session id, never shown to clients
+	inflight  int
+	last      time.Time
+}
+
+func newHandleStore() *handleStore {
+	return &handleStore{handles: map[string]*handleState{}, now: time.Now}
+}
+
+// open issues a new handle of principal, with the manager session id it
+// maps to.
+func (st *handleStore) open(principal string) (handle, session string) {
+	secret := make([]byte, handleBytes)
+	_, _ = rand.Read(secret) // crypto/rand.Read never fails (Go 1.24+)
+	id := make([]byte, 16)
+	_, _ = rand.Read(id)
+	handle = handlePrefix + base64.RawURLEncoding.EncodeToString(secret)
+	session = "handle-" + hex.EncodeToString(id)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.handles[handle] = &handleState{principal: principal, session: session, last: st.now()}
+	return handle, session
+}
+
+// count returns how many handles are open.
+func (st *handleStore) count() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return len(st.handles)
+}
+
+// begin marks a call on handle of principal as running and returns its
+// session and the function that marks the call over; errUnknownHandle for
+// a handle that is not a live one of principal.
+func (st *handleStore) begin(handle, principal string) (session string, end func(), err error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	h, ok := st.handles[handle]
+	if !ok || h.principal != principal {
+		return "", nil, errUnknownHandle
+	}
+	h.inflight++
+	return h.session, func() {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		h.inflight--
+		h.last = st.now()
+	}, nil
+}
+
+// close forgets handle of principal and returns its session.
+func (st *handleStore) close(handle, principal string) (string, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	h, ok := st.handles[handle]
+	if !ok || h.principal != principal {
+		return "", errUnknownHandle
+	}
+	delete(st.handles, handle)
+	return h.session, nil
+}
+
+// expire forgets the handles with no call running and none for idle, and
+// returns their sessions.
+func (st *handleStore) expire(idle time.Duration) []string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var sessions []string
+	for handle, h := range st.handles {
+		if h.inflight == 0 && st.now().Sub(h.last) >= idle {
+			delete(st.handles, handle)
+			sessions = append(sessions, h.session)
+		}
+	}
+	return sessions
+}
+
+// inQuery reports whether a URL query string carries a workspace handle,
+// percent-encoded or not: a capability must not travel where proxies and
+// logs record it.
+func inQuery(rawQuery string) bool {
+	if strings.Contains(rawQuery, handlePrefix) {
+		return true
+	}
+	decoded, err := url.QueryUnescape(rawQuery)
+	return err == nil && strings.Contains(decoded, handlePrefix)
+}
+
+// expireHandles ends the workspaces of handles idle past idle until ctx
+// is done.
+func (s *Server) expireHandles(ctx context.Context, idle time.Duration) {
+	if idle <= 0 {
+		return
+	}
+	tick := time.NewTicker(min(max(idle/4, 100*time.Millisecond), 10*time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, id := range s.handles.expire(idle) {
+			s.log.Info("workspace handle expired", "session", s.mgr.SessionHash(id), "idle_timeout", idle.String())
+			end, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+			s.mgr.EndSession(end, id)
+			cancel()
+		}
+	}
+}
+
+// refuseSessionScoped refuses the 2026-07-28 requests for what is scoped by
+// a session, which such a request has not: tasks (mcp-go scopes a task to
+// the session that made it, and a request without one would see every
+// session's) and resource subscriptions (a session's workspace files).
+func refuseSessionScoped(head *mcpgoadapt.Head) error {
+	if !mcp.IsModernProtocol(head.ProtocolVersion(mcp.MetaKeyProtocolVersion)) {
+		return nil
+	}
+	method := head.MethodName()
+	switch {
+	case strings.HasPrefix(method, "tasks/"), method == string(mcp.MethodToolsCall) && head.AsksForTask():
+		return errors.New("tasks are served to sessions of the 2025 revisions only for now: under 2026-07-28, call the tool without a task (long calls report progress on their own stream)")
+	case method == string(mcp.MethodResourcesSubscribe), method == string(mcp.MethodResourcesUnsubscribe):
+		return errors.New("resource subscriptions belong to a session's workspace: under 2026-07-28, follow a handle's changes with workspace_changes")
+	}
+	return nil
+}
