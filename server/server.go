@@ -305,7 +305,7 @@ func (s *Server) sessionWorkspace(ctx context.Context) (*workspace.Session, erro
 	return s.mgr.Session(session.SessionID())
 }
 
-// sweep asks the Podman service what the first container will need, then
+// sweep asks the container engine what the first container will need, then
 // removes containers left by wink-mcp servers that died.
 func (s *Server) sweep() {
 	defer close(s.sweepDone)
@@ -313,7 +313,7 @@ func (s *Server) sweep() {
 	defer cancel()
 	start := time.Now()
 	if err := s.mgr.Prepare(ctx); err != nil {
-		s.log.Warn("the Podman service is not ready for the first workspace; its first call will say why", "err", err)
+		s.log.Warn("the container engine is not ready for the first workspace; its first call will say why", "err", err)
 	} else {
 		s.log.Debug("ready for the first workspace", "duration_ms", time.Since(start).Milliseconds())
 	}

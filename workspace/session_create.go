@@ -196,9 +196,15 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 		return fail(err)
 	}
 	times.Done("create")
+	network, pids, nofile, nproc := "none", spec.PidsLimit, spec.NofileLimit, spec.NprocLimit
+	if m.eng.Service().Pods {
+		// A Pod has eth0, cut off by a deny-all NetworkPolicy; a pids limit
+		// and rlimits are no Pod settings (engine.Service.Pods).
+		network, pids, nofile, nproc = "deny-all NetworkPolicy", 0, 0, 0
+	}
 	logEvent(m.log, EventCreated, s, start, "image", spec.Image, "user", spec.User, "memory_bytes", spec.MemoryBytes,
-		"cpus", spec.CPUs, "pids_limit", spec.PidsLimit, "tmp_bytes", spec.TmpBytes, "nofile", spec.NofileLimit,
-		"nproc", spec.NprocLimit, "network", "none", "cap_drop", "ALL", "no_new_privileges", true, "keep_id", keepID, "mounts", len(spec.Mounts),
+		"cpus", spec.CPUs, "pids_limit", pids, "tmp_bytes", spec.TmpBytes, "nofile", nofile,
+		"nproc", nproc, "network", network, "cap_drop", "ALL", "no_new_privileges", true, "keep_id", keepID, "mounts", len(spec.Mounts),
 		"unenforced_limits", s.unenforced)
 	if err := m.eng.Start(ctx, s.name); err != nil {
 		return fail(m.images.ExplainUnpushed(s.profile, err))
