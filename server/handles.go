@@ -134,24 +134,14 @@ func inQuery(rawQuery string) bool {
 // expireHandles ends the workspaces of handles idle past idle until ctx
 // is done.
 func (s *Server) expireHandles(ctx context.Context, idle time.Duration) {
-	if idle <= 0 {
-		return
-	}
-	tick := time.NewTicker(min(max(idle/4, 100*time.Millisecond), 10*time.Second))
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	onIdleTicks(ctx, idle, func() {
 		for _, id := range s.handles.expire(idle) {
 			s.log.Info("workspace handle expired", "session", s.mgr.SessionHash(id), "idle_timeout", idle.String())
 			end, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 			s.mgr.EndSession(end, id)
 			cancel()
 		}
-	}
+	})
 }
 
 // refuseSessionScoped refuses the 2026-07-28 requests for what is scoped by

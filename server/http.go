@@ -252,6 +252,18 @@ func (r sessionIDResolver) ResolveSessionIdManager(req *http.Request) mcpserver.
 // event stream, is never idle.
 func (s *Server) expireIdle(ctx context.Context, transport http.Handler) {
 	idle := s.cfg.Workspace.IdleTimeout
+	onIdleTicks(ctx, idle, func() {
+		for _, id := range s.sessions.idle(idle) {
+			s.log.Info("http session expired", "session", s.mgr.SessionHash(id), "idle_timeout", idle.String())
+			endStreamable(ctx, transport, id)
+		}
+	})
+}
+
+// onIdleTicks calls f every quarter of idle, at least every 10 s and at
+// most every 100 ms, until ctx is done; with idle not positive (no idle
+// timeout) it returns at once.
+func onIdleTicks(ctx context.Context, idle time.Duration, f func()) {
 	if idle <= 0 {
 		return
 	}
@@ -263,10 +275,7 @@ func (s *Server) expireIdle(ctx context.Context, transport http.Handler) {
 			return
 		case <-tick.C:
 		}
-		for _, id := range s.sessions.idle(idle) {
-			s.log.Info("http session expired", "session", s.mgr.SessionHash(id), "idle_timeout", idle.String())
-			endStreamable(ctx, transport, id)
-		}
+		f()
 	}
 }
 
