@@ -1,0 +1,113 @@
+package quota
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+func TestNilLedgerGrantsEverything(t *testing.T) {
+	var l *Ledger = New(Limits{})
+	if l != nil {
+		t.Fatal("New with no limit should return nil")
+	}
+	h, err := l.Reserve("a", Workspaces, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Release() // a nil hold
+	if got := l.InUse("a", Workspaces); got != 0 {
+		t.Fatalf("in use %d", got)
+	}
+}
+
+func TestReserveRefusesPastTheLimitAndNamesIt(t *testing.T) {
+	l := New(Limits{Workspaces: 2})
+	a1, err := l.Reserve("a", Workspaces, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Reserve("a", Workspaces, 1); err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Reserve("a", Workspaces, 1)
+	var ex *ExceededError
+	if !errors.As(err, &ex) || ex.Limit != 2 || ex.InUse != 2 || ex.Asked != 1 || ex.Resource != Workspaces {
+		t.Fatalf("want an ExceededError at 2 of 2, got %v", err)
+	}
+	for _, want := range []string{"workspaces quota", "--quota-workspaces", "limit of 2", "hold 2", "workspace_close"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q lacks %q", err, want)
+		}
+	}
+	// Another principal is not touched by a's quota.
+	if _, err := l.Reserve("b", Workspaces, 2); err != nil {
+		t.Fatalf("b refused for a's use: %v", err)
+	}
+	// Releasing (twice) frees exactly one.
+	a1.Release()
+	a1.Release()
+	if got := l.InUse("a", Workspaces); got != 1 {
+		t.Fatalf("a holds %d after one release, want 1", got)
+	}
+	if _, err := l.Reserve("a", Workspaces, 1); err != nil {
+		t.Fatalf("a refused after a release: %v", err)
+	}
+}
+
+func TestReleaseForgetsAPrincipalWithNothingHeld(t *testing.T) {
+	l := New(Limits{Workspaces: 1})
+	h, _ := l.Reserve("a", Workspaces, 1)
+	h.Release()
+	if len(l.used) != 0 {
+		t.Fatalf("ledger still records %v", l.used)
+	}
+}
+
+// TestConcurrentReservationsNeverPassTheLimit races many reservations of
+// one principal (run with -race): exactly the limit succeed.
+func TestConcurrentReservationsNeverPassTheLimit(t *testing.T) {
+	const limit, tries = 3, 64
+	l := New(Limits{Workspaces: limit})
+	var granted atomic.Int64
+	var holds sync.Map
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range tries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if h, err := l.Reserve("a", Workspaces, 1); err == nil {
+				granted.Add(1)
+				holds.Store(i, h)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if granted.Load() != limit {
+		t.Fatalf("%d reservations granted, want exactly %d", granted.Load(), limit)
+	}
+	// Releases racing new reservations never drive the count past the limit or below 0.
+	holds.Range(func(_, h any) bool {
+		wg.Add(2)
+		go func() { defer wg.Done(); h.(*Hold).Release() }()
+		go func() {
+			defer wg.Done()
+			if h, err := l.Reserve("a", Workspaces, 1); err == nil {
+				defer h.Release()
+			}
+			if n := l.InUse("a", Workspaces); n < 0 || n > limit {
+				t.Errorf("in use %d, outside 0..%d", n, limit)
+			}
+		}()
+		return true
+	})
+	wg.Wait()
+	if n := l.InUse("a", Workspaces); n != 0 {
+		t.Fatalf("in use %d after every release", n)
+	}
+}
