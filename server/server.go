@@ -18,6 +18,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/audit"
 	"github.com/wink-mcp/wink-mcp/metrics"
 	"github.com/wink-mcp/wink-mcp/prompts"
+	"github.com/wink-mcp/wink-mcp/quota"
 	"github.com/wink-mcp/wink-mcp/server/mcpgoadapt"
 	"github.com/wink-mcp/wink-mcp/tools"
 	"github.com/wink-mcp/wink-mcp/workspace"
@@ -57,6 +58,9 @@ type Config struct {
 	// Metrics counts sessions, calls and refusals; nil counts nothing.
 	// The caller serves it.
 	Metrics *metrics.Metrics
+	// Quotas limits what each principal holds at once (its sessions plus
+	// workspace handles); nil limits nothing.
+	Quotas *quota.Ledger
 }
 
 // Server is wink-mcp's MCP server. Close must be called to remove its containers.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/audit"
 	"github.com/wink-mcp/wink-mcp/metrics"
+	"github.com/wink-mcp/wink-mcp/quota"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -145,6 +146,13 @@ func (t *telemetry) recordRefusal(_ *http.Request, status int, reason string) {
 	kind, _, _ := strings.Cut(reason, ":")
 	t.metrics.Refused(strings.ReplaceAll(kind, " ", "_"))
 	t.writeAudit(audit.Record{Event: audit.EventRefused, Reason: strings.ReplaceAll(reason, " ", "_"), Status: status})
+}
+
+// recordQuota writes and counts a call refused past principal's quota of
+// r, as the guard's refusals are (reason "quota").
+func (t *telemetry) recordQuota(ctx context.Context, r quota.Resource) {
+	t.metrics.Refused("quota")
+	t.writeAudit(audit.Record{Event: audit.EventRefused, Principal: principalFrom(ctx), Reason: "quota:" + r.Name()})
 }
 
 // countTools tells the metrics the tools' names, the only tool labels
