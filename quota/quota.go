@@ -1,15 +1,17 @@
 // Package quota keeps per-principal quotas: a ledger, keyed by principal
 // (a token's digest, an OAuth subject, the local stdio user), of what each
-// one holds of a resource, against a limit per resource. A Reserve that
-// would pass the limit is refused with an *ExceededError naming the quota,
+// one holds of each resource, against a limit per resource. A Reserve that
+// would pass a limit is refused with an *ExceededError naming the quota,
 // its flag, the limit and what is in use; one that fits returns a Hold,
 // given back by its Release (at most once, however often called). Checking
-// and taking happen under one lock, so concurrent reservations of one
-// principal never pass its limit together. A nil *Ledger enforces nothing.
+// and taking happen under one lock, a leaf that is held for no call out,
+// so concurrent reservations of one principal never pass its limit
+// together. A nil *Ledger enforces nothing.
 package quota
 
 import (
 	"fmt"
+	"strconv"
 	"sync"
 )
 
@@ -21,16 +23,28 @@ const (
 	// Workspaces counts a principal's workspaces at once: its MCP sessions
 	// (revisions 2025) and open workspace handles (revision 2026-07-28).
 	Workspaces Resource = iota
+	// MemoryBytes sums the memory limits of a principal's containers.
+	MemoryBytes
+	// MilliCPUs sums the CPU limits of a principal's containers, in
+	// thousandths of a CPU.
+	MilliCPUs
 )
 
 // quotaInfo describes a resource to the people who meet its limit.
 type quotaInfo struct {
-	name, flag, unit, remedy string
+	name, flag, remedy string
+	format             func(int64) string
 }
 
+const closeOne = "close one of your workspaces first (workspace_close for a handle, or end a session with DELETE)"
+
 var info = map[Resource]quotaInfo{
-	Workspaces: {name: "workspaces", flag: "--quota-workspaces", unit: "workspaces",
-		remedy: "close one of your workspaces first (workspace_close for a handle, or end a session with DELETE), or ask the operator to raise --quota-workspaces"},
+	Workspaces: {name: "workspaces", flag: "--quota-workspaces", format: func(n int64) string { return strconv.FormatInt(n, 10) + " workspaces" },
+		remedy: closeOne + ", or ask the operator to raise --quota-workspaces"},
+	MemoryBytes: {name: "memory", flag: "--quota-memory", format: func(n int64) string { return fmt.Sprintf("%d MiB of memory limits", n>>20) },
+		remedy: closeOne + " to remove its container, switch to a smaller profile, or ask the operator to raise --quota-memory"},
+	MilliCPUs: {name: "cpus", flag: "--quota-cpus", format: func(n int64) string { return strconv.FormatFloat(float64(n)/1000, 'f', -1, 64) + " CPUs of CPU limits" },
+		remedy: closeOne + " to remove its container, switch to a smaller profile, or ask the operator to raise --quota-cpus"},
 }
 
 // Name is the resource's name in messages, metrics and audit records.
@@ -40,21 +54,35 @@ func (r Resource) Name() string { return info[r].name }
 type Limits struct {
 	// Workspaces caps a principal's sessions plus open handles at once.
 	Workspaces int64
+	// MemoryBytes caps the sum of the memory limits of its containers.
+	MemoryBytes int64
+	// MilliCPUs caps the sum of the CPU limits of its containers, in
+	// thousandths of a CPU.
+	MilliCPUs int64
 }
 
 func (l Limits) of(r Resource) int64 {
 	switch r {
 	case Workspaces:
 		return l.Workspaces
+	case MemoryBytes:
+		return l.MemoryBytes
+	case MilliCPUs:
+		return l.MilliCPUs
 	}
 	return 0
 }
+
+// Amounts are what one reservation takes, by resource.
+type Amounts map[Resource]int64
 
 // Ledger records what each principal holds. It is safe for concurrent use.
 type Ledger struct {
 	limits Limits
 	mu     sync.Mutex
-	used   map[string]map[Resource]int64
+	used   map[string]Amounts
+	// refused, when set, is told of every refusal (outside the lock).
+	refused func(principal string, r Resource)
 }
 
 // New returns a ledger enforcing limits, or nil (enforcing nothing) when
@@ -63,7 +91,15 @@ func New(limits Limits) *Ledger {
 	if limits == (Limits{}) {
 		return nil
 	}
-	return &Ledger{limits: limits, used: map[string]map[Resource]int64{}}
+	return &Ledger{limits: limits, used: map[string]Amounts{}}
+}
+
+// OnRefused has f told of every reservation refused from now on, to count
+// and audit it; call it before the ledger is shared.
+func (l *Ledger) OnRefused(f func(principal string, r Resource)) {
+	if l != nil {
+		l.refused = f
+	}
 }
 
 // ExceededError is a reservation refused past a principal's quota.
@@ -76,29 +112,54 @@ type ExceededError struct {
 
 func (e *ExceededError) Error() string {
 	i := info[e.Resource]
-	return fmt.Sprintf("quota exceeded: %s quota: you hold %d %s and asked for %d more, past the limit of %d per client (%s); %s",
-		i.name, e.InUse, i.unit, e.Asked, e.Limit, i.flag, i.remedy)
+	return fmt.Sprintf("quota exceeded: %s quota: you hold %s and asked for %s more, past the limit of %s per client (%s); %s",
+		i.name, i.format(e.InUse), i.format(e.Asked), i.format(e.Limit), i.flag, i.remedy)
 }
 
-// Reserve takes n of r for principal if its quota leaves room, and returns
-// the hold that gives it back; an *ExceededError if not. A nil ledger, or
-// an unlimited resource, always grants it (with a hold that does nothing).
-func (l *Ledger) Reserve(principal string, r Resource, n int64) (*Hold, error) {
-	if l == nil || l.limits.of(r) <= 0 {
+// Reserve takes amounts for principal if every quota leaves room, all or
+// nothing, and returns the hold that gives them back; an *ExceededError
+// for the first that does not. A nil ledger, or unlimited resources,
+// always grant (with a hold that does nothing).
+func (l *Ledger) Reserve(principal string, amounts Amounts) (*Hold, error) {
+	if l == nil {
 		return nil, nil
 	}
-	limit := l.limits.of(r)
+	taken := Amounts{}
+	for r, n := range amounts {
+		if l.limits.of(r) > 0 && n > 0 {
+			taken[r] = n
+		}
+	}
+	if len(taken) == 0 {
+		return nil, nil
+	}
+	if err := l.take(principal, taken); err != nil {
+		if l.refused != nil {
+			l.refused(principal, err.Resource)
+		}
+		return nil, err
+	}
+	return &Hold{ledger: l, principal: principal, amounts: taken}, nil
+}
+
+// take checks and takes amounts for principal under the lock.
+func (l *Ledger) take(principal string, amounts Amounts) *ExceededError {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	held := l.used[principal][r]
-	if held+n > limit {
-		return nil, &ExceededError{Resource: r, Limit: limit, InUse: held, Asked: n}
+	held := l.used[principal]
+	for _, r := range []Resource{Workspaces, MemoryBytes, MilliCPUs} {
+		if n, ok := amounts[r]; ok && held[r]+n > l.limits.of(r) {
+			return &ExceededError{Resource: r, Limit: l.limits.of(r), InUse: held[r], Asked: n}
+		}
 	}
-	if l.used[principal] == nil {
-		l.used[principal] = map[Resource]int64{}
+	if held == nil {
+		held = Amounts{}
+		l.used[principal] = held
 	}
-	l.used[principal][r] = held + n
-	return &Hold{ledger: l, principal: principal, resource: r, amount: n}, nil
+	for r, n := range amounts {
+		held[r] += n
+	}
+	return nil
 }
 
 // InUse returns what principal holds of r.
@@ -111,12 +172,11 @@ func (l *Ledger) InUse(principal string, r Resource) int64 {
 	return l.used[principal][r]
 }
 
-// Hold is an amount a principal reserved. A nil *Hold releases nothing.
+// Hold is what one reservation took. A nil *Hold releases nothing.
 type Hold struct {
 	ledger    *Ledger
 	principal string
-	resource  Resource
-	amount    int64
+	amounts   Amounts
 	once      sync.Once
 }
 
@@ -130,9 +190,11 @@ func (h *Hold) Release() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		held := l.used[h.principal]
-		held[h.resource] -= h.amount
-		if held[h.resource] <= 0 {
-			delete(held, h.resource)
+		for r, n := range h.amounts {
+			held[r] -= n
+			if held[r] <= 0 {
+				delete(held, r)
+			}
 		}
 		if len(held) == 0 {
 			delete(l.used, h.principal)

@@ -13,7 +13,7 @@ func TestNilLedgerGrantsEverything(t *testing.T) {
 	if l != nil {
 		t.Fatal("New with no limit should return nil")
 	}
-	h, err := l.Reserve("a", Workspaces, 1000)
+	h, err := l.Reserve("a", Amounts{Workspaces: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,14 +25,14 @@ func TestNilLedgerGrantsEverything(t *testing.T) {
 
 func TestReserveRefusesPastTheLimitAndNamesIt(t *testing.T) {
 	l := New(Limits{Workspaces: 2})
-	a1, err := l.Reserve("a", Workspaces, 1)
+	a1, err := l.Reserve("a", Amounts{Workspaces: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Reserve("a", Workspaces, 1); err != nil {
+	if _, err := l.Reserve("a", Amounts{Workspaces: 1}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = l.Reserve("a", Workspaces, 1)
+	_, err = l.Reserve("a", Amounts{Workspaces: 1})
 	var ex *ExceededError
 	if !errors.As(err, &ex) || ex.Limit != 2 || ex.InUse != 2 || ex.Asked != 1 || ex.Resource != Workspaces {
 		t.Fatalf("want an ExceededError at 2 of 2, got %v", err)
@@ -43,7 +43,7 @@ func TestReserveRefusesPastTheLimitAndNamesIt(t *testing.T) {
 		}
 	}
 	// Another principal is not touched by a's quota.
-	if _, err := l.Reserve("b", Workspaces, 2); err != nil {
+	if _, err := l.Reserve("b", Amounts{Workspaces: 2}); err != nil {
 		t.Fatalf("b refused for a's use: %v", err)
 	}
 	// Releasing (twice) frees exactly one.
@@ -52,14 +52,14 @@ func TestReserveRefusesPastTheLimitAndNamesIt(t *testing.T) {
 	if got := l.InUse("a", Workspaces); got != 1 {
 		t.Fatalf("a holds %d after one release, want 1", got)
 	}
-	if _, err := l.Reserve("a", Workspaces, 1); err != nil {
+	if _, err := l.Reserve("a", Amounts{Workspaces: 1}); err != nil {
 		t.Fatalf("a refused after a release: %v", err)
 	}
 }
 
 func TestReleaseForgetsAPrincipalWithNothingHeld(t *testing.T) {
 	l := New(Limits{Workspaces: 1})
-	h, _ := l.Reserve("a", Workspaces, 1)
+	h, _ := l.Reserve("a", Amounts{Workspaces: 1})
 	h.Release()
 	if len(l.used) != 0 {
 		t.Fatalf("ledger still records %v", l.used)
@@ -80,7 +80,7 @@ func TestConcurrentReservationsNeverPassTheLimit(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			if h, err := l.Reserve("a", Workspaces, 1); err == nil {
+			if h, err := l.Reserve("a", Amounts{Workspaces: 1}); err == nil {
 				granted.Add(1)
 				holds.Store(i, h)
 			}
@@ -97,7 +97,7 @@ func TestConcurrentReservationsNeverPassTheLimit(t *testing.T) {
 		go func() { defer wg.Done(); h.(*Hold).Release() }()
 		go func() {
 			defer wg.Done()
-			if h, err := l.Reserve("a", Workspaces, 1); err == nil {
+			if h, err := l.Reserve("a", Amounts{Workspaces: 1}); err == nil {
 				defer h.Release()
 			}
 			if n := l.InUse("a", Workspaces); n < 0 || n > limit {
@@ -109,5 +109,30 @@ func TestConcurrentReservationsNeverPassTheLimit(t *testing.T) {
 	wg.Wait()
 	if n := l.InUse("a", Workspaces); n != 0 {
 		t.Fatalf("in use %d after every release", n)
+	}
+}
+
+// A reservation of several resources is all or nothing, and a refusal is
+// told to the hook with the resource past its quota.
+func TestReserveSeveralIsAllOrNothing(t *testing.T) {
+	l := New(Limits{MemoryBytes: 2 << 30, MilliCPUs: 1500})
+	var refused []Resource
+	l.OnRefused(func(principal string, r Resource) { refused = append(refused, r) })
+	if _, err := l.Reserve("a", Amounts{MemoryBytes: 1 << 30, MilliCPUs: 1000, Workspaces: 5}); err != nil {
+		t.Fatal(err) // workspaces unlimited: not counted
+	}
+	_, err := l.Reserve("a", Amounts{MemoryBytes: 1 << 30, MilliCPUs: 1000})
+	var ex *ExceededError
+	if !errors.As(err, &ex) || ex.Resource != MilliCPUs || !strings.Contains(err.Error(), "--quota-cpus") || !strings.Contains(err.Error(), "limit of 1.5 CPUs") {
+		t.Fatalf("want the CPU quota refused, got %v", err)
+	}
+	if got := l.InUse("a", MemoryBytes); got != 1<<30 {
+		t.Errorf("a refused reservation took memory: %d held", got)
+	}
+	if len(refused) != 1 || refused[0] != MilliCPUs {
+		t.Errorf("refusals told: %v", refused)
+	}
+	if _, err := l.Reserve("a", Amounts{MemoryBytes: 2 << 30}); err == nil || !strings.Contains(err.Error(), "1024 MiB") {
+		t.Errorf("memory past its quota: %v", err)
 	}
 }

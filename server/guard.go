@@ -14,7 +14,6 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/hostguard"
 	"github.com/wink-mcp/wink-mcp/profiles"
-	"github.com/wink-mcp/wink-mcp/quota"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -134,7 +133,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			if err := g.holdQuota(r, sl, principal); err != nil {
 				g.settle(sl)
-				refuse(http.StatusTooManyRequests, "quota:"+quota.Workspaces.Name(), err.Error())
+				g.refuseQuota(w, r, err)
 				return
 			}
 		}

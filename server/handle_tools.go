@@ -91,9 +91,8 @@ func (s *Server) openHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if max := s.cfg.HTTP.MaxSessions; max > 0 && s.handles.count() >= max {
 		return mcp.NewToolResultError(fmt.Sprintf("workspace_open: this server keeps at most %d workspace handles open at once (--max-sessions); close one with workspace_close first", max)), nil
 	}
-	hold, err := s.cfg.Quotas.Reserve(principalFrom(ctx), quota.Workspaces, 1)
+	hold, err := s.cfg.Quotas.Reserve(principalFrom(ctx), quota.Amounts{quota.Workspaces: 1})
 	if err != nil {
-		s.tel.recordQuota(ctx, quota.Workspaces)
 		return mcp.NewToolResultError("workspace_open: " + err.Error()), nil
 	}
 	handle, session := s.handles.open(principalFrom(ctx), hold)

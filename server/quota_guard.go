@@ -19,6 +19,15 @@ func (g *guard) holdQuota(r *http.Request, sl *slot, principal string) error {
 	return g.store.holdQuota(sl, principal)
 }
 
+// refuseQuota answers a new session past its principal's quota with 429:
+// the principal may open one once it has closed another. The ledger's
+// refusal hook has counted and audited it.
+func (g *guard) refuseQuota(w http.ResponseWriter, r *http.Request, err error) {
+	g.log.Info("http request refused", "status", http.StatusTooManyRequests, "reason", "quota", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+	w.Header().Set("Connection", "close") // as every refusal: see ServeHTTP
+	http.Error(w, err.Error(), http.StatusTooManyRequests)
+}
+
 // opensWorkspace reports whether r, a request without a session that may
 // open one, will, so that its principal's workspaces quota is held for it:
 // an SSE stream does; a streamable HTTP POST does when it is an initialize

@@ -159,7 +159,7 @@ func TestHandlesGiveTheirQuotaBack(t *testing.T) {
 	now := time.Unix(1000, 0)
 	st.now = func() time.Time { return now }
 	hold := func() *quota.Hold {
-		h, err := ledger.Reserve("p", quota.Workspaces, 1)
+		h, err := ledger.Reserve("p", quota.Amounts{quota.Workspaces: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +167,7 @@ func TestHandlesGiveTheirQuotaBack(t *testing.T) {
 	}
 	closed, _ := st.open("p", hold())
 	st.open("p", hold())
-	if _, err := ledger.Reserve("p", quota.Workspaces, 1); err == nil {
+	if _, err := ledger.Reserve("p", quota.Amounts{quota.Workspaces: 1}); err == nil {
 		t.Fatal("a third workspace past a quota of 2")
 	}
 	if _, err := st.close(closed, "p"); err != nil {

@@ -108,7 +108,7 @@ func (st *sessionStore) holdQuota(sl *slot, principal string) error {
 	if sl.quota != nil {
 		return nil
 	}
-	hold, err := st.quotas.Reserve(principal, quota.Workspaces, 1)
+	hold, err := st.quotas.Reserve(principal, quota.Amounts{quota.Workspaces: 1})
 	sl.quota = hold
 	return err
 }

@@ -148,11 +148,12 @@ func (t *telemetry) recordRefusal(_ *http.Request, status int, reason string) {
 	t.writeAudit(audit.Record{Event: audit.EventRefused, Reason: strings.ReplaceAll(reason, " ", "_"), Status: status})
 }
 
-// recordQuota writes and counts a call refused past principal's quota of
-// r, as the guard's refusals are (reason "quota").
-func (t *telemetry) recordQuota(ctx context.Context, r quota.Resource) {
+// recordQuota writes and counts a request or call refused past
+// principal's quota of r (the ledger's refusal hook): reason "quota" in
+// the metrics, "quota:NAME" in the audit log.
+func (t *telemetry) recordQuota(principal string, r quota.Resource) {
 	t.metrics.Refused("quota")
-	t.writeAudit(audit.Record{Event: audit.EventRefused, Principal: principalFrom(ctx), Reason: "quota:" + r.Name()})
+	t.writeAudit(audit.Record{Event: audit.EventRefused, Principal: principal, Reason: "quota:" + r.Name()})
 }
 
 // countTools tells the metrics the tools' names, the only tool labels

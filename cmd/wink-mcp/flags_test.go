@@ -140,7 +140,7 @@ func TestHTTPFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.Quotas.Reserve("p", quota.Workspaces, 2); err == nil {
+	if _, err := cfg.Quotas.Reserve("p", quota.Amounts{quota.Workspaces: 2}); err == nil {
 		t.Errorf("WINK_QUOTA_WORKSPACES=1 let a client hold 2 workspaces")
 	}
 	h := cfg.HTTP
