@@ -118,9 +118,22 @@ func (e *ExceededError) Error() string {
 
 // Reserve takes amounts for principal if every quota leaves room, all or
 // nothing, and returns the hold that gives them back; an *ExceededError
-// for the first that does not. A nil ledger, or unlimited resources,
-// always grant (with a hold that does nothing).
+// for the first that does not, told to the OnRefused hook. A nil ledger,
+// or unlimited resources, always grant (with a hold that does nothing).
 func (l *Ledger) Reserve(principal string, amounts Amounts) (*Hold, error) {
+	hold, err := l.Try(principal, amounts)
+	if err != nil && l.refused != nil {
+		l.refused(principal, err.Resource)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return hold, nil
+}
+
+// Try is Reserve telling no hook of a refusal: for a caller that then
+// takes another way, which reserves again and says why if it must.
+func (l *Ledger) Try(principal string, amounts Amounts) (*Hold, *ExceededError) {
 	if l == nil {
 		return nil, nil
 	}
@@ -134,9 +147,6 @@ func (l *Ledger) Reserve(principal string, amounts Amounts) (*Hold, error) {
 		return nil, nil
 	}
 	if err := l.take(principal, taken); err != nil {
-		if l.refused != nil {
-			l.refused(principal, err.Resource)
-		}
 		return nil, err
 	}
 	return &Hold{ledger: l, principal: principal, amounts: taken}, nil

@@ -103,6 +103,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	// A port preview is an HTTP endpoint on this machine too: the same names and origins.
 	cfg.Workspace.PreviewHosts, cfg.Workspace.PreviewOrigins = cfg.HTTP.AllowedHosts, cfg.HTTP.AllowedOrigins
+	cfg.Workspace.Quotas = cfg.Quotas // containers hold their limits against the same ledger
 	logs := &clientLogs{secrets: newRedactor(cfg.Workspace.PassedEnv)}
 	log = slog.New(logs.handler(log.Handler()))
 	mgr, err := workspace.NewManager(cfg.Workspace, log)

@@ -238,7 +238,15 @@ func (m *Manager) Session(id string) (*Session, error) {
 	delete(m.options, id)
 	var s *Session
 	if m.pool != nil && profile == m.defaultProfile() {
-		s = m.pool.Take() // pooled containers run the default profile
+		// A pooled container counts against the principal's quotas from
+		// now; past them, the session makes its own, which says why not.
+		if hold, err := m.cfg.Quotas.Try(opts.Principal, containerAmounts(profileLimits(m.cfg.Limits, profile))); err == nil {
+			if s = m.pool.Take(); s != nil { // pooled containers run the default profile
+				s.containerQuota = hold // no call can find s yet
+			} else {
+				hold.Release()
+			}
+		}
 	}
 	if s != nil {
 		s.who.serve(id, hash)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -43,6 +44,7 @@ type serveOptions struct {
 	engine        engineOptions
 	observe       observeOptions
 	quotas        quota.Limits
+	quotaCPUs     float64
 	// service is how the Podman service was named; once resolved, its
 	// connection is the connection used, "" for none.
 	service podmanService
@@ -119,6 +121,8 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.list(&h.AllowedOrigins, "allowed-origin", "an Origin (scheme://host[:port]) accepted besides loopback ones (repeatable)", "WINK_ALLOWED_ORIGINS")
 	b.int(&h.MaxSessions, "max-sessions", "sessions served at once over HTTP", "WINK_MAX_SESSIONS")
 	b.int64(&opts.quotas.Workspaces, "quota-workspaces", "workspaces (sessions plus workspace handles) one client (token or OAuth subject) may hold at once (0 = no quota)", "WINK_QUOTA_WORKSPACES")
+	b.bytes(&opts.quotas.MemoryBytes, "quota-memory", "memory limits one client's containers may hold in all, each while it exists (e.g. 8g; 0 = no quota)", "WINK_QUOTA_MEMORY")
+	b.float(&opts.quotaCPUs, "quota-cpus", "CPU limits one client's containers may hold in all, each while it exists (0 = no quota)", "WINK_QUOTA_CPUS")
 	b.bytes(&h.MaxBodyBytes, "max-body", "largest message: an HTTP request body or a stdio line", "WINK_MAX_BODY")
 	b.duration(&h.DrainTimeout, "drain-timeout", "on SIGTERM, how long tool calls in flight may finish", "WINK_DRAIN_TIMEOUT")
 	b.duration(&h.BodyTimeout, "body-timeout", "how long an HTTP request body may take to arrive", "WINK_BODY_TIMEOUT")
@@ -173,10 +177,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	if cfg.MaxCommandTimeout < time.Second || cfg.MaxCommandTimeout > 24*time.Hour {
 		return cfg, opts, fmt.Errorf("--max-command-timeout %s: must be between 1s and 24h", cfg.MaxCommandTimeout)
 	}
-	if opts.quotas.Workspaces < 0 {
-		return cfg, opts, fmt.Errorf("--quota-workspaces %d: want 0 (no quota) or the number of workspaces one client may hold at once", opts.quotas.Workspaces)
+	if err := resolveQuotas(&cfg, &opts); err != nil {
+		return cfg, opts, err
 	}
-	cfg.Quotas = quota.New(opts.quotas)
 	if cfg.KeptWorkspace != "" {
 		if err := checkKeptWorkspace(cfg, opts); err != nil {
 			return cfg, opts, err
@@ -478,4 +481,21 @@ func (b *binder) list(p *[]string, name, usage string, envs ...string) {
 
 func (b *binder) bytes(p *int64, name, usage string, envs ...string) {
 	bind(b, p, name, usage, envs, profiles.ParseSize, false)
+}
+
+// resolveQuotas checks the per-client quotas and makes their ledger: a
+// quota below one container's limits would let no workspace start.
+func resolveQuotas(cfg *server.Config, opts *serveOptions) error {
+	q, w := &opts.quotas, &cfg.Workspace
+	q.MilliCPUs = int64(math.Round(opts.quotaCPUs * 1000))
+	switch {
+	case q.Workspaces < 0:
+		return fmt.Errorf("--quota-workspaces %d: want 0 (no quota) or the number of workspaces one client may hold at once", q.Workspaces)
+	case q.MemoryBytes < 0 || q.MemoryBytes > 0 && q.MemoryBytes < w.MemoryBytes:
+		return fmt.Errorf("--quota-memory %d: want 0 (no quota) or at least one container's --memory (%d bytes), or no workspace could start", q.MemoryBytes, w.MemoryBytes)
+	case opts.quotaCPUs < 0 || opts.quotaCPUs > 0 && opts.quotaCPUs < w.CPUs:
+		return fmt.Errorf("--quota-cpus %g: want 0 (no quota) or at least one container's --cpus (%g), or no workspace could start", opts.quotaCPUs, w.CPUs)
+	}
+	cfg.Quotas = quota.New(*q)
+	return nil
 }

@@ -136,12 +136,18 @@ func TestHTTPFlags(t *testing.T) {
 	}
 	cfg, opts, err := parseServeFlags([]string{"--transport", "http", "--addr", "0.0.0.0:9000", "--auth-token-file", tokenFile,
 		"--allowed-host", "a.example,b.example", "--allowed-host", "c.example"},
-		env(map[string]string{"WINK_ALLOWED_ORIGINS": "https://x.example", "WINK_MAX_SESSIONS": "8", "WINK_QUOTA_WORKSPACES": "1"}), io.Discard)
+		env(map[string]string{"WINK_ALLOWED_ORIGINS": "https://x.example", "WINK_MAX_SESSIONS": "8", "WINK_QUOTA_WORKSPACES": "1", "WINK_QUOTA_MEMORY": "2g", "WINK_QUOTA_CPUS": "1.5"}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cfg.Quotas.Reserve("p", quota.Amounts{quota.Workspaces: 2}); err == nil {
 		t.Errorf("WINK_QUOTA_WORKSPACES=1 let a client hold 2 workspaces")
+	}
+	if _, err := cfg.Quotas.Reserve("p", quota.Amounts{quota.MemoryBytes: 2 << 30, quota.MilliCPUs: 1500}); err != nil {
+		t.Errorf("the memory and CPU quotas: %v", err)
+	}
+	if _, err := cfg.Quotas.Reserve("p", quota.Amounts{quota.MilliCPUs: 1}); err == nil {
+		t.Errorf("WINK_QUOTA_CPUS=1.5 let a client hold 1.501 CPUs")
 	}
 	h := cfg.HTTP
 	if opts.transport != "http" || h.Addr != "0.0.0.0:9000" || len(h.AuthTokens) != 2 || len(h.AllowedHosts) != 3 || h.AllowedOrigins[0] != "https://x.example" || h.MaxSessions != 8 {
@@ -160,6 +166,8 @@ func TestHTTPFlags(t *testing.T) {
 		{name: "oauth on stdio", args: []string{"--oauth-issuer", "https://idp.example.com"}, wantErr: "--oauth-issuer protects the HTTP transports"},
 		{name: "oauth public without audience", args: []string{"--transport", "http", "--addr", "0.0.0.0:9000", "--oauth-issuer", "https://idp.example.com"}, wantErr: "--oauth-audience is needed"},
 		{name: "negative quota", args: []string{"--transport", "http", "--quota-workspaces", "-1"}, wantErr: "--quota-workspaces -1: want 0 (no quota)"},
+		{name: "memory quota below a container", args: []string{"--transport", "http", "--quota-memory", "512m"}, wantErr: "--quota-memory 536870912: want 0 (no quota) or at least one container's --memory"},
+		{name: "cpu quota below a container", args: []string{"--transport", "http", "--quota-cpus", "0.5"}, wantErr: "--quota-cpus 0.5: want 0 (no quota) or at least one container's --cpus (1)"},
 		{name: "oauth and tokens", args: []string{"--transport", "http", "--oauth-issuer", "https://idp.example.com"}, env: map[string]string{"WINK_AUTH_TOKEN": "0123456789abcdef0123456789abcdef"}, wantErr: "choose one"},
 	}
 	for _, tt := range refusals {
