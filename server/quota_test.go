@@ -14,6 +14,9 @@ import (
 
 const otherToken = "fedcba9876543210fedcba9876543210"
 
+// modernMeta is the _meta of a 2026-07-28 request.
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}}`
+
 // post sends body to the streamable HTTP endpoint with token's bearer
 // (and session's id, if any) and returns the status, session id and body.
 func post(t *testing.T, base, token, session, body string) (int, string, string) {
@@ -117,7 +120,7 @@ func TestCrowdOfOnePrincipalGetsExactlyItsQuota(t *testing.T) {
 // tool error naming it; closing a handle gives its share back.
 func TestWorkspacesQuotaCountsHandles(t *testing.T) {
 	s, base := quotaServer(t, quota.Limits{Workspaces: 1})
-	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	const meta = modernMeta
 	open := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"workspace_open","arguments":{},` + meta + `}}`
 	code, _, body := post(t, base, goodToken, "", open)
 	if !strings.Contains(body, handlePrefix) || strings.Contains(body, `"isError":true`) {
@@ -150,6 +153,36 @@ func principalOf(token string) string {
 	r.Header.Set("Authorization", "Bearer "+token)
 	p, _ := g.authenticate(r)
 	return p
+}
+
+// A crowd of one principal's workspace_open calls gets exactly its quota.
+func TestCrowdOfHandleOpensGetsExactlyTheQuota(t *testing.T) {
+	const limit, crowd = 2, 8
+	s, base := quotaServer(t, quota.Limits{Workspaces: limit})
+	open := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"workspace_open","arguments":{},` + modernMeta + `}}`
+	var mu sync.Mutex
+	opened, refused := 0, 0
+	var wg sync.WaitGroup
+	for range crowd {
+		wg.Go(func() {
+			_, _, body := post(t, base, goodToken, "", open)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case strings.Contains(body, "--quota-workspaces"):
+				refused++
+			case strings.Contains(body, handlePrefix):
+				opened++
+			}
+		})
+	}
+	wg.Wait()
+	if opened != limit || refused != crowd-limit {
+		t.Fatalf("%d handles opened and %d refused, want %d and %d", opened, refused, limit, crowd-limit)
+	}
+	if n := s.cfg.Quotas.InUse(principalOf(goodToken), quota.Workspaces); n != limit {
+		t.Errorf("a holds %d, want %d", n, limit)
+	}
 }
 
 // Every way a handle ends gives its quota back: close, idle expiry.
