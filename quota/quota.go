@@ -28,6 +28,10 @@ const (
 	// MilliCPUs sums the CPU limits of a principal's containers, in
 	// thousandths of a CPU.
 	MilliCPUs
+	// EgressBytes counts the bytes a principal's sessions carried through
+	// their egress proxies in the last EgressWindow (an EgressBudget,
+	// not reserved).
+	EgressBytes
 )
 
 // quotaInfo describes a resource to the people who meet its limit.
@@ -45,6 +49,7 @@ var info = map[Resource]quotaInfo{
 		remedy: closeOne + " to remove its container, switch to a smaller profile, or ask the operator to raise --quota-memory"},
 	MilliCPUs: {name: "cpus", flag: "--quota-cpus", format: func(n int64) string { return strconv.FormatFloat(float64(n)/1000, 'f', -1, 64) + " CPUs of CPU limits" },
 		remedy: closeOne + " to remove its container, switch to a smaller profile, or ask the operator to raise --quota-cpus"},
+	EgressBytes: {name: "egress", flag: "--quota-egress-bytes", format: func(n int64) string { return strconv.FormatInt(n, 10) + " bytes" }},
 }
 
 // Name is the resource's name in messages, metrics and audit records.
@@ -59,6 +64,9 @@ type Limits struct {
 	// MilliCPUs caps the sum of the CPU limits of its containers, in
 	// thousandths of a CPU.
 	MilliCPUs int64
+	// EgressBytes caps the bytes its sessions' egress proxies carry in
+	// any EgressWindow.
+	EgressBytes int64
 }
 
 func (l Limits) of(r Resource) int64 {
@@ -81,6 +89,7 @@ type Ledger struct {
 	limits Limits
 	mu     sync.Mutex
 	used   map[string]Amounts
+	egress map[string]*EgressBudget
 	// refused, when set, is told of every refusal (outside the lock).
 	refused func(principal string, r Resource)
 }
@@ -91,7 +100,7 @@ func New(limits Limits) *Ledger {
 	if limits == (Limits{}) {
 		return nil
 	}
-	return &Ledger{limits: limits, used: map[string]Amounts{}}
+	return &Ledger{limits: limits, used: map[string]Amounts{}, egress: map[string]*EgressBudget{}}
 }
 
 // OnRefused has f told of every reservation refused from now on, to count

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestNilLedgerGrantsEverything(t *testing.T) {
@@ -134,5 +135,43 @@ func TestReserveSeveralIsAllOrNothing(t *testing.T) {
 	}
 	if _, err := l.Reserve("a", Amounts{MemoryBytes: 2 << 30}); err == nil || !strings.Contains(err.Error(), "1024 MiB") {
 		t.Errorf("memory past its quota: %v", err)
+	}
+}
+
+// The egress budget is one per principal, counts over a rolling day, and
+// tells the hook of each refused connection.
+func TestEgressBudgetRollsOverADay(t *testing.T) {
+	l := New(Limits{EgressBytes: 1000})
+	var refused []Resource
+	l.OnRefused(func(_ string, r Resource) { refused = append(refused, r) })
+	a := l.Egress("a")
+	if a != l.Egress("a") || a == l.Egress("b") {
+		t.Fatal("want one budget per principal")
+	}
+	now := time.Unix(1_000_000*3600, 0)
+	a.now = func() time.Time { return now }
+	a.Add(600)
+	now = now.Add(5 * time.Hour)
+	a.Add(400)
+	if !a.Over() || l.Egress("b").Over() {
+		t.Fatalf("a at 1000 of 1000: over %v; b over %v", a.Over(), l.Egress("b").Over())
+	}
+	reason, remedy := a.Refusal()
+	if !strings.Contains(reason, "--quota-egress-bytes") || !strings.Contains(reason, "1000 bytes") || !strings.Contains(remedy, "rolling day") {
+		t.Errorf("refusal %q / %q", reason, remedy)
+	}
+	if len(refused) != 1 || refused[0] != EgressBytes {
+		t.Errorf("refusals told: %v", refused)
+	}
+	now = now.Add(20 * time.Hour) // the first 600 bytes are 25 hours old
+	if a.Over() || a.Used() != 400 {
+		t.Errorf("a day later: used %d, over %v; want 400, not over", a.Used(), a.Over())
+	}
+	now = now.Add(48 * time.Hour)
+	if a.Used() != 0 {
+		t.Errorf("days later: used %d", a.Used())
+	}
+	if New(Limits{Workspaces: 1}).Egress("a") != nil {
+		t.Error("a budget without an egress quota")
 	}
 }

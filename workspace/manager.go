@@ -231,6 +231,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 		}
 		held = nil
 		s.profileSwitch.setLocked(profile)
+		shareEgressQuota(s, m.cfg.Quotas)
 		delete(m.options, id)
 		m.sessions[id] = s
 		return s, nil
@@ -262,6 +263,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 		s.principal, s.stdio = opts.Principal, opts.Stdio
 		s.profileSwitch.setLocked(profile)
 	}
+	shareEgressQuota(s, m.cfg.Quotas)
 	m.sessions[id] = s
 	return s, nil
 }

@@ -72,3 +72,32 @@ func TestPooledContainersCountFromTheirTaking(t *testing.T) {
 		t.Errorf("a holds %d bytes after its pooled container went", got)
 	}
 }
+
+// A principal's sessions, pooled or not, count their egress against one
+// budget, not another principal's.
+func TestSessionsShareTheirPrincipalsEgressBudget(t *testing.T) {
+	ledger := quota.New(quota.Limits{EgressBytes: 1 << 20})
+	m, _, _ := newTestManager(t, func(c *Config) { c.Quotas = ledger; c.Warm = 1 })
+	testwait.For(t, "a full pool", func() bool { return len(readyEntries(m.pool)) == 1 })
+	m.Register("a1", SessionOptions{Principal: "a"})
+	m.Register("a2", SessionOptions{Principal: "a"})
+	m.Register("b1", SessionOptions{Principal: "b"})
+	a1, _ := m.Session("a1") // from the pool
+	a2, _ := m.Session("a2")
+	b1, _ := m.Session("b1")
+	ledger.Egress("a").Add(1 << 20)
+	if !ledger.Egress("a").Over() || ledger.Egress("b").Over() {
+		t.Fatal("a's budget should be spent, b's not")
+	}
+	for _, s := range []*Session{a1, a2} {
+		if s.meter.Used() >= s.meter.Max() {
+			t.Fatalf("%s's own cap is spent", s.name)
+		}
+		if s.meter.Budget() != ledger.Egress("a") {
+			t.Errorf("session %s does not count against a's budget", s.name)
+		}
+	}
+	if b1.meter.Budget() != ledger.Egress("b") {
+		t.Error("b's session does not count against b's budget")
+	}
+}

@@ -115,6 +115,14 @@ func containerAmounts(l engine.Limits) quota.Amounts {
 	return quota.Amounts{quota.MemoryBytes: l.MemoryBytes, quota.MilliCPUs: int64(math.Round(l.CPUs * 1000))}
 }
 
+// shareEgressQuota makes s's egress count against its principal's egress
+// quota too, if ledger has one; called before any call can find s.
+func shareEgressQuota(s *Session, ledger *quota.Ledger) {
+	if b := ledger.Egress(s.principal); b != nil {
+		s.meter.ShareBudget(b)
+	}
+}
+
 // createLocked creates, starts and connects to a new container.
 func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	start := time.Now()

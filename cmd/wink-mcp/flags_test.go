@@ -136,7 +136,7 @@ func TestHTTPFlags(t *testing.T) {
 	}
 	cfg, opts, err := parseServeFlags([]string{"--transport", "http", "--addr", "0.0.0.0:9000", "--auth-token-file", tokenFile,
 		"--allowed-host", "a.example,b.example", "--allowed-host", "c.example"},
-		env(map[string]string{"WINK_ALLOWED_ORIGINS": "https://x.example", "WINK_MAX_SESSIONS": "8", "WINK_QUOTA_WORKSPACES": "1", "WINK_QUOTA_MEMORY": "2g", "WINK_QUOTA_CPUS": "1.5"}), io.Discard)
+		env(map[string]string{"WINK_ALLOWED_ORIGINS": "https://x.example", "WINK_MAX_SESSIONS": "8", "WINK_QUOTA_WORKSPACES": "1", "WINK_QUOTA_MEMORY": "2g", "WINK_QUOTA_CPUS": "1.5", "WINK_QUOTA_EGRESS_BYTES": "1m"}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +148,11 @@ func TestHTTPFlags(t *testing.T) {
 	}
 	if _, err := cfg.Quotas.Reserve("p", quota.Amounts{quota.MilliCPUs: 1}); err == nil {
 		t.Errorf("WINK_QUOTA_CPUS=1.5 let a client hold 1.501 CPUs")
+	}
+	if b := cfg.Quotas.Egress("p"); b == nil {
+		t.Errorf("WINK_QUOTA_EGRESS_BYTES set no egress quota")
+	} else if b.Add(1 << 20); !b.Over() {
+		t.Errorf("WINK_QUOTA_EGRESS_BYTES=1m: 1 MiB carried is not over it")
 	}
 	h := cfg.HTTP
 	if opts.transport != "http" || h.Addr != "0.0.0.0:9000" || len(h.AuthTokens) != 2 || len(h.AllowedHosts) != 3 || h.AllowedOrigins[0] != "https://x.example" || h.MaxSessions != 8 {

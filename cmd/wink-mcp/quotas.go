@@ -18,6 +18,8 @@ func resolveQuotas(cfg *server.Config, opts *serveOptions) error {
 		return fmt.Errorf("--quota-workspaces %d: want 0 (no quota) or the number of workspaces one client may hold at once", q.Workspaces)
 	case q.MemoryBytes < 0 || q.MemoryBytes > 0 && q.MemoryBytes < w.MemoryBytes:
 		return fmt.Errorf("--quota-memory %d: want 0 (no quota) or at least one container's --memory (%d bytes), or no workspace could start", q.MemoryBytes, w.MemoryBytes)
+	case q.EgressBytes < 0:
+		return fmt.Errorf("--quota-egress-bytes %d: want 0 (no quota) or the bytes one client's sessions may carry in a rolling day", q.EgressBytes)
 	case opts.quotaCPUs < 0 || opts.quotaCPUs > 0 && opts.quotaCPUs < w.CPUs:
 		return fmt.Errorf("--quota-cpus %g: want 0 (no quota) or at least one container's --cpus (%g), or no workspace could start", opts.quotaCPUs, w.CPUs)
 	}
