@@ -58,8 +58,10 @@ type Config struct {
 	// Metrics counts sessions, calls and refusals; nil counts nothing.
 	// The caller serves it.
 	Metrics *metrics.Metrics
-	// Quotas limits what each principal holds at once (its sessions plus
-	// workspace handles); nil limits nothing.
+	// Quotas limits what each principal holds (its sessions plus
+	// workspace handles, its containers' memory and CPU limits, its
+	// egress bytes); nil limits nothing. New hands it to the workspaces
+	// (Workspace.Quotas) and counts and audits its refusals.
 	Quotas *quota.Ledger
 }
 

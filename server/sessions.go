@@ -102,15 +102,23 @@ func (st *sessionStore) reserve(sl *slot, limit int) bool {
 
 // holdQuota takes one of principal's workspaces quota for the session sl
 // may open, unless sl holds it already; an *quota.ExceededError past it.
+// The ledger is asked outside the store's lock: its refusal hook writes
+// the audit log.
 func (st *sessionStore) holdQuota(sl *slot, principal string) error {
 	st.mu.Lock()
-	defer st.mu.Unlock()
-	if sl.quota != nil {
+	held := sl.quota != nil
+	st.mu.Unlock()
+	if held {
 		return nil
 	}
 	hold, err := st.quotas.Reserve(principal, quota.Amounts{quota.Workspaces: 1})
+	if err != nil {
+		return err
+	}
+	st.mu.Lock()
 	sl.quota = hold
-	return err
+	st.mu.Unlock()
+	return nil
 }
 
 // open records session id of principal in the slot sl holds.
