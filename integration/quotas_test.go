@@ -71,7 +71,7 @@ func TestQuotaWorkspacesPerPrincipal(t *testing.T) {
 	}
 
 	// Ending a workspace frees its share.
-	p.endSession()
+	endSessionAs(t, p, asA)
 	waitUntil(t, 20*time.Second, "a's container to go with its session", func() bool { return !containerExists(t, container) })
 	if text, isError := callTool(t, modernA, "workspace_open", nil); isError {
 		t.Errorf("a's workspace_open after its session ended: %s", text)
@@ -139,7 +139,7 @@ func TestQuotaMemoryPerPrincipal(t *testing.T) {
 		t.Errorf("a's first container after the refusal: %+v", out)
 	}
 
-	p.endSession()
+	endSessionAs(t, p, asA)
 	waitUntil(t, 20*time.Second, "a's first container to go with its session", func() bool { return !containerExists(t, first) })
 	if out := second.run("echo", "second"); out.Stdout != "second\n" {
 		t.Errorf("a's second container once the first went: %+v", out)
@@ -182,4 +182,20 @@ func TestQuotaEgressPerPrincipal(t *testing.T) {
 	if out := rawProxy(t, b, request); !strings.Contains(out, "xxxx") {
 		t.Errorf("b's request while a is past its quota: %q", out)
 	}
+}
+
+// endSessionAs ends p's streamable HTTP session with a DELETE that carries
+// headers (the client's own DELETE carries no bearer token).
+func endSessionAs(t *testing.T, p *proc, headers map[string]string) {
+	t.Helper()
+	h := map[string]string{"Mcp-Session-Id": p.client.GetSessionId()}
+	for k, v := range headers {
+		h[k] = v
+	}
+	resp := rawRequest(t, http.MethodDelete, p.url, h, "")
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE of the session: %s", resp.Status)
+	}
+	p.endSession()
 }

@@ -45,9 +45,9 @@ const closeOne = "close one of your workspaces first (workspace_close for a hand
 var info = map[Resource]quotaInfo{
 	Workspaces: {name: "workspaces", flag: "--quota-workspaces", format: func(n int64) string { return strconv.FormatInt(n, 10) + " workspaces" },
 		remedy: closeOne + ", or ask the operator to raise --quota-workspaces"},
-	MemoryBytes: {name: "memory", flag: "--quota-memory", format: func(n int64) string { return fmt.Sprintf("%d MiB of memory limits", n>>20) },
+	MemoryBytes: {name: "memory", flag: "--quota-memory", format: func(n int64) string { return fmt.Sprintf("%d MiB of memory", n>>20) },
 		remedy: closeOne + " to remove its container, switch to a smaller profile, or ask the operator to raise --quota-memory"},
-	MilliCPUs: {name: "cpus", flag: "--quota-cpus", format: func(n int64) string { return strconv.FormatFloat(float64(n)/1000, 'f', -1, 64) + " CPUs of CPU limits" },
+	MilliCPUs: {name: "cpus", flag: "--quota-cpus", format: func(n int64) string { return strconv.FormatFloat(float64(n)/1000, 'f', -1, 64) + " CPUs" },
 		remedy: closeOne + " to remove its container, switch to a smaller profile, or ask the operator to raise --quota-cpus"},
 	EgressBytes: {name: "egress", flag: "--quota-egress-bytes", format: func(n int64) string { return strconv.FormatInt(n, 10) + " bytes" }},
 }
