@@ -7,8 +7,9 @@ import (
 	"sync/atomic"
 )
 
-// errCap ends a connection that would carry the session past its byte cap.
-var errCap = fmt.Errorf("egress: the session's byte cap (--egress-max-bytes) is reached")
+// errCap ends a connection that would carry the session past its byte
+// cap, or its client past its egress quota.
+var errCap = fmt.Errorf("egress: the session's byte cap (--egress-max-bytes) or its client's egress quota (--quota-egress-bytes) is reached")
 
 // countingConn adds what a connection carries to its session's count and,
 // while it carries a tunnel or a forwarded request (enforce), stops once

@@ -19,6 +19,9 @@ type Meter struct {
 	max  int64
 	// total, when set, also counts every byte this meter counts.
 	total *atomic.Int64
+	// budget, when set, is a second cap the bytes count against, shared
+	// with other meters (the client's egress quota).
+	budget atomic.Pointer[budgetRef]
 
 	mu        sync.Mutex
 	listeners map[*func()]struct{}
@@ -42,6 +45,48 @@ func NewMeter(limit, used int64) *Meter {
 func (m *Meter) AlsoCountIn(total *atomic.Int64) *Meter {
 	m.total = total
 	return m
+}
+
+// Budget is a cap several meters count against together: a client's
+// egress quota over all its sessions.
+type Budget interface {
+	// Add counts n bytes carried.
+	Add(n int64)
+	// Over says the cap is reached.
+	Over() bool
+	// Refusal says why a connection was refused past the cap, and what
+	// to do; it is called once per refused connection.
+	Refusal() (reason, remedy string)
+}
+
+// budgetRef holds a Budget in an atomic.Pointer.
+type budgetRef struct{ Budget }
+
+// ShareBudget makes m count its bytes against b too (nil: no budget), from
+// now on; a meter's owner sets it when it learns whose bytes they are (a
+// pooled session taken by a client).
+func (m *Meter) ShareBudget(b Budget) {
+	if b == nil {
+		m.budget.Store(nil)
+		return
+	}
+	m.budget.Store(&budgetRef{b})
+}
+
+// Budget returns the budget m counts against too, nil for none.
+func (m *Meter) Budget() Budget {
+	if b := m.budget.Load(); b != nil {
+		return b.Budget
+	}
+	return nil
+}
+
+// budgetOver returns the shared budget when it is reached, else nil.
+func (m *Meter) budgetOver() Budget {
+	if b := m.Budget(); b != nil && b.Over() {
+		return b
+	}
+	return nil
 }
 
 // Used returns the bytes counted so far.
@@ -85,8 +130,8 @@ func (m *Meter) Listen(f func()) (stop func()) {
 	}
 }
 
-// over says the cap is reached.
-func (m *Meter) over() bool { return m.used.Load() >= m.max }
+// over says the cap, or the shared budget, is reached.
+func (m *Meter) over() bool { return m.used.Load() >= m.max || m.budgetOver() != nil }
 
 func (m *Meter) add(n int) {
 	if n <= 0 {
@@ -95,6 +140,9 @@ func (m *Meter) add(n int) {
 	now := m.used.Add(int64(n))
 	if m.total != nil {
 		m.total.Add(int64(n))
+	}
+	if b := m.budget.Load(); b != nil {
+		b.Add(int64(n))
 	}
 	if step := max(m.max/meterSteps, 1); (now-int64(n))/step != now/step {
 		m.tell()

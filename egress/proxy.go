@@ -247,9 +247,15 @@ func (s *Session) dialVetted(ctx context.Context, _, _ string) (net.Conn, error)
 	return s.dial(ctx, t)
 }
 
-// capRefusal is the refusal of a session past its byte cap, or nil.
+// capRefusal is the refusal of a session past its byte cap, or of its
+// client past its egress quota, or nil.
 func (s *Session) capRefusal(host string, port int) *refusal {
-	if m := s.counter(); m.over() {
+	m := s.counter()
+	if b := m.budgetOver(); b != nil && m.Used() < m.Max() {
+		reason, remedy := b.Refusal()
+		return &refusal{status: http.StatusForbidden, host: host, port: port, reason: reason, remedy: remedy}
+	}
+	if m.over() {
 		return &refusal{status: http.StatusForbidden, host: host, port: port,
 			reason: fmt.Sprintf("this session has transferred %d bytes, its cap (--egress-max-bytes) is %d", m.Used(), m.Max()),
 			remedy: "Ask the user to restart wink-mcp with a larger --egress-max-bytes."}

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -151,6 +152,50 @@ func TestProxyByteCap(t *testing.T) {
 	code, b := get(t, c, upstream.URL)
 	if code != 403 || !strings.Contains(b, "--egress-max-bytes") {
 		t.Fatalf("past the cap: %d %q", code, b)
+	}
+}
+
+// sharedBudget is a Budget for tests: a count against a cap.
+type sharedBudget struct {
+	used, max int64
+	mu        sync.Mutex
+	refusals  int
+}
+
+func (b *sharedBudget) Add(n int64) { b.mu.Lock(); b.used += n; b.mu.Unlock() }
+func (b *sharedBudget) Over() bool  { b.mu.Lock(); defer b.mu.Unlock(); return b.used >= b.max }
+func (b *sharedBudget) Refusal() (string, string) {
+	b.mu.Lock()
+	b.refusals++
+	b.mu.Unlock()
+	return "the client's egress quota (--quota-egress-bytes) is spent", "wait"
+}
+
+// Two sessions sharing a budget (a client's egress quota) are both
+// refused once their bytes together reach it, with the budget's reason,
+// though each is under its own cap.
+func TestProxySharedBudget(t *testing.T) {
+	big := strings.Repeat("x", 64<<10)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, big) }))
+	defer upstream.Close()
+	budget := &sharedBudget{max: 100 << 10}
+	a, proxyA := startProxy(t, []string{upstream.Listener.Addr().String()}, 1<<30, nil)
+	b, proxyB := startProxy(t, []string{upstream.Listener.Addr().String()}, 1<<30, nil)
+	a.counter().ShareBudget(budget)
+	b.counter().ShareBudget(budget)
+	if code, _ := get(t, clientVia(proxyA, nil), upstream.URL); code != 200 {
+		t.Fatalf("a under the budget: %d", code)
+	}
+	if code, _ := get(t, clientVia(proxyB, nil), upstream.URL); code != 200 {
+		t.Fatalf("b under the budget: %d", code)
+	}
+	for _, proxy := range []string{proxyA, proxyB} {
+		if code, body := get(t, clientVia(proxy, nil), upstream.URL); code != 403 || !strings.Contains(body, "--quota-egress-bytes") {
+			t.Errorf("past the shared budget: %d %q", code, body)
+		}
+	}
+	if budget.refusals != 2 {
+		t.Errorf("%d refusals told, want 2", budget.refusals)
 	}
 }
 

@@ -29,7 +29,8 @@ func principalFrom(ctx context.Context) string {
 // guard checks every HTTP request before any MCP processing: the Host and
 // Origin allowlists (403, against DNS rebinding and cross-site requests),
 // the bearer token (401), the session's owner (404: an unknown, ended or
-// foreign session looks the same), the session cap (503), and the body size.
+// foreign session looks the same), the session cap (503), the principal's
+// workspaces quota (429), and the body size.
 // A request that opens a session holds its slot from the check on (see
 // sessionStore), and gives it back when it is over without one.
 type guard struct {
@@ -128,6 +129,11 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if id == "" {
 			if waiting, ok := g.reserve(sl); !ok {
 				refuse(http.StatusServiceUnavailable, "session cap", g.fullMessage(waiting))
+				return
+			}
+			if err := g.holdQuota(r, sl, principal); err != nil {
+				g.settle(sl)
+				g.refuseQuota(w, r, err)
 				return
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/wink-mcp/wink-mcp/quota"
 	"github.com/wink-mcp/wink-mcp/server/mcpgoadapt"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
@@ -90,7 +91,11 @@ func (s *Server) openHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if max := s.cfg.HTTP.MaxSessions; max > 0 && s.handles.count() >= max {
 		return mcp.NewToolResultError(fmt.Sprintf("workspace_open: this server keeps at most %d workspace handles open at once (--max-sessions); close one with workspace_close first", max)), nil
 	}
-	handle, session := s.handles.open(principalFrom(ctx))
+	hold, err := s.cfg.Quotas.Reserve(principalFrom(ctx), quota.Amounts{quota.Workspaces: 1})
+	if err != nil {
+		return mcp.NewToolResultError("workspace_open: " + err.Error()), nil
+	}
+	handle, session := s.handles.open(principalFrom(ctx), hold)
 	stdio := mcpgoadapt.IsStdio(mcpserver.ClientSessionFromContext(ctx))
 	s.mgr.Register(session, workspace.SessionOptions{Workspace: name, Profile: profile, Principal: principalFrom(ctx), Stdio: stdio})
 	ws, err := s.mgr.Session(session)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/wink-mcp/wink-mcp/quota"
 	"github.com/wink-mcp/wink-mcp/server/mcpgoadapt"
 )
 
@@ -46,15 +47,16 @@ type handleState struct {
 	session   string // the workspace.Manager session id, never shown to clients
 	inflight  int
 	last      time.Time
+	quota     *quota.Hold // its share of the principal's workspaces quota, given back when it ends
 }
 
 func newHandleStore() *handleStore {
 	return &handleStore{handles: map[string]*handleState{}, now: time.Now}
 }
 
-// open issues a new handle of principal, with the manager session id it
-// maps to.
-func (st *handleStore) open(principal string) (handle, session string) {
+// open issues a new handle of principal, holding hold of its quota until
+// it ends, with the manager session id it maps to.
+func (st *handleStore) open(principal string, hold *quota.Hold) (handle, session string) {
 	secret := make([]byte, handleBytes)
 	_, _ = rand.Read(secret) // crypto/rand.Read never fails (Go 1.24+)
 	id := make([]byte, 16)
@@ -63,7 +65,7 @@ func (st *handleStore) open(principal string) (handle, session string) {
 	session = "handle-" + hex.EncodeToString(id)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.handles[handle] = &handleState{principal: principal, session: session, last: st.now()}
+	st.handles[handle] = &handleState{principal: principal, session: session, last: st.now(), quota: hold}
 	return handle, session
 }
 
@@ -93,7 +95,7 @@ func (st *handleStore) begin(handle, principal string) (session string, end func
 	}, nil
 }
 
-// close forgets handle of principal and returns its session.
+// close forgets handle of principal, gives back its quota, and returns its session.
 func (st *handleStore) close(handle, principal string) (string, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -102,11 +104,12 @@ func (st *handleStore) close(handle, principal string) (string, error) {
 		return "", errUnknownHandle
 	}
 	delete(st.handles, handle)
+	h.quota.Release()
 	return h.session, nil
 }
 
-// expire forgets the handles with no call running and none for idle, and
-// returns their sessions.
+// expire forgets the handles with no call running and none for idle,
+// gives back their quota, and returns their sessions.
 func (st *handleStore) expire(idle time.Duration) []string {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -114,6 +117,7 @@ func (st *handleStore) expire(idle time.Duration) []string {
 	for handle, h := range st.handles {
 		if h.inflight == 0 && st.now().Sub(h.last) >= idle {
 			delete(st.handles, handle)
+			h.quota.Release()
 			sessions = append(sessions, h.session)
 		}
 	}

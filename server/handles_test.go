@@ -11,8 +11,8 @@ import (
 
 func TestHandlesAreUnguessableAndBoundToTheirPrincipal(t *testing.T) {
 	st := newHandleStore()
-	a, sessionA := st.open("alice")
-	b, _ := st.open("bob")
+	a, sessionA := st.open("alice", nil)
+	b, _ := st.open("bob", nil)
 	if a == b || !strings.HasPrefix(a, handlePrefix) {
 		t.Fatalf("handles %q and %q", a, b)
 	}
@@ -48,8 +48,8 @@ func TestIdleHandlesExpireButNotDuringACall(t *testing.T) {
 	st := newHandleStore()
 	now := time.Unix(1000, 0)
 	st.now = func() time.Time { return now }
-	busy, busySession := st.open("p")
-	idle, idleSession := st.open("p")
+	busy, busySession := st.open("p", nil)
+	idle, idleSession := st.open("p", nil)
 	_, end, err := st.begin(busy, "p")
 	if err != nil {
 		t.Fatal(err)

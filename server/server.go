@@ -18,6 +18,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/audit"
 	"github.com/wink-mcp/wink-mcp/metrics"
 	"github.com/wink-mcp/wink-mcp/prompts"
+	"github.com/wink-mcp/wink-mcp/quota"
 	"github.com/wink-mcp/wink-mcp/server/mcpgoadapt"
 	"github.com/wink-mcp/wink-mcp/tools"
 	"github.com/wink-mcp/wink-mcp/workspace"
@@ -57,6 +58,11 @@ type Config struct {
 	// Metrics counts sessions, calls and refusals; nil counts nothing.
 	// The caller serves it.
 	Metrics *metrics.Metrics
+	// Quotas limits what each principal holds (its sessions plus
+	// workspace handles, its containers' memory and CPU limits, its
+	// egress bytes); nil limits nothing. New hands it to the workspaces
+	// (Workspace.Quotas) and counts and audits its refusals.
+	Quotas *quota.Ledger
 }
 
 // Server is wink-mcp's MCP server. Close must be called to remove its containers.
@@ -99,6 +105,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	// A port preview is an HTTP endpoint on this machine too: the same names and origins.
 	cfg.Workspace.PreviewHosts, cfg.Workspace.PreviewOrigins = cfg.HTTP.AllowedHosts, cfg.HTTP.AllowedOrigins
+	cfg.Workspace.Quotas = cfg.Quotas // containers hold their limits against the same ledger
 	logs := &clientLogs{secrets: newRedactor(cfg.Workspace.PassedEnv)}
 	log = slog.New(logs.handler(log.Handler()))
 	mgr, err := workspace.NewManager(cfg.Workspace, log)
@@ -108,6 +115,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), handles: newHandleStore(), logs: logs, calls: newCallTracker(), sweepDone: make(chan struct{}),
 		tel: telemetry{audit: cfg.Audit, metrics: cfg.Metrics, mgr: mgr, log: log}}
 
+	cfg.Quotas.OnRefused(s.tel.recordQuota)
 	logs.server.Store(s)
 	hooks := &mcpserver.Hooks{}
 	hooks.AddOnRegisterSession(func(ctx context.Context, session mcpserver.ClientSession) {

@@ -11,6 +11,7 @@ import (
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/wink-mcp/wink-mcp/quota"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -36,6 +37,9 @@ type sessionStore struct {
 	sessions map[string]*sessionState
 	reserved int // the slots held by requests that have not opened their session yet
 	now      func() time.Time
+	// quotas counts each principal's sessions against its workspaces
+	// quota; nil counts nothing.
+	quotas *quota.Ledger
 }
 
 // slot is a --max-sessions slot a request that may open a session holds:
@@ -43,6 +47,9 @@ type sessionStore struct {
 type slot struct {
 	held bool   // reserved, and neither a session yet nor released
 	id   string // the session it became, once opened
+	// quota is the principal's workspaces quota the slot holds, given to
+	// its session once opened, or back when the request is over without one.
+	quota *quota.Hold
 }
 
 // slotKey carries a request's slot in its context.
@@ -64,6 +71,9 @@ type sessionState struct {
 	last     time.Time // when a request of it last began or ended
 	// initialized says its initialize was answered with success.
 	initialized bool
+	// quota is its share of its principal's workspaces quota, given back
+	// when it is removed.
+	quota *quota.Hold
 }
 
 func newSessionStore() *sessionStore {
@@ -90,6 +100,27 @@ func (st *sessionStore) reserve(sl *slot, limit int) bool {
 	return true
 }
 
+// holdQuota takes one of principal's workspaces quota for the session sl
+// may open, unless sl holds it already; an *quota.ExceededError past it.
+// The ledger is asked outside the store's lock: its refusal hook writes
+// the audit log.
+func (st *sessionStore) holdQuota(sl *slot, principal string) error {
+	st.mu.Lock()
+	held := sl.quota != nil
+	st.mu.Unlock()
+	if held {
+		return nil
+	}
+	hold, err := st.quotas.Reserve(principal, quota.Amounts{quota.Workspaces: 1})
+	if err != nil {
+		return err
+	}
+	st.mu.Lock()
+	sl.quota = hold
+	st.mu.Unlock()
+	return nil
+}
+
 // open records session id of principal in the slot sl holds.
 func (st *sessionStore) open(sl *slot, id, principal string) {
 	st.mu.Lock()
@@ -99,11 +130,13 @@ func (st *sessionStore) open(sl *slot, id, principal string) {
 		sl.held = false
 	}
 	sl.id = id
-	st.sessions[id] = &sessionState{principal: principal, last: st.now()}
+	st.sessions[id] = &sessionState{principal: principal, last: st.now(), quota: sl.quota}
+	sl.quota = nil
 }
 
-// release gives up sl, if it still holds a slot, and returns the session
-// it became ("" for none).
+// release gives up sl, if it still holds a slot (and the quota of a
+// session it did not become), and returns the session it became ("" for
+// none).
 func (st *sessionStore) release(sl *slot) string {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -111,6 +144,8 @@ func (st *sessionStore) release(sl *slot) string {
 		st.reserved--
 		sl.held = false
 	}
+	sl.quota.Release()
+	sl.quota = nil
 	return sl.id
 }
 
@@ -168,11 +203,14 @@ func (st *sessionStore) begin(id, principal string) (end func(), ok bool) {
 	}, true
 }
 
-// remove forgets a session.
+// remove forgets a session and gives back its quota.
 func (st *sessionStore) remove(id string) {
 	st.mu.Lock()
-	delete(st.sessions, id)
-	st.mu.Unlock()
+	defer st.mu.Unlock()
+	if s, ok := st.sessions[id]; ok {
+		s.quota.Release()
+		delete(st.sessions, id)
+	}
 }
 
 // count is the number of live sessions and of the slots held for
@@ -231,6 +269,9 @@ func (m sessionIDs) Generate() string {
 	}
 	if _, ok := m.reserve(m.slot); !ok {
 		return ""
+	}
+	if err := m.store.holdQuota(m.slot, m.principal); err != nil {
+		return "" // an initialize sent with a session's id, past its principal's quota
 	}
 	id := newID()
 	m.store.open(m.slot, id, m.principal)

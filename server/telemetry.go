@@ -12,6 +12,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/audit"
 	"github.com/wink-mcp/wink-mcp/metrics"
+	"github.com/wink-mcp/wink-mcp/quota"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -145,6 +146,14 @@ func (t *telemetry) recordRefusal(_ *http.Request, status int, reason string) {
 	kind, _, _ := strings.Cut(reason, ":")
 	t.metrics.Refused(strings.ReplaceAll(kind, " ", "_"))
 	t.writeAudit(audit.Record{Event: audit.EventRefused, Reason: strings.ReplaceAll(reason, " ", "_"), Status: status})
+}
+
+// recordQuota writes and counts a request or call refused past
+// principal's quota of r (the ledger's refusal hook): reason "quota" in
+// the metrics, "quota:NAME" in the audit log.
+func (t *telemetry) recordQuota(principal string, r quota.Resource) {
+	t.metrics.Refused("quota")
+	t.writeAudit(audit.Record{Event: audit.EventRefused, Principal: principal, Reason: "quota:" + r.Name()})
 }
 
 // countTools tells the metrics the tools' names, the only tool labels

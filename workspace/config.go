@@ -14,6 +14,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/profiles"
+	"github.com/wink-mcp/wink-mcp/quota"
 	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
 
@@ -82,6 +83,11 @@ type Config struct {
 	// v1), without them; everything else is still enforced and checked.
 	// Without it such a service's containers are refused.
 	AllowUnenforcedLimits bool
+	// Quotas, when set, holds each container's memory and CPU limits
+	// against its session's principal while the container exists (a
+	// pooled container's from when a session takes it); a container past
+	// the principal's quota is not made, and the call says why.
+	Quotas *quota.Ledger
 	// NamePrefix starts every container name.
 	NamePrefix string
 	// CacheDir holds the per-session directories mounted at /workspace.

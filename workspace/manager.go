@@ -231,6 +231,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 		}
 		held = nil
 		s.profileSwitch.setLocked(profile)
+		shareEgressQuota(s, m.cfg.Quotas)
 		delete(m.options, id)
 		m.sessions[id] = s
 		return s, nil
@@ -238,7 +239,15 @@ func (m *Manager) Session(id string) (*Session, error) {
 	delete(m.options, id)
 	var s *Session
 	if m.pool != nil && profile == m.defaultProfile() {
-		s = m.pool.Take() // pooled containers run the default profile
+		// A pooled container counts against the principal's quotas from
+		// now; past them, the session makes its own, which says why not.
+		if hold, err := m.cfg.Quotas.Try(opts.Principal, containerAmounts(profileLimits(m.cfg.Limits, profile))); err == nil {
+			if s = m.pool.Take(); s != nil { // pooled containers run the default profile
+				s.containerQuota = hold // no call can find s yet
+			} else {
+				hold.Release()
+			}
+		}
 	}
 	if s != nil {
 		s.who.serve(id, hash)
@@ -254,6 +263,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 		s.principal, s.stdio = opts.Principal, opts.Stdio
 		s.profileSwitch.setLocked(profile)
 	}
+	shareEgressQuota(s, m.cfg.Quotas)
 	m.sessions[id] = s
 	return s, nil
 }

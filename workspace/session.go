@@ -14,6 +14,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/profiles"
+	"github.com/wink-mcp/wink-mcp/quota"
 	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/workspace/checkpoint"
 	"github.com/wink-mcp/wink-mcp/workspace/files"
@@ -46,6 +47,10 @@ type Session struct {
 	// kept, when set, is the kept workspace the session owns: its files
 	// and checkpoints outlive the session.
 	kept *keptWorkspace
+	// containerQuota holds its container's memory and CPU limits against
+	// its principal's quota while the container exists; under mu, or
+	// before any call can find the session (a pooled one taken).
+	containerQuota *quota.Hold
 	// stdio says the client is a local process over stdio (SessionOptions.Stdio).
 	// It and principal are set before any call can find the session, and
 	// never change: an attach keeps them (see handoffs.Attach).

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/profiles"
+	"github.com/wink-mcp/wink-mcp/quota"
 	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 	"github.com/wink-mcp/wink-mcp/workspace/steps"
@@ -107,6 +109,20 @@ func (s *Session) recoverLocked(ctx context.Context) (*wire.Client, error) {
 	return client, err
 }
 
+// containerAmounts is what a container of limits holds of its principal's
+// quotas.
+func containerAmounts(l engine.Limits) quota.Amounts {
+	return quota.Amounts{quota.MemoryBytes: l.MemoryBytes, quota.MilliCPUs: int64(math.Round(l.CPUs * 1000))}
+}
+
+// shareEgressQuota makes s's egress count against its principal's egress
+// quota too, if ledger has one; called before any call can find s.
+func shareEgressQuota(s *Session, ledger *quota.Ledger) {
+	if b := ledger.Egress(s.principal); b != nil {
+		s.meter.ShareBudget(b)
+	}
+}
+
 // createLocked creates, starts and connects to a new container.
 func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	start := time.Now()
@@ -177,6 +193,13 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	}
 	if err := m.liveness.ensure(ctx, m.inst.id); err != nil {
 		return nil, err
+	}
+	if s.who.id() != "" { // a pooled container counts from when a session takes it
+		hold, err := m.cfg.Quotas.Reserve(s.principal, containerAmounts(spec.Limits))
+		if err != nil {
+			return nil, err
+		}
+		s.containerQuota = hold
 	}
 	// From here a failure removes whatever Podman made: a create request
 	// cancelled in flight may still have made the container.

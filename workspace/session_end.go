@@ -49,6 +49,8 @@ func (s *Session) removeLocked(ctx context.Context) error {
 		return err
 	}
 	s.created = false
+	s.containerQuota.Release()
+	s.containerQuota = nil
 	s.jobs.ContainerGone()
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/profiles"
+	"github.com/wink-mcp/wink-mcp/quota"
 	"github.com/wink-mcp/wink-mcp/server"
 	"github.com/wink-mcp/wink-mcp/tools"
 	"github.com/wink-mcp/wink-mcp/workspace"
@@ -41,6 +42,8 @@ type serveOptions struct {
 	logs          logOptions
 	engine        engineOptions
 	observe       observeOptions
+	quotas        quota.Limits
+	quotaCPUs     float64
 	// service is how the Podman service was named; once resolved, its
 	// connection is the connection used, "" for none.
 	service podmanService
@@ -116,6 +119,10 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.list(&h.AllowedHosts, "allowed-host", "a Host name accepted besides loopback ones (repeatable, or comma-separated)", "WINK_ALLOWED_HOSTS")
 	b.list(&h.AllowedOrigins, "allowed-origin", "an Origin (scheme://host[:port]) accepted besides loopback ones (repeatable)", "WINK_ALLOWED_ORIGINS")
 	b.int(&h.MaxSessions, "max-sessions", "sessions served at once over HTTP", "WINK_MAX_SESSIONS")
+	b.int64(&opts.quotas.Workspaces, "quota-workspaces", "workspaces (sessions plus workspace handles) one client (token or OAuth subject) may hold at once (0 = no quota)", "WINK_QUOTA_WORKSPACES")
+	b.bytes(&opts.quotas.MemoryBytes, "quota-memory", "memory limits one client's containers may hold in all, each while it exists (e.g. 8g; 0 = no quota)", "WINK_QUOTA_MEMORY")
+	b.bytes(&opts.quotas.EgressBytes, "quota-egress-bytes", "bytes one client's sessions' egress proxies may carry, both ways, in any rolling 24 hours (e.g. 10g; 0 = no quota)", "WINK_QUOTA_EGRESS_BYTES")
+	b.float(&opts.quotaCPUs, "quota-cpus", "CPU limits one client's containers may hold in all, each while it exists (0 = no quota)", "WINK_QUOTA_CPUS")
 	b.bytes(&h.MaxBodyBytes, "max-body", "largest message: an HTTP request body or a stdio line", "WINK_MAX_BODY")
 	b.duration(&h.DrainTimeout, "drain-timeout", "on SIGTERM, how long tool calls in flight may finish", "WINK_DRAIN_TIMEOUT")
 	b.duration(&h.BodyTimeout, "body-timeout", "how long an HTTP request body may take to arrive", "WINK_BODY_TIMEOUT")
@@ -169,6 +176,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	}
 	if cfg.MaxCommandTimeout < time.Second || cfg.MaxCommandTimeout > 24*time.Hour {
 		return cfg, opts, fmt.Errorf("--max-command-timeout %s: must be between 1s and 24h", cfg.MaxCommandTimeout)
+	}
+	if err := resolveQuotas(&cfg, &opts); err != nil {
+		return cfg, opts, err
 	}
 	if cfg.KeptWorkspace != "" {
 		if err := checkKeptWorkspace(cfg, opts); err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/quota"
 )
 
 func env(vars map[string]string) func(string) (string, bool) {
@@ -134,9 +136,23 @@ func TestHTTPFlags(t *testing.T) {
 	}
 	cfg, opts, err := parseServeFlags([]string{"--transport", "http", "--addr", "0.0.0.0:9000", "--auth-token-file", tokenFile,
 		"--allowed-host", "a.example,b.example", "--allowed-host", "c.example"},
-		env(map[string]string{"WINK_ALLOWED_ORIGINS": "https://x.example", "WINK_MAX_SESSIONS": "8"}), io.Discard)
+		env(map[string]string{"WINK_ALLOWED_ORIGINS": "https://x.example", "WINK_MAX_SESSIONS": "8", "WINK_QUOTA_WORKSPACES": "1", "WINK_QUOTA_MEMORY": "2g", "WINK_QUOTA_CPUS": "1.5", "WINK_QUOTA_EGRESS_BYTES": "1m"}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := cfg.Quotas.Reserve("p", quota.Amounts{quota.Workspaces: 2}); err == nil {
+		t.Errorf("WINK_QUOTA_WORKSPACES=1 let a client hold 2 workspaces")
+	}
+	if _, err := cfg.Quotas.Reserve("p", quota.Amounts{quota.MemoryBytes: 2 << 30, quota.MilliCPUs: 1500}); err != nil {
+		t.Errorf("the memory and CPU quotas: %v", err)
+	}
+	if _, err := cfg.Quotas.Reserve("p", quota.Amounts{quota.MilliCPUs: 1}); err == nil {
+		t.Errorf("WINK_QUOTA_CPUS=1.5 let a client hold 1.501 CPUs")
+	}
+	if b := cfg.Quotas.Egress("p"); b == nil {
+		t.Errorf("WINK_QUOTA_EGRESS_BYTES set no egress quota")
+	} else if b.Add(1 << 20); !b.Over() {
+		t.Errorf("WINK_QUOTA_EGRESS_BYTES=1m: 1 MiB carried is not over it")
 	}
 	h := cfg.HTTP
 	if opts.transport != "http" || h.Addr != "0.0.0.0:9000" || len(h.AuthTokens) != 2 || len(h.AllowedHosts) != 3 || h.AllowedOrigins[0] != "https://x.example" || h.MaxSessions != 8 {
@@ -154,6 +170,9 @@ func TestHTTPFlags(t *testing.T) {
 		{name: "short token", args: []string{"--transport", "http"}, env: map[string]string{"WINK_AUTH_TOKEN": "short"}, wantErr: "shorter than 16"},
 		{name: "oauth on stdio", args: []string{"--oauth-issuer", "https://idp.example.com"}, wantErr: "--oauth-issuer protects the HTTP transports"},
 		{name: "oauth public without audience", args: []string{"--transport", "http", "--addr", "0.0.0.0:9000", "--oauth-issuer", "https://idp.example.com"}, wantErr: "--oauth-audience is needed"},
+		{name: "negative quota", args: []string{"--transport", "http", "--quota-workspaces", "-1"}, wantErr: "--quota-workspaces -1: want 0 (no quota)"},
+		{name: "memory quota below a container", args: []string{"--transport", "http", "--quota-memory", "512m"}, wantErr: "--quota-memory 536870912: want 0 (no quota) or at least one container's --memory"},
+		{name: "cpu quota below a container", args: []string{"--transport", "http", "--quota-cpus", "0.5"}, wantErr: "--quota-cpus 0.5: want 0 (no quota) or at least one container's --cpus (1)"},
 		{name: "oauth and tokens", args: []string{"--transport", "http", "--oauth-issuer", "https://idp.example.com"}, env: map[string]string{"WINK_AUTH_TOKEN": "0123456789abcdef0123456789abcdef"}, wantErr: "choose one"},
 	}
 	for _, tt := range refusals {
