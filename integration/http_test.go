@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -216,35 +217,8 @@ func TestHTTPThirtySessionsAtOnce(t *testing.T) {
 			defer c.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			var init mcp.InitializeRequest
-			init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
-			init.Params.ClientInfo = mcp.Implementation{Name: "load", Version: "0"}
-			if _, err := c.Initialize(ctx, init); err != nil {
-				errs <- fmt.Errorf("session %d: initialize: %w", i, err)
-				return
-			}
-			want := fmt.Sprintf("session %d", i)
-			for _, call := range []struct {
-				name string
-				args map[string]any
-			}{
-				{"write_file", map[string]any{"file_path": "mine.txt", "content": want}},
-				{"podman_shell", map[string]any{"command": []string{"cat", "mine.txt"}}},
-				{"read_file", map[string]any{"file_path": "mine.txt"}},
-			} {
-				var req mcp.CallToolRequest
-				req.Params.Name, req.Params.Arguments = call.name, call.args
-				res, err := c.CallTool(ctx, req)
-				if err == nil && res.IsError {
-					err = fmt.Errorf("%v", res.Content)
-				}
-				if err == nil && call.name == "podman_shell" && !strings.Contains(fmt.Sprint(res.StructuredContent), want) {
-					err = fmt.Errorf("read another session's file: %v", res.StructuredContent)
-				}
-				if err != nil {
-					errs <- fmt.Errorf("session %d: %s: %w", i, call.name, err)
-					return
-				}
+			if _, err := ownFileRound(ctx, c, "load", i); err != nil {
+				errs <- fmt.Errorf("session %d: %w", i, err)
 			}
 		})
 	}
@@ -254,6 +228,47 @@ func TestHTTPThirtySessionsAtOnce(t *testing.T) {
 		t.Error(err)
 	}
 	waitUntil(t, 60*time.Second, "every session's container to go", func() bool { return len(containersNamed(t, p.prefix)) == 0 })
+}
+
+// ownFileRound initializes c as clientName (revision 2025-11-25) and
+// runs session i's own-file round: write_file "session i" to mine.txt,
+// podman_shell cat and read_file of it, each of which must see this
+// session's content and no other's. It returns the container
+// podman_shell names (a workspace Pod on Kubernetes).
+func ownFileRound(ctx context.Context, c *client.Client, clientName string, i int) (string, error) {
+	var init mcp.InitializeRequest
+	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
+	init.Params.ClientInfo = mcp.Implementation{Name: clientName, Version: "0"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		return "", fmt.Errorf("initialize: %w", err)
+	}
+	want := fmt.Sprintf("session %d", i)
+	container := ""
+	for _, call := range []struct {
+		name string
+		args map[string]any
+	}{
+		{"write_file", map[string]any{"file_path": "mine.txt", "content": want}},
+		{"podman_shell", map[string]any{"command": []string{"cat", "mine.txt"}}},
+		{"read_file", map[string]any{"file_path": "mine.txt"}},
+	} {
+		var req mcp.CallToolRequest
+		req.Params.Name, req.Params.Arguments = call.name, call.args
+		res, err := c.CallTool(ctx, req)
+		if err == nil && res.IsError {
+			err = errors.New(textOf(res))
+		}
+		if err == nil && call.name != "write_file" && !strings.Contains(fmt.Sprint(res.StructuredContent), want) {
+			err = fmt.Errorf("read another session's file: %v", res.StructuredContent)
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", call.name, err)
+		}
+		if call.name == "podman_shell" {
+			container, _ = res.StructuredContent.(map[string]any)["container"].(string)
+		}
+	}
+	return container, nil
 }
 
 // TestTypeScriptSDKClientGetsASession drives the server with the official

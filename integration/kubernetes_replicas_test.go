@@ -344,8 +344,8 @@ func twentySessions(t *testing.T, url, token string, replicas []*replica) map[st
 	return served
 }
 
-// oneSession is one of twentySessions' clients: initialize, write_file,
-// podman_shell cat, read_file, then DELETE. It returns its workspace Pod.
+// oneSession is one of twentySessions' clients: ownFileRound through
+// the proxy, then DELETE. It returns its workspace Pod.
 func oneSession(url, token string, i int) (string, error) {
 	c, err := client.NewStreamableHttpClient(url, withToken(token, http.DefaultTransport))
 	if err != nil {
@@ -354,39 +354,7 @@ func oneSession(url, token string, i int) (string, error) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var init mcp.InitializeRequest
-	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
-	init.Params.ClientInfo = mcp.Implementation{Name: "replicas", Version: "0"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		return "", fmt.Errorf("initialize: %w", err)
-	}
-	want := fmt.Sprintf("session %d", i)
-	pod := ""
-	for _, call := range []struct {
-		name string
-		args map[string]any
-	}{
-		{"write_file", map[string]any{"file_path": "mine.txt", "content": want}},
-		{"podman_shell", map[string]any{"command": []string{"cat", "mine.txt"}}},
-		{"read_file", map[string]any{"file_path": "mine.txt"}},
-	} {
-		var req mcp.CallToolRequest
-		req.Params.Name, req.Params.Arguments = call.name, call.args
-		res, err := c.CallTool(ctx, req)
-		if err == nil && res.IsError {
-			err = errors.New(textOf(res))
-		}
-		if err == nil && call.name != "write_file" && !strings.Contains(fmt.Sprint(res.StructuredContent), want) {
-			err = fmt.Errorf("read another session's file: %v", res.StructuredContent)
-		}
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", call.name, err)
-		}
-		if call.name == "podman_shell" {
-			pod, _ = res.StructuredContent.(map[string]any)["container"].(string)
-		}
-	}
-	return pod, nil
+	return ownFileRound(ctx, c, "replicas", i)
 }
 
 // errOrText renders a failed call: its Go error or its tool error's text.
