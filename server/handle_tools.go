@@ -96,11 +96,13 @@ func (s *Server) openHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return mcp.NewToolResultError("workspace_open: " + err.Error()), nil
 	}
 	handle, session := s.handles.open(principalFrom(ctx), hold)
+	ref := s.views.opened(handle, session)
 	stdio := mcpgoadapt.IsStdio(mcpserver.ClientSessionFromContext(ctx))
 	s.mgr.Register(session, workspace.SessionOptions{Workspace: name, Profile: profile, Principal: principalFrom(ctx), Stdio: stdio})
 	ws, err := s.mgr.Session(session)
 	if err != nil {
 		_, _ = s.handles.close(handle, principalFrom(ctx))
+		s.views.ended(session)
 		s.mgr.EndSession(ctx, session)
 		return mcp.NewToolResultError("workspace_open: " + err.Error()), nil
 	}
@@ -108,8 +110,10 @@ func (s *Server) openHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		ws.Prestart(ctx)
 	}
 	s.log.Info("workspace handle opened", "session", s.mgr.SessionHash(session), "profile", profile, "kept", name != "")
-	text := "Workspace opened. Pass this handle as the `workspace` argument of every tool, and close it with workspace_close when done: " + handle
-	return mcp.NewToolResultStructured(map[string]any{handleArg: handle}, text), nil
+	resources := handleResourcesPrefix + ref + "/"
+	text := "Workspace opened; its files are the resources " + resources + "files/<path>, and its snapshot of touched files " + resources + "snapshot. " +
+		"Pass this handle as the `workspace` argument of every tool, and close it with workspace_close when done: " + handle
+	return mcp.NewToolResultStructured(map[string]any{handleArg: handle, "resources": resources}, text), nil
 }
 
 // closeHandle serves workspace_close.
@@ -125,6 +129,7 @@ func (s *Server) closeHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
 	}
+	s.views.ended(session)
 	end, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()
 	s.mgr.EndSession(end, session)

@@ -141,6 +141,7 @@ func (s *Server) expireHandles(ctx context.Context, idle time.Duration) {
 	onIdleTicks(ctx, idle, func() {
 		for _, id := range s.handles.expire(idle) {
 			s.log.Info("workspace handle expired", "session", s.mgr.SessionHash(id), "idle_timeout", idle.String())
+			s.views.ended(id)
 			end, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 			s.mgr.EndSession(end, id)
 			cancel()

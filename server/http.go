@@ -175,7 +175,7 @@ func (s *Server) transportHandler(ctx context.Context, transport string) (httpTr
 			// Resumable streams; also makes mcp-go deliver every notification
 			// of a request exactly once (see mcpgoadapt.NewEventLog).
 			mcpserver.WithEventStore(mcpgoadapt.NewEventLog()),
-			mcpserver.WithHTTPContextFunc(func(ctx context.Context, _ *http.Request) context.Context { return s.requestContext(ctx) }),
+			mcpserver.WithHTTPContextFunc(func(ctx context.Context, _ *http.Request) context.Context { return withStopper(s.requestContext(ctx)) }),
 		)
 		mux := http.NewServeMux()
 		mux.Handle(streamablePath, h)

@@ -78,6 +78,7 @@ type Server struct {
 	results   taskResults
 	subs      *subscriptions
 	handles   *handleStore
+	views     *handleViews // handles' workspaces as resources, and the streams following them
 	logs      *clientLogs
 	stop      context.CancelFunc // stops the handles' idle reaper
 	calls     *callTracker
@@ -112,7 +113,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), handles: newHandleStore(), logs: logs, calls: newCallTracker(), sweepDone: make(chan struct{}),
+	handles := newHandleStore()
+	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), handles: handles, views: newHandleViews(handles), logs: logs, calls: newCallTracker(), sweepDone: make(chan struct{}),
 		tel: telemetry{audit: cfg.Audit, metrics: cfg.Metrics, mgr: mgr, log: log}}
 
 	cfg.Quotas.OnRefused(s.tel.recordQuota)
@@ -149,6 +151,8 @@ func New(cfg Config) (*Server, error) {
 		}
 	})
 	s.trackUnsubscriptions(hooks)
+	hooks.AddAfterListResources(listHandleResources(s))
+	hooks.AddAfterListResourceTemplates(showTemplatesOfEra)
 	hooks.AddOnRequestInitialization(s.checkRequest)
 	hooks.AddBeforeCallTool(s.boundTaskTTL)
 	hooks.AddOnError(s.tel.recordProtocolError)
@@ -238,6 +242,10 @@ func (s *Server) checkRequest(ctx context.Context, _ any, message any) error {
 		if uri, ok := head.URI(); ok && head.ParamsRead() {
 			return s.subscribe(ctx, uri)
 		}
+	case string(mcp.MethodSubscriptionsListen):
+		if mcp.IsModernProtocol(head.ProtocolVersion(mcp.MetaKeyProtocolVersion)) {
+			return s.views.startListen(ctx, raw)
+		}
 	case string(mcp.MethodToolsCall):
 		// Whatever else the call carries: mcp-go reads its task regardless.
 		return s.taskCall(ctx, head)
@@ -302,7 +310,7 @@ func (s *Server) sessionWorkspace(ctx context.Context) (*workspace.Session, erro
 	}
 	if mcpserver.IsModernRequest(ctx) {
 		return nil, errors.New("a request of MCP revision 2026-07-28 has no session, so no workspace of its own: " +
-			"open one with the workspace_open tool and pass its handle as the `workspace` argument of the tools (resources and completions need a 2025 session)")
+			"open one with the workspace_open tool and pass its handle as the `workspace` argument of the tools; its resources are " + HandleFilesTemplate + ", workspace being the reference workspace_open returns")
 	}
 	session := mcpserver.ClientSessionFromContext(ctx)
 	if session == nil || session.SessionID() == "" {
