@@ -55,12 +55,17 @@ type handleResource struct {
 	path string // the file's clean path under /workspace
 }
 
-// uri returns the resource's canonical URI.
+// uri returns the resource's canonical URI, each segment of its path
+// %-escaped, so that parseHandleURI gives back exactly this path.
 func (r handleResource) uri() string {
 	if !r.file {
 		return handleResourcesPrefix + r.ref + "/snapshot"
 	}
-	return handleResourcesPrefix + r.ref + "/files/" + r.path
+	segments := strings.Split(r.path, "/")
+	for i, seg := range segments {
+		segments[i] = url.PathEscape(seg)
+	}
+	return handleResourcesPrefix + r.ref + "/files/" + strings.Join(segments, "/")
 }
 
 // isHandleURI reports whether uri has the form of a handle's resource,
