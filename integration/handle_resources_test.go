@@ -123,3 +123,15 @@ func TestHandleResourcesOnStreamableHTTP(t *testing.T) {
 		t.Errorf("the owner after the other's attempts: read %q, listen %q", again.Read, again.Listen)
 	}
 }
+
+// TestHandleStreamEndsWhenTheHandleExpires: a stream does not keep its
+// handle alive; when the handle expires (--idle-timeout) its stream ends
+// with its result, and the reference is unknown.
+func TestHandleStreamEndsWhenTheHandleExpires(t *testing.T) {
+	prefix := "wr" + randomHex(4)
+	run := runResourcesClient(t, "expire", "stdio", winkBin, "--transport", "stdio", "--image", testImage, "--cache-dir", t.TempDir(),
+		"--name-prefix", prefix, "--podman-url", "unix://"+podmanSocket, "--idle-timeout", "2s")
+	if run.ClosedBy != "graceful" || !strings.Contains(run.ReadAfterClose, "unknown workspace handle") {
+		t.Errorf("the stream of an idle handle ended %q; a read then: %q", run.ClosedBy, run.ReadAfterClose)
+	}
+}

@@ -4,6 +4,7 @@
 //   node resources.mjs own stdio WINK_BIN [ARGS...]
 //   node resources.mjs own|keep http URL [TOKEN]
 //   node resources.mjs probe http URL TOKEN RESOURCES
+//   node resources.mjs expire stdio WINK_BIN [ARGS...]
 //
 // own: opens a workspace, writes dir/a.txt, lists the handle's resources
 // (its handle in _meta), lists the templates, reads the file and the
@@ -13,7 +14,9 @@
 // another workspace's URIs is refused, closes the handle and reports how
 // the stream ended and what a read gets then. keep: the same but leaves
 // the handle open. probe: tries to read, complete and follow another
-// client's RESOURCES prefix. It prints one JSON line.
+// client's RESOURCES prefix. expire: opens a workspace, follows its
+// snapshot and waits (up to 60 s) for the stream to end with the idle
+// handle. It prints one JSON line.
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 
@@ -41,6 +44,17 @@ if (mode === "probe") {
   out.snapshotError = await errorOf(() => client.readResource({ uri: resources + "snapshot" }, { cacheMode: "bypass" }));
   out.completeError = await errorOf(() => client.complete({ ref: { type: "ref/resource", uri: template }, argument: { name: "path", value: "dir/" }, context: { arguments: { workspace: refOf(resources) } } }));
   out.listen = await errorOf(async () => { const s = await client.listen({ resourceSubscriptions: [resources + "files/dir/a.txt"] }, { timeout: 10000 }); await s.close(); });
+  console.log(JSON.stringify(out));
+  await client.close();
+  process.exit(0);
+}
+
+if (mode === "expire") {
+  const opened = await client.callTool({ name: "workspace_open", arguments: {} });
+  const { resources } = opened.structuredContent;
+  const sub = await client.listen({ resourceSubscriptions: [resources + "snapshot"] }, { timeout: 10000 });
+  out.closedBy = await Promise.race([sub.closed, new Promise((r) => setTimeout(() => r("still open after 60 s"), 60000))]);
+  out.readAfterClose = await errorOf(() => client.readResource({ uri: resources + "snapshot" }, { cacheMode: "bypass" }));
   console.log(JSON.stringify(out));
   await client.close();
   process.exit(0);
