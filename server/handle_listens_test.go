@@ -18,10 +18,10 @@ import (
 // notification channel of a given room, never read unless a test does.
 type streamClient struct{ ch chan mcp.JSONRPCNotification }
 
-func (c *streamClient) SessionID() string                                  { return "" }
+func (c *streamClient) SessionID() string                                   { return "" }
 func (c *streamClient) NotificationChannel() chan<- mcp.JSONRPCNotification { return c.ch }
-func (c *streamClient) Initialize()                                        {}
-func (c *streamClient) Initialized() bool                                  { return true }
+func (c *streamClient) Initialize()                                         {}
+func (c *streamClient) Initialized() bool                                   { return true }
 
 // listenRequest returns a subscriptions/listen request following uris.
 func listenRequest(t *testing.T, id string, uris ...string) json.RawMessage {
@@ -116,7 +116,11 @@ func TestListenBounds(t *testing.T) {
 		t.Fatalf("stream %d of a handle: %v", MaxListensPerHandle+1, err)
 	}
 	cancels[0]()
-	waitUntilTrue(t, func() bool { _, c, _, err := listenAs(t, v, "alice", 1, prefix+"snapshot"); cancels[0] = c; return err == nil })
+	waitUntilTrue(t, func() bool {
+		_, c, _, err := listenAs(t, v, "alice", 1, prefix+"snapshot")
+		cancels[0] = c
+		return err == nil
+	})
 
 	// Per principal: fill up with streams of many handles.
 	crowd := newHandleViews(newHandleStore())
