@@ -135,3 +135,41 @@ func TestHandleStreamEndsWhenTheHandleExpires(t *testing.T) {
 		t.Errorf("the stream of an idle handle ended %q; a read then: %q", run.ClosedBy, run.ReadAfterClose)
 	}
 }
+
+// TestModernCancelsStayWithTheirPrincipal: over streamable HTTP, where a
+// 2026-07-28 request has no session, another principal's
+// notifications/cancelled for the ids every client uses neither cancels a
+// call nor ends a subscriptions/listen stream.
+func TestModernCancelsStayWithTheirPrincipal(t *testing.T) {
+	if _, err := os.Stat(filepath.Join("tsclient", "node_modules", "@modelcontextprotocol", "client")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the TypeScript SDK v2 client is not installed (run make setup): %v", err)
+		}
+		t.Skip("the TypeScript SDK v2 client is not installed; run make setup")
+	}
+	other := "integration-token-other-0123456789"
+	tokenFile := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokenFile, []byte(testToken+"\n"+other+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := launch(t, startOptions{transport: "http", args: []string{"--auth-token-file", tokenFile}})
+	cmd := exec.Command("node", filepath.Join("tsclient", "cancel.mjs"), p.url, testToken, other)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("cancel.mjs: %v\n%s", err, out)
+	}
+	var run struct {
+		Long, StreamAfterOthersCancels, OwnCancel string
+		Updates                                   []string
+	}
+	if err := json.Unmarshal(out, &run); err != nil {
+		t.Fatalf("cancel.mjs printed %q: %v", out, err)
+	}
+	if run.Long != "done\n" || run.StreamAfterOthersCancels != "open" || len(run.Updates) == 0 {
+		t.Errorf("after the other principal's cancels: the call gave %q, the stream is %q, updates %q", run.Long, run.StreamAfterOthersCancels, run.Updates)
+	}
+	if run.OwnCancel == "answered" {
+		t.Errorf("the client's own cancel: %q", run.OwnCancel)
+	}
+}

@@ -79,6 +79,7 @@ type Server struct {
 	subs      *subscriptions
 	handles   *handleStore
 	views     *handleViews // handles' workspaces as resources, and the streams following them
+	cancels   *modernCancels
 	logs      *clientLogs
 	stop      context.CancelFunc // stops the handles' idle reaper
 	calls     *callTracker
@@ -114,7 +115,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	handles := newHandleStore()
-	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), handles: handles, views: newHandleViews(handles), logs: logs, calls: newCallTracker(), sweepDone: make(chan struct{}),
+	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), handles: handles, views: newHandleViews(handles), cancels: newModernCancels(), logs: logs, calls: newCallTracker(), sweepDone: make(chan struct{}),
 		tel: telemetry{audit: cfg.Audit, metrics: cfg.Metrics, mgr: mgr, log: log}}
 
 	cfg.Quotas.OnRefused(s.tel.recordQuota)
@@ -235,6 +236,9 @@ func (s *Server) checkRequest(ctx context.Context, _ any, message any) error {
 	}
 	if err := refuseSessionScoped(head); err != nil {
 		return err
+	}
+	if mcp.IsModernProtocol(head.ProtocolVersion(mcp.MetaKeyProtocolVersion)) && !mcpgoadapt.IsStdio(mcpserver.ClientSessionFromContext(ctx)) {
+		s.cancels.started(ctx, head.ID) // a stdio client has its connection to itself: mcpgoadapt cancels
 	}
 	switch head.MethodName() {
 	case string(mcp.MethodResourcesSubscribe):
