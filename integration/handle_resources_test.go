@@ -160,8 +160,8 @@ func TestModernCancelsStayWithTheirPrincipal(t *testing.T) {
 		t.Fatalf("cancel.mjs: %v\n%s", err, out)
 	}
 	var run struct {
-		Long, StreamAfterOthersCancels, OwnCancel string
-		Updates                                   []string
+		Long, StreamAfterOthersCancels, OwnCancel, AfterOwnCancel string
+		Updates                                                   []string
 	}
 	if err := json.Unmarshal(out, &run); err != nil {
 		t.Fatalf("cancel.mjs printed %q: %v", out, err)
@@ -169,7 +169,7 @@ func TestModernCancelsStayWithTheirPrincipal(t *testing.T) {
 	if run.Long != "done\n" || run.StreamAfterOthersCancels != "open" || len(run.Updates) == 0 {
 		t.Errorf("after the other principal's cancels: the call gave %q, the stream is %q, updates %q", run.Long, run.StreamAfterOthersCancels, run.Updates)
 	}
-	if run.OwnCancel == "answered" {
-		t.Errorf("the client's own cancel: %q", run.OwnCancel)
+	if run.OwnCancel == "answered" || run.AfterOwnCancel != "absent\n" {
+		t.Errorf("the client's own cancel: %q; the command then: %q", run.OwnCancel, run.AfterOwnCancel)
 	}
 }

@@ -7,7 +7,7 @@
 // a 4 s command; meanwhile B sends notifications/cancelled for the ids
 // every client uses (0-30, listen:0-listen:5). It prints one JSON line:
 // how A's command ended, whether A's stream is still open and still
-// delivers an update, and how A's own cancel of a call ends it.
+// delivers an update, and whether A's own cancel stopped its command.
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 
 const [url, tokenA, tokenB] = process.argv.slice(2);
@@ -39,10 +39,13 @@ for (let i = 0; i < 100 && !updates.length; i++) await new Promise((r) => setTim
 out.updates = updates;
 // A's own cancel still works: an aborted call, then the workspace is free for the next.
 const abort = new AbortController();
-const own = a.callTool({ name: "podman_shell", arguments: { workspace, command: ["sleep", "30"] } }, { signal: abort.signal }).then(() => "answered", (e) => String(e.message ?? e));
+const own = a.callTool({ name: "podman_shell", arguments: { workspace, command: ["sh", "-c", "sleep 3; echo late > late.txt"] } }, { signal: abort.signal }).then(() => "answered", (e) => String(e.message ?? e));
 await new Promise((r) => setTimeout(r, 1000));
 abort.abort("test");
 out.ownCancel = await own;
+await new Promise((r) => setTimeout(r, 4000));
+const late = await a.callTool({ name: "podman_shell", arguments: { workspace, command: ["sh", "-c", "cat late.txt 2>/dev/null || echo absent"] } });
+out.afterOwnCancel = late.structuredContent?.stdout;
 await sub.close();
 await a.callTool({ name: "workspace_close", arguments: { workspace } });
 console.log(JSON.stringify(out));
