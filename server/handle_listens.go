@@ -30,7 +30,7 @@ type listener struct {
 	resources []handleResource
 	uris      []string // as the client wrote them, which its notifications carry
 	client    mcpserver.ClientSession
-	id        any                // the listen request's id, which tags its notifications
+	id        json.RawMessage    // the listen request's id, exactly as sent, which tags its notifications
 	stop      context.CancelFunc // ends the stream (see withStopper)
 	dropped   atomic.Int64       // notifications a full stream did not take
 }
@@ -190,10 +190,7 @@ func (v *handleViews) startListen(ctx context.Context, raw json.RawMessage) erro
 		return err
 	}
 	end()
-	if err := json.Unmarshal(req.ID, &l.id); err != nil {
-		return nil
-	}
-	l.session, l.stop = session, stop
+	l.id, l.session, l.stop = req.ID, session, stop
 	if err := v.listens.add(l); err != nil {
 		return err
 	}

@@ -173,7 +173,7 @@ func TestListenersNeverBlock(t *testing.T) {
 		t.Errorf("1600 changes to a stuck stream took %s", d)
 	}
 	n := <-c.ch
-	if n.Method != string(mcp.MethodNotificationResourceUpdated) || n.Params.AdditionalFields["uri"] != prefix+"files/src/a.py" || n.Params.Meta[mcp.MetaKeySubscriptionID] != "listen:1" {
+	if n.Method != string(mcp.MethodNotificationResourceUpdated) || n.Params.AdditionalFields["uri"] != prefix+"files/src/a.py" || string(n.Params.Meta[mcp.MetaKeySubscriptionID].(json.RawMessage)) != `"listen:1"` {
 		t.Errorf("notification %+v", n)
 	}
 	v.listens.changed(session, []string{"other.txt"}, slog.New(slog.DiscardHandler))
