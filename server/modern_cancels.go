@@ -86,10 +86,20 @@ func (mc *modernCancels) wrap(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(r.Body)
+		var buf bytes.Buffer
+		if r.ContentLength > 0 && r.ContentLength <= 64<<20 {
+			buf.Grow(int(r.ContentLength)) // the guard's limit stops a body longer than it says
+		}
+		_, err := buf.ReadFrom(r.Body)
+		body := buf.Bytes()
 		if err != nil {
 			// Too large, or cut off: mcp-go meets the same error and answers it as ever.
 			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
+			next.ServeHTTP(w, r)
+			return
+		}
+		if !mayBeCancel(body) {
+			r.Body = io.NopCloser(bytes.NewReader(body))
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -109,6 +119,15 @@ func (mc *modernCancels) wrap(next http.Handler) http.Handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// mayBeCancel reports whether msg may be a notifications/cancelled, without
+// decoding it: its method, once decoded, spells "cancelled", so the bytes
+// hold that word or a \u escape (the only way JSON writes a letter
+// otherwise). A large call rarely holds either, and is then not decoded
+// here at all.
+func mayBeCancel(msg []byte) bool {
+	return bytes.Contains(msg, []byte("cancelled")) || bytes.Contains(msg, []byte(`\u`))
 }
 
 // errReader fails every read with its error.

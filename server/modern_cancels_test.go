@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -42,6 +44,7 @@ func TestModernCancelIsPerPrincipal(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`,
 		`{"jsonrpc":"2.0","id":null,"method":"notifications/cancelled","params":{"requestId":5}}`,
 		`{"jsonrpc":"2.0","method":"notifications\/cancelled","params":{"requestId":"listen:0"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/\u0063ancelle\u0064","params":{"requestId":"listen:0"}}`,
 	} {
 		if code := post("bob", "2026-07-28", body); code != http.StatusAccepted {
 			t.Errorf("bob's cancel answered %d", code)
@@ -70,5 +73,26 @@ func TestModernCancelIsPerPrincipal(t *testing.T) {
 		if len(passed) != 1 || passed[0] != tc.body {
 			t.Errorf("%s %s reached mcp-go as %q", tc.version, tc.body, passed)
 		}
+	}
+}
+
+// BenchmarkModernCancelWrap measures what the cancel wrapper adds to a
+// 2026-07-28 POST that is not a cancel: reading the body once more and
+// decoding its head, for a tools/call of 1 KiB and of 1 MiB. Run it with
+//
+//	go test -tags '...' -trimpath -run '^$' -bench BenchmarkModernCancelWrap ./server
+func BenchmarkModernCancelWrap(b *testing.B) {
+	for _, size := range []int{1 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			body := []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"content":%q}}}`, strings.Repeat("x", size)))
+			h := newModernCancels().wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				r := httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader(body))
+				r.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+				h.ServeHTTP(httptest.NewRecorder(), r)
+			}
+		})
 	}
 }
