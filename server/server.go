@@ -78,6 +78,7 @@ type Server struct {
 	results   taskResults
 	subs      *subscriptions
 	handles   *handleStore
+	questions *egressQuestions // the egress questions of 2026-07-28 calls
 	logs      *clientLogs
 	stop      context.CancelFunc // stops the handles' idle reaper
 	calls     *callTracker
@@ -112,7 +113,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), handles: newHandleStore(), logs: logs, calls: newCallTracker(), sweepDone: make(chan struct{}),
+	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), handles: newHandleStore(), questions: newEgressQuestions(), logs: logs, calls: newCallTracker(), sweepDone: make(chan struct{}),
 		tel: telemetry{audit: cfg.Audit, metrics: cfg.Metrics, mgr: mgr, log: log}}
 
 	cfg.Quotas.OnRefused(s.tel.recordQuota)
@@ -182,6 +183,7 @@ func New(cfg Config) (*Server, error) {
 		mcpserver.WithToolHandlerMiddleware(s.tel.audited), // inside observe: it sees a handler's own error or panic
 		mcpserver.WithToolHandlerMiddleware(s.traced),
 		mcpserver.WithToolHandlerMiddleware(s.bindHandle),
+		mcpserver.WithToolHandlerMiddleware(s.questions.askByInput), // inside bindHandle: it needs the handle's session
 		mcpserver.WithTaskCapabilities(true, true, true),
 		mcpserver.WithTaskHooks(s.taskHooks()),
 	)
