@@ -82,8 +82,8 @@ func (s *Server) askEgress(ctx context.Context, id, host string, port int) (bool
 		s.log.Info("egress question answered", "event", "egress_asked", "session", s.mgr.SessionHash(id), "host", host, "port", port, "allowed", allow)
 		return allow, nil
 	}
-	if s.questions.putToCall(id, host, port) {
-		return false, errAskedByInput
+	if err := s.questions.putToCall(id, host, port); err != nil {
+		return false, err
 	}
 	cs := s.clients.get(id)
 	if cs == nil {

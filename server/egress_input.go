@@ -49,6 +49,13 @@ const (
 // the user is asked in the call's result.
 var errAskedByInput = errors.New("the user is asked in this call's result (input_required); the call runs again with the answer")
 
+// errNotAskedInTask is why a connection of a task's call was refused: a
+// task's result cannot carry the question.
+var errNotAskedInTask = errors.New("a task cannot ask the user (the question rides on a call's own result); make the call without the tasks extension to be asked")
+
+// taskCallKey marks the context of a call a task runs (see modernTasks).
+type taskCallKey struct{}
+
 // egressQuestion is a question waiting for the client's retry.
 type egressQuestion struct {
 	principal string
@@ -69,8 +76,9 @@ type egressAnswer struct {
 // callQuestion is what one 2026-07-28 call in flight wants to ask: the
 // first host a command of the call could not reach.
 type callQuestion struct {
-	host string
-	port int
+	host   string
+	port   int
+	inTask bool // the call is a task's: it cannot ask
 }
 
 // egressQuestions holds the egress questions of 2026-07-28 calls. It is
@@ -90,8 +98,8 @@ func newEgressQuestions() *egressQuestions {
 
 // calling records a call of session in flight until the returned function
 // runs; the callQuestion says what the call's commands wanted to ask.
-func (q *egressQuestions) calling(session string) (*callQuestion, func()) {
-	call := &callQuestion{}
+func (q *egressQuestions) calling(session string, inTask bool) (*callQuestion, func()) {
+	call := &callQuestion{inTask: inTask}
 	q.mu.Lock()
 	q.calls[session] = append(q.calls[session], call)
 	q.mu.Unlock()
@@ -114,19 +122,24 @@ func (q *egressQuestions) calling(session string) (*callQuestion, func()) {
 }
 
 // putToCall records host and port as the question of session's latest
-// call in flight, unless it has one already, and reports whether session
-// has a call to put it to.
-func (q *egressQuestions) putToCall(session, host string, port int) bool {
+// call in flight, unless it has one already, and returns why the
+// connection is refused meanwhile; nil when session has no call to put it
+// to.
+func (q *egressQuestions) putToCall(session, host string, port int) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	list := q.calls[session]
 	if len(list) == 0 {
-		return false
+		return nil
 	}
-	if call := list[len(list)-1]; call.host == "" {
+	call := list[len(list)-1]
+	if call.inTask {
+		return errNotAskedInTask
+	}
+	if call.host == "" {
 		call.host, call.port = host, port
 	}
-	return true
+	return errAskedByInput
 }
 
 // answered takes the user's answer about host and port for session, if
@@ -254,7 +267,7 @@ func (q *egressQuestions) askByInput(next mcpserver.ToolHandlerFunc) mcpserver.T
 				return mcp.NewToolResultError(err.Error()), nil
 			}
 		}
-		call, done := q.calling(session)
+		call, done := q.calling(session, ctx.Value(taskCallKey{}) != nil)
 		res, err := next(ctx, req)
 		done()
 		if call.host == "" || err != nil {

@@ -143,7 +143,7 @@ func TestAskByInputTurnsACallIntoAQuestion(t *testing.T) {
 			if allow, ok := q.answered("s1", wants, 443); ok {
 				return mcp.NewToolResultText(fmt.Sprintf("connected: %v", allow)), nil
 			}
-			put = q.putToCall("s1", wants, 443)
+			put = q.putToCall("s1", wants, 443) == errAskedByInput
 			q.putToCall("s1", "second.example", 443) // only the first is asked
 		}
 		return mcp.NewToolResultText("ran"), nil
@@ -165,13 +165,18 @@ func TestAskByInputTurnsACallIntoAQuestion(t *testing.T) {
 	if asked.Elicitation == nil || !strings.Contains(asked.Elicitation.Message, "example.org on port 443") || strings.Contains(asked.Elicitation.Message, "second") {
 		t.Fatalf("question %+v", asked)
 	}
-	if q.putToCall("s1", "late.example", 443) {
+	if q.putToCall("s1", "late.example", 443) != nil {
 		t.Error("a call that ended still takes questions")
 	}
 	retry := req
 	retry.Params.RequestState, retry.Params.InputResponses = res.RequestState, egressAnswerOf(true)
 	if res, _ := handler(ctx, retry); res.NeedsInput() || !strings.Contains(firstText(res), "connected: true") {
 		t.Errorf("the retry with a yes: %+v", res)
+	}
+	inTask := context.WithValue(ctx, taskCallKey{}, true)
+	wants = "task.example"
+	if res, _ := handler(inTask, req); res.NeedsInput() || put {
+		t.Errorf("a task's call asked (%+v); its connection must be refused instead", res)
 	}
 	forged := req
 	forged.Params.RequestState, forged.Params.InputResponses = "weq_forged", egressAnswerOf(true)

@@ -152,7 +152,7 @@ func (t *modernTasks) create(ctx context.Context, head *mcpgoadapt.Head, msg jso
 	if err != nil {
 		return nil, false
 	}
-	run, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	run, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), taskCallKey{}, true))
 	task, err := t.start(principal, cancel)
 	if err != nil {
 		cancel()

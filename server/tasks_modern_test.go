@@ -45,7 +45,7 @@ func modernRequest(t *testing.T, id int, method, params string) (*mcpgoadapt.Hea
 }
 
 const (
-	tasksMeta   = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	tasksMeta    = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
 	legacyMeta   = `"_meta":{}`
 	noExtMeta    = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	shellOnAlice = `"name":"podman_shell","arguments":{"command":["sleep","60"],"workspace":"wsh_alice"}`
