@@ -261,9 +261,10 @@ func (q *egressQuestions) askByInput(next mcpserver.ToolHandlerFunc) mcpserver.T
 		if session == "" || !mcpserver.IsModernRequest(ctx) {
 			return next(ctx, req)
 		}
-		principal, digest := principalFrom(ctx), callDigest(req)
+		// The digest re-encodes the arguments: only for a call that asks or answers.
+		principal := principalFrom(ctx)
 		if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
-			if err := q.answer(principal, session, digest, req.Params.RequestState, req.Params.InputResponses); err != nil {
+			if err := q.answer(principal, session, callDigest(req), req.Params.RequestState, req.Params.InputResponses); err != nil {
 				return mcp.NewToolResultError(err.Error()), nil
 			}
 		}
@@ -273,7 +274,7 @@ func (q *egressQuestions) askByInput(next mcpserver.ToolHandlerFunc) mcpserver.T
 		if call.host == "" || err != nil {
 			return res, err
 		}
-		state, askErr := q.ask(principal, session, digest, call.host, call.port)
+		state, askErr := q.ask(principal, session, callDigest(req), call.host, call.port)
 		if askErr != nil {
 			return mcp.NewToolResultError(askErr.Error()), nil
 		}
