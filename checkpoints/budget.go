@@ -16,8 +16,6 @@ import (
 type Budget interface {
 	// Take counts n more bytes, or refuses them with an error saying why.
 	Take(n int64) error
-	// Check says whether n more bytes would be refused, taking nothing.
-	Check(n int64) error
 	// Give gives back n bytes; a negative n counts -n more, unchecked.
 	Give(n int64)
 	// Set counts n bytes in place of what was counted.
@@ -72,20 +70,13 @@ func Measure(dir string) (int64, error) {
 // once by ChargeTo before the store is shared, then only read.
 type charge struct{ budget Budget }
 
-// take takes n bytes from the budget, or with check only asks; the
-// store's lock is not held (a refusal is counted and audited by the
-// budget's owner).
-func (c *charge) take(n int64, check bool) error {
+// take takes n bytes from the budget; the store's lock is not held (a
+// refusal is counted and audited by the budget's owner).
+func (c *charge) take(n int64) error {
 	if c.budget == nil {
 		return nil
 	}
-	var err error
-	if check {
-		err = c.budget.Check(n)
-	} else {
-		err = c.budget.Take(n)
-	}
-	if err != nil {
+	if err := c.budget.Take(n); err != nil {
 		return overBudget{err}
 	}
 	return nil

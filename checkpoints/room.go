@@ -21,15 +21,12 @@ const diskLookEvery = 1 << 20
 
 // Room checks that n more bytes of objects fit under the cap and on the
 // disk, with diskMargin to spare, counting what builds are writing now.
-// A store charged to a budget (ChargeTo) asks it too.
+// A store's budget (ChargeTo) is not asked: n is what a checkpoint may
+// read, and the budget counts what it adds, known only as it is written.
 func (s *Store) Room(n int64) error {
 	s.mu.Lock()
-	err := s.roomLocked(n, true)
-	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return s.charge.take(n, true)
+	defer s.mu.Unlock()
+	return s.roomLocked(n, true)
 }
 
 // roomLocked is Room with s.mu held; lookAtDisk says whether to ask the
@@ -54,7 +51,7 @@ func (s *Store) roomLocked(n int64, lookAtDisk bool) error {
 // and the disk, or says why they do not fit. The caller releases them, or
 // turns them into stored bytes, once written.
 func (s *Store) reserve(n int64) error {
-	if err := s.charge.take(n, false); err != nil {
+	if err := s.charge.take(n); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -46,16 +46,7 @@ func (l *Ledger) Checkpoints(principal, store string) *StoreAccount {
 // them, taking nothing, with an *ExceededError when the principal's
 // stores would hold more than the quota (told to the OnRefused hook).
 func (a *StoreAccount) Take(n int64) error {
-	if err := a.change(n, true, true); err != nil {
-		return a.refuse(err)
-	}
-	return nil
-}
-
-// Check says, taking nothing, whether n more bytes would be refused: a
-// checkpoint whose files cannot fit is refused before they are read.
-func (a *StoreAccount) Check(n int64) error {
-	if err := a.change(n, true, false); err != nil {
+	if err := a.change(n, true); err != nil {
 		return a.refuse(err)
 	}
 	return nil
@@ -64,7 +55,7 @@ func (a *StoreAccount) Check(n int64) error {
 // Give gives back n bytes the store no longer holds (objects collected,
 // a reservation not written). A negative n counts -n more without a
 // check: bytes already written (a pack's index beyond its reservation).
-func (a *StoreAccount) Give(n int64) { _ = a.change(-n, false, true) }
+func (a *StoreAccount) Give(n int64) { _ = a.change(-n, false) }
 
 // Set counts n bytes for the store in place of what the account counted:
 // what it was found to hold on disk when opened. It is not checked: the
@@ -102,9 +93,9 @@ func (a *StoreAccount) Close() {
 	})
 }
 
-// change adds n to the store's count (check: refusing what would pass the
-// quota; take: false only to ask).
-func (a *StoreAccount) change(n int64, check, take bool) *ExceededError {
+// change adds n to the store's count; with check, not when it would take
+// the principal past the quota.
+func (a *StoreAccount) change(n int64, check bool) *ExceededError {
 	if a == nil || n == 0 {
 		return nil
 	}
@@ -118,10 +109,8 @@ func (a *StoreAccount) change(n int64, check, take bool) *ExceededError {
 	if check && n > 0 && held+n > l.limits.CheckpointBytes {
 		return &ExceededError{Resource: CheckpointBytes, Limit: l.limits.CheckpointBytes, InUse: held, Asked: n}
 	}
-	if take {
-		l.addLocked(a.key.principal, n)
-		a.bytes += n
-	}
+	l.addLocked(a.key.principal, n)
+	a.bytes += n
 	return nil
 }
 
