@@ -53,6 +53,7 @@ func TestQuotaCheckpointBytesPerPrincipal(t *testing.T) {
 	if !isError {
 		t.Fatalf("a's checkpoint past its quota was taken: %s", text)
 	}
+	t.Logf("a's refusal: %s", text)
 	for _, want := range []string{"checkpoints quota", "--quota-checkpoint-bytes", "limit of 1048576 bytes", "you hold", "workspace_checkpoint_delete"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("a's refusal %q lacks %q", text, want)
