@@ -91,3 +91,15 @@ func TestStoreAccountsRacingAtTheQuota(t *testing.T) {
 		t.Errorf("%d takes granted, %d held; want 25 and 250", taken.Load(), l.InUse("a", CheckpointBytes))
 	}
 }
+
+// BenchmarkStoreAccount is the accounting a checkpoint store does per
+// object it writes under the quota: one Take and one Give.
+func BenchmarkStoreAccount(b *testing.B) {
+	a := New(Limits{CheckpointBytes: 1 << 50}).Checkpoints("a", "/store")
+	for b.Loop() {
+		if err := a.Take(4096); err != nil {
+			b.Fatal(err)
+		}
+		a.Give(4096)
+	}
+}
