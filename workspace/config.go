@@ -86,7 +86,10 @@ type Config struct {
 	// Quotas, when set, holds each container's memory and CPU limits
 	// against its session's principal while the container exists (a
 	// pooled container's from when a session takes it); a container past
-	// the principal's quota is not made, and the call says why.
+	// the principal's quota is not made, and the call says why. It also
+	// counts what the checkpoint stores of the principal's workspaces
+	// hold (a kept workspace's while it is kept, found on disk at start):
+	// a checkpoint past the quota is refused, leaving nothing written.
 	Quotas *quota.Ledger
 	// NamePrefix starts every container name.
 	NamePrefix string

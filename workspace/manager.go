@@ -131,6 +131,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 	if err != nil {
 		return nil, err
 	}
+	countKeptCheckpoints(cfg.CacheDir, cfg.Quotas, log)
 	ctx, stop := context.WithCancel(context.Background())
 	m := &Manager{
 		cfg: cfg, log: log, eng: eng, inst: inst, agentBinary: agentBinary, mounts: plan, profilePlans: profilePlans,

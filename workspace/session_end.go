@@ -189,6 +189,10 @@ func (s *Session) end(ctx context.Context) {
 			s.m.log.Warn("deleting the session's checkpoints", "session", s.who.hash(), "err", err)
 		}
 	}
+	if keptOnDisk := s.kept != nil && s.kept.held == nil && !handedOver; !keptOnDisk {
+		// Its store is deleted, or no longer a workspace of its client's.
+		s.checkpoints.Uncharge()
+	}
 	if had {
 		logEvent(s.m.log, EventRemoved, s, start, "reason", "session ended")
 	}
