@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,11 +21,15 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/wink-mcp/wink-mcp/tools"
 )
 
 // clusterKubectl is the kubectl `make cluster` builds, of the node's version.
@@ -57,7 +62,8 @@ func kubectlResult(stdin []byte, args ...string) (string, error) {
 // deploy/kubernetes as an operator would (namespace, a name prefix, the
 // image), plus what this node needs: the API server's own address (the
 // node runs no kube-proxy, so Pods cannot reach its Service address), its
-// unenforced NetworkPolicies allowed, and no warm pool.
+// unenforced NetworkPolicies allowed, no warm pool, and the checkpoints'
+// claim ReadWriteOnce (one node; its provisioner offers no other).
 func manifestsOverlay(t *testing.T, cfg *rest.Config, namespace, image string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -88,6 +94,9 @@ patches:
       - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_PORT, value: %q}}
       - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: WINK_ALLOW_UNENFORCED_NETWORK_POLICY, value: "true"}}
       - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: WINK_WARM, value: "0"}}
+  - target: {kind: PersistentVolumeClaim, name: wink-mcp-checkpoints}
+    patch: |
+      - {op: replace, path: /spec/accessModes, value: [ReadWriteOnce]}
 `, rel, namespace, namespace, name, tag, api.Hostname(), api.Port())
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kustomization), 0o600); err != nil {
 		t.Fatal(err)
@@ -136,7 +145,7 @@ func TestKubernetesManifests(t *testing.T) {
 	rendered := kubectl(t, nil, "kustomize", manifestsOverlay(t, cfg, ns, image))
 	objects := decodeManifests(t, rendered)
 	for kind, want := range map[string]int{"ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
-		"Deployment": 1, "Service": 2, "PodDisruptionBudget": 1, "NetworkPolicy": 1, "Secret": 0, "Namespace": 0} {
+		"Deployment": 1, "Service": 2, "PodDisruptionBudget": 1, "NetworkPolicy": 1, "PersistentVolumeClaim": 1, "Secret": 0, "Namespace": 0} {
 		if got := len(objects[kind]); got != want {
 			t.Errorf("kustomize made %d %s; want %d", got, kind, want)
 		}
@@ -167,8 +176,13 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Fatalf("the replicas: %v, %v", pods, err)
 	}
 	begin := time.Now()
-	serviceSession(t, pods.Items[0].Status.PodIP, token)
+	serviceSession(t, pods.Items[0].Status.PodIP, token, "", func(p *proc) {
+		if res := p.run("id", "-u"); res.ExitCode != 0 || res.Stdout != "65534\n" {
+			t.Errorf("id -u in the workspace a replica made: %+v", res)
+		}
+	})
 	t.Logf("a session on an in-cluster replica, from initialize to its end: %v", time.Since(begin).Round(100*time.Millisecond))
+	keptCheckpointAcrossReplicas(t, cs, ns, token, pods.Items[0].Status.PodIP, pods.Items[1].Status.PodIP)
 
 	kubectl(t, nil, "-n", ns, "scale", "deployment/"+ns+"-wink-mcp", "--replicas=0")
 	waitUntil(t, 90*time.Second, "the replicas to end and their workspace Pods to go", func() bool {
@@ -212,6 +226,8 @@ func checkDeployment(t *testing.T, obj *unstructured.Unstructured, image string)
 		"a read-only root":             *sc.ReadOnlyRootFilesystem,
 		"memory, CPU and disk limited": !c.Resources.Limits.Memory().IsZero() && !c.Resources.Limits.Cpu().IsZero() && !c.Resources.Limits.StorageEphemeral().IsZero(),
 		"probed on /healthz":           c.ReadinessProbe.HTTPGet.Path == "/healthz" && c.LivenessProbe.HTTPGet.Path == "/healthz",
+		"the checkpoints' claim at --checkpoint-dir": mountsClaim(s, c, "-wink-mcp-checkpoints", "/var/lib/wink-mcp/checkpoints") &&
+			slices.Contains(c.Args, "--checkpoint-dir=/var/lib/wink-mcp/checkpoints"),
 	} {
 		if !ok {
 			t.Errorf("the Deployment lacks %s: %+v", what, s)
@@ -269,13 +285,14 @@ func checkRole(t *testing.T, obj *unstructured.Unstructured, ns string) {
 }
 
 // serviceSession opens a session on the replica at podIP as a client of
-// the Service would (Host: wink-mcp), and runs a command in its workspace.
-func serviceSession(t *testing.T, podIP, token string) {
+// the Service would (Host: wink-mcp), with query (?workspace=NAME, or ""),
+// uses it with use and ends it.
+func serviceSession(t *testing.T, podIP, token, query string, use func(p *proc)) {
 	t.Helper()
 	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(podIP, "8080"))
 	}
-	tr, err := transport.NewStreamableHTTP("http://wink-mcp:8080/mcp",
+	tr, err := transport.NewStreamableHTTP("http://wink-mcp:8080/mcp"+query,
 		withToken(token, &http.Transport{DialContext: dial}))
 	if err != nil {
 		t.Fatal(err)
@@ -283,8 +300,64 @@ func serviceSession(t *testing.T, podIP, token string) {
 	p := &proc{t: t, transport: "http", client: client.NewClient(tr), logs: &logBuffer{}, exited: make(chan struct{})}
 	p.initialize()
 	defer p.client.Close()
-	if res := p.run("id", "-u"); res.ExitCode != 0 || res.Stdout != "65534\n" {
-		t.Errorf("id -u in the workspace a replica made: %+v", res)
-	}
+	use(p)
 	p.endSession()
+}
+
+// mountsClaim says whether container c of the Pod spec s mounts, at path,
+// a claim whose name ends with suffix.
+func mountsClaim(s corev1.PodSpec, c corev1.Container, suffix, path string) bool {
+	for _, v := range s.Volumes {
+		if v.PersistentVolumeClaim == nil || !strings.HasSuffix(v.PersistentVolumeClaim.ClaimName, suffix) {
+			continue
+		}
+		for _, m := range c.VolumeMounts {
+			if m.Name == v.Name && m.MountPath == path && !m.ReadOnly {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keptCheckpointAcrossReplicas checkpoints a kept workspace through the
+// replica at first, and lists and restores it through the one at second:
+// the replicas share the checkpoints' claim, which the workspace Pod
+// does not mount.
+func keptCheckpointAcrossReplicas(t *testing.T, cs *kubernetes.Clientset, ns, token, first, second string) {
+	t.Helper()
+	name := "deployed" + randomHex(4)
+	serviceSession(t, first, token, "?workspace="+name, func(p *proc) {
+		if res := p.run("sh", "-c", "echo through-the-first > f.txt"); res.ExitCode != 0 {
+			t.Fatalf("%+v", res)
+		}
+		var cp tools.WorkspaceCheckpointResult
+		decodeStructured(t, p.call("workspace_checkpoint", map[string]any{"message": "first replica"}), &cp)
+		workspacePods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "io.wink-mcp.managed"})
+		if err != nil || len(workspacePods.Items) != 1 {
+			t.Fatalf("the kept workspace's Pod: %v, %v", workspacePods, err)
+		}
+		for _, v := range workspacePods.Items[0].Spec.Volumes {
+			if v.PersistentVolumeClaim != nil && strings.HasSuffix(v.PersistentVolumeClaim.ClaimName, "-wink-mcp-checkpoints") {
+				t.Errorf("the workspace Pod mounts the checkpoints' claim: %+v", v)
+			}
+		}
+		p.run("sh", "-c", "echo changed > f.txt")
+	})
+	waitUntil(t, 30*time.Second, "the kept workspace's Lease to go", func() bool {
+		_, err := cs.CoordinationV1().Leases(ns).Get(context.Background(), keptObjectName(name), metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	serviceSession(t, second, token, "?workspace="+name, func(p *proc) {
+		var list tools.WorkspaceCheckpointsResult
+		decodeStructured(t, p.call("workspace_checkpoints", nil), &list)
+		if len(list.Checkpoints) != 1 || list.Checkpoints[0].Message != "first replica" {
+			t.Fatalf("the second replica lists %+v; want the first's checkpoint", list.Checkpoints)
+		}
+		var r tools.WorkspaceRestoreResult
+		decodeStructured(t, p.call("workspace_restore", map[string]any{"checkpoint": list.Checkpoints[0].ID}), &r)
+		if got := p.run("cat", "f.txt").Stdout; got != "through-the-first\n" {
+			t.Errorf("after the second replica's restore f.txt = %q", got)
+		}
+	})
 }
