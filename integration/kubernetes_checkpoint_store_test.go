@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -206,4 +207,70 @@ func lineWith(out, s string) string {
 		}
 	}
 	return ""
+}
+
+// TestKubernetesCheckpointStoreLockOutlivesLease stops server A (SIGSTOP)
+// while it holds a kept workspace, so that its Lease runs out while it
+// still lives: B then takes the Lease, but not the checkpoint store,
+// whose lock A's process keeps, and is refused naming the store rather
+// than writing beside A. Once A's session ends, B opens the workspace
+// and finds A's checkpoint.
+func TestKubernetesCheckpointStoreLockOutlivesLease(t *testing.T) {
+	cs, _ := needCluster(t)
+	prefix := "wk" + randomHex(4)
+	name := "cklock" + randomHex(4)
+	object := keptObjectName(name)
+	t.Cleanup(func() {
+		_ = cs.CoordinationV1().Leases(testNamespace).Delete(context.Background(), object, metav1.DeleteOptions{})
+		_ = cs.CoreV1().PersistentVolumeClaims(testNamespace).Delete(context.Background(), object, metav1.DeleteOptions{})
+	})
+	shared := t.TempDir()
+	a := startKubernetes(t, cs, prefix, t.TempDir(), "--workspace", name, "--checkpoint-dir", shared)
+	a.run("sh", "-c", "echo a > a.txt")
+	var cp tools.WorkspaceCheckpointResult
+	decodeStructured(t, a.call("workspace_checkpoint", map[string]any{"message": "A's"}), &cp)
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	t.Cleanup(func() {
+		if stopped {
+			_ = a.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	})
+
+	b := startKubernetes(t, cs, prefix, t.TempDir(), "--workspace", name, "--checkpoint-dir", shared)
+	var last string
+	begin := time.Now()
+	waitUntil(t, 120*time.Second, "B to be refused on the store's lock once A's Lease has run out", func() bool {
+		res := b.call("workspace_checkpoints", nil)
+		last = textOf(res)
+		if !res.IsError && !strings.Contains(last, "held by") {
+			t.Fatalf("B opened the workspace while A still runs: %s", last)
+		}
+		return strings.Contains(last, "checkpoint store is locked by another process")
+	})
+	if !strings.Contains(last, filepath.Join(shared, "kept")) || !strings.Contains(last, name) {
+		t.Errorf("B's refusal names neither the store nor the workspace: %s", last)
+	}
+	t.Logf("B refused on the store's lock %v after A stopped: %s", time.Since(begin).Round(time.Millisecond), last)
+
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	stopped = false
+	a.endSession()
+	waitUntil(t, 60*time.Second, "B to open the workspace once A has ended", func() bool {
+		var list tools.WorkspaceCheckpointsResult
+		res := b.call("workspace_checkpoints", nil)
+		if res.IsError {
+			return false
+		}
+		decodeStructured(t, res, &list)
+		if len(list.Checkpoints) != 1 || list.Checkpoints[0].Message != "A's" {
+			t.Fatalf("B lists %+v; want A's checkpoint", list.Checkpoints)
+		}
+		return true
+	})
+	b.endSession()
 }
