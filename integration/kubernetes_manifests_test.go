@@ -128,7 +128,9 @@ func decodeManifests(t *testing.T, rendered string) map[string][]*unstructured.U
 // the Role as the ServiceAccount with `kubectl auth can-i --as`, and
 // waits for both replicas Ready behind their /healthz probes. A session
 // on a replica, reached by the Service's name, makes its workspace Pod
-// with the ServiceAccount's rights; scaling to 0 leaves no Pod.
+// with the ServiceAccount's rights; a kept workspace's checkpoint taken
+// through one replica is listed and restored through the other, and
+// listed by a replica Pod that replaced both; scaling to 0 leaves no Pod.
 func TestKubernetesManifests(t *testing.T) {
 	cs, cfg := needCluster(t)
 	image := kubernetesAgentImage(t)
@@ -182,7 +184,8 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 	})
 	t.Logf("a session on an in-cluster replica, from initialize to its end: %v", time.Since(begin).Round(100*time.Millisecond))
-	keptCheckpointAcrossReplicas(t, cs, ns, token, pods.Items[0].Status.PodIP, pods.Items[1].Status.PodIP)
+	kept := keptCheckpointAcrossReplicas(t, cs, ns, token, pods.Items[0].Status.PodIP, pods.Items[1].Status.PodIP)
+	replacedReplicaFindsCheckpoints(t, cs, ns, token, kept, pods.Items)
 
 	kubectl(t, nil, "-n", ns, "scale", "deployment/"+ns+"-wink-mcp", "--replicas=0")
 	waitUntil(t, 90*time.Second, "the replicas to end and their workspace Pods to go", func() bool {
@@ -323,8 +326,8 @@ func mountsClaim(s corev1.PodSpec, c corev1.Container, suffix, path string) bool
 // keptCheckpointAcrossReplicas checkpoints a kept workspace through the
 // replica at first, and lists and restores it through the one at second:
 // the replicas share the checkpoints' claim, which the workspace Pod
-// does not mount.
-func keptCheckpointAcrossReplicas(t *testing.T, cs *kubernetes.Clientset, ns, token, first, second string) {
+// does not mount. It returns the workspace's name.
+func keptCheckpointAcrossReplicas(t *testing.T, cs *kubernetes.Clientset, ns, token, first, second string) string {
 	t.Helper()
 	name := "deployed" + randomHex(4)
 	serviceSession(t, first, token, "?workspace="+name, func(p *proc) {
@@ -360,4 +363,51 @@ func keptCheckpointAcrossReplicas(t *testing.T, cs *kubernetes.Clientset, ns, to
 			t.Errorf("after the second replica's restore f.txt = %q", got)
 		}
 	})
+	return name
+}
+
+// replacedReplicaFindsCheckpoints deletes the replica Pods old and opens
+// the kept workspace name through a replica Pod that replaced them: its
+// two checkpoints (the first replica's and the restore's automatic one)
+// are there.
+func replacedReplicaFindsCheckpoints(t *testing.T, cs *kubernetes.Clientset, ns, token, name string, old []corev1.Pod) {
+	t.Helper()
+	waitUntil(t, 30*time.Second, "the kept workspace's Lease to go", func() bool {
+		_, err := cs.CoordinationV1().Leases(ns).Get(context.Background(), keptObjectName(name), metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	for _, p := range old {
+		kubectl(t, nil, "-n", ns, "delete", "pod", p.Name, "--wait=true")
+	}
+	var replaced *corev1.Pod
+	waitUntil(t, 180*time.Second, "a replica Pod that replaced them to be Ready", func() bool {
+		pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=server"})
+		if err != nil {
+			return false
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && p.Status.PodIP != "" && podReady(p) && !slices.ContainsFunc(old, func(o corev1.Pod) bool { return o.UID == p.UID }) {
+				replaced = &p
+				return true
+			}
+		}
+		return false
+	})
+	serviceSession(t, replaced.Status.PodIP, token, "?workspace="+name, func(s *proc) {
+		var list tools.WorkspaceCheckpointsResult
+		decodeStructured(t, s.call("workspace_checkpoints", nil), &list)
+		if len(list.Checkpoints) != 2 || list.Checkpoints[0].Message != "first replica" {
+			t.Errorf("a replaced replica lists %+v; want the first replica's and the restore's", list.Checkpoints)
+		}
+	})
+}
+
+// podReady says whether the Pod's Ready condition is true.
+func podReady(p corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
