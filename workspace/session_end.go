@@ -167,12 +167,10 @@ func (s *Session) end(ctx context.Context) {
 		// Still a session's own: it goes with it, once its changes are exported.
 		s.handoffs.endHandedOverLocked(ctx)
 	case s.kept != nil && s.kept.held != nil:
-		// Its files are on the engine's volume; what is here goes.
+		// Its files are on the engine's volume and its checkpoints in the
+		// shared checkpoint directory; what is here goes.
 		s.kept.release(s.meter.Used())
 		s.deleteFilesLocked()
-		if err := removeAll(s.storeDir); err != nil {
-			s.m.log.Warn("deleting the session's checkpoints", "session", s.who.hash(), "err", err)
-		}
 		s.m.log.Info("kept workspace released", "event", "workspace_released", "session", s.who.hash(), "workspace", s.kept.name)
 	case s.kept != nil:
 		s.unmountDiskLocked()
