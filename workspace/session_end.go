@@ -188,7 +188,9 @@ func (s *Session) end(ctx context.Context) {
 		}
 	}
 	if keptOnDisk := s.kept != nil && s.kept.held == nil && !handedOver; !keptOnDisk {
-		// Its store is deleted, or no longer a workspace of its client's.
+		// Its store is deleted, is no longer a workspace of its client's,
+		// or is an engine's kept workspace's store in the shared
+		// --checkpoint-dir, which counts only while a session has it open.
 		s.checkpoints.Uncharge()
 	}
 	if had {
