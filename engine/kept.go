@@ -49,7 +49,9 @@ type KeptAsk struct {
 
 // KeptRecord describes a kept workspace of a KeptStore.
 type KeptRecord struct {
-	Name, Volume    string
+	Name, Volume string
+	// StoreKey is Held.StoreKey: it names the workspace's checkpoint store.
+	StoreKey        string
 	Created, Used   time.Time
 	Image, Profile  string
 	Principal       string
@@ -63,6 +65,12 @@ type KeptRecord struct {
 // takes, and Release gives it up.
 type Held struct {
 	Volume string
+	// StoreKey names the workspace's checkpoint store in a directory
+	// every server shares (--checkpoint-dir): the same for every server
+	// that holds this workspace, and never that of another workspace, nor
+	// of an earlier one of the same name (the Kubernetes engine: its
+	// claim's UID). It is a single path element.
+	StoreKey string
 	// Release stops renewing the lease, records the last use and ends the
 	// lease; it is safe to call more than once.
 	Release func(ctx context.Context)

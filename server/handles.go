@@ -150,9 +150,10 @@ func (s *Server) expireHandles(ctx context.Context, idle time.Duration) {
 }
 
 // refuseSessionScoped refuses the 2026-07-28 requests for what is scoped by
-// a session, which such a request has not: tasks (mcp-go scopes a task to
-// the session that made it, and a request without one would see every
-// session's) and resource subscriptions (a session's workspace files).
+// a session, which such a request has not: mcp-go's tasks (it scopes a
+// task to the session that made it, and a request without one would see
+// every session's; the extension's are served by modernTasks) and resource
+// subscriptions (a session's workspace files).
 func refuseSessionScoped(head *mcpgoadapt.Head) error {
 	if !mcp.IsModernProtocol(head.ProtocolVersion(mcp.MetaKeyProtocolVersion)) {
 		return nil
@@ -160,7 +161,7 @@ func refuseSessionScoped(head *mcpgoadapt.Head) error {
 	method := head.MethodName()
 	switch {
 	case strings.HasPrefix(method, "tasks/"), method == string(mcp.MethodToolsCall) && head.AsksForTask():
-		return errors.New("tasks are served to sessions of the 2025 revisions only for now: under 2026-07-28, call the tool without a task (long calls report progress on their own stream)")
+		return errors.New("under 2026-07-28 tasks are the io.modelcontextprotocol/tasks extension: declare it in the request's client capabilities and call podman_shell or evaluate_python without `task`, then poll with tasks/get (tasks/list, tasks/result and a tools/call `task` are of the 2025 revisions)")
 	case method == string(mcp.MethodResourcesSubscribe), method == string(mcp.MethodResourcesUnsubscribe):
 		return errors.New("resource subscriptions belong to a session's workspace: under 2026-07-28, follow a handle's changes with workspace_changes")
 	}

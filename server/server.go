@@ -80,6 +80,8 @@ type Server struct {
 	handles   *handleStore
 	views     *handleViews // handles' workspaces as resources, and the streams following them
 	cancels   *modernCancels
+	questions *egressQuestions // the egress questions of 2026-07-28 calls
+	tasks2026 *modernTasks     // the tasks of 2026-07-28 requests
 	logs      *clientLogs
 	stop      context.CancelFunc // stops the handles' idle reaper
 	calls     *callTracker
@@ -115,7 +117,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	handles := newHandleStore()
-	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), handles: handles, views: newHandleViews(handles), cancels: newModernCancels(), logs: logs, calls: newCallTracker(), sweepDone: make(chan struct{}),
+	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), handles: handles, views: newHandleViews(handles), cancels: newModernCancels(),
+		questions: newEgressQuestions(), logs: logs, calls: newCallTracker(), sweepDone: make(chan struct{}),
 		tel: telemetry{audit: cfg.Audit, metrics: cfg.Metrics, mgr: mgr, log: log}}
 
 	cfg.Quotas.OnRefused(s.tel.recordQuota)
@@ -187,8 +190,10 @@ func New(cfg Config) (*Server, error) {
 		mcpserver.WithToolHandlerMiddleware(s.tel.audited), // inside observe: it sees a handler's own error or panic
 		mcpserver.WithToolHandlerMiddleware(s.traced),
 		mcpserver.WithToolHandlerMiddleware(s.bindHandle),
+		mcpserver.WithToolHandlerMiddleware(s.questions.askByInput), // inside bindHandle: it needs the handle's session
 		mcpserver.WithTaskCapabilities(true, true, true),
 		mcpserver.WithTaskHooks(s.taskHooks()),
+		mcpserver.WithExtensions(map[string]any{tasksExtension: map[string]any{}}),
 	)
 	all, err := tools.All(s.workspaceFor, log, tools.Options{MaxCommandTimeout: cfg.MaxCommandTimeout, Profiles: profileList})
 	if err != nil {
@@ -201,6 +206,20 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	hooks.AddAfterListTools(showLegacySchemas(legacySchemas))
+	taskTools := map[string]bool{}
+	for _, t := range all {
+		if t.Tool.Execution != nil && t.Tool.Execution.TaskSupport != mcp.TaskSupportForbidden {
+			taskTools[t.Tool.Name] = true
+		}
+	}
+	s.tasks2026 = newModernTasks(taskTools, time.Duration(s.taskTTL(nil))*time.Millisecond, s.mcp.HandleMessage,
+		func(handle, principal string) bool {
+			_, end, err := s.handles.begin(handle, principal)
+			if err == nil {
+				end()
+			}
+			return err == nil
+		})
 	all = append(all, s.handleTools()...)
 	s.mcp.AddTools(all...)
 	s.tel.countTools(all)

@@ -86,7 +86,10 @@ type Config struct {
 	// Quotas, when set, holds each container's memory and CPU limits
 	// against its session's principal while the container exists (a
 	// pooled container's from when a session takes it); a container past
-	// the principal's quota is not made, and the call says why.
+	// the principal's quota is not made, and the call says why. It also
+	// counts what the checkpoint stores of the principal's workspaces
+	// hold (a kept workspace's while it is kept, found on disk at start):
+	// a checkpoint past the quota is refused, leaving nothing written.
 	Quotas *quota.Ledger
 	// NamePrefix starts every container name.
 	NamePrefix string
@@ -96,6 +99,11 @@ type Config struct {
 	// bytes of its objects, each file's content and each directory's tree
 	// stored once however many checkpoints hold it; 0 for no bound.
 	CheckpointBytes int64
+	// CheckpointDir holds the checkpoints of the kept workspaces an engine
+	// holds (engine.KeptStore), one store per workspace, where every
+	// server of that engine finds them (kept_store.go): a directory they
+	// all share; "" for a directory under CacheDir.
+	CheckpointDir string
 	// KeepSessionDirs keeps session directories after their sessions end.
 	KeepSessionDirs bool
 	// IdleTimeout removes a session's container after this long without calls.
@@ -279,6 +287,7 @@ func (c Config) Validate() error {
 	check(c.APITimeout > 0, "podman API timeout must be positive")
 	check(c.PullTimeout > 0, "pull timeout must be positive")
 	check(c.ExportDir == "" || filepath.IsAbs(c.ExportDir), "export directory %q must be an absolute path", c.ExportDir)
+	check(c.CheckpointDir == "" || filepath.IsAbs(c.CheckpointDir), "--checkpoint-dir %q must be an absolute path", c.CheckpointDir)
 	if _, err := egress.ParsePolicy(c.Egress); err != nil {
 		errs = append(errs, err)
 	}

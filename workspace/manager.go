@@ -131,6 +131,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 	if err != nil {
 		return nil, err
 	}
+	countKeptCheckpoints(cfg.CacheDir, cfg.Quotas, log)
 	ctx, stop := context.WithCancel(context.Background())
 	m := &Manager{
 		cfg: cfg, log: log, eng: eng, inst: inst, agentBinary: agentBinary, mounts: plan, profilePlans: profilePlans,
@@ -311,7 +312,7 @@ func (m *Manager) sessionProfile(opts SessionOptions) (*profiles.Profile, error)
 // nil unless the engine keeps kept workspaces (kept_engine.go).
 func (m *Manager) newKeptSession(id, hash string, opts SessionOptions, held *engine.Held) (*Session, error) {
 	if held != nil && opts.Workspace != "" {
-		return m.newHeldSession(id, hash, opts, held), nil
+		return m.newHeldSession(id, hash, opts, held)
 	}
 	if m.cfg.FilesOnEngineHost {
 		return nil, errors.New("kept workspaces need the session's files on this machine, and this server keeps them on the Podman host " +

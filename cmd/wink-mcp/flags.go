@@ -122,6 +122,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.int64(&opts.quotas.Workspaces, "quota-workspaces", "workspaces (sessions plus workspace handles) one client (token or OAuth subject) may hold at once (0 = no quota)", "WINK_QUOTA_WORKSPACES")
 	b.bytes(&opts.quotas.MemoryBytes, "quota-memory", "memory limits one client's containers may hold in all, each while it exists (e.g. 8g; 0 = no quota)", "WINK_QUOTA_MEMORY")
 	b.bytes(&opts.quotas.EgressBytes, "quota-egress-bytes", "bytes one client's sessions' egress proxies may carry, both ways, in any rolling 24 hours (e.g. 10g; 0 = no quota)", "WINK_QUOTA_EGRESS_BYTES")
+	b.bytes(&opts.quotas.CheckpointBytes, "quota-checkpoint-bytes", "bytes the checkpoints of one client's workspaces may hold in all, kept workspaces' included: what each checkpoint adds to its workspace's deduplicated store (e.g. 2g; 0 = no quota)", "WINK_QUOTA_CHECKPOINT_BYTES")
 	b.float(&opts.quotaCPUs, "quota-cpus", "CPU limits one client's containers may hold in all, each while it exists (0 = no quota)", "WINK_QUOTA_CPUS")
 	b.bytes(&h.MaxBodyBytes, "max-body", "largest message: an HTTP request body or a stdio line", "WINK_MAX_BODY")
 	b.duration(&h.DrainTimeout, "drain-timeout", "on SIGTERM, how long tool calls in flight may finish", "WINK_DRAIN_TIMEOUT")
