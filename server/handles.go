@@ -163,7 +163,8 @@ func refuseSessionScoped(head *mcpgoadapt.Head) error {
 	case strings.HasPrefix(method, "tasks/"), method == string(mcp.MethodToolsCall) && head.AsksForTask():
 		return errors.New("under 2026-07-28 tasks are the io.modelcontextprotocol/tasks extension: declare it in the request's client capabilities and call podman_shell or evaluate_python without `task`, then poll with tasks/get (tasks/list, tasks/result and a tools/call `task` are of the 2025 revisions)")
 	case method == string(mcp.MethodResourcesSubscribe), method == string(mcp.MethodResourcesUnsubscribe):
-		return errors.New("resource subscriptions belong to a session's workspace: under 2026-07-28, follow a handle's changes with workspace_changes")
+		return errors.New("resources/subscribe is for sessions of the 2025 revisions: under 2026-07-28, follow a handle's files with subscriptions/listen " +
+			"(notifications.resourceSubscriptions, URIs from workspace_open's resources)")
 	}
 	return nil
 }
