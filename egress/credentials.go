@@ -45,6 +45,9 @@ type Credential struct {
 	// ShowAs names a variable the session's containers get set to
 	// Placeholder ("" for none).
 	ShowAs string
+	// Profiles, when set, are the only profiles whose sessions get it;
+	// nil gives it to every session.
+	Profiles []string
 }
 
 // String names the credential, never its value.
@@ -75,6 +78,19 @@ func (cs *Credentials) Get(name string) *Credential {
 		return nil
 	}
 	return cs.byName[name]
+}
+
+// ForProfile returns the credentials of a session of the named profile
+// ("" for none): those for every session, and those naming the profile.
+func (cs *Credentials) ForProfile(profile string) CredentialSet {
+	var set CredentialSet
+	for _, n := range cs.Names() {
+		c := cs.byName[n]
+		if c.Profiles == nil || profile != "" && slices.Contains(c.Profiles, profile) {
+			set = append(set, c)
+		}
+	}
+	return set
 }
 
 // CredentialSet is the credentials one session's proxy injects.
@@ -224,8 +240,19 @@ func parseCredential(name string, v *yaml.Node, lookup func(string) (string, boo
 				return nil, fail(f, where, "%s is the egress proxy's", f.Value)
 			}
 			c.ShowAs = f.Value
+		case "profiles":
+			if f.Kind != yaml.SequenceNode || len(f.Content) == 0 {
+				return nil, fail(f, where, "must be a list of at least one profile name (leave it out for every session)")
+			}
+			c.Profiles = []string{}
+			for _, p := range f.Content {
+				if p.Kind != yaml.ScalarNode || !credentialName.MatchString(p.Value) {
+					return nil, fail(p, where, "a profile name is lower-case letters, digits, '.', '_' and '-'")
+				}
+				c.Profiles = append(c.Profiles, p.Value)
+			}
 		default:
-			return nil, fail(k, where, "unknown key; an entry has hosts:, bearer:, basic:, header: with value:, and placeholder:")
+			return nil, fail(k, where, "unknown key; an entry has hosts:, bearer:, basic:, header: with value:, placeholder: and profiles:")
 		}
 	}
 	if len(hosts) == 0 {

@@ -119,6 +119,36 @@ func TestParseCredentialsNamesTheEntryAndField(t *testing.T) {
 	}
 }
 
+// A session gets the entries for every session and its own profile's,
+// never another profile's.
+func TestCredentialsForProfile(t *testing.T) {
+	t.Parallel()
+	data := `credentials:
+  shared: {hosts: [a.example.com], bearer: {env: T}}
+  node: {hosts: [b.example.com], bearer: {env: T}, profiles: [node]}
+  go: {hosts: [c.example.com], bearer: {env: T}, profiles: [go, both]}
+`
+	cs, err := ParseCredentials("c.yaml", []byte(data), env(map[string]string{"T": "tok"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(set CredentialSet) string {
+		var out []string
+		for _, c := range set {
+			out = append(out, c.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	for profile, want := range map[string]string{"": "shared", "node": "node,shared", "go": "go,shared", "both": "go,shared", "other": "shared"} {
+		if got := names(cs.ForProfile(profile)); got != want {
+			t.Errorf("profile %q got %s, want %s", profile, got, want)
+		}
+	}
+	if c := cs.ForProfile("node").For("c.example.com", 443); c != nil {
+		t.Fatalf("a node session got %s", c)
+	}
+}
+
 func TestAuthorityIsMadeOnceAndKeptPrivate(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -46,7 +46,10 @@ func newRecorder(t *testing.T, handler func(w http.ResponseWriter, r *http.Reque
 	return rec
 }
 
-func (r *recorder) port() string { _, p, _ := net.SplitHostPort(r.srv.Listener.Addr().String()); return p }
+func (r *recorder) port() string {
+	_, p, _ := net.SplitHostPort(r.srv.Listener.Addr().String())
+	return p
+}
 
 func (r *recorder) requests() []string {
 	r.mu.Lock()
@@ -63,7 +66,7 @@ type mitmRig struct {
 	proxy       string
 	logs        *bytes.Buffer
 	mu          sync.Mutex // guards logs
-	credHost    string // example.com:port
+	credHost    string     // example.com:port
 }
 
 func newMitmRig(t *testing.T, credHandler func(w http.ResponseWriter, r *http.Request)) *mitmRig {
@@ -93,9 +96,11 @@ func newMitmRigTrusting(t *testing.T, credHandler func(w http.ResponseWriter, r 
 		roots.AddCert(rig.cred.srv.Certificate())
 	}
 	s := NewSession(Config{Policy: policy,
-		Resolve: func(context.Context, string) ([]netip.Addr, error) { return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil },
-		Inject:  &Injection{Credentials: CredentialSet{creds.Get("api")}, Authority: ca, Roots: roots},
-		Log:     slog.New(slog.NewJSONHandler(lockedWriter{&rig.mu, rig.logs}, nil))}, "test")
+		Resolve: func(context.Context, string) ([]netip.Addr, error) {
+			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+		},
+		Inject: &Injection{Credentials: CredentialSet{creds.Get("api")}, Authority: ca, Roots: roots},
+		Log:    slog.New(slog.NewJSONHandler(lockedWriter{&rig.mu, rig.logs}, nil))}, "test")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

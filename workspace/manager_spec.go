@@ -3,6 +3,7 @@ package workspace
 import (
 	"debug/elf"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 
@@ -35,6 +36,10 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 	if s.setupBase != "" {
 		setupSpec(&spec, s)
 	}
+	// After every other variable: a placeholder hides a value --env-pass
+	// would show.
+	maps.Copy(spec.Env, m.trust.env(profileName(s.profile), s.setupBase != ""))
+	spec.Mounts = append(spec.Mounts, m.trust.mounts()...)
 	for _, mt := range s.mounts.list {
 		if mt.Mode == MountCopy {
 			continue
