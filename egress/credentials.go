@@ -93,6 +93,9 @@ func (cs *Credentials) ForProfile(profile string) CredentialSet {
 	return set
 }
 
+// Patterns returns the host patterns of the credential as written.
+func (c *Credential) Patterns() []string { return c.Hosts.Patterns() }
+
 // CredentialSet is the credentials one session's proxy injects.
 type CredentialSet []*Credential
 

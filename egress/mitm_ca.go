@@ -73,6 +73,12 @@ func LoadAuthority(cacheDir string) (*Authority, error) {
 	return readAuthority(dir)
 }
 
+// ReadAuthority returns the CA of cacheDir without making one: an error
+// wrapping os.ErrNotExist when there is none yet.
+func ReadAuthority(cacheDir string) (*Authority, error) {
+	return readAuthority(filepath.Join(cacheDir, CADirName))
+}
+
 func writeAuthority(dir string) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {

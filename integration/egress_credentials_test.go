@@ -105,22 +105,11 @@ func TestEgressCredentialsInjected(t *testing.T) {
 		}
 		fmt.Fprint(w, "reached "+r.URL.Path)
 	})
-	dir := t.TempDir()
-	bundle := filepath.Join(dir, "private-ca.pem")
-	creds := filepath.Join(dir, "credentials.yaml")
-	if err := os.WriteFile(bundle, caPEM, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(creds, []byte(fmt.Sprintf(`credentials:
-  api:
-    hosts: ["localhost:%s"]
-    bearer: {env: WINK_TEST_API_TOKEN}
-    placeholder: API_TOKEN
-`, api.port)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := start(t, startOptions{image: pythonImage, env: []string{"WINK_TEST_API_TOKEN=" + credSecret},
-		args: []string{"--warm", "0", "--credentials", creds, "--ca-bundle", bundle,
+	bundle, creds := writeTrustFiles(t, caPEM, api.port, "")
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	// --env-pass API_TOKEN would show the value: the placeholder hides it.
+	p := start(t, startOptions{image: pythonImage, env: []string{"WINK_TEST_API_TOKEN=" + credSecret, "API_TOKEN=" + credSecret},
+		args: []string{"--warm", "0", "--credentials", creds, "--ca-bundle", bundle, "--env-pass", "API_TOKEN", "--audit-log", audit,
 			"--egress", "localhost:" + api.port, "--egress", "127.0.0.1:" + other.port}})
 
 	// The placeholder, and the variables pointing the clients at the bundle.
@@ -132,16 +121,7 @@ func TestEgressCredentialsInjected(t *testing.T) {
 	// The client sends the placeholder; the host gets the value. The proxy
 	// is only reached by the explicit pattern, so the client talks to it
 	// itself (NO_PROXY holds localhost).
-	fetch := func(url string) string {
-		return pyStdin(t, p, `import os, ssl, sys, urllib.request
-os.environ.pop("no_proxy", None); os.environ.pop("NO_PROXY", None)
-ctx = ssl.create_default_context(cafile="/etc/ssl/certs/ca-certificates.crt")
-proxy = urllib.request.ProxyHandler({"https": "http://127.0.0.1:3128"})
-opener = urllib.request.build_opener(proxy, urllib.request.HTTPSHandler(context=ctx))
-req = urllib.request.Request(sys.stdin.read().strip(), headers={"Authorization": "Bearer " + os.environ["API_TOKEN"]})
-print(opener.open(req, timeout=30).read().decode())
-`, url)
-	}
+	fetch := func(url string) string { return fetchWithToken(t, p, url) }
 	if out := fetch("https://localhost:" + api.port + "/private"); !strings.Contains(out, "reached /private") {
 		t.Fatalf("the credential's host: %q", out)
 	}
@@ -231,7 +211,11 @@ print("control:", any("environ" in c for c in control), "found:", hits)
 	}
 	changes := textOf(p.call("workspace_changes", nil))
 	ps, _ := exec.Command("ps", "-eo", "args").Output()
-	leaks := map[string]string{"changes": changes, "log": p.logs.String(), "ps": string(ps)}
+	auditLog, err := os.ReadFile(audit)
+	if err != nil || len(auditLog) == 0 {
+		t.Fatalf("the audit log: %v", err)
+	}
+	leaks := map[string]string{"changes": changes, "log": p.logs.String(), "ps": string(ps), "audit": string(auditLog)}
 	_ = filepath.WalkDir(p.cache, func(path string, d os.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
 			if data, err := os.ReadFile(path); err == nil {
@@ -247,6 +231,79 @@ print("control:", any("environ" in c for c in control), "found:", hits)
 	}
 	if !strings.Contains(p.logs.String(), `"credential":"api"`) {
 		t.Fatalf("no log record names the credential")
+	}
+}
+
+// fetchWithToken gets url from the workspace through the proxy, with
+// "Authorization: Bearer $API_TOKEN", trusting the system bundle, and
+// returns the body. NO_PROXY holds localhost, so the client is told to
+// use the proxy for it.
+func fetchWithToken(t *testing.T, p *proc, url string) string {
+	t.Helper()
+	return pyStdin(t, p, `import os, ssl, sys, urllib.request
+os.environ.pop("no_proxy", None); os.environ.pop("NO_PROXY", None)
+ctx = ssl.create_default_context(cafile="/etc/ssl/certs/ca-certificates.crt")
+proxy = urllib.request.ProxyHandler({"https": "http://127.0.0.1:3128"})
+opener = urllib.request.build_opener(proxy, urllib.request.HTTPSHandler(context=ctx))
+req = urllib.request.Request(sys.stdin.read().strip(), headers={"Authorization": "Bearer " + os.environ.get("API_TOKEN", "none")})
+print(opener.open(req, timeout=30).read().decode())
+`, url)
+}
+
+// writeTrustFiles writes the private CA's bundle and a credentials file
+// for api's port (with extra lines in its entry) and returns their paths.
+func writeTrustFiles(t *testing.T, caPEM []byte, port, extra string) (bundle, creds string) {
+	t.Helper()
+	dir := t.TempDir()
+	bundle, creds = filepath.Join(dir, "private-ca.pem"), filepath.Join(dir, "credentials.yaml")
+	if err := os.WriteFile(bundle, caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(creds, []byte(fmt.Sprintf(`credentials:
+  api:
+    hosts: ["localhost:%s"]
+    bearer: {env: WINK_TEST_API_TOKEN}
+    placeholder: API_TOKEN
+%s`, port, extra)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return bundle, creds
+}
+
+// A profile's setup trusts --ca-bundle (in the system bundle and
+// SSL_CERT_FILE), and a credential an entry gives one profile reaches
+// neither a session without a profile nor one of another.
+func TestEgressCABundleAndProfileCredentials(t *testing.T) {
+	caPEM, cert := testCA(t)
+	api := serveHeaders(t, cert, nil)
+	line := strings.Split(string(caPEM), "\n")[1] // of the private CA, in every bundle the containers read
+	file, nonce := profilesFile(t, fmt.Sprintf(`profiles:
+  trusting-NONCE:
+    image: PY_IMAGE
+    setup:
+      - grep -qF '%s' /etc/ssl/certs/ca-certificates.crt && grep -qF '%s' "$SSL_CERT_FILE" && touch /setup-trusted
+  plain-NONCE:
+    image: PY_IMAGE
+`, line, line))
+	bundle, creds := writeTrustFiles(t, caPEM, api.port, "    profiles: [trusting-"+nonce+"]\n")
+	p := start(t, startOptions{image: pythonImage, env: []string{"WINK_TEST_API_TOKEN=" + credSecret},
+		args: []string{"--warm", "0", "--profiles", file, "--credentials", creds, "--ca-bundle", bundle, "--egress", "localhost:" + api.port}})
+	for _, profile := range []string{"", "plain-" + nonce} {
+		if profile != "" {
+			p.useProfile(profile, true)
+		}
+		if out := fetchWithToken(t, p, "https://localhost:"+api.port+"/"+profile); !strings.Contains(out, "reached") {
+			t.Fatalf("profile %q: %q", profile, out)
+		}
+	}
+	p.useProfile("trusting-"+nonce, true)
+	if out := p.run("sh", "-c", `test -e /setup-trusted && echo "$API_TOKEN"`); strings.TrimSpace(out.Stdout) != "wink-placeholder" {
+		t.Fatalf("the setup did not trust the bundle, or no placeholder: %+v", out)
+	}
+	fetchWithToken(t, p, "https://localhost:"+api.port+"/trusting")
+	want := []string{"/ Bearer none", "/plain-" + nonce + " Bearer none", "/trusting Bearer " + credSecret}
+	if got := api.requests(); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("the host saw %q, want %q", got, want)
 	}
 }
 

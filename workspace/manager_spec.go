@@ -38,7 +38,13 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 	}
 	// After every other variable: a placeholder hides a value --env-pass
 	// would show.
-	maps.Copy(spec.Env, m.trust.env(profileName(s.profile), s.setupBase != ""))
+	if env := m.trust.env(profileName(s.profile), s.setupBase != ""); len(env) > 0 {
+		spec.Env = maps.Clone(spec.Env) // a setup's is its profile's own map
+		if spec.Env == nil {
+			spec.Env = map[string]string{}
+		}
+		maps.Copy(spec.Env, env)
+	}
 	spec.Mounts = append(spec.Mounts, m.trust.mounts()...)
 	for _, mt := range s.mounts.list {
 		if mt.Mode == MountCopy {
