@@ -321,12 +321,10 @@ func (c Config) Validate() error {
 			"holding --cache-dir %s, or Kubernetes), which does not have them yet", c.CacheDir)
 	check(c.Credentials == nil || c.EgressOn() || c.profilesHaveEgress(),
 		"--credentials %s: the sessions have no egress proxy to inject them; add --egress naming the credentials' hosts", c.credentialsPath())
-	if c.Credentials != nil && c.Profiles != nil {
-		for _, name := range c.Credentials.Names() {
-			for _, p := range c.Credentials.Get(name).Profiles {
-				check(c.Profiles.Profiles[p] != nil, "--credentials %s: %s.profiles names %s, which the profiles file %s does not define",
-					c.credentialsPath(), name, p, c.Profiles.Path)
-			}
+	for _, name := range c.Credentials.Names() {
+		for _, p := range c.Credentials.Get(name).Profiles {
+			check(c.Profiles != nil && c.Profiles.Profiles[p] != nil, "--credentials %s: %s.profiles names %s, which no profiles file (--profiles) defines",
+				c.credentialsPath(), name, p)
 		}
 	}
 	const onPodmanHost = "cannot serve a Podman service whose host does not share this machine's files " +

@@ -51,3 +51,37 @@ func TestTrust(t *testing.T) {
 		t.Fatal("the injection does not follow the profiles")
 	}
 }
+
+// --credentials and --ca-bundle are refused where the containers could not
+// mount the bundle, and credentials without any egress proxy.
+func TestTrustConfigRefusals(t *testing.T) {
+	cs, err := egress.ParseCredentials("c.yaml", []byte("credentials:\n  api: {hosts: [api.example.com], bearer: {env: T}, profiles: [nosuch]}\n"),
+		func(string) (string, bool) { return "v", true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		mutate func(*Config)
+		want   string
+	}{
+		{"remote without a shared cache", func(c *Config) { c.CABundle, c.FilesOnEngineHost = "/b.pem", true }, "need the engine's host to share this machine's files"},
+		{"credentials without egress", func(c *Config) { c.Credentials = cs }, "the sessions have no egress proxy"},
+		{"an unknown profile", func(c *Config) { c.Credentials, c.Egress = cs, []string{"api.example.com"} }, "api.profiles names nosuch, which no profiles file"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.mutate(&c)
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	c := DefaultConfig()
+	c.CABundle, c.FilesOnEngineHost, c.SharedPaths = "/b.pem", true, []string{c.CacheDir}
+	c.Egress = []string{"api.example.com"}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("a shared cache directory: %v", err)
+	}
+}
