@@ -105,7 +105,7 @@ func TestEgressCredentialsInjected(t *testing.T) {
 		}
 		fmt.Fprint(w, "reached "+r.URL.Path)
 	})
-	bundle, creds := writeTrustFiles(t, caPEM, api.port, "")
+	bundle, creds := writeTrustFiles(t, t.TempDir(), caPEM, api.port, "")
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	// --env-pass API_TOKEN would show the value: the placeholder hides it.
 	p := start(t, startOptions{image: pythonImage, env: []string{"WINK_TEST_API_TOKEN=" + credSecret, "API_TOKEN=" + credSecret},
@@ -234,6 +234,28 @@ print("control:", any("environ" in c for c in control), "found:", hits)
 	}
 }
 
+// Rootless Podman mounts the bundle the server, as its user, wrote in its
+// cache directory, and the credential reaches its host.
+func TestRootlessEgressCredentials(t *testing.T) {
+	u := needRootless(t)
+	caPEM, cert := testCA(t)
+	api := serveHeaders(t, cert, nil)
+	dir := u.dir(t)
+	bundle, creds := writeTrustFiles(t, dir, caPEM, api.port, "")
+	must(t, os.Chown(creds, u.uid, u.gid))
+	p := start(t, startOptions{as: u, image: pythonImage, env: append(u.shellEnv(t), "WINK_TEST_API_TOKEN="+credSecret),
+		args: append([]string{"--credentials", creds, "--ca-bundle", bundle, "--egress", "localhost:" + api.port}, rootlessArgs...)})
+	if out := p.run("sh", "-c", `echo "$API_TOKEN"; cat /etc/wink-mcp/ca-bundle.pem /etc/ssl/certs/ca-certificates.crt | grep -c BEGIN`); !strings.HasPrefix(out.Stdout, "wink-placeholder\n") {
+		t.Fatalf("rootless: %+v", out)
+	}
+	if out := fetchWithToken(t, p, "https://localhost:"+api.port+"/rootless"); !strings.Contains(out, "reached") {
+		t.Fatalf("rootless: %q", out)
+	}
+	if got := api.requests(); len(got) != 1 || got[0] != "/rootless Bearer "+credSecret {
+		t.Fatalf("the host saw %q", got)
+	}
+}
+
 // fetchWithToken gets url from the workspace through the proxy, with
 // "Authorization: Bearer $API_TOKEN", trusting the system bundle, and
 // returns the body. NO_PROXY holds localhost, so the client is told to
@@ -252,9 +274,8 @@ print(opener.open(req, timeout=30).read().decode())
 
 // writeTrustFiles writes the private CA's bundle and a credentials file
 // for api's port (with extra lines in its entry) and returns their paths.
-func writeTrustFiles(t *testing.T, caPEM []byte, port, extra string) (bundle, creds string) {
+func writeTrustFiles(t *testing.T, dir string, caPEM []byte, port, extra string) (bundle, creds string) {
 	t.Helper()
-	dir := t.TempDir()
 	bundle, creds = filepath.Join(dir, "private-ca.pem"), filepath.Join(dir, "credentials.yaml")
 	if err := os.WriteFile(bundle, caPEM, 0o644); err != nil {
 		t.Fatal(err)
@@ -285,7 +306,7 @@ func TestEgressCABundleAndProfileCredentials(t *testing.T) {
   plain-NONCE:
     image: PY_IMAGE
 `, line, line))
-	bundle, creds := writeTrustFiles(t, caPEM, api.port, "    profiles: [trusting-"+nonce+"]\n")
+	bundle, creds := writeTrustFiles(t, t.TempDir(), caPEM, api.port, "    profiles: [trusting-"+nonce+"]\n")
 	p := start(t, startOptions{image: pythonImage, env: []string{"WINK_TEST_API_TOKEN=" + credSecret},
 		args: []string{"--warm", "0", "--profiles", file, "--credentials", creds, "--ca-bundle", bundle, "--egress", "localhost:" + api.port}})
 	for _, profile := range []string{"", "plain-" + nonce} {
