@@ -291,27 +291,36 @@ func writeTrustFiles(t *testing.T, dir string, caPEM []byte, port, extra string)
 	return bundle, creds
 }
 
-// A profile's setup trusts --ca-bundle (in the system bundle and
-// SSL_CERT_FILE), and a credential an entry gives one profile reaches
+// A profile's setup trusts --ca-bundle and its own ca_bundle (in the
+// system bundle and SSL_CERT_FILE), which no other profile's session
+// trusts, and a credential an entry gives one profile reaches
 // neither a session without a profile nor one of another.
 func TestEgressCABundleAndProfileCredentials(t *testing.T) {
 	caPEM, cert := testCA(t)
 	api := serveHeaders(t, cert, nil)
 	line := strings.Split(string(caPEM), "\n")[1] // of the private CA, in every bundle the containers read
+	ownPEM, _ := testCA(t)                          // the trusting profile's own ca_bundle
+	own := filepath.Join(t.TempDir(), "own-ca.pem")
+	must(t, os.WriteFile(own, ownPEM, 0o644))
+	ownLine := strings.Split(string(ownPEM), "\n")[1]
 	file, nonce := profilesFile(t, fmt.Sprintf(`profiles:
   trusting-NONCE:
     image: PY_IMAGE
+    ca_bundle: %s
     setup:
-      - grep -qF '%s' /etc/ssl/certs/ca-certificates.crt && grep -qF '%s' "$SSL_CERT_FILE" && touch /setup-trusted
+      - grep -qF '%s' /etc/ssl/certs/ca-certificates.crt && grep -qF '%s' "$SSL_CERT_FILE" && grep -qF '%s' "$SSL_CERT_FILE" && touch /setup-trusted
   plain-NONCE:
     image: PY_IMAGE
-`, line, line))
+`, own, line, line, ownLine))
 	bundle, creds := writeTrustFiles(t, t.TempDir(), caPEM, api.port, "    profiles: [trusting-"+nonce+"]\n")
 	p := start(t, startOptions{image: pythonImage, env: []string{"WINK_TEST_API_TOKEN=" + credSecret},
 		args: []string{"--warm", "0", "--profiles", file, "--credentials", creds, "--ca-bundle", bundle, "--egress", "localhost:" + api.port}})
 	for _, profile := range []string{"", "plain-" + nonce} {
 		if profile != "" {
 			p.useProfile(profile, true)
+		}
+		if out := p.run("sh", "-c", "grep -cF \"$1\" /etc/ssl/certs/ca-certificates.crt; grep -cF \"$2\" /etc/ssl/certs/ca-certificates.crt", "sh", line, ownLine); out.Stdout != "1\n0\n" {
+			t.Fatalf("profile %q trusts %q (want the server's bundle only)", profile, out.Stdout)
 		}
 		if out := fetchWithToken(t, p, "https://localhost:"+api.port+"/"+profile); !strings.Contains(out, "reached") {
 			t.Fatalf("profile %q: %q", profile, out)

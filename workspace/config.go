@@ -234,6 +234,19 @@ func (c Config) profilesHaveEgress() bool {
 	return false
 }
 
+// profilesHaveCABundle says whether a profile names a ca_bundle.
+func (c Config) profilesHaveCABundle() bool {
+	if c.Profiles == nil {
+		return false
+	}
+	for _, p := range c.Profiles.Profiles {
+		if p.CABundle != "" {
+			return true
+		}
+	}
+	return false
+}
+
 func (c Config) credentialsPath() string {
 	if c.Credentials == nil {
 		return ""
@@ -315,8 +328,8 @@ func (c Config) Validate() error {
 	check(c.Warm >= 0 && c.Warm <= MaxWarm, "warm %d must be between 0 and %d", c.Warm, MaxWarm)
 	check(c.Warm == 0 || !c.MountRoots, "--warm %d cannot serve --mount-roots: a pooled container is made before any client names its roots; drop one of them", c.Warm)
 	check(c.Warm == 0 || !c.KeepSessionDirs, "--warm %d cannot serve --keep-session-dirs: a kept directory is named after its session, which a pooled container's is not; drop one of them", c.Warm)
-	check((c.Credentials == nil && c.CABundle == "") || !c.FilesOnEngineHost || c.sharedWithEngineHost(c.CacheDir),
-		"--credentials and --ca-bundle need the engine's host to share this machine's files (local or rootless Podman), "+
+	check((c.Credentials == nil && c.CABundle == "" && !c.profilesHaveCABundle()) || !c.FilesOnEngineHost || c.sharedWithEngineHost(c.CacheDir),
+		"--credentials, --ca-bundle and a profile's ca_bundle need the engine's host to share this machine's files (local or rootless Podman), "+
 			"where the containers mount the CA bundle; this engine keeps them elsewhere (remote Podman without a --podman-shared-path "+
 			"holding --cache-dir %s, or Kubernetes), which does not have them yet", c.CacheDir)
 	check(c.Credentials == nil || c.EgressOn() || c.profilesHaveEgress(),

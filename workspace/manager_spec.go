@@ -45,7 +45,7 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 		}
 		maps.Copy(spec.Env, env)
 	}
-	spec.Mounts = append(spec.Mounts, m.trust.mounts()...)
+	spec.Mounts = append(spec.Mounts, m.trust.mounts(profileName(s.profile))...)
 	for _, mt := range s.mounts.list {
 		if mt.Mode == MountCopy {
 			continue

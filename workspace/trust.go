@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/engine"
@@ -14,10 +16,10 @@ import (
 // Where a session's container finds the certificates it trusts.
 const (
 	// TrustBundlePath holds the public roots of this machine, the
-	// --ca-bundle and wink-mcp's egress CA; it is also mounted over the
-	// system bundle Debian-family images read.
+	// --ca-bundle (and the profile's ca_bundle) and wink-mcp's egress CA;
+	// it is also mounted over the system bundle Debian-family images read.
 	TrustBundlePath = "/etc/wink-mcp/ca-bundle.pem"
-	// TrustExtraPath holds only the --ca-bundle and the egress CA, for
+	// TrustExtraPath holds only the CA bundles and the egress CA, for
 	// clients that add to their own roots (NODE_EXTRA_CA_CERTS).
 	TrustExtraPath = "/etc/wink-mcp/extra-ca.pem"
 	// systemBundlePath is the system bundle of Debian, Ubuntu and Alpine.
@@ -27,62 +29,117 @@ const (
 // hostRoots are where this machine keeps its public roots, by family.
 var hostRoots = []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"}
 
-// trust is what the containers trust besides their image (--ca-bundle and
-// the egress CA), and what the proxy injects (--credentials). A nil trust
-// changes nothing.
+// trust is what the containers trust besides their image (--ca-bundle, a
+// profile's ca_bundle and the egress CA), and what the proxy injects
+// (--credentials). A nil trust changes nothing.
 type trust struct {
 	creds *egress.Credentials
 	ca    *egress.Authority // nil without credentials
-	roots *x509.CertPool
-	// bundle and extra are the files of this machine mounted at
-	// TrustBundlePath and TrustExtraPath.
+	// base are the files of sessions without a profile's ca_bundle, and
+	// byProfile those of each profile with one.
+	base      *trustFiles
+	byProfile map[string]*trustFiles
+}
+
+// trustFiles are the bundles of this machine mounted at TrustBundlePath
+// and TrustExtraPath, and the roots the proxy verifies upstream hosts with.
+type trustFiles struct {
 	bundle, extra string
+	roots         *x509.CertPool
 }
 
 // newTrust makes the CA (with credentials) and writes the files the
-// containers mount, under the cache directory; nil without either flag.
+// containers mount, under the cache directory; nil without any of them.
 func newTrust(cfg *Config) (*trust, error) {
-	if cfg.Credentials == nil && cfg.CABundle == "" {
+	profileBundles := map[string]string{}
+	if cfg.Profiles != nil {
+		for name, p := range cfg.Profiles.Profiles {
+			if p.CABundle != "" {
+				profileBundles[name] = p.CABundle
+			}
+		}
+	}
+	if cfg.Credentials == nil && cfg.CABundle == "" && len(profileBundles) == 0 {
 		return nil, nil
 	}
-	t := &trust{creds: cfg.Credentials}
+	t := &trust{creds: cfg.Credentials, byProfile: map[string]*trustFiles{}}
 	var extra []byte
 	if cfg.CABundle != "" {
-		b, err := os.ReadFile(cfg.CABundle)
+		b, err := readBundle(cfg.CABundle)
 		if err != nil {
-			return nil, fmt.Errorf("--ca-bundle: %w", err)
+			return nil, fmt.Errorf("--ca-bundle %s: %w", cfg.CABundle, err)
 		}
-		extra = append(extra, b...)
-		if len(extra) > 0 && extra[len(extra)-1] != '\n' {
-			extra = append(extra, '\n')
-		}
+		extra = b
 	}
-	pool, err := egress.UpstreamRoots(extra)
-	if err != nil {
-		return nil, fmt.Errorf("--ca-bundle %s: %w", cfg.CABundle, err)
-	}
-	t.roots = pool
+	var caPEM []byte
 	if cfg.Credentials != nil {
+		var err error
 		if t.ca, err = egress.LoadAuthority(cfg.CacheDir); err != nil {
 			return nil, err
 		}
-		extra = append(extra, t.ca.CertPEM()...)
+		caPEM = t.ca.CertPEM()
 	}
 	var system []byte
 	for _, p := range hostRoots {
+		var err error
 		if system, err = os.ReadFile(p); err == nil {
 			break
 		}
 	}
 	dir := filepath.Join(cfg.CacheDir, "trust")
+	var err error
+	if t.base, err = writeTrustFiles(filepath.Join(dir, "server"), system, extra, caPEM); err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(profileBundles))
+	for name := range profileBundles {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		b, err := readBundle(profileBundles[name])
+		if err != nil {
+			return nil, fmt.Errorf("profile %s: ca_bundle %s: %w", name, profileBundles[name], err)
+		}
+		if t.byProfile[name], err = writeTrustFiles(filepath.Join(dir, "profile-"+name), system, slices.Concat(extra, b), caPEM); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// readBundle reads a PEM file that must hold a certificate, ending it
+// with a line break.
+func readBundle(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(b) {
+		return nil, errors.New("no PEM certificate in it")
+	}
+	if b[len(b)-1] != '\n' {
+		b = append(b, '\n')
+	}
+	return b, nil
+}
+
+// writeTrustFiles writes into dir the bundle (system roots, extra, the
+// CA) and the extra one (extra and the CA).
+func writeTrustFiles(dir string, system, extra, caPEM []byte) (*trustFiles, error) {
+	roots, err := egress.UpstreamRoots(extra)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("writing the sessions' CA bundle: %w", err)
 	}
-	t.bundle, t.extra = filepath.Join(dir, "ca-bundle.pem"), filepath.Join(dir, "extra-ca.pem")
-	if err := errors.Join(writeReadable(t.bundle, append(append(system, '\n'), extra...)), writeReadable(t.extra, extra)); err != nil {
+	f := &trustFiles{bundle: filepath.Join(dir, "ca-bundle.pem"), extra: filepath.Join(dir, "extra-ca.pem"), roots: roots}
+	extras := slices.Concat(extra, caPEM)
+	if err := errors.Join(writeReadable(f.bundle, slices.Concat(system, []byte("\n"), extras)), writeReadable(f.extra, extras)); err != nil {
 		return nil, fmt.Errorf("writing the sessions' CA bundle: %w", err)
 	}
-	return t, nil
+	return f, nil
 }
 
 // writeReadable replaces path with data, readable by the containers' users.
@@ -97,15 +154,25 @@ func writeReadable(path string, data []byte) error {
 	return os.Rename(tmp, path)
 }
 
-// mounts are the bundle files, read-only, where the containers read them.
-func (t *trust) mounts() []engine.Mount {
+// files are the trust files of a session or setup of profile.
+func (t *trust) files(profile string) *trustFiles {
+	if f := t.byProfile[profile]; f != nil {
+		return f
+	}
+	return t.base
+}
+
+// mounts are the bundle files of profile, read-only, where the containers
+// read them.
+func (t *trust) mounts(profile string) []engine.Mount {
 	if t == nil {
 		return nil
 	}
+	f := t.files(profile)
 	return []engine.Mount{
-		{Source: t.bundle, Destination: TrustBundlePath, ReadOnly: true},
-		{Source: t.bundle, Destination: systemBundlePath, ReadOnly: true},
-		{Source: t.extra, Destination: TrustExtraPath, ReadOnly: true},
+		{Source: f.bundle, Destination: TrustBundlePath, ReadOnly: true},
+		{Source: f.bundle, Destination: systemBundlePath, ReadOnly: true},
+		{Source: f.extra, Destination: TrustExtraPath, ReadOnly: true},
 	}
 }
 
@@ -129,8 +196,7 @@ func (t *trust) env(profile string, setup bool) map[string]string {
 }
 
 // injection is what the proxy of a session of profile injects; nil for
-// nothing (it still verifies upstream hosts with the --ca-bundle then,
-// through the containers' own TLS).
+// nothing.
 func (t *trust) injection(profile string) *egress.Injection {
 	if t == nil || t.ca == nil {
 		return nil
@@ -139,5 +205,5 @@ func (t *trust) injection(profile string) *egress.Injection {
 	if len(set) == 0 {
 		return nil
 	}
-	return &egress.Injection{Credentials: set, Authority: t.ca, Roots: t.roots}
+	return &egress.Injection{Credentials: set, Authority: t.ca, Roots: t.files(profile).roots}
 }

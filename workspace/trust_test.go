@@ -15,7 +15,7 @@ import (
 func TestTrust(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.CacheDir = t.TempDir()
-	if tr, err := newTrust(&cfg); tr != nil || err != nil || tr.env("", false) != nil || tr.mounts() != nil || tr.injection("") != nil {
+	if tr, err := newTrust(&cfg); tr != nil || err != nil || tr.env("", false) != nil || tr.mounts("") != nil || tr.injection("") != nil {
 		t.Fatalf("without the flags: %v %v", tr, err)
 	}
 	cs, err := egress.ParseCredentials("c.yaml", []byte("credentials:\n  api: {hosts: [api.example.com], bearer: {env: T}, placeholder: API_TOKEN, profiles: [p]}\n"),
@@ -28,7 +28,7 @@ func TestTrust(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range tr.mounts() {
+	for _, m := range tr.mounts("p") {
 		info, err := os.Stat(m.Source)
 		if err != nil || info.Mode().Perm() != 0o644 || !m.ReadOnly {
 			t.Fatalf("%s: %v %v", m.Destination, info, err)
@@ -49,6 +49,9 @@ func TestTrust(t *testing.T) {
 	}
 	if tr.injection("q") != nil || tr.injection("p") == nil {
 		t.Fatal("the injection does not follow the profiles")
+	}
+	if tr.mounts("p")[0].Source != tr.mounts("q")[0].Source {
+		t.Fatal("profiles without a ca_bundle of their own got different bundles")
 	}
 }
 
