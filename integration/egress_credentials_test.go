@@ -299,7 +299,7 @@ func TestEgressCABundleAndProfileCredentials(t *testing.T) {
 	caPEM, cert := testCA(t)
 	api := serveHeaders(t, cert, nil)
 	line := strings.Split(string(caPEM), "\n")[1] // of the private CA, in every bundle the containers read
-	ownPEM, _ := testCA(t)                          // the trusting profile's own ca_bundle
+	ownPEM, _ := testCA(t)                        // the trusting profile's own ca_bundle
 	own := filepath.Join(t.TempDir(), "own-ca.pem")
 	must(t, os.WriteFile(own, ownPEM, 0o644))
 	ownLine := strings.Split(string(ownPEM), "\n")[1]
