@@ -127,6 +127,14 @@ func (s *Session) relay(down io.Writer, req *http.Request, t *target, c *Credent
 			"wink-mcp egress proxy: "+why+". "+f.remedy+"\n")
 		return false
 	}
+	if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+		// git push and curl wait for this before sending a large body; the
+		// upstream's own answer comes after the body.
+		if _, err := io.WriteString(down, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+			return false
+		}
+		req.Header.Del("Expect")
+	}
 	out := req.Clone(req.Context())
 	out.RequestURI = ""
 	out.URL.Scheme, out.URL.Host = "https", net.JoinHostPort(t.host, strconv.Itoa(t.port))

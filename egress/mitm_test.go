@@ -355,3 +355,35 @@ func TestInjectVerifiesTheUpstream(t *testing.T) {
 	}
 	rig.assertNoSecretLogged(t)
 }
+
+// A client that waits for 100 Continue before its body (git push, curl
+// with a large upload) gets it at once, and the body reaches the host.
+func TestInjectAnswersExpectContinue(t *testing.T) {
+	rig := newMitmRig(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "got %d bytes", len(b))
+	})
+	conn, err := rig.tunnel(t, rig.credHost, "example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(conn, "POST /push HTTP/1.1\r\nHost: "+rig.credHost+"\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+	br := bufio.NewReader(conn)
+	line, err := br.ReadString('\n')
+	if err != nil || !strings.Contains(line, "100 Continue") {
+		t.Fatalf("before the body: %q %v", line, err)
+	}
+	br.ReadString('\n')
+	io.WriteString(conn, "hello")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if string(b) != "got 5 bytes" {
+		t.Fatalf("%d %q", resp.StatusCode, b)
+	}
+	if got := rig.cred.requests(); len(got) != 1 || !strings.HasSuffix(got[0], testSecret) {
+		t.Fatalf("upstream saw %q", got)
+	}
+}
