@@ -27,7 +27,7 @@ func TestHandlesAreUnguessableAndBoundToTheirPrincipal(t *testing.T) {
 		if _, _, err := st.begin(h, "alice"); !errors.Is(err, errUnknownHandle) {
 			t.Errorf("alice using %q: %v", h, err)
 		}
-		if _, err := st.close(h, "alice"); !errors.Is(err, errUnknownHandle) {
+		if _, _, err := st.close(h, "alice"); !errors.Is(err, errUnknownHandle) {
 			t.Errorf("alice closing %q: %v", h, err)
 		}
 	}
@@ -36,7 +36,7 @@ func TestHandlesAreUnguessableAndBoundToTheirPrincipal(t *testing.T) {
 		t.Fatalf("alice's own handle: %q, %v", session, err)
 	}
 	end()
-	if got, err := st.close(a, "alice"); err != nil || got != sessionA {
+	if got, _, err := st.close(a, "alice"); err != nil || got != sessionA {
 		t.Fatalf("close: %q, %v", got, err)
 	}
 	if _, _, err := st.begin(a, "alice"); !errors.Is(err, errUnknownHandle) {
@@ -55,7 +55,7 @@ func TestIdleHandlesExpireButNotDuringACall(t *testing.T) {
 		t.Fatal(err)
 	}
 	now = now.Add(time.Hour)
-	if got := st.expire(time.Minute); len(got) != 1 || got[0] != idleSession {
+	if got := st.expire(time.Minute); len(got) != 1 || got[0].session != idleSession {
 		t.Fatalf("expired %v, want only %s", got, idleSession)
 	}
 	if _, _, err := st.begin(idle, "p"); !errors.Is(err, errUnknownHandle) {
@@ -66,7 +66,7 @@ func TestIdleHandlesExpireButNotDuringACall(t *testing.T) {
 		t.Errorf("expired %v right after a call", got)
 	}
 	now = now.Add(time.Minute)
-	if got := st.expire(time.Minute); len(got) != 1 || got[0] != busySession {
+	if got := st.expire(time.Minute); len(got) != 1 || got[0].session != busySession {
 		t.Errorf("expired %v, want %s", got, busySession)
 	}
 }

@@ -78,6 +78,7 @@ type Server struct {
 	results   taskResults
 	subs      *subscriptions
 	handles   *handleStore
+	shared    *sharedHandles // the records of handles on kept workspaces
 	logs      *clientLogs
 	stop      context.CancelFunc // stops the handles' idle reaper
 	calls     *callTracker
@@ -115,6 +116,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), handles: newHandleStore(), logs: logs, calls: newCallTracker(), sweepDone: make(chan struct{}),
 		tel: telemetry{audit: cfg.Audit, metrics: cfg.Metrics, mgr: mgr, log: log}}
 
+	s.shared = newSharedHandles(cfg, s.handles, mgr, log)
 	cfg.Quotas.OnRefused(s.tel.recordQuota)
 	logs.server.Store(s)
 	hooks := &mcpserver.Hooks{}
