@@ -104,7 +104,11 @@ func (s *Server) openHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	}
 	handle, session := s.handles.open(principalFrom(ctx), hold)
 	stdio := mcpgoadapt.IsStdio(mcpserver.ClientSessionFromContext(ctx))
-	s.mgr.Register(session, workspace.SessionOptions{Workspace: name, Profile: profile, Principal: principalFrom(ctx), Stdio: stdio})
+	opts := workspace.SessionOptions{Profile: profile, Principal: principalFrom(ctx), Stdio: stdio}
+	if name != "" {
+		opts = s.shared.keptOptions(handle, name, profile, principalFrom(ctx), stdio)
+	}
+	s.mgr.Register(session, opts)
 	ws, err := s.mgr.Session(session)
 	if err != nil {
 		_, _, _ = s.handles.close(handle, principalFrom(ctx))

@@ -40,6 +40,10 @@ type handleStore struct {
 	mu      sync.Mutex
 	handles map[string]*handleState
 	now     func() time.Time
+	// letGo ends the session of a handle whose workspace another server
+	// wanted, once it has no call running (sharedHandles.letGo); its
+	// record stays, for that server.
+	letGo func(session string)
 }
 
 // handleState is one handle's owner, session and activity.
@@ -52,6 +56,11 @@ type handleState struct {
 	// record is the handle's shared record (handles_shared.go), nil for
 	// a handle on a workspace that is not kept, which only this process knows.
 	record *engine.HandleRecord
+	// checked is when the record was last found still there (refresh).
+	checked time.Time
+	// wanted says another server asked for the handle's kept workspace:
+	// it is let go when its last call ends.
+	wanted bool
 }
 
 func newHandleStore() *handleStore {
@@ -85,7 +94,7 @@ func (st *handleStore) adopt(handle string, h *handleState) (held bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if _, held = st.handles[handle]; !held {
-		h.last = st.now()
+		h.last, h.checked = st.now(), st.now()
 		st.handles[handle] = h
 	}
 	return held
@@ -96,8 +105,23 @@ func (st *handleStore) setRecord(handle string, rec *engine.HandleRecord) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if h, ok := st.handles[handle]; ok {
-		h.record = rec
+		h.record, h.checked = rec, st.now()
 	}
+}
+
+// recordDue returns the shared record of handle of principal when its last
+// check is every or longer ago, and marks it checked; nil otherwise, and
+// for a handle without a record.
+func (st *handleStore) recordDue(handle, principal string, every time.Duration) *engine.HandleRecord {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	h, ok := st.handles[handle]
+	if !ok || h.principal != principal || h.record == nil || st.now().Sub(h.checked) < every {
+		return nil
+	}
+	h.checked = st.now()
+	rec := *h.record
+	return &rec
 }
 
 // recordOf returns the shared record of handle of principal, nil if it has none.
@@ -134,7 +158,30 @@ func (st *handleStore) begin(handle, principal string) (session string, end func
 		defer st.mu.Unlock()
 		h.inflight--
 		h.last = st.now()
+		st.letGoIfWantedLocked(handle, h)
 	}, nil
+}
+
+// want marks handle as wanted by another server: it is let go now, or
+// when its last running call ends.
+func (st *handleStore) want(handle string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if h, ok := st.handles[handle]; ok {
+		h.wanted = true
+		st.letGoIfWantedLocked(handle, h)
+	}
+}
+
+// letGoIfWantedLocked forgets h, handle's state, if it is wanted and idle,
+// giving back its quota and ending its session; st.mu is held.
+func (st *handleStore) letGoIfWantedLocked(handle string, h *handleState) {
+	if !h.wanted || h.inflight > 0 || st.handles[handle] != h {
+		return
+	}
+	delete(st.handles, handle)
+	h.quota.Release()
+	go st.letGo(h.session) // not under st.mu: it ends a workspace
 }
 
 // close forgets handle of principal, gives back its quota, and returns

@@ -46,7 +46,6 @@ type sharedHandles struct {
 	now     func() time.Time
 
 	adopting sync.Mutex // one adoption at a time: a crowd of calls on one unknown handle adopts it once
-	checks   sync.Map   // handle digest -> time.Time of its last record check
 }
 
 // newSharedHandles returns the records of s's handles: the engine's
@@ -57,7 +56,24 @@ func newSharedHandles(cfg Config, handles *handleStore, mgr *workspace.Manager, 
 	if !ok || !cfg.Workspace.FilesOnEngineHost {
 		store = &keep.HandleFiles{CacheDir: cfg.Workspace.CacheDir}
 	}
-	return &sharedHandles{store: store, handles: handles, mgr: mgr, quotas: cfg.Quotas, idle: cfg.Workspace.IdleTimeout, log: log, now: time.Now}
+	sh := &sharedHandles{store: store, handles: handles, mgr: mgr, quotas: cfg.Quotas, idle: cfg.Workspace.IdleTimeout, log: log, now: time.Now}
+	handles.letGo = sh.letGo
+	return sh
+}
+
+// keptOptions are the session options of handle's kept workspace name:
+// any server may serve it in turn, so another that asks for it is given it.
+func (sh *sharedHandles) keptOptions(handle, name, profile, principal string, stdio bool) workspace.SessionOptions {
+	return workspace.SessionOptions{Workspace: name, Profile: profile, Principal: principal, Stdio: stdio,
+		OnWanted: func() { sh.handles.want(handle) }}
+}
+
+// letGo ends the session of a handle another server asked for; the
+// handle's record stays, for that server (and the release of the kept
+// workspace's lease is what it waits for).
+func (sh *sharedHandles) letGo(session string) {
+	sh.log.Info("workspace handle let go: another server asked for its kept workspace", "session", sh.mgr.SessionHash(session))
+	sh.mgr.EndSession(context.Background(), session)
 }
 
 // record records handle of principal, just opened on the kept workspace
@@ -68,7 +84,6 @@ func (sh *sharedHandles) record(ctx context.Context, handle, principal, name, pr
 		return err
 	}
 	sh.handles.setRecord(handle, &rec)
-	sh.checks.Store(rec.Digest, sh.now())
 	return nil
 }
 
@@ -101,7 +116,7 @@ func (sh *sharedHandles) adopt(ctx context.Context, handle, principal string, st
 		return err
 	}
 	session := newHandleSession()
-	sh.mgr.Register(session, workspace.SessionOptions{Workspace: rec.Workspace, Profile: rec.Profile, Principal: principal, Stdio: stdio})
+	sh.mgr.Register(session, sh.keptOptions(handle, rec.Workspace, rec.Profile, principal, stdio))
 	if _, err := sh.mgr.Session(session); err != nil {
 		hold.Release()
 		sh.mgr.EndSession(ctx, session)
@@ -121,7 +136,6 @@ func (sh *sharedHandles) adopt(ctx context.Context, handle, principal string, st
 		sh.mgr.EndSession(ctx, session)
 		return nil
 	}
-	sh.checks.Store(rec.Digest, sh.now())
 	sh.log.Info("workspace handle adopted from its record", "session", sh.mgr.SessionHash(session), "kept", rec.Workspace)
 	return nil
 }
@@ -131,16 +145,11 @@ func (sh *sharedHandles) adopt(ctx context.Context, handle, principal string, st
 // use; a handle without a record needs nothing. errUnknownHandle, having
 // ended the handle here, when the record is gone.
 func (sh *sharedHandles) refresh(ctx context.Context, handle, principal string) error {
-	rec := sh.handles.recordOf(handle, principal)
+	rec := sh.handles.recordDue(handle, principal, recordCheckEvery)
 	if rec == nil {
 		return nil
 	}
-	now := sh.now()
-	if last, ok := sh.checks.Load(rec.Digest); ok && now.Sub(last.(time.Time)) < recordCheckEvery {
-		return nil
-	}
-	sh.checks.Store(rec.Digest, now)
-	rec.Used = now.UTC()
+	rec.Used = sh.now().UTC()
 	err := sh.store.TouchHandle(ctx, *rec)
 	switch {
 	case errors.Is(err, engine.ErrNoHandleRecord):
@@ -148,7 +157,6 @@ func (sh *sharedHandles) refresh(ctx context.Context, handle, principal string) 
 			sh.log.Info("workspace handle closed elsewhere", "session", sh.mgr.SessionHash(session))
 			sh.mgr.EndSession(context.WithoutCancel(ctx), session)
 		}
-		sh.checks.Delete(rec.Digest)
 		return errUnknownHandle
 	case err != nil:
 		sh.log.Warn("refreshing a workspace handle's record; the call goes on", "err", err)
@@ -172,7 +180,6 @@ func (sh *sharedHandles) forget(ctx context.Context, rec *engine.HandleRecord) {
 	if rec == nil {
 		return
 	}
-	sh.checks.Delete(rec.Digest)
 	if err := sh.store.DeleteHandle(ctx, rec.Workspace, rec.Digest); err != nil {
 		sh.log.Warn("removing a workspace handle's record; it expires after the idle timeout", "err", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/engine/enginetest"
@@ -125,7 +126,7 @@ func TestAHandleClosedElsewhereEndsHere(t *testing.T) {
 	if err := store.DeleteHandle(t.Context(), "proj", engine.HandleDigest(handle)); err != nil {
 		t.Fatal(err)
 	}
-	a.shared.checks.Clear() // as if recordCheckEvery had passed
+	a.handles.now = func() time.Time { return time.Now().Add(recordCheckEvery) } // as if recordCheckEvery had passed
 	got := callOn(t, baseA, goodToken, "read_file", handle)
 	if !strings.Contains(got, "unknown workspace handle") {
 		t.Errorf("a handle closed elsewhere: %s", got)

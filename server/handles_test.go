@@ -102,3 +102,35 @@ func TestAHandleInAQueryStringIsRecognised(t *testing.T) {
 		t.Error("a kept workspace name was taken for a handle")
 	}
 }
+
+// TestAWantedHandleIsLetGoOnlyWhenNoCallRuns: a handle whose workspace
+// another server asked for is let go (its session ended, its quota back)
+// at once when idle, and otherwise when its last running call ends.
+func TestAWantedHandleIsLetGoOnlyWhenNoCallRuns(t *testing.T) {
+	st := newHandleStore()
+	let := make(chan string, 2)
+	st.letGo = func(session string) { let <- session }
+	idle, idleSession := st.open("p", nil)
+	busy, busySession := st.open("p", nil)
+	_, end, err := st.begin(busy, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.want(idle)
+	st.want(busy)
+	if got := <-let; got != idleSession {
+		t.Fatalf("let go %s first, want the idle %s", got, idleSession)
+	}
+	select {
+	case got := <-let:
+		t.Fatalf("%s let go while its call runs", got)
+	case <-time.After(50 * time.Millisecond):
+	}
+	end()
+	if got := <-let; got != busySession {
+		t.Fatalf("let go %s, want %s after its call", got, busySession)
+	}
+	if st.count() != 0 {
+		t.Errorf("%d handles still held", st.count())
+	}
+}

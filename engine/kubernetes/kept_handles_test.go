@@ -107,3 +107,54 @@ func TestHandleRecordOfAnotherClaimIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestKeptWorkspaceIsHandedToTheServerThatWantsIt: a server that takes a
+// kept workspace any server may serve (OnWanted) while another holds it
+// asks that holder, which is told once and lets it go when it chooses;
+// the asker then has it. A holder that never lets go keeps it: the asker
+// is refused when its time is up, naming the holder.
+func TestKeptWorkspaceIsHandedToTheServerThatWantsIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	client := fake.NewClientset()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, b := newWithClient(testOptions, client, log), newUnprobed(testOptions, client, log)
+	wanted := make(chan struct{}, 4)
+	ask := engine.KeptAsk{Name: "proj", Holder: "A", Principal: "p1", DiskBytes: 1 << 30, OnWanted: func() { wanted <- struct{}{} }}
+	heldA, err := a.HoldKept(ctx, ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	askB := ask
+	askB.Holder, askB.OnWanted = "B", func() {}
+	short, cancel := context.WithTimeout(ctx, 3*wantedPoll)
+	defer cancel()
+	if _, err := b.HoldKept(short, askB); !errors.Is(err, engine.ErrKeptHeld) || !strings.Contains(err.Error(), "held by A, which did not let it go") {
+		t.Fatalf("B while A keeps it: %v; want ErrKeptHeld naming A", err)
+	}
+	select {
+	case <-wanted:
+	case <-time.After(5 * wantedPoll):
+		t.Fatal("A was never told B wants the workspace")
+	}
+	go func() {
+		time.Sleep(wantedPoll) // A finishes a call first
+		heldA.Release(ctx)
+	}()
+	start := time.Now()
+	heldB, err := b.HoldKept(ctx, askB)
+	if err != nil {
+		t.Fatalf("B once A lets go: %v", err)
+	}
+	defer heldB.Release(ctx)
+	if time.Since(start) < wantedPoll/2 {
+		t.Error("B took the workspace before A let it go")
+	}
+	lease, err := client.CoordinationV1().Leases("wink").Get(ctx, keptObjectName("proj"), metav1.GetOptions{})
+	if err != nil || *lease.Spec.HolderIdentity != "B" || lease.Annotations[wantedAnnotation] != "" {
+		t.Errorf("Lease %+v, %v; want held by B, wanted by no one", lease, err)
+	}
+	if len(wanted) != 0 {
+		t.Errorf("A was told %d more times", len(wanted))
+	}
+}
