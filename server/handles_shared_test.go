@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -133,5 +134,33 @@ func TestAHandleClosedElsewhereEndsHere(t *testing.T) {
 	}
 	if a.handles.count() != 0 {
 		t.Errorf("%d handles still held", a.handles.count())
+	}
+}
+
+// TestAnExpiredRecordIsRemovedNotServed: a record unused for the idle
+// timeout (its server gone before it could end it) is refused as unknown,
+// and removed, by the server that finds it.
+func TestAnExpiredRecordIsRemovedNotServed(t *testing.T) {
+	cache := t.TempDir()
+	s, base := replicaOn(t, cache)
+	handle := handlePrefix + "from-a-server-long-gone"
+	store := &keep.HandleFiles{CacheDir: cache}
+	rec := engine.HandleRecord{Digest: engine.HandleDigest(handle), Principal: principalOf(goodToken), Workspace: "proj",
+		Used: time.Now().Add(-s.cfg.Workspace.IdleTimeout - time.Second)}
+	if err := store.PutHandle(t.Context(), rec); err != nil {
+		t.Fatal(err)
+	}
+	if got := callOn(t, base, goodToken, "read_file", handle); !strings.Contains(got, "unknown workspace handle") {
+		t.Errorf("an expired record's handle: %s", got)
+	}
+	if _, err := store.FindHandle(t.Context(), rec.Digest); !errors.Is(err, engine.ErrNoHandleRecord) {
+		t.Errorf("the expired record is still there: %v", err)
+	}
+	rec.Used = time.Now()
+	if err := store.PutHandle(t.Context(), rec); err != nil {
+		t.Fatal(err)
+	}
+	if got := callOn(t, base, goodToken, "read_file", handle); strings.Contains(got, "unknown workspace handle") {
+		t.Errorf("the same record, fresh, was refused: %s", got)
 	}
 }
