@@ -88,16 +88,13 @@ func newHandleSession() string {
 }
 
 // adopt holds h as handle's state, a handle this process did not open
-// (found by its record), unless one of that handle is held already
-// (another call adopted it first), which it reports.
-func (st *handleStore) adopt(handle string, h *handleState) (held bool) {
+// (found by its record; sharedHandles.adopt makes one adoption of a
+// handle at a time).
+func (st *handleStore) adopt(handle string, h *handleState) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if _, held = st.handles[handle]; !held {
-		h.last, h.checked = st.now(), st.now()
-		st.handles[handle] = h
-	}
-	return held
+	h.last, h.checked = st.now(), st.now()
+	st.handles[handle] = h
 }
 
 // setRecord gives handle its shared record.

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
@@ -45,7 +46,11 @@ type sharedHandles struct {
 	log     *slog.Logger
 	now     func() time.Time
 
-	adopting sync.Mutex // one adoption at a time: a crowd of calls on one unknown handle adopts it once
+	// adopting joins the calls that adopt one handle of one principal at
+	// once: a crowd of calls on a handle this server does not hold adopts
+	// it once, and an adoption waiting for another server (up to 30 s on
+	// Kubernetes) holds up no other handle's.
+	adopting singleflight.Group
 }
 
 // newSharedHandles returns the records of s's handles: the engine's
@@ -94,11 +99,19 @@ var errHeldElsewhere = errors.New("this handle's workspace is being served by an
 // adopt makes this process hold handle of principal from its record:
 // errUnknownHandle when there is none of principal's, or it has expired.
 func (sh *sharedHandles) adopt(ctx context.Context, handle, principal string, stdio bool) error {
-	sh.adopting.Lock()
-	defer sh.adopting.Unlock()
-	if sh.handles.recordOf(handle, principal) != nil {
-		return nil // adopted by a call before this one
-	}
+	// Keyed by the digest and principal, so that another principal's
+	// call on the same handle never shares this one's outcome.
+	_, err, _ := sh.adopting.Do(engine.HandleDigest(handle)+" "+principal, func() (any, error) {
+		if sh.handles.recordOf(handle, principal) != nil {
+			return nil, nil // adopted by a call just before this one
+		}
+		return nil, sh.adoptNow(context.WithoutCancel(ctx), handle, principal, stdio)
+	})
+	return err
+}
+
+// adoptNow is adopt, for the one call of a crowd that does it.
+func (sh *sharedHandles) adoptNow(ctx context.Context, handle, principal string, stdio bool) error {
 	rec, err := sh.store.FindHandle(ctx, engine.HandleDigest(handle))
 	if errors.Is(err, engine.ErrNoHandleRecord) || err == nil && rec.Principal != principal {
 		return errUnknownHandle
@@ -131,11 +144,7 @@ func (sh *sharedHandles) adopt(ctx context.Context, handle, principal string, st
 		sh.mgr.EndSession(ctx, session)
 		return errUnknownHandle
 	}
-	if sh.handles.adopt(handle, &handleState{principal: principal, session: session, quota: hold, record: &rec}) {
-		hold.Release() // cannot happen under sh.adopting, but never leak a workspace
-		sh.mgr.EndSession(ctx, session)
-		return nil
-	}
+	sh.handles.adopt(handle, &handleState{principal: principal, session: session, quota: hold, record: &rec})
 	sh.log.Info("workspace handle adopted from its record", "session", sh.mgr.SessionHash(session), "kept", rec.Workspace)
 	return nil
 }

@@ -1,12 +1,14 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -163,4 +165,43 @@ func TestAnExpiredRecordIsRemovedNotServed(t *testing.T) {
 	if got := callOn(t, base, goodToken, "read_file", handle); strings.Contains(got, "unknown workspace handle") {
 		t.Errorf("the same record, fresh, was refused: %s", got)
 	}
+}
+
+// TestACrowdAdoptsAHandleOnce: many calls at once on a handle this server
+// does not hold (a restart, or a call of a handle opened elsewhere) adopt
+// it once: none is refused, as a second adoption would be by the first's
+// hold on the kept workspace, and one handle is held.
+func TestACrowdAdoptsAHandleOnce(t *testing.T) {
+	cache := t.TempDir()
+	s, base := replicaOn(t, cache)
+	handle := handlePrefix + "opened-before-a-restart"
+	rec := engine.HandleRecord{Digest: engine.HandleDigest(handle), Principal: principalOf(goodToken), Workspace: "proj", Used: time.Now()}
+	if err := (&keep.HandleFiles{CacheDir: cache}).PutHandle(t.Context(), rec); err != nil {
+		t.Fatal(err)
+	}
+	s.shared.store = slowFind{s.shared.store} // every call of the crowd finds the record before any has adopted it
+	const crowd = 16
+	got := make(chan string, crowd)
+	var wg sync.WaitGroup
+	for range crowd {
+		wg.Go(func() { got <- callOn(t, base, goodToken, "read_file", handle) })
+	}
+	wg.Wait()
+	close(got)
+	for body := range got {
+		if strings.Contains(body, "unknown workspace handle") || strings.Contains(body, "another wink-mcp server") {
+			t.Errorf("a call of the crowd: %s", body)
+		}
+	}
+	if n := s.handles.count(); n != 1 {
+		t.Errorf("%d handles held after the crowd, want 1", n)
+	}
+}
+
+// slowFind is a handle store whose lookups take 100 ms.
+type slowFind struct{ engine.HandleStore }
+
+func (s slowFind) FindHandle(ctx context.Context, digest string) (engine.HandleRecord, error) {
+	time.Sleep(100 * time.Millisecond)
+	return s.HandleStore.FindHandle(ctx, digest)
 }
