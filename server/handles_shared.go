@@ -43,8 +43,10 @@ type sharedHandles struct {
 	mgr     *workspace.Manager
 	quotas  *quota.Ledger
 	idle    time.Duration
-	log     *slog.Logger
-	now     func() time.Time
+	// maxHandles bounds the handles held, adopted ones included (--max-sessions).
+	maxHandles int
+	log        *slog.Logger
+	now        func() time.Time
 
 	// adopting joins the calls that adopt one handle of one principal at
 	// once: a crowd of calls on a handle this server does not hold adopts
@@ -61,7 +63,8 @@ func newSharedHandles(cfg Config, handles *handleStore, mgr *workspace.Manager, 
 	if !ok || !cfg.Workspace.FilesOnEngineHost {
 		store = &keep.HandleFiles{CacheDir: cfg.Workspace.CacheDir}
 	}
-	sh := &sharedHandles{store: store, handles: handles, mgr: mgr, quotas: cfg.Quotas, idle: cfg.Workspace.IdleTimeout, log: log, now: time.Now}
+	sh := &sharedHandles{store: store, handles: handles, mgr: mgr, quotas: cfg.Quotas, idle: cfg.Workspace.IdleTimeout,
+		maxHandles: cfg.HTTP.MaxSessions, log: log, now: time.Now}
 	handles.letGo = sh.letGo
 	return sh
 }
@@ -123,6 +126,9 @@ func (sh *sharedHandles) adoptNow(ctx context.Context, handle, principal string,
 	if rec.Expired(sh.now(), sh.idle) {
 		sh.forget(ctx, &rec)
 		return errUnknownHandle
+	}
+	if sh.maxHandles > 0 && sh.handles.count() >= sh.maxHandles {
+		return fmt.Errorf("this server keeps at most %d workspace handles open at once (--max-sessions); close one with workspace_close, or try again later", sh.maxHandles)
 	}
 	hold, err := sh.quotas.Reserve(principal, quota.Amounts{quota.Workspaces: 1})
 	if err != nil {

@@ -205,3 +205,23 @@ func (s slowFind) FindHandle(ctx context.Context, digest string) (engine.HandleR
 	time.Sleep(100 * time.Millisecond)
 	return s.HandleStore.FindHandle(ctx, digest)
 }
+
+// TestAdoptionsCountAgainstMaxSessions: a server at its --max-sessions
+// refuses to adopt a recorded handle, naming the flag.
+func TestAdoptionsCountAgainstMaxSessions(t *testing.T) {
+	cache := t.TempDir()
+	s, base := replicaOn(t, cache)
+	s.shared.maxHandles = 1
+	_, _, body := post(t, base, goodToken, "", toolCall("workspace_open", `{}`))
+	if !strings.Contains(body, handlePrefix) || strings.Contains(body, `"isError":true`) {
+		t.Fatalf("workspace_open: %s", body)
+	}
+	handle := handlePrefix + "recorded-elsewhere"
+	rec := engine.HandleRecord{Digest: engine.HandleDigest(handle), Principal: principalOf(goodToken), Workspace: "proj", Used: time.Now()}
+	if err := (&keep.HandleFiles{CacheDir: cache}).PutHandle(t.Context(), rec); err != nil {
+		t.Fatal(err)
+	}
+	if got := callOn(t, base, goodToken, "read_file", handle); !strings.Contains(got, "at most 1 workspace handles open at once (--max-sessions)") {
+		t.Errorf("an adoption past --max-sessions: %s", got)
+	}
+}
