@@ -288,6 +288,10 @@ type SessionOptions struct {
 	// Stdio says the client is a local process over stdio, alone in this
 	// server: a workspace it hands over goes to disk, for another process.
 	Stdio bool
+	// OnWanted, for a kept workspace that any server may serve in turn
+	// (engine.KeptAsk.OnWanted), is called when another server asks for
+	// it; nil for one only this server serves.
+	OnWanted func()
 	// handedOver opens a kept workspace reserved for a handoff, whose
 	// handle was just claimed.
 	handedOver bool
