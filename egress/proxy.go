@@ -56,7 +56,11 @@ type Config struct {
 	// OnRefusal, when set, is told of every connection the proxy refuses,
 	// as the client is, besides the log record. It must not block.
 	OnRefusal func(Refusal)
-	Log       *slog.Logger
+	// Inject, when set, makes the proxy terminate TLS for the hosts of its
+	// credentials and set their headers (see intercept); every other host
+	// stays an end-to-end CONNECT.
+	Inject *Injection
+	Log    *slog.Logger
 }
 
 // Session is one workspace session's proxy. It outlives the session's
@@ -297,6 +301,10 @@ func (s *Session) connect(w http.ResponseWriter, r *http.Request) {
 	}
 	t := s.admit(w, r, host, port, start)
 	if t == nil {
+		return
+	}
+	if c := s.cfg.Inject.credentialFor(t); c != nil {
+		s.intercept(w, r, t, c, start)
 		return
 	}
 	upstream, err := s.dial(r.Context(), t)

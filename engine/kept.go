@@ -45,6 +45,13 @@ type KeptAsk struct {
 	// to have ended (a process of this host that exited): the store then
 	// waits for its lease to run out rather than refusing.
 	Gone func(holder string) bool
+	// OnWanted, when set, makes the workspace one that any server may
+	// serve in turn (a 2026-07-28 handle's kept workspace): taking it
+	// while another holder's lease is live asks that holder to let it go
+	// and waits, within ctx, rather than refusing at once; and OnWanted is
+	// called, once, when another server asks this holder for it (the
+	// holder then releases it once no call of its own runs on it).
+	OnWanted func()
 }
 
 // KeptRecord describes a kept workspace of a KeptStore.

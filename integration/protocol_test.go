@@ -142,14 +142,14 @@ func TestTypeScriptSDK2OnStreamableHTTP(t *testing.T) {
 }
 
 // waitHandleContainersGone waits until no container of a handle p opened
-// (its log's "workspace handle opened") is left: the server's warm pool
+// (its log's "workspace handle opened" or "... adopted from its record") is left: the server's warm pool
 // keeps containers of its own.
 func waitHandleContainersGone(t *testing.T, p *proc) {
 	t.Helper()
 	var sessions []string
 	for _, line := range strings.Split(p.logs.String(), "\n") {
 		var rec map[string]any
-		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "workspace handle opened" {
+		if json.Unmarshal([]byte(line), &rec) == nil && (rec["msg"] == "workspace handle opened" || rec["msg"] == "workspace handle adopted from its record") {
 			sessions = append(sessions, rec["session"].(string))
 		}
 	}

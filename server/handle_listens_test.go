@@ -47,9 +47,19 @@ func listenAs(t *testing.T, v *handleViews, principal string, room int, uris ...
 	return ctx, cancel, c, err
 }
 
+// newTestViews returns views over a handle store of their own, whose
+// handles are begun as a tool call of a server without shared records
+// would begin them.
+func newTestViews() (*handleViews, *handleStore) {
+	store := newHandleStore()
+	return newHandleViews(func(ctx context.Context, handle string) (string, func(), error) {
+		return store.begin(handle, principalFrom(ctx))
+	}), store
+}
+
 // openView opens a handle of principal and returns it with its resources' prefix.
-func openView(v *handleViews, principal string) (handle, session, prefix string) {
-	handle, session = v.handles.open(principal, nil)
+func openView(v *handleViews, store *handleStore, principal string) (handle, session, prefix string) {
+	handle, session = store.open(principal, nil)
 	return handle, session, handleResourcesPrefix + v.opened(handle, session) + "/"
 }
 
@@ -58,8 +68,8 @@ func openView(v *handleViews, principal string) (handle, session, prefix string)
 // read; the owner's listen is accepted.
 func TestListenIsBoundToItsPrincipal(t *testing.T) {
 	t.Parallel()
-	v := newHandleViews(newHandleStore())
-	_, session, prefix := openView(v, "alice")
+	v, store := newTestViews()
+	_, session, prefix := openView(v, store, "alice")
 	for _, principal := range []string{"bob", ""} {
 		if _, cancel, _, err := listenAs(t, v, principal, 1, prefix+"snapshot"); err != errUnknownHandle {
 			t.Errorf("%q following alice's workspace: %v", principal, err)
@@ -90,9 +100,9 @@ func TestListenIsBoundToItsPrincipal(t *testing.T) {
 // a stream that ends gives its room back.
 func TestListenBounds(t *testing.T) {
 	t.Parallel()
-	v := newHandleViews(newHandleStore())
-	_, _, prefix := openView(v, "alice")
-	_, _, other := openView(v, "alice")
+	v, store := newTestViews()
+	_, _, prefix := openView(v, store, "alice")
+	_, _, other := openView(v, store, "alice")
 	many := make([]string, MaxSubscriptions+1)
 	for i := range many {
 		many[i] = fmt.Sprintf("%sfiles/f%d", prefix, i)
@@ -123,9 +133,9 @@ func TestListenBounds(t *testing.T) {
 	})
 
 	// Per principal: fill up with streams of many handles.
-	crowd := newHandleViews(newHandleStore())
+	crowd, crowdStore := newTestViews()
 	for i := 0; ; i++ {
-		_, _, p := openView(crowd, "bob")
+		_, _, p := openView(crowd, crowdStore, "bob")
 		_, _, _, err := listenAs(t, crowd, "bob", 1, p+"snapshot")
 		if err != nil {
 			if i != MaxListensPerPrincipal || !strings.Contains(err.Error(), "close some") {
@@ -134,7 +144,7 @@ func TestListenBounds(t *testing.T) {
 			break
 		}
 	}
-	if _, _, p := openView(crowd, "carol"); true {
+	if _, _, p := openView(crowd, crowdStore, "carol"); true {
 		if _, _, _, err := listenAs(t, crowd, "carol", 1, p+"snapshot"); err != nil {
 			t.Errorf("another principal at bob's bound: %v", err)
 		}
@@ -147,8 +157,8 @@ func TestListenBounds(t *testing.T) {
 // handle's end ends every stream that follows it.
 func TestListenersNeverBlock(t *testing.T) {
 	t.Parallel()
-	v := newHandleViews(newHandleStore())
-	_, session, prefix := openView(v, "alice")
+	v, store := newTestViews()
+	_, session, prefix := openView(v, store, "alice")
 	stuck, cancelStuck, _, err := listenAs(t, v, "alice", 1, prefix+"snapshot")
 	if err != nil {
 		t.Fatal(err)

@@ -19,8 +19,11 @@ const handleMetaKey = "wink-mcp/workspace"
 // keeps the subscriptions/listen streams that follow them. It is safe for
 // concurrent use.
 type handleViews struct {
-	handles *handleStore
-	listens *listens
+	// beginCall begins a use of a handle of ctx's principal, as a tool
+	// call's (sharedHandles.beginHandleCall: held here, or adopted from
+	// its record).
+	beginCall func(ctx context.Context, handle string) (session string, end func(), err error)
+	listens   *listens
 
 	mu        sync.Mutex
 	byRef     map[string]viewedHandle
@@ -33,12 +36,13 @@ type viewedHandle struct {
 	session string
 }
 
-func newHandleViews(handles *handleStore) *handleViews {
-	return &handleViews{handles: handles, listens: newListens(), byRef: map[string]viewedHandle{}, bySession: map[string]string{}}
+func newHandleViews(beginCall func(ctx context.Context, handle string) (string, func(), error)) *handleViews {
+	return &handleViews{beginCall: beginCall, listens: newListens(), byRef: map[string]viewedHandle{}, bySession: map[string]string{}}
 }
 
-// opened records a new handle and its manager session, and returns the
-// reference its resource URIs carry.
+// opened records a handle held here (opened, or adopted from its record)
+// and its manager session, and returns the reference its resource URIs
+// carry. Recording one again changes nothing.
 func (v *handleViews) opened(handle, session string) string {
 	ref := refOf(handle)
 	v.mu.Lock()
@@ -63,8 +67,10 @@ func (v *handleViews) ended(session string) {
 
 // begin finds the live handle a reference names for the request's
 // principal and marks a use of it as running, exactly like a tool call
-// with the handle (handleStore.begin): another principal's reference, a
-// closed one and one never issued all get errUnknownHandle.
+// with the handle (beginCall): another principal's reference, a closed
+// one and one never issued all get errUnknownHandle. A reference is known
+// once its handle is held here: a handle opened on another replica or
+// before a restart has its resources here after its first tool call here.
 func (v *handleViews) begin(ctx context.Context, ref string) (session string, end func(), err error) {
 	v.mu.Lock()
 	h, ok := v.byRef[ref]
@@ -72,7 +78,7 @@ func (v *handleViews) begin(ctx context.Context, ref string) (session string, en
 	if !ok {
 		return "", nil, errUnknownHandle
 	}
-	return v.handles.begin(h.handle, principalFrom(ctx))
+	return v.beginCall(ctx, h.handle)
 }
 
 // known reports whether ref names a handle that has not ended.

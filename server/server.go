@@ -82,6 +82,7 @@ type Server struct {
 	cancels   *modernCancels
 	questions *egressQuestions // the egress questions of 2026-07-28 calls
 	tasks2026 *modernTasks     // the tasks of 2026-07-28 requests
+	shared    *sharedHandles   // the records of handles on kept workspaces
 	logs      *clientLogs
 	stop      context.CancelFunc // stops the handles' idle reaper
 	calls     *callTracker
@@ -116,11 +117,12 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	handles := newHandleStore()
-	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), handles: handles, views: newHandleViews(handles), cancels: newModernCancels(),
+	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), handles: newHandleStore(), cancels: newModernCancels(),
 		questions: newEgressQuestions(), logs: logs, calls: newCallTracker(), sweepDone: make(chan struct{}),
 		tel: telemetry{audit: cfg.Audit, metrics: cfg.Metrics, mgr: mgr, log: log}}
 
+	s.shared = newSharedHandles(cfg, s.handles, mgr, log)
+	s.views = newHandleViews(s.shared.beginHandleCall)
 	cfg.Quotas.OnRefused(s.tel.recordQuota)
 	logs.server.Store(s)
 	hooks := &mcpserver.Hooks{}

@@ -43,6 +43,7 @@ func (m *Manager) holdInEngine(hash string, opts SessionOptions, profile *profil
 		Image:     m.keptImage(profile),
 		Profile:   profileName(profile),
 		DiskBytes: profileLimits(m.cfg.Limits, profile).DiskBytes,
+		OnWanted:  opts.OnWanted,
 	})
 	if err != nil {
 		return nil, err

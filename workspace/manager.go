@@ -33,6 +33,7 @@ type Manager struct {
 	profilePlans map[string]mounts.Plan
 	disk         *diskTools     // nil when sessions' disks are not limited
 	egress       *egress.Config // nil without Config.Egress
+	trust        *trust         // nil without Config.Credentials and Config.CABundle
 
 	pool *warmPool // nil without Config.Warm
 
@@ -149,6 +150,9 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 		Setup: m.setup, Session: m.sessionImage, PushedRepository: cfg.PushedProfileRepository,
 	})
 	m.closing = make(chan struct{})
+	if m.trust, err = newTrust(&cfg); err != nil {
+		return nil, err
+	}
 	if cfg.EgressOn() {
 		m.egress = &egress.Config{Policy: policy, MaxBytes: cfg.EgressMaxBytes, MaxConns: cfg.EgressMaxConns, Log: log}
 	}
@@ -284,6 +288,10 @@ type SessionOptions struct {
 	// Stdio says the client is a local process over stdio, alone in this
 	// server: a workspace it hands over goes to disk, for another process.
 	Stdio bool
+	// OnWanted, for a kept workspace that any server may serve in turn
+	// (engine.KeptAsk.OnWanted), is called when another server asks for
+	// it; nil for one only this server serves.
+	OnWanted func()
 	// handedOver opens a kept workspace reserved for a handoff, whose
 	// handle was just claimed.
 	handedOver bool

@@ -203,6 +203,7 @@ func (ps *profileSwitch) proxyFor(p *profiles.Profile) *egress.Session {
 		cfg = *m.egress
 	}
 	cfg.Meter = s.meter // a new profile's proxy goes on counting
+	cfg.Inject = m.trust.injection(profileName(p))
 	if len(extra) > 0 {
 		// Checked when the profiles file was read.
 		policy, err := egress.ParsePolicy(append(append([]string{}, m.cfg.Egress...), extra...))
