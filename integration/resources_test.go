@@ -87,6 +87,19 @@ func TestResources(t *testing.T) {
 		if _, err := p.readResource("wink://workspace/files/../etc/passwd"); err == nil {
 			t.Error("a resource outside the workspace was read")
 		}
+		// Files whose URIs a handle's templates also match (workspace
+		// "files") are still this session's.
+		p.tool("write_file", map[string]any{"file_path": "snapshot", "content": "a file\n"}, &struct{}{})
+		p.tool("write_file", map[string]any{"file_path": "files/x", "content": "another\n"}, &struct{}{})
+		for uri, want := range map[string]string{"wink://workspace/files/snapshot": "a file\n", "wink://workspace/files/files/x": "another\n"} {
+			if text, err := p.readResource(uri); err != nil || text != want {
+				t.Errorf("%s: %q, %v", uri, text, err)
+			}
+		}
+		templates, err := p.client.ListResourceTemplates(context.Background(), mcp.ListResourceTemplatesRequest{})
+		if err != nil || len(templates.ResourceTemplates) != 1 || templates.ResourceTemplates[0].URITemplate.Raw() != "wink://workspace/files/{+path}" {
+			t.Errorf("a session's templates: %+v, %v", templates, err)
+		}
 	})
 }
 

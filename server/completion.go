@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"path"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/wink-mcp/wink-mcp/prompts"
 	"github.com/wink-mcp/wink-mcp/tools"
@@ -24,8 +26,24 @@ type pathCompleter struct{ s *Server }
 // CompleteResourceArgument implements mcpserver.ResourceCompletionProvider.
 // A value that breaks the path rules, or a directory that does not exist,
 // completes to nothing rather than an error: the user is still typing.
-func (c pathCompleter) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, _ mcp.CompleteContext) (*mcp.Completion, error) {
+// Under MCP 2026-07-28 the template is HandleFilesTemplate, and the
+// completion's context names the workspace by its reference (the
+// template's workspace argument), which must be one of the principal's
+// handles, as for reading it.
+func (c pathCompleter) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
 	none := &mcp.Completion{Values: []string{}}
+	if uri == HandleFilesTemplate && mcpserver.IsModernRequest(ctx) {
+		ref := cc.Arguments["workspace"]
+		if !validRef(ref) {
+			return nil, fmt.Errorf("context.arguments.workspace: give the reference workspace_open returned (%s...) to complete a path of %s", refPrefix, HandleFilesTemplate)
+		}
+		bound, end, err := c.s.views.inWorkspace(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		defer end()
+		ctx, uri = bound, FilesURITemplate
+	}
 	if uri != FilesURITemplate || arg.Name != "path" || len(arg.Value) > wspath.MaxLength {
 		return none, nil
 	}

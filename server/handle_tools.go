@@ -103,6 +103,7 @@ func (s *Server) openHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return mcp.NewToolResultError("workspace_open: " + err.Error()), nil
 	}
 	handle, session := s.handles.open(principalFrom(ctx), hold)
+	s.views.opened(handle, session)
 	stdio := mcpgoadapt.IsStdio(mcpserver.ClientSessionFromContext(ctx))
 	opts := workspace.SessionOptions{Profile: profile, Principal: principalFrom(ctx), Stdio: stdio}
 	if name != "" {
@@ -112,6 +113,7 @@ func (s *Server) openHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	ws, err := s.mgr.Session(session)
 	if err != nil {
 		_, _, _ = s.handles.close(handle, principalFrom(ctx))
+		s.views.ended(session)
 		s.mgr.EndSession(ctx, session)
 		return mcp.NewToolResultError("workspace_open: " + err.Error()), nil
 	}
@@ -124,6 +126,7 @@ func (s *Server) openHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if name != "" {
 		if err := s.shared.record(ctx, handle, principalFrom(ctx), name, profile); err != nil {
 			_, _, _ = s.handles.close(handle, principalFrom(ctx))
+			s.views.ended(session)
 			s.mgr.EndSession(ctx, session)
 			return mcp.NewToolResultError("workspace_open: " + err.Error()), nil
 		}
@@ -132,10 +135,13 @@ func (s *Server) openHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	return openedResult(handle, ""), nil
 }
 
-// openedResult is workspace_open's answer: the handle, and what came along.
+// openedResult is workspace_open's answer: the handle, the prefix of its
+// resources (see handle_uris.go), and what came along.
 func openedResult(handle, came string) *mcp.CallToolResult {
-	text := "Workspace opened" + came + ". Pass this handle as the `workspace` argument of every tool, and close it with workspace_close when done: " + handle
-	return mcp.NewToolResultStructured(map[string]any{handleArg: handle}, text)
+	resources := handleResourcesPrefix + refOf(handle) + "/"
+	text := "Workspace opened" + came + "; its files are the resources " + resources + "files/<path>, and its snapshot of touched files " + resources + "snapshot. " +
+		"Pass this handle as the `workspace` argument of every tool, and close it with workspace_close when done: " + handle
+	return mcp.NewToolResultStructured(map[string]any{handleArg: handle, "resources": resources}, text)
 }
 
 // closeHandle serves workspace_close.
@@ -158,6 +164,7 @@ func (s *Server) closeHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		s.log.Info("workspace handle closed by its record")
 		return mcp.NewToolResultText("Workspace closed; its handle no longer works."), nil
 	}
+	s.views.ended(session)
 	s.shared.forget(end, record)
 	s.mgr.EndSession(end, session)
 	s.log.Info("workspace handle closed", "session", s.mgr.SessionHash(session))
@@ -192,6 +199,7 @@ func (s *Server) bindHandle(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandle
 			return mcp.NewToolResultError(err.Error()), nil
 		}
 		defer end()
+		s.views.opened(handle, session) // one adopted from its record gets its resources too
 		if audited, ok := ctx.Value(auditSessionKey{}).(*string); ok {
 			*audited = s.mgr.SessionHash(session)
 		}

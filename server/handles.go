@@ -234,6 +234,7 @@ func (s *Server) expireHandles(ctx context.Context, idle time.Duration) {
 	onIdleTicks(ctx, idle, func() {
 		for _, ended := range s.handles.expire(idle) {
 			s.log.Info("workspace handle expired", "session", s.mgr.SessionHash(ended.session), "idle_timeout", idle.String())
+			s.views.ended(ended.session)
 			end, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 			s.shared.forget(end, ended.record)
 			s.mgr.EndSession(end, ended.session)
@@ -256,7 +257,8 @@ func refuseSessionScoped(head *mcpgoadapt.Head) error {
 	case strings.HasPrefix(method, "tasks/"), method == string(mcp.MethodToolsCall) && head.AsksForTask():
 		return errors.New("under 2026-07-28 tasks are the io.modelcontextprotocol/tasks extension: declare it in the request's client capabilities and call podman_shell or evaluate_python without `task`, then poll with tasks/get (tasks/list, tasks/result and a tools/call `task` are of the 2025 revisions)")
 	case method == string(mcp.MethodResourcesSubscribe), method == string(mcp.MethodResourcesUnsubscribe):
-		return errors.New("resource subscriptions belong to a session's workspace: under 2026-07-28, follow a handle's changes with workspace_changes")
+		return errors.New("resources/subscribe is for sessions of the 2025 revisions: under 2026-07-28, follow a handle's files with subscriptions/listen " +
+			"(notifications.resourceSubscriptions, URIs from workspace_open's resources)")
 	}
 	return nil
 }

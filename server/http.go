@@ -175,10 +175,10 @@ func (s *Server) transportHandler(ctx context.Context, transport string) (httpTr
 			// Resumable streams; also makes mcp-go deliver every notification
 			// of a request exactly once (see mcpgoadapt.NewEventLog).
 			mcpserver.WithEventStore(mcpgoadapt.NewEventLog()),
-			mcpserver.WithHTTPContextFunc(func(ctx context.Context, _ *http.Request) context.Context { return s.requestContext(ctx) }),
+			mcpserver.WithHTTPContextFunc(func(ctx context.Context, _ *http.Request) context.Context { return withStopper(s.requestContext(ctx)) }),
 		)
 		mux := http.NewServeMux()
-		mux.Handle(streamablePath, h)
+		mux.Handle(streamablePath, s.cancels.wrap(h))
 		go s.expireIdle(ctx, h)
 		// A session whose initialize failed still got an id: it is ended
 		// at once rather than holding a slot until it expires unconfirmed.

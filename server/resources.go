@@ -92,45 +92,67 @@ func (s *Server) registerResources() {
 			if err != nil {
 				return nil, err
 			}
-			touched, err := partOf[touchedFiles](ws)
-			if err != nil {
-				return nil, err
-			}
-			watch, err := partOf[watchReporter](ws)
-			if err != nil {
-				return nil, err
-			}
-			files := touched.Snapshot()
-			entries := make([]snapshotEntry, len(files))
-			for i, f := range files {
-				entries[i] = snapshotEntry{TouchedFile: f, URI: fileURI(f.Path)}
-			}
-			b, err := json.MarshalIndent(map[string]any{"files": entries, "watch": watch.Watching()}, "", "  ")
-			if err != nil {
-				return nil, err
-			}
-			return []mcp.ResourceContents{mcp.TextResourceContents{URI: SnapshotURI, MIMEType: "application/json", Text: string(b)}}, nil
+			return snapshotContents(ws, SnapshotURI, fileURI)
 		})
 	s.mcp.AddResourceTemplate(
 		mcp.NewResourceTemplate(FilesURITemplate, "Workspace file",
 			mcp.WithTemplateDescription("A text file in this session's /workspace, by path (the snapshot lists the touched ones with their URIs)."),
 			mcp.WithTemplateMIMEType("text/plain")),
 		func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-			raw, _ := url.PathUnescape(strings.TrimPrefix(req.Params.URI, filesURIPrefix))
-			path, err := wspath.Clean(raw)
-			if err != nil {
-				return nil, err
+			if isHandleURI(req.Params.URI) {
+				// A handle's file whose reference is "files": the handle's reader answers.
+				return readHandleResource(ctx, s, req)
 			}
-			files, err := requestPart[wholeReader](ctx, s)
-			if err != nil {
-				return nil, err
-			}
-			text, err := files.ReadWhole(ctx, path)
-			if err != nil {
-				return nil, err
-			}
-			return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, MIMEType: "text/plain", Text: text}}, nil
+			return readSessionFile(ctx, s, req.Params.URI)
 		})
+	registerHandleResources(s)
+}
+
+// snapshotContents is the snapshot resource of ws at uri, its files
+// named by uriOf.
+func snapshotContents(ws *workspace.Session, uri string, uriOf func(path string) string) ([]mcp.ResourceContents, error) {
+	touched, err := partOf[touchedFiles](ws)
+	if err != nil {
+		return nil, err
+	}
+	watch, err := partOf[watchReporter](ws)
+	if err != nil {
+		return nil, err
+	}
+	files := touched.Snapshot()
+	entries := make([]snapshotEntry, len(files))
+	for i, f := range files {
+		entries[i] = snapshotEntry{TouchedFile: f, URI: uriOf(f.Path)}
+	}
+	b, err := json.MarshalIndent(map[string]any{"files": entries, "watch": watch.Watching()}, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: "application/json", Text: string(b)}}, nil
+}
+
+// readSessionFile reads a file of a 2025 session's workspace by its URI.
+func readSessionFile(ctx context.Context, s *Server, uri string) ([]mcp.ResourceContents, error) {
+	raw, _ := url.PathUnescape(strings.TrimPrefix(uri, filesURIPrefix))
+	path, err := wspath.Clean(raw)
+	if err != nil {
+		return nil, err
+	}
+	return fileContents(ctx, s, path, uri)
+}
+
+// fileContents is the file resource at uri: the whole text of path in the
+// workspace of ctx's request.
+func fileContents(ctx context.Context, s *Server, path, uri string) ([]mcp.ResourceContents, error) {
+	files, err := requestPart[wholeReader](ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	text, err := files.ReadWhole(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: "text/plain", Text: text}}, nil
 }
 
 // MaxSubscriptions caps the resources one session may subscribe to.
@@ -273,6 +295,7 @@ func (s *Server) trackUnsubscriptions(hooks *mcpserver.Hooks) {
 // made (a job's) goes to the session's client, on its open stream. Best effort: a client
 // that does not keep up misses notifications rather than slowing the call.
 func (s *Server) notifyChanged(ctx context.Context, sessionID string, paths []string) {
+	s.views.listens.changed(sessionID, paths, s.log)
 	uris := s.subs.affected(sessionID, paths)
 	if len(uris) > 0 && mcpserver.ClientSessionFromContext(ctx) == nil {
 		// A change reported apart from any call: to the session's client.

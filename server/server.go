@@ -78,6 +78,8 @@ type Server struct {
 	results   taskResults
 	subs      *subscriptions
 	handles   *handleStore
+	views     *handleViews // handles' workspaces as resources, and the streams following them
+	cancels   *modernCancels
 	questions *egressQuestions // the egress questions of 2026-07-28 calls
 	tasks2026 *modernTasks     // the tasks of 2026-07-28 requests
 	shared    *sharedHandles   // the records of handles on kept workspaces
@@ -115,10 +117,12 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), handles: newHandleStore(), questions: newEgressQuestions(), logs: logs, calls: newCallTracker(), sweepDone: make(chan struct{}),
+	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), handles: newHandleStore(), cancels: newModernCancels(),
+		questions: newEgressQuestions(), logs: logs, calls: newCallTracker(), sweepDone: make(chan struct{}),
 		tel: telemetry{audit: cfg.Audit, metrics: cfg.Metrics, mgr: mgr, log: log}}
 
 	s.shared = newSharedHandles(cfg, s.handles, mgr, log)
+	s.views = newHandleViews(s.shared.beginHandleCall)
 	cfg.Quotas.OnRefused(s.tel.recordQuota)
 	logs.server.Store(s)
 	hooks := &mcpserver.Hooks{}
@@ -153,6 +157,8 @@ func New(cfg Config) (*Server, error) {
 		}
 	})
 	s.trackUnsubscriptions(hooks)
+	hooks.AddAfterListResources(listHandleResources(s))
+	hooks.AddAfterListResourceTemplates(showTemplatesOfEra)
 	hooks.AddOnRequestInitialization(s.checkRequest)
 	hooks.AddBeforeCallTool(s.boundTaskTTL)
 	hooks.AddOnError(s.tel.recordProtocolError)
@@ -252,11 +258,18 @@ func (s *Server) checkRequest(ctx context.Context, _ any, message any) error {
 	if err := refuseSessionScoped(head); err != nil {
 		return err
 	}
+	if mcp.IsModernProtocol(head.ProtocolVersion(mcp.MetaKeyProtocolVersion)) && !mcpgoadapt.IsStdio(mcpserver.ClientSessionFromContext(ctx)) {
+		s.cancels.started(ctx, head.ID) // a stdio client has its connection to itself: mcpgoadapt cancels
+	}
 	switch head.MethodName() {
 	case string(mcp.MethodResourcesSubscribe):
 		// A uri that is not a string: mcp-go refuses the subscription.
 		if uri, ok := head.URI(); ok && head.ParamsRead() {
 			return s.subscribe(ctx, uri)
+		}
+	case string(mcp.MethodSubscriptionsListen):
+		if mcp.IsModernProtocol(head.ProtocolVersion(mcp.MetaKeyProtocolVersion)) {
+			return s.views.startListen(ctx, raw)
 		}
 	case string(mcp.MethodToolsCall):
 		// Whatever else the call carries: mcp-go reads its task regardless.
@@ -322,7 +335,7 @@ func (s *Server) sessionWorkspace(ctx context.Context) (*workspace.Session, erro
 	}
 	if mcpserver.IsModernRequest(ctx) {
 		return nil, errors.New("a request of MCP revision 2026-07-28 has no session, so no workspace of its own: " +
-			"open one with the workspace_open tool and pass its handle as the `workspace` argument of the tools (resources and completions need a 2025 session)")
+			"open one with the workspace_open tool and pass its handle as the `workspace` argument of the tools; its resources are " + HandleFilesTemplate + ", workspace being the reference workspace_open returns")
 	}
 	session := mcpserver.ClientSessionFromContext(ctx)
 	if session == nil || session.SessionID() == "" {
