@@ -23,10 +23,10 @@ const (
 )
 
 // listener is one subscriptions/listen stream following resources of one
-// handle's workspace.
+// handle's workspace, or none (a stream of list changes alone).
 type listener struct {
 	principal string
-	session   string // the handle's manager session
+	session   string // the handle's manager session; "" for a stream that follows no resource
 	resources []handleResource
 	uris      []string // as the client wrote them, which its notifications carry
 	client    mcpserver.ClientSession
@@ -51,7 +51,7 @@ func newListens() *listens {
 func (ls *listens) add(l *listener) error {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if n := len(ls.bySession[l.session]); n >= MaxListensPerHandle {
+	if n := len(ls.bySession[l.session]); l.session != "" && n >= MaxListensPerHandle {
 		return fmt.Errorf("subscriptions/listen: this workspace already has %d streams following it, the most one may have; "+
 			"follow all its resources in one stream, or close one (notifications/cancelled) first", n)
 	}
@@ -160,7 +160,7 @@ func (v *handleViews) startListen(ctx context.Context, raw json.RawMessage) erro
 	}
 	uris := req.Params.Notifications.ResourceSubscriptions
 	if len(uris) == 0 {
-		return nil
+		return v.startListChangesListen(ctx)
 	}
 	if len(uris) > MaxSubscriptions {
 		return fmt.Errorf("notifications.resourceSubscriptions: %d URIs, over the %d one stream may follow; follow the snapshot (%s), which hears about every change",
@@ -200,5 +200,18 @@ func (v *handleViews) startListen(ctx context.Context, raw json.RawMessage) erro
 		v.listens.remove(l)
 		return errUnknownHandle
 	}
+	return nil
+}
+
+// startListChangesListen counts a subscriptions/listen stream that follows
+// no resource (only list changes, which mcp-go holds open until the client
+// ends it) against its principal's MaxListensPerPrincipal, so that a
+// client cannot hold streams without bound.
+func (v *handleViews) startListChangesListen(ctx context.Context) error {
+	l := &listener{principal: principalFrom(ctx)}
+	if err := v.listens.add(l); err != nil {
+		return err
+	}
+	context.AfterFunc(ctx, func() { v.listens.remove(l) })
 	return nil
 }

@@ -215,3 +215,41 @@ func waitUntilTrue(t *testing.T, cond func() bool) {
 	}
 	t.Fatal("condition not met in 5 s")
 }
+
+// TestListChangesStreamsAreBounded: a subscriptions/listen that follows
+// no resource, which mcp-go holds open once tools' list changes are
+// offered, counts against its principal's MaxListensPerPrincipal like any
+// stream, gives its room back when it ends, and leaves other principals
+// alone.
+func TestListChangesStreamsAreBounded(t *testing.T) {
+	t.Parallel()
+	v, store := newTestViews()
+	var cancels []context.CancelFunc
+	for range MaxListensPerPrincipal {
+		_, cancel, _, err := listenAs(t, v, "dave", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cancels = append(cancels, cancel)
+	}
+	_, _, _, err := listenAs(t, v, "dave", 1)
+	if err == nil || !strings.Contains(err.Error(), "close some") {
+		t.Fatalf("stream %d of a principal: %v", MaxListensPerPrincipal+1, err)
+	}
+	_, _, p := openView(v, store, "dave")
+	if _, _, _, err := listenAs(t, v, "dave", 1, p+"snapshot"); err == nil {
+		t.Error("a resource stream past the bound the list-change streams filled was accepted")
+	}
+	if _, _, _, err := listenAs(t, v, "erin", 1); err != nil {
+		t.Errorf("another principal at dave's bound: %v", err)
+	}
+	cancels[0]()
+	waitUntilTrue(t, func() bool {
+		_, c, _, err := listenAs(t, v, "dave", 1)
+		cancels[0] = c
+		return err == nil
+	})
+	for _, c := range cancels {
+		c()
+	}
+}

@@ -176,7 +176,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.instructSessions(hooks, info)
 	s.mcp = mcpserver.NewMCPServer("wink-mcp", Version(),
-		mcpserver.WithToolCapabilities(false),
+		mcpserver.WithToolCapabilities(true),
 		mcpserver.WithPromptCapabilities(false),
 		mcpserver.WithResourceCapabilities(true, false),
 		mcpserver.WithLogging(),
