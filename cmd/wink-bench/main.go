@@ -54,7 +54,7 @@ func main() {
 	flag.StringVar(&cfg.namespace, "namespace", "wink-bench", "namespace of the Kubernetes rows' Pods, made if missing")
 	flag.StringVar(&cfg.clusterContainerd, "cluster-containerd", "/run/wink-mcp/cluster/containerd/containerd.sock", "the test node's containerd socket, into which the agent image is imported")
 	flag.IntVar(&cfg.kubernetesColdSamples, "kubernetes-cold-samples", 10, "new sessions timed for the Kubernetes first call without a pool (each makes a Pod)")
-	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints, initialize, kubernetes, profiles or watch), print it and write it to -out")
+	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints, egress, initialize, kubernetes, profiles or watch), print it and write it to -out")
 	flag.Parse()
 	if err := run(cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "wink-bench: %v\n", err)
@@ -97,6 +97,12 @@ func run(cfg config) error {
 		}
 		rep.Measurements = rows.all()
 		rep.setKubernetesSpeedup(rows)
+		return rep.write(cfg.out)
+	}
+	if cfg.only == "egress" {
+		fmt.Fprintf(os.Stderr, "measuring egress throughput...\n")
+		through, direct, ceiling := measureEgress(ctx, cfg, cfg.egressSamples)
+		rep.Measurements = []measurement{through, direct, ceiling}
 		return rep.write(cfg.out)
 	}
 	if cfg.only == "profiles" {
