@@ -35,6 +35,19 @@ const (
 	PortOK      = "ok\n"
 )
 
+// On a local Podman the tunnel may instead ride a Unix socket the server
+// listens on, in a directory of its own bind-mounted read-only into the
+// container at TunnelSocketDir: the relay connects to it, writes
+// TunnelSocketHello with the nonce the server gave it in TunnelNonceEnv,
+// and hands the connection to the agent. Nothing filters that stream, so
+// neither side escapes it.
+const (
+	TunnelSocketDir   = "/run/wink-tunnel"
+	TunnelSocketPath  = TunnelSocketDir + "/tunnel.sock"
+	TunnelNonceEnv    = "WINK_TUNNEL_NONCE"
+	TunnelSocketHello = "wink-tunnel %s\n"
+)
+
 // TunnelReady is what the agent writes on a tunnel's first stream once
 // its proxy listens.
 const TunnelReady = "ready\n"
