@@ -36,7 +36,7 @@ func (a *Agent) serveTunnel(ctx context.Context, in, out *os.File, direct bool) 
 		io.Writer
 		io.Closer
 	}{from, out, closerFunc(func() error { return errors.Join(in.Close(), out.Close()) })}
-	sess, err := yamux.Client(conn, wire.TunnelConfig())
+	sess, err := yamux.Client(conn, wire.AgentTunnelConfig())
 	if err != nil {
 		return fmt.Errorf("starting the tunnel: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -388,6 +389,7 @@ func (s *Session) forward(w http.ResponseWriter, r *http.Request) {
 			pr.Out.RequestURI = ""
 		},
 		Transport:     s.transport,
+		BufferPool:    largeBuffers,
 		FlushInterval: -1,
 		ErrorLog:      log.New(io.Discard, "", 0),
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
@@ -426,6 +428,16 @@ func (s *Session) logRefused(f *refusal, start time.Time) {
 	s.cfg.Log.Info("egress refused", "event", "egress", "session", s.sessionID(), "allowed", false, "status", f.status,
 		"host", f.host, "port", f.port, "reason", f.reason, "bytes", 0, "duration_ms", time.Since(start).Milliseconds())
 }
+
+// largeBuffers are a forwarded response's copy buffers: 256 KiB, so a
+// download crosses the tunnel in frames that large, not 32 KiB ones.
+var largeBuffers = &bufferPool{pool: sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}}
+
+// bufferPool is an httputil.BufferPool over a sync.Pool.
+type bufferPool struct{ pool sync.Pool }
+
+func (b *bufferPool) Get() []byte  { return *b.pool.Get().(*[]byte) }
+func (b *bufferPool) Put(p []byte) { b.pool.Put(&p) }
 
 // narrowedRefusal is the refusal of a connection to t whose rule was
 // dropped, or egress locked, while it was being checked.
