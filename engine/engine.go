@@ -248,6 +248,11 @@ type Service struct {
 	// which a later one replaces, the workspace saves them and restores
 	// them into the next.
 	FilesGoWithContainer bool
+	// TunnelSockets is true when a container whose agent is bind-mounted
+	// from this machine (no Spec.CopyAgent) gets a socket of its own for
+	// its tunnel (see wire.TunnelSocketDir); otherwise, and for the
+	// others, the tunnel rides an exec session's streams.
+	TunnelSockets bool
 }
 
 // HostFacts are what container specs depend on about the engine's host.

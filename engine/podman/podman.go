@@ -100,7 +100,7 @@ func New(opts Options, log *slog.Logger) *Engine {
 // Service returns the URL the engine was given ("" for the local sockets)
 // and whether it leaves this host's Unix sockets.
 func (e *Engine) Service() engine.Service {
-	return engine.Service{Address: e.url, Remote: e.url != "" && !strings.HasPrefix(e.url, "unix://")}
+	return engine.Service{Address: e.url, Remote: e.url != "" && !strings.HasPrefix(e.url, "unix://"), TunnelSockets: e.tunnels != nil}
 }
 
 // ServiceFix returns ServiceRemedy.
