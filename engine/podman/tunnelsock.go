@@ -40,11 +40,15 @@ import (
 // tunnelAcceptWait bounds the wait for the relay to connect.
 const tunnelAcceptWait = 10 * time.Second
 
-// tunnelGreetWait bounds the wait for a connection's nonce.
-const tunnelGreetWait = 2 * time.Second
+// tunnelGreetWait bounds the wait for a connection's nonce. The relay
+// writes it as soon as it connects, so it is there, or nearly, when the
+// connection is accepted; one that says nothing costs no more than this.
+const tunnelGreetWait = 500 * time.Millisecond
 
-// maxTunnelGreeters bounds the connections whose nonce is awaited at once.
-const maxTunnelGreeters = 16
+// maxTunnelGreeters bounds the connections whose nonce is awaited at
+// once; more wait for a place (never dropped: one of them may be the
+// relay's).
+const maxTunnelGreeters = 64
 
 // tunnelSockets are the per-container socket directories under base.
 type tunnelSockets struct {
@@ -164,9 +168,9 @@ func accept(ctx context.Context, ln *net.UnixListener, nonce string) (net.Conn, 
 			return nil, fmt.Errorf("the relay did not connect to the tunnel's socket: %w", err)
 		}
 		select {
-		case greeters <- struct{}{}:
-		default:
-			c.Close() // a crowd of connections: none of them is the relay's yet
+		case greeters <- struct{}{}: // a crowd waits its turn: any of it may be the relay
+		case <-ctx.Done():
+			c.Close()
 			continue
 		}
 		go func() {
