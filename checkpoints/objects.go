@@ -422,6 +422,7 @@ func (s *Store) collect() (int64, error) {
 	freed, err := s.collectPacks(live)
 	if err != nil {
 		s.bytes -= freed
+		s.charge.give(freed)
 		return freed, fmt.Errorf("collecting unused checkpoint objects: %w", err)
 	}
 	err = filepath.WalkDir(filepath.Join(s.dir, objectsDir), func(p string, d fs.DirEntry, err error) error {
@@ -443,6 +444,7 @@ func (s *Store) collect() (int64, error) {
 		return nil
 	})
 	s.bytes -= freed
+	s.charge.give(freed)
 	if err != nil {
 		return freed, fmt.Errorf("collecting unused checkpoint objects: %w", err)
 	}

@@ -21,6 +21,8 @@ const diskLookEvery = 1 << 20
 
 // Room checks that n more bytes of objects fit under the cap and on the
 // disk, with diskMargin to spare, counting what builds are writing now.
+// A store's budget (ChargeTo) is not asked: n is what a checkpoint may
+// read, and the budget counts what it adds, known only as it is written.
 func (s *Store) Room(n int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -45,14 +47,18 @@ func (s *Store) roomLocked(n int64, lookAtDisk bool) error {
 	return nil
 }
 
-// reserve counts n bytes about to be written against the cap and the
-// disk, or says why they do not fit. The caller releases them, or turns
-// them into stored bytes, once written.
+// reserve counts n bytes about to be written against the budget, the cap
+// and the disk, or says why they do not fit. The caller releases them, or
+// turns them into stored bytes, once written.
 func (s *Store) reserve(n int64) error {
+	if err := s.charge.take(n); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	look := s.sinceDisk+n >= diskLookEvery
 	if err := s.roomLocked(n, look); err != nil {
+		s.charge.give(n)
 		return err
 	}
 	if look {
@@ -69,6 +75,7 @@ func (s *Store) release(n int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reserved -= n
+	s.charge.give(n)
 }
 
 // stored turns reserved bytes into size bytes of stored objects.
@@ -77,6 +84,7 @@ func (s *Store) stored(reserved, size int64) {
 	defer s.mu.Unlock()
 	s.reserved -= reserved
 	s.bytes += size
+	s.charge.give(reserved - size)
 }
 
 // Abort ends a build whose checkpoint will not be committed: the objects
@@ -97,6 +105,7 @@ func (b *Build) end(abandon bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reserved -= pending
+	s.charge.give(pending)
 	s.builds--
 	s.abandoned = s.abandoned || abandon
 	if s.builds == 0 && s.abandoned {

@@ -90,6 +90,7 @@ type Store struct {
 	sinceDisk int64          // bytes reserved since the cache disk was last looked at
 	pinned    map[string]int // roots that collection keeps, with their pin counts
 	builds    int            // open Builds; collection waits for none
+	charge    charge         // what the store is charged to beside its cap (ChargeTo)
 	// abandoned says a build that was not committed wrote objects, which
 	// the last open build's end collects.
 	abandoned bool

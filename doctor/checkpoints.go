@@ -33,11 +33,16 @@ func (d *doctor) checkpoints(context.Context) Result {
 		d.cfg.CacheDir, limit, len(kept), checkpoints.FormatBytes(files), checkpoints.FormatBytes(store))
 	switch {
 	case d.pods():
-		detail = fmt.Sprintf("files only, saved through the agent into %s (%s)", d.cfg.CacheDir, limit)
+		shared := workspace.CheckpointDirOf(d.cfg.CheckpointDir, d.cfg.CacheDir)
+		detail = fmt.Sprintf("files only, saved through the agent into %s (%s); a kept workspace's into %s, which every replica must share", d.cfg.CacheDir, limit, shared)
+		if err := writable(shared); err != nil {
+			return Result{Status: Warn, Detail: detail + fmt.Sprintf("; it cannot be written: %v", err),
+				Fix: "give --checkpoint-dir a directory the server's user can write: in a cluster, a volume mounted into every replica and into no workspace Pod (deploy/kubernetes/checkpoints.yaml)"}
+		}
 		return Result{Status: OK, Detail: detail + "; a Pod's /workspace goes with the Pod, so one removed for idleness or a profile restart has its files saved there and restored into the next " +
 			"(on a claim, --kubernetes-workspace-volume claim, they stay on it); a workspace kept by name lives in the cluster, a PersistentVolumeClaim and a Lease each " +
-			"(`wink-mcp workspaces --engine kubernetes`), and its checkpoints last only as long as its session; no session hands a workspace to another process " +
-			"(a handoff over HTTP keeps the Pod for a session of this server), and another replica does not see these checkpoints"}
+			"(`wink-mcp workspaces --engine kubernetes`), its checkpoints in the shared directory, where any replica finds them; no session hands a workspace to another process " +
+			"(a handoff over HTTP keeps the Pod for a session of this server)"}
 	case d.cfg.FilesOnEngineHost:
 		return Result{Status: OK, Detail: detail + "; with the files on the Podman host, sessions cannot keep a workspace by name or hand one to another process"}
 	}
@@ -90,4 +95,17 @@ func criuCheck(ctx context.Context) string {
 		}
 	}
 	return "`criu check` fails here: " + first
+}
+
+// writable makes dir when missing and writes and removes a file in it.
+func writable(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".doctor-")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }

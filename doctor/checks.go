@@ -71,6 +71,7 @@ func (d *doctor) checks() []check {
 		{"profiles", d.profiles},
 		{"mounts", d.mounts},
 		{"egress", d.egress},
+		{"credentials", d.trust},
 		{"checkpoints", d.checkpoints},
 		{"processes", d.processes},
 		{"container", d.container},

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -66,6 +67,7 @@ func TestDoctorOfPods(t *testing.T) {
 				"a Pod's /workspace goes with the Pod, so one removed for idleness or a profile restart has its files saved there and restored into the next",
 				"a workspace kept by name lives in the cluster, a PersistentVolumeClaim and a Lease each (`wink-mcp workspaces --engine kubernetes`)",
 				"ok    processes     running processes are not kept by checkpoints, restarts or handoffs to another process (start them again): a Pod's processes end with it",
+				"a kept workspace's into " + filepath.Join(cfg.CacheDir, "checkpoints") + ", which every replica must share",
 			}, tc.want...)
 			for _, w := range want {
 				if !strings.Contains(out.String(), w) {
@@ -78,6 +80,26 @@ func TestDoctorOfPods(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDoctorCheckpointDirUnwritable: a --checkpoint-dir the server cannot
+// write is a warning naming the directory and the fix.
+func TestDoctorCheckpointDirUnwritable(t *testing.T) {
+	t.Parallel()
+	cfg := workspace.DefaultConfig()
+	cfg.CacheDir = t.TempDir()
+	file := filepath.Join(cfg.CacheDir, "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.CheckpointDir, cfg.FilesOnEngineHost = filepath.Join(file, "checkpoints"), true
+	cfg.Engine = podEngine{Unreachable: enginetest.Unreachable{URI: "/etc/kube.conf", Remote: true, BoundsDisk: true, Pods: true}}
+	d := &doctor{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)), svc: workspace.NewService(cfg)}
+	r := d.checkpoints(context.Background())
+	if r.Status != Warn || !strings.Contains(r.Detail, cfg.CheckpointDir) || !strings.Contains(r.Detail, "it cannot be written") ||
+		!strings.Contains(r.Fix, "--checkpoint-dir") {
+		t.Errorf("checkpoints line with an unwritable --checkpoint-dir: %+v", r)
 	}
 }
 

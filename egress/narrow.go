@@ -2,10 +2,13 @@ package egress
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Narrowing is what a session's model has taken away from its own egress
@@ -164,4 +167,22 @@ func (s *Session) Drop(pattern string) (int, error) {
 	}
 	return 0, fmt.Errorf("pattern: %q is not one of this session's egress patterns; drop one of: %s (exactly as listed)",
 		pattern, strings.Join(slices.Compact(have), ", "))
+}
+
+// refuseHijacked answers a CONNECT, already taken from the HTTP server,
+// whose rule was dropped, or egress locked, while it was being checked.
+func (s *Session) refuseHijacked(down net.Conn, t *target, start time.Time) {
+	f := s.narrowedRefusal(t)
+	s.logRefused(f, start)
+	s.tell(Refusal{Host: f.host, Port: f.port, Status: f.status, Reason: f.reason, Remedy: f.remedy})
+	_, _ = io.WriteString(down, "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"+f.text())
+}
+
+// narrowedRefusal is the refusal of a connection to t whose rule was
+// dropped, or egress locked, while it was being checked.
+func (s *Session) narrowedRefusal(t *target) *refusal {
+	if s.narrowing().Locked() {
+		return lockRefusal(t.host, t.port)
+	}
+	return droppedRefusal(t.host, t.port, t.rule.Pattern)
 }

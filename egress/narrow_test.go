@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -183,4 +184,41 @@ func TestNarrowingUnderConnections(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+// A connection intercepted for a credential is cut by a lock like any
+// other, and the next CONNECT to its host is refused naming the lock.
+func TestNarrowingCutsAnInterceptedConnection(t *testing.T) {
+	rig := newMitmRig(t, nil)
+	tc, err := rig.tunnel(t, rig.credHost, "example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cut := rig.session.narrowing().Lock(); cut != 1 {
+		t.Fatalf("the lock cut %d connections, want the intercepted one", cut)
+	}
+	_ = tc.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := tc.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the intercepted connection still reads after the lock")
+	}
+	_, body := rawCONNECT(t, rig.proxy, rig.credHost)
+	if !strings.Contains(body, "egress is locked") {
+		t.Fatalf("a CONNECT after the lock: %q", body)
+	}
+}
+
+// rawCONNECT sends a CONNECT to hostPort through proxy and returns the
+// answer's status line and body.
+func rawCONNECT(t *testing.T, proxy, hostPort string) (string, string) {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(proxy, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", hostPort, hostPort)
+	all, _ := io.ReadAll(c)
+	status, body, _ := strings.Cut(string(all), "\r\n\r\n")
+	return status, body
 }

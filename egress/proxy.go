@@ -12,7 +12,6 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,7 +60,11 @@ type Config struct {
 	// OnRefusal, when set, is told of every connection the proxy refuses,
 	// as the client is, besides the log record. It must not block.
 	OnRefusal func(Refusal)
-	Log       *slog.Logger
+	// Inject, when set, makes the proxy terminate TLS for the hosts of its
+	// credentials and set their headers (see intercept); every other host
+	// stays an end-to-end CONNECT.
+	Inject *Injection
+	Log    *slog.Logger
 }
 
 // Session is one workspace session's proxy. It outlives the session's
@@ -320,6 +323,10 @@ func (s *Session) connect(w http.ResponseWriter, r *http.Request) {
 	if t == nil {
 		return
 	}
+	if c := s.cfg.Inject.credentialFor(t); c != nil {
+		s.intercept(w, r, t, c, start)
+		return
+	}
 	upstream, err := s.dial(r.Context(), t)
 	if err != nil {
 		s.refuse(w, &refusal{status: http.StatusBadGateway, host: t.host, port: port, reason: "connecting failed: " + err.Error()}, start)
@@ -335,10 +342,7 @@ func (s *Session) connect(w http.ResponseWriter, r *http.Request) {
 	before := cc.total()
 	forget, ok := s.narrowing().track(t.rule, func() { down.Close(); upstream.Close() })
 	if !ok {
-		f := s.narrowedRefusal(t)
-		s.logRefused(f, start)
-		s.tell(Refusal{Host: f.host, Port: f.port, Status: f.status, Reason: f.reason, Remedy: f.remedy})
-		_, _ = io.WriteString(down, "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"+f.text())
+		s.refuseHijacked(down, t, start)
 		return
 	}
 	defer forget()
@@ -427,25 +431,6 @@ func (s *Session) logAllowed(t *target, kind string, bytes int64, start time.Tim
 func (s *Session) logRefused(f *refusal, start time.Time) {
 	s.cfg.Log.Info("egress refused", "event", "egress", "session", s.sessionID(), "allowed", false, "status", f.status,
 		"host", f.host, "port", f.port, "reason", f.reason, "bytes", 0, "duration_ms", time.Since(start).Milliseconds())
-}
-
-// largeBuffers are a forwarded response's copy buffers: 256 KiB, so a
-// download crosses the tunnel in frames that large, not 32 KiB ones.
-var largeBuffers = &bufferPool{pool: sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}}
-
-// bufferPool is an httputil.BufferPool over a sync.Pool.
-type bufferPool struct{ pool sync.Pool }
-
-func (b *bufferPool) Get() []byte  { return *b.pool.Get().(*[]byte) }
-func (b *bufferPool) Put(p []byte) { b.pool.Put(&p) }
-
-// narrowedRefusal is the refusal of a connection to t whose rule was
-// dropped, or egress locked, while it was being checked.
-func (s *Session) narrowedRefusal(t *target) *refusal {
-	if s.narrowing().Locked() {
-		return lockRefusal(t.host, t.port)
-	}
-	return droppedRefusal(t.host, t.port, t.rule.Pattern)
 }
 
 // describe lists a policy's patterns for a refusal.

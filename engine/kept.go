@@ -45,11 +45,20 @@ type KeptAsk struct {
 	// to have ended (a process of this host that exited): the store then
 	// waits for its lease to run out rather than refusing.
 	Gone func(holder string) bool
+	// OnWanted, when set, makes the workspace one that any server may
+	// serve in turn (a 2026-07-28 handle's kept workspace): taking it
+	// while another holder's lease is live asks that holder to let it go
+	// and waits, within ctx, rather than refusing at once; and OnWanted is
+	// called, once, when another server asks this holder for it (the
+	// holder then releases it once no call of its own runs on it).
+	OnWanted func()
 }
 
 // KeptRecord describes a kept workspace of a KeptStore.
 type KeptRecord struct {
-	Name, Volume    string
+	Name, Volume string
+	// StoreKey is Held.StoreKey: it names the workspace's checkpoint store.
+	StoreKey        string
 	Created, Used   time.Time
 	Image, Profile  string
 	Principal       string
@@ -63,6 +72,12 @@ type KeptRecord struct {
 // takes, and Release gives it up.
 type Held struct {
 	Volume string
+	// StoreKey names the workspace's checkpoint store in a directory
+	// every server shares (--checkpoint-dir): the same for every server
+	// that holds this workspace, and never that of another workspace, nor
+	// of an earlier one of the same name (the Kubernetes engine: its
+	// claim's UID). It is a single path element.
+	StoreKey string
 	// Release stops renewing the lease, records the last use and ends the
 	// lease; it is safe to call more than once.
 	Release func(ctx context.Context)

@@ -20,7 +20,7 @@ import (
 // named prefix-...
 func claimsNamed(t *testing.T, cs *kubernetes.Clientset, prefix string) []corev1.PersistentVolumeClaim {
 	t.Helper()
-	list, err := cs.CoreV1().PersistentVolumeClaims("default").List(context.Background(), metav1.ListOptions{})
+	list, err := cs.CoreV1().PersistentVolumeClaims(testNamespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("listing PersistentVolumeClaims: %v", err)
 	}
@@ -42,7 +42,7 @@ func volumesOf(t *testing.T, cs *kubernetes.Clientset, prefix string) []string {
 	}
 	var out []string
 	for _, v := range list.Items {
-		if ref := v.Spec.ClaimRef; ref != nil && ref.Namespace == "default" && strings.HasPrefix(ref.Name, prefix+"-") {
+		if ref := v.Spec.ClaimRef; ref != nil && ref.Namespace == testNamespace && strings.HasPrefix(ref.Name, prefix+"-") {
 			out = append(out, v.Name)
 		}
 	}
@@ -51,13 +51,13 @@ func volumesOf(t *testing.T, cs *kubernetes.Clientset, prefix string) []string {
 
 // deleteClaims deletes what a failed test left of claims named prefix-...
 func deleteClaims(cs *kubernetes.Clientset, prefix string) {
-	list, err := cs.CoreV1().PersistentVolumeClaims("default").List(context.Background(), metav1.ListOptions{})
+	list, err := cs.CoreV1().PersistentVolumeClaims(testNamespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		return
 	}
 	for _, c := range list.Items {
 		if strings.HasPrefix(c.Name, prefix+"-") {
-			_ = cs.CoreV1().PersistentVolumeClaims("default").Delete(context.Background(), c.Name, metav1.DeleteOptions{})
+			_ = cs.CoreV1().PersistentVolumeClaims(testNamespace).Delete(context.Background(), c.Name, metav1.DeleteOptions{})
 		}
 	}
 }
@@ -147,18 +147,18 @@ func TestKubernetesKeptWorkspace(t *testing.T) {
 	name := "kept" + randomHex(4)
 	object := keptObjectName(name)
 	t.Cleanup(func() {
-		_ = cs.CoordinationV1().Leases("default").Delete(context.Background(), object, metav1.DeleteOptions{})
-		_ = cs.CoreV1().PersistentVolumeClaims("default").Delete(context.Background(), object, metav1.DeleteOptions{})
+		_ = cs.CoordinationV1().Leases(testNamespace).Delete(context.Background(), object, metav1.DeleteOptions{})
+		_ = cs.CoreV1().PersistentVolumeClaims(testNamespace).Delete(context.Background(), object, metav1.DeleteOptions{})
 	})
 	a := startKubernetes(t, cs, prefix, t.TempDir(), "--workspace", name)
 	if res := a.run("sh", "-c", "echo from-a >/workspace/kept.txt && id -u"); res.ExitCode != 0 || res.Stdout != "65534\n" {
 		t.Fatalf("writing to the kept workspace: %+v", res)
 	}
-	claim, err := cs.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), object, metav1.GetOptions{})
+	claim, err := cs.CoreV1().PersistentVolumeClaims(testNamespace).Get(context.Background(), object, metav1.GetOptions{})
 	if err != nil || claim.Labels["io.wink-mcp.kept"] != "true" || claim.Labels["io.wink-mcp.managed"] != "" || claim.Annotations["io.wink-mcp/kept-name"] != name {
 		t.Fatalf("the kept workspace's claim: %+v, %v", claim, err)
 	}
-	lease, err := cs.CoordinationV1().Leases("default").Get(context.Background(), object, metav1.GetOptions{})
+	lease, err := cs.CoordinationV1().Leases(testNamespace).Get(context.Background(), object, metav1.GetOptions{})
 	if err != nil || !strings.Contains(*lease.Spec.HolderIdentity, "wink-mcp instance") {
 		t.Fatalf("the kept workspace's Lease: %+v, %v", lease, err)
 	}
@@ -180,12 +180,12 @@ func TestKubernetesKeptWorkspace(t *testing.T) {
 	}
 	t.Logf("a new server took the dead holder's workspace in %v", time.Since(begin).Round(time.Millisecond))
 	c.endSession()
-	if _, err := cs.CoordinationV1().Leases("default").Get(context.Background(), object, metav1.GetOptions{}); err == nil {
+	if _, err := cs.CoordinationV1().Leases(testNamespace).Get(context.Background(), object, metav1.GetOptions{}); err == nil {
 		t.Error("the session ended and its Lease is still there")
 	}
 
 	cli := func(args ...string) string {
-		out, err := exec.Command(winkBin, append([]string{"workspaces", "--engine", "kubernetes", "--kubeconfig", clusterKubeconfig}, args...)...).CombinedOutput()
+		out, err := exec.Command(winkBin, append([]string{"workspaces", "--engine", "kubernetes", "--kubeconfig", clusterKubeconfig, "--namespace", testNamespace}, args...)...).CombinedOutput()
 		if err != nil {
 			t.Errorf("wink-mcp workspaces %v: %v\n%s", args, err, out)
 		}
@@ -196,8 +196,8 @@ func TestKubernetesKeptWorkspace(t *testing.T) {
 	}
 	cli("rm", name)
 	waitUntil(t, 60*time.Second, "the kept workspace's claim, volume and Lease, and every Pod, to go", func() bool {
-		_, leaseErr := cs.CoordinationV1().Leases("default").Get(context.Background(), object, metav1.GetOptions{})
-		_, claimErr := cs.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), object, metav1.GetOptions{})
+		_, leaseErr := cs.CoordinationV1().Leases(testNamespace).Get(context.Background(), object, metav1.GetOptions{})
+		_, claimErr := cs.CoreV1().PersistentVolumeClaims(testNamespace).Get(context.Background(), object, metav1.GetOptions{})
 		return apierrors.IsNotFound(leaseErr) && apierrors.IsNotFound(claimErr) && len(volumesOf(t, cs, "wink-kept-"+name)) == 0 &&
 			len(podsNamed(t, cs, prefix)) == 0
 	})
@@ -214,8 +214,8 @@ func TestKubernetesKeptWorkspaceOverHTTP(t *testing.T) {
 	name := "kept" + randomHex(4)
 	object := keptObjectName(name)
 	t.Cleanup(func() {
-		_ = cs.CoordinationV1().Leases("default").Delete(context.Background(), object, metav1.DeleteOptions{})
-		_ = cs.CoreV1().PersistentVolumeClaims("default").Delete(context.Background(), object, metav1.DeleteOptions{})
+		_ = cs.CoordinationV1().Leases(testNamespace).Delete(context.Background(), object, metav1.DeleteOptions{})
+		_ = cs.CoreV1().PersistentVolumeClaims(testNamespace).Delete(context.Background(), object, metav1.DeleteOptions{})
 	})
 	p := startKubernetesOver(t, "http", cs, prefix, "", "--warm", "0")
 	first := p.sibling(nil, "?workspace="+name)
@@ -228,7 +228,7 @@ func TestKubernetesKeptWorkspaceOverHTTP(t *testing.T) {
 	}
 	first.endSession()
 	waitUntil(t, 30*time.Second, "the first session's Lease to go", func() bool {
-		_, err := cs.CoordinationV1().Leases("default").Get(context.Background(), object, metav1.GetOptions{})
+		_, err := cs.CoordinationV1().Leases(testNamespace).Get(context.Background(), object, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
 	third := p.sibling(nil, "?workspace="+name)
@@ -239,17 +239,17 @@ func TestKubernetesKeptWorkspaceOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.waitExit(30 * time.Second)
-	if _, err := cs.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), object, metav1.GetOptions{}); err != nil {
+	if _, err := cs.CoreV1().PersistentVolumeClaims(testNamespace).Get(context.Background(), object, metav1.GetOptions{}); err != nil {
 		t.Errorf("after SIGTERM the kept claim is gone: %v", err)
 	}
-	if _, err := cs.CoordinationV1().Leases("default").Get(context.Background(), object, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := cs.CoordinationV1().Leases(testNamespace).Get(context.Background(), object, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("after SIGTERM the Lease is left: %v", err)
 	}
-	if out, err := exec.Command(winkBin, "workspaces", "--engine", "kubernetes", "--kubeconfig", clusterKubeconfig, "rm", name).CombinedOutput(); err != nil {
+	if out, err := exec.Command(winkBin, "workspaces", "--engine", "kubernetes", "--kubeconfig", clusterKubeconfig, "--namespace", testNamespace, "rm", name).CombinedOutput(); err != nil {
 		t.Errorf("wink-mcp workspaces rm: %v\n%s", err, out)
 	}
 	waitUntil(t, 60*time.Second, "the claim, its volume and every Pod to go", func() bool {
-		_, err := cs.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), object, metav1.GetOptions{})
+		_, err := cs.CoreV1().PersistentVolumeClaims(testNamespace).Get(context.Background(), object, metav1.GetOptions{})
 		return apierrors.IsNotFound(err) && len(volumesOf(t, cs, "wink-kept-"+name)) == 0 && len(podsNamed(t, cs, prefix)) == 0
 	})
 }

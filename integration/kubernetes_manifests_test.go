@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,11 +21,15 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/wink-mcp/wink-mcp/tools"
 )
 
 // clusterKubectl is the kubectl `make cluster` builds, of the node's version.
@@ -57,7 +62,8 @@ func kubectlResult(stdin []byte, args ...string) (string, error) {
 // deploy/kubernetes as an operator would (namespace, a name prefix, the
 // image), plus what this node needs: the API server's own address (the
 // node runs no kube-proxy, so Pods cannot reach its Service address), its
-// unenforced NetworkPolicies allowed, and no warm pool.
+// unenforced NetworkPolicies allowed, no warm pool, and the checkpoints'
+// claim ReadWriteOnce (one node; its provisioner offers no other).
 func manifestsOverlay(t *testing.T, cfg *rest.Config, namespace, image string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -88,6 +94,9 @@ patches:
       - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_PORT, value: %q}}
       - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: WINK_ALLOW_UNENFORCED_NETWORK_POLICY, value: "true"}}
       - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: WINK_WARM, value: "0"}}
+  - target: {kind: PersistentVolumeClaim, name: wink-mcp-checkpoints}
+    patch: |
+      - {op: replace, path: /spec/accessModes, value: [ReadWriteOnce]}
 `, rel, namespace, namespace, name, tag, api.Hostname(), api.Port())
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kustomization), 0o600); err != nil {
 		t.Fatal(err)
@@ -119,7 +128,9 @@ func decodeManifests(t *testing.T, rendered string) map[string][]*unstructured.U
 // the Role as the ServiceAccount with `kubectl auth can-i --as`, and
 // waits for both replicas Ready behind their /healthz probes. A session
 // on a replica, reached by the Service's name, makes its workspace Pod
-// with the ServiceAccount's rights; scaling to 0 leaves no Pod.
+// with the ServiceAccount's rights; a kept workspace's checkpoint taken
+// through one replica is listed and restored through the other, and
+// listed by a replica Pod that replaced both; scaling to 0 leaves no Pod.
 func TestKubernetesManifests(t *testing.T) {
 	cs, cfg := needCluster(t)
 	image := kubernetesAgentImage(t)
@@ -136,7 +147,7 @@ func TestKubernetesManifests(t *testing.T) {
 	rendered := kubectl(t, nil, "kustomize", manifestsOverlay(t, cfg, ns, image))
 	objects := decodeManifests(t, rendered)
 	for kind, want := range map[string]int{"ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
-		"Deployment": 1, "Service": 2, "PodDisruptionBudget": 1, "NetworkPolicy": 1, "Secret": 0, "Namespace": 0} {
+		"Deployment": 1, "Service": 2, "PodDisruptionBudget": 1, "NetworkPolicy": 1, "PersistentVolumeClaim": 1, "Secret": 0, "Namespace": 0} {
 		if got := len(objects[kind]); got != want {
 			t.Errorf("kustomize made %d %s; want %d", got, kind, want)
 		}
@@ -167,8 +178,14 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Fatalf("the replicas: %v, %v", pods, err)
 	}
 	begin := time.Now()
-	serviceSession(t, pods.Items[0].Status.PodIP, token)
+	serviceSession(t, pods.Items[0].Status.PodIP, token, "", func(p *proc) {
+		if res := p.run("id", "-u"); res.ExitCode != 0 || res.Stdout != "65534\n" {
+			t.Errorf("id -u in the workspace a replica made: %+v", res)
+		}
+	})
 	t.Logf("a session on an in-cluster replica, from initialize to its end: %v", time.Since(begin).Round(100*time.Millisecond))
+	kept := keptCheckpointAcrossReplicas(t, cs, ns, token, pods.Items[0].Status.PodIP, pods.Items[1].Status.PodIP)
+	replacedReplicaFindsCheckpoints(t, cs, ns, token, kept, pods.Items)
 
 	kubectl(t, nil, "-n", ns, "scale", "deployment/"+ns+"-wink-mcp", "--replicas=0")
 	waitUntil(t, 90*time.Second, "the replicas to end and their workspace Pods to go", func() bool {
@@ -212,6 +229,8 @@ func checkDeployment(t *testing.T, obj *unstructured.Unstructured, image string)
 		"a read-only root":             *sc.ReadOnlyRootFilesystem,
 		"memory, CPU and disk limited": !c.Resources.Limits.Memory().IsZero() && !c.Resources.Limits.Cpu().IsZero() && !c.Resources.Limits.StorageEphemeral().IsZero(),
 		"probed on /healthz":           c.ReadinessProbe.HTTPGet.Path == "/healthz" && c.LivenessProbe.HTTPGet.Path == "/healthz",
+		"the checkpoints' claim at --checkpoint-dir": mountsClaim(s, c, "-wink-mcp-checkpoints", "/var/lib/wink-mcp/checkpoints") &&
+			slices.Contains(c.Args, "--checkpoint-dir=/var/lib/wink-mcp/checkpoints"),
 	} {
 		if !ok {
 			t.Errorf("the Deployment lacks %s: %+v", what, s)
@@ -269,13 +288,14 @@ func checkRole(t *testing.T, obj *unstructured.Unstructured, ns string) {
 }
 
 // serviceSession opens a session on the replica at podIP as a client of
-// the Service would (Host: wink-mcp), and runs a command in its workspace.
-func serviceSession(t *testing.T, podIP, token string) {
+// the Service would (Host: wink-mcp), with query (?workspace=NAME, or ""),
+// uses it with use and ends it.
+func serviceSession(t *testing.T, podIP, token, query string, use func(p *proc)) {
 	t.Helper()
 	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(podIP, "8080"))
 	}
-	tr, err := transport.NewStreamableHTTP("http://wink-mcp:8080/mcp",
+	tr, err := transport.NewStreamableHTTP("http://wink-mcp:8080/mcp"+query,
 		withToken(token, &http.Transport{DialContext: dial}))
 	if err != nil {
 		t.Fatal(err)
@@ -283,8 +303,111 @@ func serviceSession(t *testing.T, podIP, token string) {
 	p := &proc{t: t, transport: "http", client: client.NewClient(tr), logs: &logBuffer{}, exited: make(chan struct{})}
 	p.initialize()
 	defer p.client.Close()
-	if res := p.run("id", "-u"); res.ExitCode != 0 || res.Stdout != "65534\n" {
-		t.Errorf("id -u in the workspace a replica made: %+v", res)
-	}
+	use(p)
 	p.endSession()
+}
+
+// mountsClaim says whether container c of the Pod spec s mounts, at path,
+// a claim whose name ends with suffix.
+func mountsClaim(s corev1.PodSpec, c corev1.Container, suffix, path string) bool {
+	for _, v := range s.Volumes {
+		if v.PersistentVolumeClaim == nil || !strings.HasSuffix(v.PersistentVolumeClaim.ClaimName, suffix) {
+			continue
+		}
+		for _, m := range c.VolumeMounts {
+			if m.Name == v.Name && m.MountPath == path && !m.ReadOnly {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keptCheckpointAcrossReplicas checkpoints a kept workspace through the
+// replica at first, and lists and restores it through the one at second:
+// the replicas share the checkpoints' claim, which the workspace Pod
+// does not mount. It returns the workspace's name.
+func keptCheckpointAcrossReplicas(t *testing.T, cs *kubernetes.Clientset, ns, token, first, second string) string {
+	t.Helper()
+	name := "deployed" + randomHex(4)
+	serviceSession(t, first, token, "?workspace="+name, func(p *proc) {
+		if res := p.run("sh", "-c", "echo through-the-first > f.txt"); res.ExitCode != 0 {
+			t.Fatalf("%+v", res)
+		}
+		var cp tools.WorkspaceCheckpointResult
+		decodeStructured(t, p.call("workspace_checkpoint", map[string]any{"message": "first replica"}), &cp)
+		workspacePods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "io.wink-mcp.managed"})
+		if err != nil || len(workspacePods.Items) != 1 {
+			t.Fatalf("the kept workspace's Pod: %v, %v", workspacePods, err)
+		}
+		for _, v := range workspacePods.Items[0].Spec.Volumes {
+			if v.PersistentVolumeClaim != nil && strings.HasSuffix(v.PersistentVolumeClaim.ClaimName, "-wink-mcp-checkpoints") {
+				t.Errorf("the workspace Pod mounts the checkpoints' claim: %+v", v)
+			}
+		}
+		p.run("sh", "-c", "echo changed > f.txt")
+	})
+	waitUntil(t, 30*time.Second, "the kept workspace's Lease to go", func() bool {
+		_, err := cs.CoordinationV1().Leases(ns).Get(context.Background(), keptObjectName(name), metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	serviceSession(t, second, token, "?workspace="+name, func(p *proc) {
+		var list tools.WorkspaceCheckpointsResult
+		decodeStructured(t, p.call("workspace_checkpoints", nil), &list)
+		if len(list.Checkpoints) != 1 || list.Checkpoints[0].Message != "first replica" {
+			t.Fatalf("the second replica lists %+v; want the first's checkpoint", list.Checkpoints)
+		}
+		var r tools.WorkspaceRestoreResult
+		decodeStructured(t, p.call("workspace_restore", map[string]any{"checkpoint": list.Checkpoints[0].ID}), &r)
+		if got := p.run("cat", "f.txt").Stdout; got != "through-the-first\n" {
+			t.Errorf("after the second replica's restore f.txt = %q", got)
+		}
+	})
+	return name
+}
+
+// replacedReplicaFindsCheckpoints deletes the replica Pods old and opens
+// the kept workspace name through a replica Pod that replaced them: its
+// two checkpoints (the first replica's and the restore's automatic one)
+// are there.
+func replacedReplicaFindsCheckpoints(t *testing.T, cs *kubernetes.Clientset, ns, token, name string, old []corev1.Pod) {
+	t.Helper()
+	waitUntil(t, 30*time.Second, "the kept workspace's Lease to go", func() bool {
+		_, err := cs.CoordinationV1().Leases(ns).Get(context.Background(), keptObjectName(name), metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	for _, p := range old {
+		kubectl(t, nil, "-n", ns, "delete", "pod", p.Name, "--wait=true")
+	}
+	var replaced *corev1.Pod
+	waitUntil(t, 180*time.Second, "a replica Pod that replaced them to be Ready", func() bool {
+		pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=server"})
+		if err != nil {
+			return false
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && p.Status.PodIP != "" && podReady(p) && !slices.ContainsFunc(old, func(o corev1.Pod) bool { return o.UID == p.UID }) {
+				replaced = &p
+				return true
+			}
+		}
+		return false
+	})
+	serviceSession(t, replaced.Status.PodIP, token, "?workspace="+name, func(s *proc) {
+		var list tools.WorkspaceCheckpointsResult
+		decodeStructured(t, s.call("workspace_checkpoints", nil), &list)
+		if len(list.Checkpoints) != 2 || list.Checkpoints[0].Message != "first replica" {
+			t.Errorf("a replaced replica lists %+v; want the first replica's and the restore's", list.Checkpoints)
+		}
+	})
+}
+
+// podReady says whether the Pod's Ready condition is true.
+func podReady(p corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

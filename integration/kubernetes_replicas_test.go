@@ -51,12 +51,24 @@ func (r *replica) addr() string {
 }
 
 // startHAProxy runs Debian's HAProxy on a free loopback port in front of
-// the replicas, as docs/kubernetes.md tells an operator to route: a new
-// session goes round robin, and every later request of it to the replica
-// whose answer carried its Mcp-Session-Id. It checks each replica's
-// /healthz every 500 ms. It returns the proxy's /mcp URL; the process is
-// killed at cleanup.
+// the replicas: a new session goes round robin, and every later request of
+// it to the replica whose answer carried its Mcp-Session-Id. It checks
+// each replica's /healthz every 500 ms. It returns the proxy's /mcp URL;
+// the process is killed at cleanup.
 func startHAProxy(t *testing.T, replicas ...*replica) string {
+	t.Helper()
+	return startHAProxyBalancing(t, "roundrobin", replicas...)
+}
+
+// documentedBalance is how docs/kubernetes.md tells an operator to balance:
+// a 2026-07-28 call by a consistent hash of its Mcp-Param-Workspace header
+// (a handle's calls reach one replica while it lives), round robin for a
+// request without it (workspace_open, a new 2025 session).
+const documentedBalance = "hdr(Mcp-Param-Workspace)\n    hash-type consistent"
+
+// startHAProxyBalancing is startHAProxy with balance as the backend's
+// balance algorithm (and what follows it).
+func startHAProxyBalancing(t *testing.T, balance string, replicas ...*replica) string {
 	t.Helper()
 	haproxy, err := exec.LookPath("haproxy")
 	if err != nil {
@@ -88,13 +100,13 @@ frontend mcp
     bind %s
     default_backend replicas
 backend replicas
-    balance roundrobin
+    balance %s
     option httpchk GET /healthz
     http-check expect status 200
     stick-table type string len 128 size 100k expire 30m
     stick store-response res.hdr(mcp-session-id)
     stick match req.hdr(mcp-session-id)
-%s`, addr, servers.String())
+%s`, addr, balance, servers.String())
 	file := filepath.Join(t.TempDir(), "haproxy.cfg")
 	if err := os.WriteFile(file, []byte(config), 0o600); err != nil {
 		t.Fatal(err)

@@ -142,14 +142,14 @@ func TestTypeScriptSDK2OnStreamableHTTP(t *testing.T) {
 }
 
 // waitHandleContainersGone waits until no container of a handle p opened
-// (its log's "workspace handle opened") is left: the server's warm pool
+// (its log's "workspace handle opened" or "... adopted from its record") is left: the server's warm pool
 // keeps containers of its own.
 func waitHandleContainersGone(t *testing.T, p *proc) {
 	t.Helper()
 	var sessions []string
 	for _, line := range strings.Split(p.logs.String(), "\n") {
 		var rec map[string]any
-		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "workspace handle opened" {
+		if json.Unmarshal([]byte(line), &rec) == nil && (rec["msg"] == "workspace handle opened" || rec["msg"] == "workspace handle adopted from its record") {
 			sessions = append(sessions, rec["session"].(string))
 		}
 	}
@@ -435,7 +435,7 @@ func TestModernCallGetsItsWorkspaceLogs(t *testing.T) {
 
 // TestModernTasksListIsRefused: over streamable HTTP a 2026-07-28 request
 // has no session, and mcp-go would list every session's tasks to it; it is
-// refused instead.
+// refused instead, naming the extension (which has no tasks/list).
 func TestModernTasksListIsRefused(t *testing.T) {
 	p := launch(t, startOptions{transport: "http"})
 	body := `{"jsonrpc":"2.0","id":1,"method":"tasks/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
@@ -451,7 +451,7 @@ func TestModernTasksListIsRefused(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(resp.Body)
-	if !strings.Contains(string(answer), "tasks are served to sessions of the 2025 revisions only") {
+	if !strings.Contains(string(answer), "io.modelcontextprotocol/tasks extension") {
 		t.Errorf("a 2026-07-28 tasks/list was answered %d: %s", resp.StatusCode, answer)
 	}
 }

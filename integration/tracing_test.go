@@ -3,13 +3,20 @@ package integration
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -124,5 +131,74 @@ func TestTracingSendsACallsSpans(t *testing.T) {
 	}
 	if ensure == 0 || agent == 0 {
 		t.Errorf("under the call's span: %d workspace.ensure and %d agent spans, want both", ensure, agent)
+	}
+}
+
+// TestTracingJoinsTheCallersTrace: a call whose _meta carries a W3C
+// traceparent gets a span in the caller's trace, under the caller's span,
+// on both revisions (a 2025-11-25 session and a 2026-07-28 handle); a
+// hostile traceparent (uppercase, here) is ignored and its call starts a
+// trace of its own.
+func TestTracingJoinsTheCallersTrace(t *testing.T) {
+	receiver := &otlpReceiver{}
+	collector := httptest.NewServer(receiver)
+	t.Cleanup(collector.Close)
+	tokenFile := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokenFile, []byte(testToken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := launch(t, startOptions{transport: "http", args: []string{"--auth-token-file", tokenFile, "--otlp-endpoint", collector.URL, "--warm", "0"},
+		env: []string{"OTEL_BSP_SCHEDULE_DELAY=200"}})
+	const (
+		legacyTrace, legacyParent = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+		modernTrace, modernParent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+		hostileTrace              = "abcdefabcdefabcdefabcdefabcdefab"
+	)
+	call := func(c *client.Client, traceparent string, args map[string]any) {
+		t.Helper()
+		var req mcp.CallToolRequest
+		req.Params.Name, req.Params.Arguments = "read_file", args
+		req.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{"traceparent": traceparent}}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if _, err := c.CallTool(ctx, req); err != nil {
+			t.Fatalf("read_file with traceparent %s: %v", traceparent, err)
+		}
+	}
+
+	p.connect(map[string]string{"Authorization": "Bearer " + testToken})
+	call(p.client, "00-"+legacyTrace+"-"+legacyParent+"-01", map[string]any{"file_path": "missing"})
+	call(p.client, "00-"+strings.ToUpper(hostileTrace)+"-"+legacyParent+"-01", map[string]any{"file_path": "missing"})
+	modern := modernClient(t, p.url, testToken)
+	text, isError := callTool(t, modern, "workspace_open", nil)
+	if isError {
+		t.Fatalf("workspace_open: %s", text)
+	}
+	handle := text[strings.LastIndex(text, " ")+1:]
+	call(modern, "00-"+modernTrace+"-"+modernParent+"-00", map[string]any{"file_path": "missing", "workspace": handle})
+
+	inTrace := func(trace string) []*tracepb.Span {
+		var out []*tracepb.Span
+		for _, s := range receiver.named("tools/call read_file") {
+			if hex.EncodeToString(s.GetTraceId()) == trace {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	waitUntil(t, 20*time.Second, "three read_file spans at the receiver", func() bool { return len(receiver.named("tools/call read_file")) >= 3 })
+	for _, want := range []struct{ name, trace, parent string }{{"2025-11-25", legacyTrace, legacyParent}, {"2026-07-28", modernTrace, modernParent}} {
+		spans := inTrace(want.trace)
+		if len(spans) != 1 || hex.EncodeToString(spans[0].GetParentSpanId()) != want.parent {
+			t.Errorf("%s: %d spans in the caller's trace %s, want one under %s: %v", want.name, len(spans), want.trace, want.parent, spans)
+		}
+	}
+	if spans := inTrace(hostileTrace); len(spans) != 0 {
+		t.Errorf("an uppercase traceparent was followed: %v", spans)
+	}
+	for _, s := range receiver.named("tools/call read_file") {
+		if trace := hex.EncodeToString(s.GetTraceId()); trace != legacyTrace && trace != modernTrace && len(s.GetParentSpanId()) != 0 {
+			t.Errorf("the hostile call's span has a parent: %x", s.GetParentSpanId())
+		}
 	}
 }

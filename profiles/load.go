@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -195,7 +196,7 @@ func (r *reader) profile(name string, k, v *yaml.Node) {
 		return
 	}
 	if v.Kind != yaml.MappingNode {
-		r.fail(v, name, "profile", "must be a mapping of fields (description, extends, image, setup, env, workdir, limits, egress, mounts)")
+		r.fail(v, name, "profile", "must be a mapping of fields (description, extends, image, setup, env, workdir, limits, egress, mounts, ca_bundle)")
 		return
 	}
 	rp := &raw{node: k, p: Profile{Name: name, File: r.path, FileID: r.fileID, Line: k.Line}}
@@ -239,8 +240,12 @@ func (r *reader) profile(name string, k, v *yaml.Node) {
 					p.Mounts = append(p.Mounts, Mount{Spec: s, Line: item.Line})
 				}
 			}
+		case "ca_bundle":
+			if s, ok := r.str(v, name, field); ok {
+				p.CABundle = r.caBundle(s, v, name)
+			}
 		default:
-			r.fail(k, name, field, "unknown field; a profile has description, extends, image, setup, env, workdir, limits, egress and mounts")
+			r.fail(k, name, field, "unknown field; a profile has description, extends, image, setup, env, workdir, limits, egress, mounts and ca_bundle")
 		}
 	})
 }
@@ -421,4 +426,17 @@ func (r *reader) egress(n *yaml.Node, profile string) Egress {
 		}
 	})
 	return e
+}
+
+// caBundle returns the path of a profile's ca_bundle, made absolute
+// against the profiles file's folder; the server reads it at start.
+func (r *reader) caBundle(s string, n *yaml.Node, profile string) string {
+	if s == "" {
+		r.fail(n, profile, "ca_bundle", "is empty; name a PEM file of CA certificates, or leave the field out")
+		return ""
+	}
+	if !filepath.IsAbs(s) {
+		s = filepath.Join(filepath.Dir(r.path), s)
+	}
+	return filepath.Clean(s)
 }

@@ -175,3 +175,20 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+// A profile's ca_bundle is made absolute against the file's folder, and
+// an extending profile inherits it.
+func TestCABundlePath(t *testing.T) {
+	f, err := Parse("/etc/wink/profiles.yaml", []byte("profiles:\n  a: {ca_bundle: certs/ca.pem}\n  b: {extends: a}\n  c: {ca_bundle: /abs/ca.pem}\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"a": "/etc/wink/certs/ca.pem", "b": "/etc/wink/certs/ca.pem", "c": "/abs/ca.pem"} {
+		if got := f.Profiles[name].CABundle; got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+	if _, err := Parse("p.yaml", []byte("profiles:\n  a: {ca_bundle: ''}\n"), noEnv); err == nil || !strings.Contains(err.Error(), "ca_bundle") {
+		t.Fatalf("an empty ca_bundle: %v", err)
+	}
+}

@@ -39,6 +39,7 @@ func merge(parent, child *Profile) *Profile {
 	out.Description = cmp.Or(child.Description, parent.Description)
 	out.Image = cmp.Or(child.Image, parent.Image)
 	out.Workdir = cmp.Or(child.Workdir, parent.Workdir)
+	out.CABundle = cmp.Or(child.CABundle, parent.CABundle)
 	out.Setup = append(append([]string{}, parent.Setup...), child.Setup...)
 	out.SetupSource = append(append([]string{}, parent.SetupSource...), child.SetupSource...)
 	out.Env = maps.Clone(parent.Env)

@@ -48,6 +48,10 @@ type Profile struct {
 	// Mounts are host folders shown in the profile's sessions besides the
 	// server's, in --mount's form (which the server parses).
 	Mounts []Mount
+	// CABundle is a PEM file (absolute, or made so against the file's
+	// folder) the profile's setup and sessions trust besides the server's
+	// --ca-bundle; "" for none.
+	CABundle string
 	// File and Line are where the profile is defined.
 	File string
 	Line int

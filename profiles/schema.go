@@ -27,6 +27,7 @@ type profileSchema struct {
 	Limits      limitsSchema      `json:"limits,omitempty"`
 	Egress      egressSchema      `json:"egress,omitempty"`
 	Mounts      []string          `json:"mounts,omitempty" jsonschema_description:"Host folders shown in the profile's sessions besides the server's --mount ones, in --mount's form (HOST_PATH[:WORKSPACE_PATH][:OPTIONS]), under an --allowed-root."`
+	CABundle    string            `json:"ca_bundle,omitempty" jsonschema_description:"A PEM file of CA certificates (a private registry's) the setup commands, the sessions and the egress proxy trust besides the server's --ca-bundle; relative to this file's folder."`
 }
 
 type limitsSchema struct {

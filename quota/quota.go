@@ -32,6 +32,10 @@ const (
 	// their egress proxies in the last EgressWindow (an EgressBudget,
 	// not reserved).
 	EgressBytes
+	// CheckpointBytes sums what the checkpoint stores of a principal's
+	// workspaces hold, each store's shared objects once (a StoreAccount
+	// per store, taken byte by byte as objects are written).
+	CheckpointBytes
 )
 
 // quotaInfo describes a resource to the people who meet its limit.
@@ -50,6 +54,8 @@ var info = map[Resource]quotaInfo{
 	MilliCPUs: {name: "cpus", flag: "--quota-cpus", format: func(n int64) string { return strconv.FormatFloat(float64(n)/1000, 'f', -1, 64) + " CPUs" },
 		remedy: closeOne + " to remove its container, switch to a smaller profile, or ask the operator to raise --quota-cpus"},
 	EgressBytes: {name: "egress", flag: "--quota-egress-bytes", format: func(n int64) string { return strconv.FormatInt(n, 10) + " bytes" }},
+	CheckpointBytes: {name: "checkpoints", flag: "--quota-checkpoint-bytes", format: func(n int64) string { return strconv.FormatInt(n, 10) + " bytes of checkpoints" },
+		remedy: "delete checkpoints you no longer need (workspace_checkpoint_delete, in this or your other workspaces; each frees the bytes no other checkpoint of its workspace shares), remove a kept workspace you no longer need, or ask the operator to raise --quota-checkpoint-bytes"},
 }
 
 // Name is the resource's name in messages, metrics and audit records.
@@ -67,6 +73,9 @@ type Limits struct {
 	// EgressBytes caps the bytes its sessions' egress proxies carry in
 	// any EgressWindow.
 	EgressBytes int64
+	// CheckpointBytes caps what the checkpoint stores of its workspaces
+	// hold together.
+	CheckpointBytes int64
 }
 
 func (l Limits) of(r Resource) int64 {
@@ -77,6 +86,8 @@ func (l Limits) of(r Resource) int64 {
 		return l.MemoryBytes
 	case MilliCPUs:
 		return l.MilliCPUs
+	case CheckpointBytes:
+		return l.CheckpointBytes
 	}
 	return 0
 }
@@ -90,6 +101,7 @@ type Ledger struct {
 	mu     sync.Mutex
 	used   map[string]Amounts
 	egress map[string]*EgressBudget
+	stores map[storeKey]*StoreAccount
 	// refused, when set, is told of every refusal (outside the lock).
 	refused func(principal string, r Resource)
 }
@@ -100,7 +112,7 @@ func New(limits Limits) *Ledger {
 	if limits == (Limits{}) {
 		return nil
 	}
-	return &Ledger{limits: limits, used: map[string]Amounts{}, egress: map[string]*EgressBudget{}}
+	return &Ledger{limits: limits, used: map[string]Amounts{}, egress: map[string]*EgressBudget{}, stores: map[storeKey]*StoreAccount{}}
 }
 
 // OnRefused has f told of every reservation refused from now on, to count
@@ -161,7 +173,8 @@ func (l *Ledger) Try(principal string, amounts Amounts) (*Hold, *ExceededError) 
 	return &Hold{ledger: l, principal: principal, amounts: taken}, nil
 }
 
-// take checks and takes amounts for principal under the lock.
+// take checks and takes amounts for principal under the lock. A
+// checkpoint store's bytes are taken by its StoreAccount.
 func (l *Ledger) take(principal string, amounts Amounts) *ExceededError {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -179,6 +192,14 @@ func (l *Ledger) take(principal string, amounts Amounts) *ExceededError {
 		held[r] += n
 	}
 	return nil
+}
+
+// Limit returns the quota on r, 0 when it is unlimited.
+func (l *Ledger) Limit(r Resource) int64 {
+	if l == nil {
+		return 0
+	}
+	return l.limits.of(r)
 }
 
 // InUse returns what principal holds of r.

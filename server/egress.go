@@ -73,7 +73,18 @@ func (c *clientSessions) callContext(id string) context.Context {
 
 // askEgress asks the user of session id, by MCP elicitation, whether the
 // workspace may reach host on port for the rest of the session.
+//
+// A workspace of a 2026-07-28 handle has no session to ask on: its call's
+// result asks instead (see egressQuestions), and the answer the retried
+// call brings is the answer here.
 func (s *Server) askEgress(ctx context.Context, id, host string, port int) (bool, error) {
+	if allow, ok := s.questions.answered(id, host, port); ok {
+		s.log.Info("egress question answered", "event", "egress_asked", "session", s.mgr.SessionHash(id), "host", host, "port", port, "allowed", allow)
+		return allow, nil
+	}
+	if err := s.questions.putToCall(id, host, port); err != nil {
+		return false, err
+	}
 	cs := s.clients.get(id)
 	if cs == nil {
 		return false, errors.New("the session has no client any more")

@@ -20,6 +20,8 @@ const (
 	toolWorkspaceOpen  = "workspace_open"
 	toolWorkspaceClose = "workspace_close"
 	handleArg          = "workspace"
+	// handoffArg is workspace_open's argument naming a handed-over workspace.
+	handoffArg = "handoff"
 	// handleHeader is the Mcp-Param-* header (without its prefix) a
 	// 2026-07-28 client mirrors the handle into, for load balancers.
 	handleHeader = "Workspace"
@@ -56,7 +58,9 @@ func (s *Server) handleTools() []mcpserver.ServerTool {
 			"pass the handle as the `workspace` argument of every other tool. The workspace lives until workspace_close or until it has no calls for the server's idle timeout. "+
 			"Clients of the 2025 revisions already have a workspace per session and do not need this."),
 		mcp.WithString("profile", mcp.Description("The profile the workspace starts with (see the workspace prompt); the server's default if left out.")),
-		mcp.WithString("name", mcp.Description("A kept workspace to open (or make): its files outlive the handle. Left out, the workspace is removed when the handle ends.")),
+		mcp.WithString("name", mcp.Description("A kept workspace to open (or make): its files outlive the handle, and so does the handle, on any replica of the server. Left out, the workspace is removed when the handle ends.")),
+		mcp.WithString(handoffArg, mcp.MaxLength(200), mcp.Description("A handle workspace_handoff gave (a session of a 2025 revision, or another handle, of the same client): "+
+			"the new handle takes that workspace over, as workspace_attach does. Not with `name`.")),
 		mcp.WithDestructiveHintAnnotation(false),
 		mcp.WithOpenWorldHintAnnotation(false),
 	)
@@ -77,7 +81,10 @@ func (s *Server) openHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if !mcpserver.IsModernRequest(ctx) {
 		return mcp.NewToolResultError(legacyHandleTool), nil
 	}
-	profile, name := req.GetString("profile", ""), req.GetString("name", "")
+	profile, name, handoff := req.GetString("profile", ""), req.GetString("name", ""), req.GetString(handoffArg, "")
+	if handoff != "" && name != "" {
+		return mcp.NewToolResultError("workspace_open: give `name` (a kept workspace) or `handoff` (a handed-over workspace), not both"), nil
+	}
 	if profile != "" {
 		if _, err := s.mgr.Profiles().Get(profile); err != nil {
 			return mcp.NewToolResultError("workspace_open: profile: " + err.Error()), nil
@@ -97,19 +104,38 @@ func (s *Server) openHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	}
 	handle, session := s.handles.open(principalFrom(ctx), hold)
 	stdio := mcpgoadapt.IsStdio(mcpserver.ClientSessionFromContext(ctx))
-	s.mgr.Register(session, workspace.SessionOptions{Workspace: name, Profile: profile, Principal: principalFrom(ctx), Stdio: stdio})
+	opts := workspace.SessionOptions{Profile: profile, Principal: principalFrom(ctx), Stdio: stdio}
+	if name != "" {
+		opts = s.shared.keptOptions(handle, name, profile, principalFrom(ctx), stdio)
+	}
+	s.mgr.Register(session, opts)
 	ws, err := s.mgr.Session(session)
 	if err != nil {
-		_, _ = s.handles.close(handle, principalFrom(ctx))
+		_, _, _ = s.handles.close(handle, principalFrom(ctx))
 		s.mgr.EndSession(ctx, session)
 		return mcp.NewToolResultError("workspace_open: " + err.Error()), nil
+	}
+	if handoff != "" {
+		return s.shared.openHandedOver(ctx, handle, session, ws, handoff)
 	}
 	if !s.cfg.Lazy {
 		ws.Prestart(ctx)
 	}
+	if name != "" {
+		if err := s.shared.record(ctx, handle, principalFrom(ctx), name, profile); err != nil {
+			_, _, _ = s.handles.close(handle, principalFrom(ctx))
+			s.mgr.EndSession(ctx, session)
+			return mcp.NewToolResultError("workspace_open: " + err.Error()), nil
+		}
+	}
 	s.log.Info("workspace handle opened", "session", s.mgr.SessionHash(session), "profile", profile, "kept", name != "")
-	text := "Workspace opened. Pass this handle as the `workspace` argument of every tool, and close it with workspace_close when done: " + handle
-	return mcp.NewToolResultStructured(map[string]any{handleArg: handle}, text), nil
+	return openedResult(handle, ""), nil
+}
+
+// openedResult is workspace_open's answer: the handle, and what came along.
+func openedResult(handle, came string) *mcp.CallToolResult {
+	text := "Workspace opened" + came + ". Pass this handle as the `workspace` argument of every tool, and close it with workspace_close when done: " + handle
+	return mcp.NewToolResultStructured(map[string]any{handleArg: handle}, text)
 }
 
 // closeHandle serves workspace_close.
@@ -121,12 +147,18 @@ func (s *Server) closeHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if err != nil {
 		return mcp.NewToolResultError("workspace_close: the `workspace` argument (the handle workspace_open returned) is required"), nil
 	}
-	session, err := s.handles.close(handle, principalFrom(ctx))
-	if err != nil {
-		return mcp.NewToolResultError(err.Error()), nil
-	}
 	end, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()
+	session, record, err := s.handles.close(handle, principalFrom(ctx))
+	if err != nil {
+		// Held by no one here: maybe opened on another server, or before a restart.
+		if err := s.shared.closeRecorded(end, handle, principalFrom(ctx)); err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		s.log.Info("workspace handle closed by its record")
+		return mcp.NewToolResultText("Workspace closed; its handle no longer works."), nil
+	}
+	s.shared.forget(end, record)
 	s.mgr.EndSession(end, session)
 	s.log.Info("workspace handle closed", "session", s.mgr.SessionHash(session))
 	return mcp.NewToolResultText("Workspace closed; its handle no longer works."), nil
@@ -155,7 +187,7 @@ func (s *Server) bindHandle(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandle
 		if !named || handle == "" {
 			return mcp.NewToolResultError(req.Params.Name + " needs a workspace: call workspace_open, then pass the handle it returns as the `workspace` argument"), nil
 		}
-		session, end, err := s.handles.begin(handle, principalFrom(ctx))
+		session, end, err := s.shared.beginHandleCall(ctx, handle)
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
 		}
@@ -167,7 +199,9 @@ func (s *Server) bindHandle(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandle
 		var decoded map[string]any
 		_ = json.Unmarshal(args, &decoded) // an object: takeHandleArg made it
 		req.Params.Arguments, req.Params.RawArguments = decoded, args
-		return next(context.WithValue(ctx, handleSessionKey{}, session), req)
+		result, err := next(context.WithValue(ctx, handleSessionKey{}, session), req)
+		s.shared.changedByHandoff(ctx, req.Params.Name, handle, result)
+		return result, err
 	}
 }
 

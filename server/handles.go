@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/quota"
 	"github.com/wink-mcp/wink-mcp/server/mcpgoadapt"
 )
@@ -39,6 +40,10 @@ type handleStore struct {
 	mu      sync.Mutex
 	handles map[string]*handleState
 	now     func() time.Time
+	// letGo ends the session of a handle whose workspace another server
+	// wanted, once it has no call running (sharedHandles.letGo); its
+	// record stays, for that server.
+	letGo func(session string)
 }
 
 // handleState is one handle's owner, session and activity.
@@ -48,6 +53,14 @@ type handleState struct {
 	inflight  int
 	last      time.Time
 	quota     *quota.Hold // its share of the principal's workspaces quota, given back when it ends
+	// record is the handle's shared record (handles_shared.go), nil for
+	// a handle on a workspace that is not kept, which only this process knows.
+	record *engine.HandleRecord
+	// checked is when the record was last found still there (refresh).
+	checked time.Time
+	// wanted says another server asked for the handle's kept workspace:
+	// it is let go when its last call ends.
+	wanted bool
 }
 
 func newHandleStore() *handleStore {
@@ -59,14 +72,64 @@ func newHandleStore() *handleStore {
 func (st *handleStore) open(principal string, hold *quota.Hold) (handle, session string) {
 	secret := make([]byte, handleBytes)
 	_, _ = rand.Read(secret) // crypto/rand.Read never fails (Go 1.24+)
-	id := make([]byte, 16)
-	_, _ = rand.Read(id)
 	handle = handlePrefix + base64.RawURLEncoding.EncodeToString(secret)
-	session = "handle-" + hex.EncodeToString(id)
+	session = newHandleSession()
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.handles[handle] = &handleState{principal: principal, session: session, last: st.now(), quota: hold}
 	return handle, session
+}
+
+// newHandleSession returns a new manager session id for a handle.
+func newHandleSession() string {
+	id := make([]byte, 16)
+	_, _ = rand.Read(id)
+	return "handle-" + hex.EncodeToString(id)
+}
+
+// adopt holds h as handle's state, a handle this process did not open
+// (found by its record; sharedHandles.adopt makes one adoption of a
+// handle at a time).
+func (st *handleStore) adopt(handle string, h *handleState) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	h.last, h.checked = st.now(), st.now()
+	st.handles[handle] = h
+}
+
+// setRecord gives handle its shared record.
+func (st *handleStore) setRecord(handle string, rec *engine.HandleRecord) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if h, ok := st.handles[handle]; ok {
+		h.record, h.checked = rec, st.now()
+	}
+}
+
+// recordDue returns the shared record of handle of principal when its last
+// check is every or longer ago, and marks it checked; nil otherwise, and
+// for a handle without a record.
+func (st *handleStore) recordDue(handle, principal string, every time.Duration) *engine.HandleRecord {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	h, ok := st.handles[handle]
+	if !ok || h.principal != principal || h.record == nil || st.now().Sub(h.checked) < every {
+		return nil
+	}
+	h.checked = st.now()
+	rec := *h.record
+	return &rec
+}
+
+// recordOf returns the shared record of handle of principal, nil if it has none.
+func (st *handleStore) recordOf(handle, principal string) *engine.HandleRecord {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if h, ok := st.handles[handle]; ok && h.principal == principal && h.record != nil {
+		rec := *h.record
+		return &rec
+	}
+	return nil
 }
 
 // count returns how many handles are open.
@@ -92,36 +155,66 @@ func (st *handleStore) begin(handle, principal string) (session string, end func
 		defer st.mu.Unlock()
 		h.inflight--
 		h.last = st.now()
+		st.letGoIfWantedLocked(handle, h)
 	}, nil
 }
 
-// close forgets handle of principal, gives back its quota, and returns its session.
-func (st *handleStore) close(handle, principal string) (string, error) {
+// want marks handle as wanted by another server: it is let go now, or
+// when its last running call ends.
+func (st *handleStore) want(handle string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if h, ok := st.handles[handle]; ok {
+		h.wanted = true
+		st.letGoIfWantedLocked(handle, h)
+	}
+}
+
+// letGoIfWantedLocked forgets h, handle's state, if it is wanted and idle,
+// giving back its quota and ending its session; st.mu is held.
+func (st *handleStore) letGoIfWantedLocked(handle string, h *handleState) {
+	if !h.wanted || h.inflight > 0 || st.handles[handle] != h {
+		return
+	}
+	delete(st.handles, handle)
+	h.quota.Release()
+	go st.letGo(h.session) // not under st.mu: it ends a workspace
+}
+
+// close forgets handle of principal, gives back its quota, and returns
+// its session and shared record (nil if none).
+func (st *handleStore) close(handle, principal string) (string, *engine.HandleRecord, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	h, ok := st.handles[handle]
 	if !ok || h.principal != principal {
-		return "", errUnknownHandle
+		return "", nil, errUnknownHandle
 	}
 	delete(st.handles, handle)
 	h.quota.Release()
-	return h.session, nil
+	return h.session, h.record, nil
+}
+
+// expiredHandle is a handle the idle expiry ended.
+type expiredHandle struct {
+	session string
+	record  *engine.HandleRecord // nil if it had none
 }
 
 // expire forgets the handles with no call running and none for idle,
-// gives back their quota, and returns their sessions.
-func (st *handleStore) expire(idle time.Duration) []string {
+// gives back their quota, and returns them.
+func (st *handleStore) expire(idle time.Duration) []expiredHandle {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	var sessions []string
+	var ended []expiredHandle
 	for handle, h := range st.handles {
 		if h.inflight == 0 && st.now().Sub(h.last) >= idle {
 			delete(st.handles, handle)
 			h.quota.Release()
-			sessions = append(sessions, h.session)
+			ended = append(ended, expiredHandle{session: h.session, record: h.record})
 		}
 	}
-	return sessions
+	return ended
 }
 
 // inQuery reports whether a URL query string carries a workspace handle,
@@ -139,19 +232,21 @@ func inQuery(rawQuery string) bool {
 // is done.
 func (s *Server) expireHandles(ctx context.Context, idle time.Duration) {
 	onIdleTicks(ctx, idle, func() {
-		for _, id := range s.handles.expire(idle) {
-			s.log.Info("workspace handle expired", "session", s.mgr.SessionHash(id), "idle_timeout", idle.String())
+		for _, ended := range s.handles.expire(idle) {
+			s.log.Info("workspace handle expired", "session", s.mgr.SessionHash(ended.session), "idle_timeout", idle.String())
 			end, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
-			s.mgr.EndSession(end, id)
+			s.shared.forget(end, ended.record)
+			s.mgr.EndSession(end, ended.session)
 			cancel()
 		}
 	})
 }
 
 // refuseSessionScoped refuses the 2026-07-28 requests for what is scoped by
-// a session, which such a request has not: tasks (mcp-go scopes a task to
-// the session that made it, and a request without one would see every
-// session's) and resource subscriptions (a session's workspace files).
+// a session, which such a request has not: mcp-go's tasks (it scopes a
+// task to the session that made it, and a request without one would see
+// every session's; the extension's are served by modernTasks) and resource
+// subscriptions (a session's workspace files).
 func refuseSessionScoped(head *mcpgoadapt.Head) error {
 	if !mcp.IsModernProtocol(head.ProtocolVersion(mcp.MetaKeyProtocolVersion)) {
 		return nil
@@ -159,7 +254,7 @@ func refuseSessionScoped(head *mcpgoadapt.Head) error {
 	method := head.MethodName()
 	switch {
 	case strings.HasPrefix(method, "tasks/"), method == string(mcp.MethodToolsCall) && head.AsksForTask():
-		return errors.New("tasks are served to sessions of the 2025 revisions only for now: under 2026-07-28, call the tool without a task (long calls report progress on their own stream)")
+		return errors.New("under 2026-07-28 tasks are the io.modelcontextprotocol/tasks extension: declare it in the request's client capabilities and call podman_shell or evaluate_python without `task`, then poll with tasks/get (tasks/list, tasks/result and a tools/call `task` are of the 2025 revisions)")
 	case method == string(mcp.MethodResourcesSubscribe), method == string(mcp.MethodResourcesUnsubscribe):
 		return errors.New("resource subscriptions belong to a session's workspace: under 2026-07-28, follow a handle's changes with workspace_changes")
 	}

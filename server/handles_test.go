@@ -27,7 +27,7 @@ func TestHandlesAreUnguessableAndBoundToTheirPrincipal(t *testing.T) {
 		if _, _, err := st.begin(h, "alice"); !errors.Is(err, errUnknownHandle) {
 			t.Errorf("alice using %q: %v", h, err)
 		}
-		if _, err := st.close(h, "alice"); !errors.Is(err, errUnknownHandle) {
+		if _, _, err := st.close(h, "alice"); !errors.Is(err, errUnknownHandle) {
 			t.Errorf("alice closing %q: %v", h, err)
 		}
 	}
@@ -36,7 +36,7 @@ func TestHandlesAreUnguessableAndBoundToTheirPrincipal(t *testing.T) {
 		t.Fatalf("alice's own handle: %q, %v", session, err)
 	}
 	end()
-	if got, err := st.close(a, "alice"); err != nil || got != sessionA {
+	if got, _, err := st.close(a, "alice"); err != nil || got != sessionA {
 		t.Fatalf("close: %q, %v", got, err)
 	}
 	if _, _, err := st.begin(a, "alice"); !errors.Is(err, errUnknownHandle) {
@@ -55,7 +55,7 @@ func TestIdleHandlesExpireButNotDuringACall(t *testing.T) {
 		t.Fatal(err)
 	}
 	now = now.Add(time.Hour)
-	if got := st.expire(time.Minute); len(got) != 1 || got[0] != idleSession {
+	if got := st.expire(time.Minute); len(got) != 1 || got[0].session != idleSession {
 		t.Fatalf("expired %v, want only %s", got, idleSession)
 	}
 	if _, _, err := st.begin(idle, "p"); !errors.Is(err, errUnknownHandle) {
@@ -66,7 +66,7 @@ func TestIdleHandlesExpireButNotDuringACall(t *testing.T) {
 		t.Errorf("expired %v right after a call", got)
 	}
 	now = now.Add(time.Minute)
-	if got := st.expire(time.Minute); len(got) != 1 || got[0] != busySession {
+	if got := st.expire(time.Minute); len(got) != 1 || got[0].session != busySession {
 		t.Errorf("expired %v, want %s", got, busySession)
 	}
 }
@@ -100,5 +100,37 @@ func TestAHandleInAQueryStringIsRecognised(t *testing.T) {
 	}
 	if inQuery("workspace=kept-name&profile=go") {
 		t.Error("a kept workspace name was taken for a handle")
+	}
+}
+
+// TestAWantedHandleIsLetGoOnlyWhenNoCallRuns: a handle whose workspace
+// another server asked for is let go (its session ended, its quota back)
+// at once when idle, and otherwise when its last running call ends.
+func TestAWantedHandleIsLetGoOnlyWhenNoCallRuns(t *testing.T) {
+	st := newHandleStore()
+	let := make(chan string, 2)
+	st.letGo = func(session string) { let <- session }
+	idle, idleSession := st.open("p", nil)
+	busy, busySession := st.open("p", nil)
+	_, end, err := st.begin(busy, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.want(idle)
+	st.want(busy)
+	if got := <-let; got != idleSession {
+		t.Fatalf("let go %s first, want the idle %s", got, idleSession)
+	}
+	select {
+	case got := <-let:
+		t.Fatalf("%s let go while its call runs", got)
+	case <-time.After(50 * time.Millisecond):
+	}
+	end()
+	if got := <-let; got != busySession {
+		t.Fatalf("let go %s, want %s after its call", got, busySession)
+	}
+	if st.count() != 0 {
+		t.Errorf("%d handles still held", st.count())
 	}
 }

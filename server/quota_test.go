@@ -203,7 +203,7 @@ func TestHandlesGiveTheirQuotaBack(t *testing.T) {
 	if _, err := ledger.Reserve("p", quota.Amounts{quota.Workspaces: 1}); err == nil {
 		t.Fatal("a third workspace past a quota of 2")
 	}
-	if _, err := st.close(closed, "p"); err != nil {
+	if _, _, err := st.close(closed, "p"); err != nil {
 		t.Fatal(err)
 	}
 	if n := ledger.InUse("p", quota.Workspaces); n != 1 {

@@ -78,6 +78,9 @@ type Server struct {
 	results   taskResults
 	subs      *subscriptions
 	handles   *handleStore
+	questions *egressQuestions // the egress questions of 2026-07-28 calls
+	tasks2026 *modernTasks     // the tasks of 2026-07-28 requests
+	shared    *sharedHandles   // the records of handles on kept workspaces
 	logs      *clientLogs
 	stop      context.CancelFunc // stops the handles' idle reaper
 	calls     *callTracker
@@ -112,9 +115,10 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), handles: newHandleStore(), logs: logs, calls: newCallTracker(), sweepDone: make(chan struct{}),
+	s := &Server{cfg: cfg, log: log, mgr: mgr, sessions: newSessionStore(), subs: newSubscriptions(), handles: newHandleStore(), questions: newEgressQuestions(), logs: logs, calls: newCallTracker(), sweepDone: make(chan struct{}),
 		tel: telemetry{audit: cfg.Audit, metrics: cfg.Metrics, mgr: mgr, log: log}}
 
+	s.shared = newSharedHandles(cfg, s.handles, mgr, log)
 	cfg.Quotas.OnRefused(s.tel.recordQuota)
 	logs.server.Store(s)
 	hooks := &mcpserver.Hooks{}
@@ -182,8 +186,10 @@ func New(cfg Config) (*Server, error) {
 		mcpserver.WithToolHandlerMiddleware(s.tel.audited), // inside observe: it sees a handler's own error or panic
 		mcpserver.WithToolHandlerMiddleware(s.traced),
 		mcpserver.WithToolHandlerMiddleware(s.bindHandle),
+		mcpserver.WithToolHandlerMiddleware(s.questions.askByInput), // inside bindHandle: it needs the handle's session
 		mcpserver.WithTaskCapabilities(true, true, true),
 		mcpserver.WithTaskHooks(s.taskHooks()),
+		mcpserver.WithExtensions(map[string]any{tasksExtension: map[string]any{}}),
 	)
 	all, err := tools.All(s.workspaceFor, log, tools.Options{MaxCommandTimeout: cfg.MaxCommandTimeout, Profiles: profileList})
 	if err != nil {
@@ -196,6 +202,20 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	hooks.AddAfterListTools(showLegacySchemas(legacySchemas))
+	taskTools := map[string]bool{}
+	for _, t := range all {
+		if t.Tool.Execution != nil && t.Tool.Execution.TaskSupport != mcp.TaskSupportForbidden {
+			taskTools[t.Tool.Name] = true
+		}
+	}
+	s.tasks2026 = newModernTasks(taskTools, time.Duration(s.taskTTL(nil))*time.Millisecond, s.mcp.HandleMessage,
+		func(handle, principal string) bool {
+			_, end, err := s.handles.begin(handle, principal)
+			if err == nil {
+				end()
+			}
+			return err == nil
+		})
 	all = append(all, s.handleTools()...)
 	s.mcp.AddTools(all...)
 	s.tel.countTools(all)

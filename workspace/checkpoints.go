@@ -49,6 +49,12 @@ func (s *Session) newCheckpoints() *checkpoint.Room {
 		SkipPaths:       s.skipPaths,
 		Changed:         func(ctx context.Context) { s.m.changed(ctx, s.who.id(), s.touched.Paths()...) },
 		Enter:           s.enter,
+		Budget: func(dir string) checkpoints.Budget {
+			if a := s.m.cfg.Quotas.Checkpoints(s.principal, dir); a != nil {
+				return a
+			}
+			return nil // not a nil *quota.StoreAccount in the interface
+		},
 	})
 }
 

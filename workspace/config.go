@@ -86,7 +86,10 @@ type Config struct {
 	// Quotas, when set, holds each container's memory and CPU limits
 	// against its session's principal while the container exists (a
 	// pooled container's from when a session takes it); a container past
-	// the principal's quota is not made, and the call says why.
+	// the principal's quota is not made, and the call says why. It also
+	// counts what the checkpoint stores of the principal's workspaces
+	// hold (a kept workspace's while it is kept, found on disk at start):
+	// a checkpoint past the quota is refused, leaving nothing written.
 	Quotas *quota.Ledger
 	// NamePrefix starts every container name.
 	NamePrefix string
@@ -96,6 +99,11 @@ type Config struct {
 	// bytes of its objects, each file's content and each directory's tree
 	// stored once however many checkpoints hold it; 0 for no bound.
 	CheckpointBytes int64
+	// CheckpointDir holds the checkpoints of the kept workspaces an engine
+	// holds (engine.KeptStore), one store per workspace, where every
+	// server of that engine finds them (kept_store.go): a directory they
+	// all share; "" for a directory under CacheDir.
+	CheckpointDir string
 	// KeepSessionDirs keeps session directories after their sessions end.
 	KeepSessionDirs bool
 	// IdleTimeout removes a session's container after this long without calls.
@@ -186,6 +194,12 @@ type Config struct {
 	// GitIdentity, when set, is the git user.name and user.email of every
 	// session's container (--git-identity).
 	GitIdentity *GitIdentity
+	// Credentials are the headers the egress proxy sets for their hosts
+	// (--credentials); nil for none.
+	Credentials *egress.Credentials
+	// CABundle is a PEM file of CAs the containers and the egress proxy
+	// trust besides the public roots (--ca-bundle); "" for none.
+	CABundle string
 	// EgressAsk asks the user, through the function Manager.OnEgressAsk
 	// sets, whether a session may reach a host no pattern allows; it turns
 	// the proxy on even without patterns.
@@ -213,6 +227,39 @@ func (c Config) limitsDisks() bool {
 		}
 	}
 	return false
+}
+
+// profilesHaveEgress says whether a profile gives its sessions egress.
+func (c Config) profilesHaveEgress() bool {
+	if c.Profiles == nil {
+		return false
+	}
+	for _, p := range c.Profiles.Profiles {
+		if len(p.Egress.Session) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// profilesHaveCABundle says whether a profile names a ca_bundle.
+func (c Config) profilesHaveCABundle() bool {
+	if c.Profiles == nil {
+		return false
+	}
+	for _, p := range c.Profiles.Profiles {
+		if p.CABundle != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func (c Config) credentialsPath() string {
+	if c.Credentials == nil {
+		return ""
+	}
+	return c.Credentials.Path
 }
 
 // EgressOn says whether the containers get the egress proxy.
@@ -279,6 +326,7 @@ func (c Config) Validate() error {
 	check(c.APITimeout > 0, "podman API timeout must be positive")
 	check(c.PullTimeout > 0, "pull timeout must be positive")
 	check(c.ExportDir == "" || filepath.IsAbs(c.ExportDir), "export directory %q must be an absolute path", c.ExportDir)
+	check(c.CheckpointDir == "" || filepath.IsAbs(c.CheckpointDir), "--checkpoint-dir %q must be an absolute path", c.CheckpointDir)
 	if _, err := egress.ParsePolicy(c.Egress); err != nil {
 		errs = append(errs, err)
 	}
@@ -289,6 +337,18 @@ func (c Config) Validate() error {
 	check(c.Warm >= 0 && c.Warm <= MaxWarm, "warm %d must be between 0 and %d", c.Warm, MaxWarm)
 	check(c.Warm == 0 || !c.MountRoots, "--warm %d cannot serve --mount-roots: a pooled container is made before any client names its roots; drop one of them", c.Warm)
 	check(c.Warm == 0 || !c.KeepSessionDirs, "--warm %d cannot serve --keep-session-dirs: a kept directory is named after its session, which a pooled container's is not; drop one of them", c.Warm)
+	check((c.Credentials == nil && c.CABundle == "" && !c.profilesHaveCABundle()) || !c.FilesOnEngineHost || c.sharedWithEngineHost(c.CacheDir),
+		"--credentials, --ca-bundle and a profile's ca_bundle need the engine's host to share this machine's files (local or rootless Podman), "+
+			"where the containers mount the CA bundle; this engine keeps them elsewhere (remote Podman without a --podman-shared-path "+
+			"holding --cache-dir %s, or Kubernetes), which does not have them yet", c.CacheDir)
+	check(c.Credentials == nil || c.EgressOn() || c.profilesHaveEgress(),
+		"--credentials %s: the sessions have no egress proxy to inject them; add --egress naming the credentials' hosts", c.credentialsPath())
+	for _, name := range c.Credentials.Names() {
+		for _, p := range c.Credentials.Get(name).Profiles {
+			check(c.Profiles != nil && c.Profiles.Profiles[p] != nil, "--credentials %s: %s.profiles names %s, which no profiles file (--profiles) defines",
+				c.credentialsPath(), name, p)
+		}
+	}
 	const onPodmanHost = "cannot serve a Podman service whose host does not share this machine's files " +
 		"(--files-on-podman-host, the default for ssh:// URLs): "
 	for _, mt := range c.allMounts() {

@@ -14,9 +14,9 @@ import (
 // An engine that keeps kept workspaces itself (engine.KeptStore: the
 // Kubernetes engine) holds their files, their record and their owner
 // where every server sees them; nothing of them is on this machine's
-// disk. Such a workspace has no lock file, record or checkpoint store
-// under the cache directory: its checkpoints last as long as the session,
-// as an ordinary session's do, and it is not handed over.
+// disk. Such a workspace has no lock file or record under the cache
+// directory; its checkpoints are in the checkpoint directory every server
+// shares (kept_store.go); it is not handed over.
 
 // keptHoldWait bounds the wait for a kept workspace whose last holder
 // stopped renewing its lease (a server killed), on top of the API calls.
@@ -43,10 +43,12 @@ func (m *Manager) holdInEngine(hash string, opts SessionOptions, profile *profil
 		Image:     m.keptImage(profile),
 		Profile:   profileName(profile),
 		DiskBytes: profileLimits(m.cfg.Limits, profile).DiskBytes,
+		OnWanted:  opts.OnWanted,
 	})
 	if err != nil {
 		return nil, err
 	}
+	awaitKeptStore(&m.cfg, held, opts.Workspace)
 	return held, nil
 }
 
@@ -62,13 +64,27 @@ func (m *Manager) keptImage(p *profiles.Profile) string {
 	return ""
 }
 
-// newHeldSession returns a session that owns the kept workspace held.
-func (m *Manager) newHeldSession(id, hash string, opts SessionOptions, held *engine.Held) *Session {
+// newHeldSession returns a session that owns the kept workspace held,
+// its checkpoints in the store its key names (kept_store.go), whose lock
+// it takes.
+func (m *Manager) newHeldSession(id, hash string, opts SessionOptions, held *engine.Held) (*Session, error) {
+	dir, err := keptStoreOf(&m.cfg, held)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := lockKeptStore(dir, opts.Workspace, 0)
+	if err != nil {
+		return nil, err
+	}
 	s := m.newSession(id, hash)
-	s.principal, s.stdio = opts.Principal, opts.Stdio
-	s.kept = &keptWorkspace{name: opts.Workspace, held: held}
-	m.log.Info("kept workspace opened", "event", "workspace_opened", "session", hash, "workspace", opts.Workspace, "volume", held.Volume)
-	return s
+	s.principal, s.stdio, s.storeDir = opts.Principal, opts.Stdio, dir
+	s.kept = &keptWorkspace{name: opts.Workspace, held: held, lock: lock}
+	if _, err := s.checkpoints.Store(); err != nil { // finds a restore its last holder did not finish
+		lock.Close()
+		return nil, err
+	}
+	m.log.Info("kept workspace opened", "event", "workspace_opened", "session", hash, "workspace", opts.Workspace, "volume", held.Volume, "checkpoints", dir)
+	return s, nil
 }
 
 // holderProcess finds the process and host in a holder's identity.

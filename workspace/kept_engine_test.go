@@ -2,11 +2,13 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -33,7 +35,7 @@ func (k *keptFakeEngine) HoldKept(_ context.Context, ask engine.KeptAsk) (*engin
 	}
 	k.holders[ask.Name] = ask.Holder
 	var once sync.Once
-	return &engine.Held{Volume: "kept-" + ask.Name, Release: func(context.Context) {
+	return &engine.Held{Volume: "kept-" + ask.Name, StoreKey: "uid-" + ask.Name, Release: func(context.Context) {
 		once.Do(func() {
 			k.mu.Lock()
 			defer k.mu.Unlock()
@@ -106,6 +108,11 @@ func TestKeptWorkspaceHeldByTheEngine(t *testing.T) {
 	if _, err := os.Stat(a.dir); !os.IsNotExist(err) {
 		t.Errorf("the session's directory on this machine is left: %v", err)
 	}
+	if want := filepath.Join(cfg.CacheDir, "checkpoints", "kept", "uid-proj"); a.storeDir != want {
+		t.Errorf("the checkpoint store is %s; want %s", a.storeDir, want)
+	} else if _, err := os.Stat(filepath.Join(want, "checkpoints")); err != nil {
+		t.Errorf("the kept workspace's checkpoint store went with its session: %v", err)
+	}
 	m.Register("c", SessionOptions{Workspace: "proj", Principal: "p1"})
 	c, err := m.Session("c")
 	if err != nil {
@@ -113,6 +120,43 @@ func TestKeptWorkspaceHeldByTheEngine(t *testing.T) {
 	}
 	if got, err := c.files.ReadFile(ctx, "a.txt", 0, 100); err != nil || !strings.Contains(got.Content, "kept") {
 		t.Errorf("the next session reads a.txt: %q, %v", got.Content, err)
+	}
+	if c.storeDir != a.storeDir {
+		t.Errorf("the next session's store is %s; want %s", c.storeDir, a.storeDir)
+	}
+	// c holds the store's lock: another process (here: another open of the
+	// lock file) is refused, and the store cannot be removed under it.
+	if f, err := lockKeptStore(c.storeDir, "proj", 0); !errors.Is(err, ErrStoreLocked) || !strings.Contains(fmt.Sprint(err), c.storeDir) {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("locking a held store: %v; want ErrStoreLocked naming the store", err)
+	}
+	if err := RemoveKeptStore(filepath.Join(cfg.CacheDir, "checkpoints"), "uid-proj", "proj"); !errors.Is(err, ErrStoreLocked) {
+		t.Errorf("removing a held store: %v; want ErrStoreLocked", err)
+	}
+	m.EndSession(ctx, "c")
+	if err := RemoveKeptStore(filepath.Join(cfg.CacheDir, "checkpoints"), "uid-proj", "proj"); err != nil {
+		t.Errorf("removing a free store: %v", err)
+	}
+	if _, err := os.Stat(c.storeDir); !os.IsNotExist(err) {
+		t.Errorf("after RemoveKeptStore the store is left: %v", err)
+	}
+}
+
+// A store key that is not one path element names no store: a key from an
+// engine cannot reach outside the checkpoint directory.
+func TestKeptStoreDirRefusesPaths(t *testing.T) {
+	for _, key := range []string{"", ".", "..", "../x", "a/b", `a\b`, "/abs"} {
+		if dir, err := KeptStoreDir("/c", key); err == nil {
+			t.Errorf("KeptStoreDir(%q) = %s; want an error", key, dir)
+		}
+	}
+	if dir, err := KeptStoreDir("/c", "0d2c1f3e-uid"); err != nil || dir != "/c/kept/0d2c1f3e-uid" {
+		t.Errorf("KeptStoreDir(uid) = %s, %v", dir, err)
+	}
+	if list, n, err := KeptCheckpoints(t.TempDir(), "none"); err != nil || len(list) != 0 || n != 0 {
+		t.Errorf("KeptCheckpoints of a missing store: %v, %d, %v; want none", list, n, err)
 	}
 }
 

@@ -33,6 +33,7 @@ type Manager struct {
 	profilePlans map[string]mounts.Plan
 	disk         *diskTools     // nil when sessions' disks are not limited
 	egress       *egress.Config // nil without Config.Egress
+	trust        *trust         // nil without Config.Credentials and Config.CABundle
 
 	pool *warmPool // nil without Config.Warm
 
@@ -131,6 +132,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 	if err != nil {
 		return nil, err
 	}
+	countKeptCheckpoints(cfg.CacheDir, cfg.Quotas, log)
 	ctx, stop := context.WithCancel(context.Background())
 	m := &Manager{
 		cfg: cfg, log: log, eng: eng, inst: inst, agentBinary: agentBinary, mounts: plan, profilePlans: profilePlans,
@@ -148,6 +150,9 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 		Setup: m.setup, Session: m.sessionImage, PushedRepository: cfg.PushedProfileRepository,
 	})
 	m.closing = make(chan struct{})
+	if m.trust, err = newTrust(&cfg); err != nil {
+		return nil, err
+	}
 	if cfg.EgressOn() {
 		m.egress = &egress.Config{Policy: policy.From(serverEgressSource), MaxBytes: cfg.EgressMaxBytes, MaxConns: cfg.EgressMaxConns, Log: log}
 	}
@@ -283,6 +288,10 @@ type SessionOptions struct {
 	// Stdio says the client is a local process over stdio, alone in this
 	// server: a workspace it hands over goes to disk, for another process.
 	Stdio bool
+	// OnWanted, for a kept workspace that any server may serve in turn
+	// (engine.KeptAsk.OnWanted), is called when another server asks for
+	// it; nil for one only this server serves.
+	OnWanted func()
 	// handedOver opens a kept workspace reserved for a handoff, whose
 	// handle was just claimed.
 	handedOver bool
@@ -311,7 +320,7 @@ func (m *Manager) sessionProfile(opts SessionOptions) (*profiles.Profile, error)
 // nil unless the engine keeps kept workspaces (kept_engine.go).
 func (m *Manager) newKeptSession(id, hash string, opts SessionOptions, held *engine.Held) (*Session, error) {
 	if held != nil && opts.Workspace != "" {
-		return m.newHeldSession(id, hash, opts, held), nil
+		return m.newHeldSession(id, hash, opts, held)
 	}
 	if m.cfg.FilesOnEngineHost {
 		return nil, errors.New("kept workspaces need the session's files on this machine, and this server keeps them on the Podman host " +

@@ -3,6 +3,7 @@ package workspace
 import (
 	"debug/elf"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 
@@ -35,6 +36,16 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 	if s.setupBase != "" {
 		setupSpec(&spec, s)
 	}
+	// After every other variable: a placeholder hides a value --env-pass
+	// would show.
+	if env := m.trust.env(profileName(s.profile), s.setupBase != ""); len(env) > 0 {
+		spec.Env = maps.Clone(spec.Env) // a setup's is its profile's own map
+		if spec.Env == nil {
+			spec.Env = map[string]string{}
+		}
+		maps.Copy(spec.Env, env)
+	}
+	spec.Mounts = append(spec.Mounts, m.trust.mounts(profileName(s.profile))...)
 	for _, mt := range s.mounts.list {
 		if mt.Mode == MountCopy {
 			continue

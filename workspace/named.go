@@ -50,7 +50,8 @@ type keptWorkspace struct {
 	// (nil until its session counts).
 	egress *egressRecorder
 	// held, when set, is the workspace as its engine holds it
-	// (kept_engine.go): it has no root, lock or record on this disk.
+	// (kept_engine.go): it has no root or record on this disk, and lock
+	// is its checkpoint store's (kept_store.go).
 	held *engine.Held
 }
 
@@ -136,6 +137,7 @@ func awaitKeptOwner(cacheDir, name string, log *slog.Logger) {
 // meter counted, and gives the workspace up.
 func (k *keptWorkspace) release(egressBytes int64) {
 	if k.held != nil {
+		k.lock.Close() // the store's lock, before the lease: the next holder waits for both
 		k.held.Release(context.Background())
 		return
 	}

@@ -204,6 +204,7 @@ func (ps *profileSwitch) proxyFor(p *profiles.Profile) *egress.Session {
 	}
 	cfg.Meter = s.meter                      // a new profile's proxy goes on counting
 	cfg.Narrowing = s.egressPolicy.narrowing // and keeps what the session dropped
+	cfg.Inject = m.trust.injection(profileName(p))
 	if len(extra) > 0 {
 		// Checked when the profiles file was read.
 		server, err := egress.ParsePolicy(m.cfg.Egress)

@@ -167,12 +167,10 @@ func (s *Session) end(ctx context.Context) {
 		// Still a session's own: it goes with it, once its changes are exported.
 		s.handoffs.endHandedOverLocked(ctx)
 	case s.kept != nil && s.kept.held != nil:
-		// Its files are on the engine's volume; what is here goes.
+		// Its files are on the engine's volume and its checkpoints in the
+		// shared checkpoint directory; what is here goes.
 		s.kept.release(s.meter.Used())
 		s.deleteFilesLocked()
-		if err := removeAll(s.storeDir); err != nil {
-			s.m.log.Warn("deleting the session's checkpoints", "session", s.who.hash(), "err", err)
-		}
 		s.m.log.Info("kept workspace released", "event", "workspace_released", "session", s.who.hash(), "workspace", s.kept.name)
 	case s.kept != nil:
 		s.unmountDiskLocked()
@@ -188,6 +186,12 @@ func (s *Session) end(ctx context.Context) {
 		if err := removeAll(s.storeDir); err != nil {
 			s.m.log.Warn("deleting the session's checkpoints", "session", s.who.hash(), "err", err)
 		}
+	}
+	if keptOnDisk := s.kept != nil && s.kept.held == nil && !handedOver; !keptOnDisk {
+		// Its store is deleted, is no longer a workspace of its client's,
+		// or is an engine's kept workspace's store in the shared
+		// --checkpoint-dir, which counts only while a session has it open.
+		s.checkpoints.Uncharge()
 	}
 	if had {
 		logEvent(s.m.log, EventRemoved, s, start, "reason", "session ended")

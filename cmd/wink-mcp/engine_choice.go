@@ -32,6 +32,11 @@ const (
 	volumeClaim    = "claim"
 )
 
+// checkpointDirUsage is --checkpoint-dir's help, for the server and for
+// `wink-mcp workspaces`.
+const checkpointDirUsage = "directory holding the checkpoints of the kept workspaces of --engine kubernetes, one store each, " +
+	"which every replica must share (a volume mounted into every replica and into no workspace Pod; default: <cache-dir>/checkpoints)"
+
 // kubernetesStartTimeout bounds a workspace Pod's way to Running, image
 // pull included (the kubelet pulls; --pull-timeout is Podman's).
 const kubernetesStartTimeout = 5 * time.Minute
@@ -53,6 +58,8 @@ type engineOptions struct {
 	profileRepository string
 	// allowUnenforcedNetworkPolicy is kubernetes.AllowFlag.
 	allowUnenforcedNetworkPolicy bool
+	// checkpointDir is workspace.Config.CheckpointDir.
+	checkpointDir string
 }
 
 // bindEngineFlags declares the flags of engineOptions.
@@ -67,6 +74,7 @@ func bindEngineFlags(b *binder, o *engineOptions) {
 	b.str(&o.storageClass, "kubernetes-storage-class", "StorageClass of the workspaces' PersistentVolumeClaims (--engine kubernetes; default: the cluster's default StorageClass)", "WINK_KUBERNETES_STORAGE_CLASS")
 	b.str(&o.profileRepository, "kubernetes-profile-repository", "registry repository the images of the profiles with setup commands were pushed to by `wink-mcp profiles build --push REPOSITORY`; "+
 		"their Pods run REPOSITORY:<the profile's content hash> (--engine kubernetes; required for such profiles)", "WINK_KUBERNETES_PROFILE_REPOSITORY")
+	b.str(&o.checkpointDir, "checkpoint-dir", checkpointDirUsage, "WINK_CHECKPOINT_DIR")
 	b.boolean(&o.allowUnenforcedNetworkPolicy, strings.TrimPrefix(kubernetes.AllowFlag, "--"), "make workspace Pods even where the cluster does not enforce their deny-all NetworkPolicy, so that they reach the cluster's network (--engine kubernetes); everything else stays enforced", "WINK_ALLOW_UNENFORCED_NETWORK_POLICY")
 }
 
@@ -80,8 +88,8 @@ func resolveEngine(w *workspace.Config, opts serveOptions) error {
 		for flag, set := range map[string]bool{"--kubeconfig": o.kubeconfig != "", "--namespace": o.namespace != defaultNamespace,
 			"--kubernetes-agent-image": o.agentImage != "", "--kubernetes-runtime-class": o.runtimeClass != "",
 			"--kubernetes-workspace-volume": o.workspaceVolume != volumeEmptyDir, "--kubernetes-storage-class": o.storageClass != "",
-			"--kubernetes-profile-repository": o.profileRepository != "",
-			kubernetes.AllowFlag:              o.allowUnenforcedNetworkPolicy} {
+			"--kubernetes-profile-repository": o.profileRepository != "", "--checkpoint-dir": o.checkpointDir != "",
+			kubernetes.AllowFlag: o.allowUnenforcedNetworkPolicy} {
 			if set {
 				return fmt.Errorf("%s is a setting of --engine kubernetes, and the engine is podman; drop it or pass --engine kubernetes", flag)
 			}
@@ -134,6 +142,7 @@ func resolveEngine(w *workspace.Config, opts serveOptions) error {
 				"then pass --kubernetes-profile-repository REPOSITORY", p.Name))
 		}
 	}
+	w.CheckpointDir = o.checkpointDir // Config.Validate wants it absolute
 	w.FilesOnEngineHost = true
 	return errors.Join(errs...)
 }

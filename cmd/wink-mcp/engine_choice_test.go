@@ -62,6 +62,8 @@ func TestKubernetesEngineRefusesAtStartUp(t *testing.T) {
 		{"namespace with podman", []string{"--namespace", "wink"}, "--namespace is a setting of --engine kubernetes"},
 		{"agent image with podman", []string{"--kubernetes-agent-image", "a:1"}, "--kubernetes-agent-image is a setting of --engine kubernetes"},
 		{"unenforced policy with podman", []string{"--allow-unenforced-network-policy"}, "--allow-unenforced-network-policy is a setting of --engine kubernetes"},
+		{"checkpoint dir with podman", []string{"--checkpoint-dir", "/shared"}, "--checkpoint-dir is a setting of --engine kubernetes"},
+		{"relative checkpoint dir", append(kubeArgs, "--checkpoint-dir", "shared"), `--checkpoint-dir "shared" must be an absolute path`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

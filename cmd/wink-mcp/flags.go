@@ -37,6 +37,7 @@ type serveOptions struct {
 	warm          string
 	filesOnHost   string
 	profilesFile  string
+	credentials   string
 	envPass       []string
 	gitIdentity   bool
 	logs          logOptions
@@ -83,6 +84,8 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.boolean(&w.EgressAsk, "egress-ask", "ask the user, by MCP elicitation, whether a session may reach a host no --egress pattern allows (clients without elicitation get the refusal)", "WINK_EGRESS_ASK")
 	b.bytes(&w.EgressMaxBytes, "egress-max-bytes", "bytes one session's egress proxy may carry, both ways, in all (e.g. 4g)", "WINK_EGRESS_MAX_BYTES")
 	b.int(&w.EgressMaxConns, "egress-max-conns", fmt.Sprintf("connections one session's egress proxy holds open at once, 1-%d; as many more wait up to %s for one to close", egress.MaxMaxConns, egress.DefaultQueueWait), "WINK_EGRESS_MAX_CONNS")
+	b.str(&opts.credentials, "credentials", "a YAML file of credentials the egress proxy sets as headers for their hosts only (values from this environment or files; sessions see a placeholder); see docs/network.md", "WINK_CREDENTIALS")
+	b.str(&w.CABundle, "ca-bundle", "a PEM file of CAs the sessions, profile setups and the egress proxy trust besides the public roots (a TLS-inspecting proxy's, a private registry's)", "WINK_CA_BUNDLE")
 	b.str(&opts.profilesFile, "profiles", "a YAML file of profiles: toolchains (image, setup commands cached as an image, env, limits, egress) sessions choose with workspace_profile or ?profile=NAME", "WINK_PROFILES")
 	b.str(&w.Profile, "profile", "the profile of sessions that choose none (default: the profiles file's default:, else none)", "WINK_PROFILE")
 	b.list(&opts.envPass, "env-pass", "pass this server's environment variables whose names match (* globs; repeatable) into every command; a command can read and print them", "WINK_ENV_PASS")
@@ -122,6 +125,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.int64(&opts.quotas.Workspaces, "quota-workspaces", "workspaces (sessions plus workspace handles) one client (token or OAuth subject) may hold at once (0 = no quota)", "WINK_QUOTA_WORKSPACES")
 	b.bytes(&opts.quotas.MemoryBytes, "quota-memory", "memory limits one client's containers may hold in all, each while it exists (e.g. 8g; 0 = no quota)", "WINK_QUOTA_MEMORY")
 	b.bytes(&opts.quotas.EgressBytes, "quota-egress-bytes", "bytes one client's sessions' egress proxies may carry, both ways, in any rolling 24 hours (e.g. 10g; 0 = no quota)", "WINK_QUOTA_EGRESS_BYTES")
+	b.bytes(&opts.quotas.CheckpointBytes, "quota-checkpoint-bytes", "bytes the checkpoints of one client's workspaces may hold in all, kept workspaces' included: what each checkpoint adds to its workspace's deduplicated store (e.g. 2g; 0 = no quota)", "WINK_QUOTA_CHECKPOINT_BYTES")
 	b.float(&opts.quotaCPUs, "quota-cpus", "CPU limits one client's containers may hold in all, each while it exists (0 = no quota)", "WINK_QUOTA_CPUS")
 	b.bytes(&h.MaxBodyBytes, "max-body", "largest message: an HTTP request body or a stdio line", "WINK_MAX_BODY")
 	b.duration(&h.DrainTimeout, "drain-timeout", "on SIGTERM, how long tool calls in flight may finish", "WINK_DRAIN_TIMEOUT")
@@ -166,6 +170,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 		return cfg, opts, err
 	}
 	if err := resolveProfiles(w, opts, lookup); err != nil {
+		return cfg, opts, err
+	}
+	if err := resolveTrust(w, opts.credentials, lookup); err != nil {
 		return cfg, opts, err
 	}
 	if err := resolveEngine(w, opts); err != nil {

@@ -136,7 +136,7 @@ func TestHTTPFlags(t *testing.T) {
 	}
 	cfg, opts, err := parseServeFlags([]string{"--transport", "http", "--addr", "0.0.0.0:9000", "--auth-token-file", tokenFile,
 		"--allowed-host", "a.example,b.example", "--allowed-host", "c.example"},
-		env(map[string]string{"WINK_ALLOWED_ORIGINS": "https://x.example", "WINK_MAX_SESSIONS": "8", "WINK_QUOTA_WORKSPACES": "1", "WINK_QUOTA_MEMORY": "2g", "WINK_QUOTA_CPUS": "1.5", "WINK_QUOTA_EGRESS_BYTES": "1m"}), io.Discard)
+		env(map[string]string{"WINK_ALLOWED_ORIGINS": "https://x.example", "WINK_MAX_SESSIONS": "8", "WINK_QUOTA_WORKSPACES": "1", "WINK_QUOTA_MEMORY": "2g", "WINK_QUOTA_CPUS": "1.5", "WINK_QUOTA_EGRESS_BYTES": "1m", "WINK_QUOTA_CHECKPOINT_BYTES": "1k"}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,6 +153,9 @@ func TestHTTPFlags(t *testing.T) {
 		t.Errorf("WINK_QUOTA_EGRESS_BYTES set no egress quota")
 	} else if b.Add(1 << 20); !b.Over() {
 		t.Errorf("WINK_QUOTA_EGRESS_BYTES=1m: 1 MiB carried is not over it")
+	}
+	if account := cfg.Quotas.Checkpoints("p", "store"); account.Take(1024) != nil || account.Take(1) == nil {
+		t.Errorf("WINK_QUOTA_CHECKPOINT_BYTES=1k: not a quota of 1024 bytes of checkpoints")
 	}
 	h := cfg.HTTP
 	if opts.transport != "http" || h.Addr != "0.0.0.0:9000" || len(h.AuthTokens) != 2 || len(h.AllowedHosts) != 3 || h.AllowedOrigins[0] != "https://x.example" || h.MaxSessions != 8 {
@@ -172,6 +175,7 @@ func TestHTTPFlags(t *testing.T) {
 		{name: "oauth public without audience", args: []string{"--transport", "http", "--addr", "0.0.0.0:9000", "--oauth-issuer", "https://idp.example.com"}, wantErr: "--oauth-audience is needed"},
 		{name: "negative quota", args: []string{"--transport", "http", "--quota-workspaces", "-1"}, wantErr: "--quota-workspaces -1: want 0 (no quota)"},
 		{name: "memory quota below a container", args: []string{"--transport", "http", "--quota-memory", "512m"}, wantErr: "--quota-memory 536870912: want 0 (no quota) or at least one container's --memory"},
+		{name: "negative checkpoint quota", args: []string{"--transport", "http", "--quota-checkpoint-bytes", "-1"}, wantErr: `-quota-checkpoint-bytes: "-1" is not a size`},
 		{name: "cpu quota below a container", args: []string{"--transport", "http", "--quota-cpus", "0.5"}, wantErr: "--quota-cpus 0.5: want 0 (no quota) or at least one container's --cpus (1)"},
 		{name: "oauth and tokens", args: []string{"--transport", "http", "--oauth-issuer", "https://idp.example.com"}, env: map[string]string{"WINK_AUTH_TOKEN": "0123456789abcdef0123456789abcdef"}, wantErr: "choose one"},
 	}

@@ -23,10 +23,11 @@ func runWorkspaces(args []string, lookup func(string) (string, bool), stdout, st
 			"       wink-mcp workspaces [--cache-dir DIR] show NAME\n"+
 			"       wink-mcp workspaces [--cache-dir DIR] rm NAME\n"+
 			"       wink-mcp workspaces [--cache-dir DIR] [--dry-run] prune --older-than DURATION\n"+
-			"       wink-mcp workspaces --engine kubernetes [--kubeconfig FILE] [--namespace NS] [list | rm NAME]\n\n"+
+			"       wink-mcp workspaces --engine kubernetes [--kubeconfig FILE] [--namespace NS] [--checkpoint-dir DIR] [list | rm NAME]\n\n"+
 			"Kept workspaces outlive their sessions: their files, their mounted folders' changes and their checkpoints\n"+
 			"stay under the cache directory until removed. A workspace a session has open is never removed.\n"+
-			"With --engine kubernetes they are in the cluster: a PersistentVolumeClaim and a Lease each.\n\n")
+			"With --engine kubernetes they are in the cluster: a PersistentVolumeClaim and a Lease each, their checkpoints\n"+
+			"in the replicas' shared --checkpoint-dir.\n\n")
 		fs.PrintDefaults()
 	}
 	cache := workspace.DefaultConfig().CacheDir
@@ -64,7 +65,7 @@ func runWorkspaces(args []string, lookup func(string) (string, bool), stdout, st
 		return 2
 	}
 	if cluster.engine != enginePodman {
-		return cluster.run(cmd, rest, stdout, stderr)
+		return cluster.run(cmd, cache, rest, stdout, stderr)
 	}
 	switch {
 	case cmd == "list" && len(rest) <= 1:

@@ -76,7 +76,8 @@ func (k keptWorkspaces) HoldKept(ctx context.Context, ask engine.KeptAsk) (_ *en
 	}
 	defer end(&err)
 	name := keptObjectName(ask.Name)
-	if err := k.ensureKeptClaim(c, client, name, ask); err != nil {
+	claim, err := k.ensureKeptClaim(c, client, name, ask)
+	if err != nil {
 		return nil, err
 	}
 	lease, err := k.takeLease(ctx, client, name, ask)
@@ -84,7 +85,7 @@ func (k keptWorkspaces) HoldKept(ctx context.Context, ask engine.KeptAsk) (_ *en
 		return nil, err
 	}
 	k.recordUse(c, client, name)
-	return &engine.Held{Volume: name, Release: func(ctx context.Context) {
+	return &engine.Held{Volume: name, StoreKey: string(claim.UID), Release: func(ctx context.Context) {
 		if lease.stop() {
 			k.recordUse(ctx, client, name)
 			lease.release(ctx)
@@ -93,8 +94,9 @@ func (k keptWorkspaces) HoldKept(ctx context.Context, ask engine.KeptAsk) (_ *en
 }
 
 // ensureKeptClaim makes the claim of a kept workspace when missing, and
-// checks that one found is that workspace's, of the same principal.
-func (k keptWorkspaces) ensureKeptClaim(ctx context.Context, client k8s.Interface, name string, ask engine.KeptAsk) error {
+// checks that one found is that workspace's, of the same principal; it
+// returns the claim.
+func (k keptWorkspaces) ensureKeptClaim(ctx context.Context, client k8s.Interface, name string, ask engine.KeptAsk) (*corev1.PersistentVolumeClaim, error) {
 	e := k.e
 	claims := client.CoreV1().PersistentVolumeClaims(e.opts.Namespace)
 	got, err := claims.Get(ctx, name, metav1.GetOptions{})
@@ -120,18 +122,18 @@ func (k keptWorkspaces) ensureKeptClaim(ctx context.Context, client k8s.Interfac
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("kept workspace %q: its PersistentVolumeClaim %s/%s: %w", ask.Name, e.opts.Namespace, name, err)
+		return nil, fmt.Errorf("kept workspace %q: its PersistentVolumeClaim %s/%s: %w", ask.Name, e.opts.Namespace, name, err)
 	}
 	switch {
 	case got.Labels[KeptLabel] != "true" || got.Annotations[keptNameAnnotation] != ask.Name:
-		return fmt.Errorf("kept workspace %q: the PersistentVolumeClaim %s/%s exists and is not this kept workspace's (label %s, annotation %s); delete or rename it",
+		return nil, fmt.Errorf("kept workspace %q: the PersistentVolumeClaim %s/%s exists and is not this kept workspace's (label %s, annotation %s); delete or rename it",
 			ask.Name, e.opts.Namespace, name, KeptLabel, keptNameAnnotation)
 	case got.Annotations[keptPrincipalAnnotation] != ask.Principal:
-		return fmt.Errorf("workspace %q belongs to another client (another bearer token); choose another name", ask.Name)
+		return nil, fmt.Errorf("workspace %q belongs to another client (another bearer token); choose another name", ask.Name)
 	case got.DeletionTimestamp != nil:
-		return fmt.Errorf("kept workspace %q is being removed; try again once its PersistentVolumeClaim %s is gone", ask.Name, name)
+		return nil, fmt.Errorf("kept workspace %q is being removed; try again once its PersistentVolumeClaim %s is gone", ask.Name, name)
 	}
-	return nil
+	return got, nil
 }
 
 // recordUse sets the last-used time of a kept workspace's claim; a
@@ -166,7 +168,7 @@ func (k keptWorkspaces) ListKept(ctx context.Context) (_ []engine.KeptRecord, er
 	var out []engine.KeptRecord
 	for _, claim := range claims.Items {
 		a := claim.Annotations
-		r := engine.KeptRecord{Name: a[keptNameAnnotation], Volume: claim.Name, Image: a[keptImageAnnotation], Profile: a[keptProfileAnnotation],
+		r := engine.KeptRecord{Name: a[keptNameAnnotation], Volume: claim.Name, StoreKey: string(claim.UID), Image: a[keptImageAnnotation], Profile: a[keptProfileAnnotation],
 			Principal: a[keptPrincipalAnnotation], RequestedBytes: claim.Spec.Resources.Requests.Storage().Value(), ProvisionStatus: string(claim.Status.Phase)}
 		r.Created, _ = time.Parse(time.RFC3339, a[keptCreatedAnnotation])
 		r.Used, _ = time.Parse(time.RFC3339, a[keptUsedAnnotation])

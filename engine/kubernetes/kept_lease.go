@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8s "k8s.io/client-go/kubernetes"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/wink-mcp/wink-mcp/engine"
@@ -24,12 +25,26 @@ const (
 	keptRenewEvery = 5 * time.Second
 )
 
+// A server that takes a kept workspace any server may serve in turn
+// (engine.KeptAsk.OnWanted: a handle's) while another holds it sets
+// wantedAnnotation on its Lease and polls the Lease every wantedPoll; the
+// holder reads its Lease every wantedPoll too (a get; the update that
+// renews it stays every keptRenewEvery), and lets the workspace go once
+// no call of its own runs on it.
+const (
+	wantedAnnotation = "io.wink-mcp/wanted-by"
+	wantedPoll       = time.Second
+)
+
 // keptLease is a Lease this server holds, renewed in the background.
 type keptLease struct {
 	e      *Engine
 	client k8s.Interface
 	name   string
 	holder string
+	// onWanted is called, once, when another server asks for the workspace.
+	onWanted   func()
+	wantedOnce sync.Once
 
 	once    sync.Once
 	cancel  context.CancelFunc
@@ -69,6 +84,21 @@ func (k keptWorkspaces) takeLease(ctx context.Context, client k8s.Interface, nam
 				Labels: map[string]string{KeptLabel: "true"}}, Spec: mine}, metav1.CreateOptions{})
 		case err == nil:
 			holder, until := liveHolder(got, now.Time)
+			if holder != "" && ask.OnWanted != nil {
+				err := k.askToLetGo(c, leases, got, ask)
+				cancel()
+				if err == nil {
+					err = sleep(ctx, wantedPoll)
+				}
+				switch {
+				case err != nil && ctx.Err() == nil:
+					return nil, fmt.Errorf("asking the holder of kept workspace %q to let it go (Lease %s): %w", ask.Name, name, err)
+				case err != nil:
+					return nil, fmt.Errorf("%w: workspace %q is held by %s, which did not let it go in time (a call of its own runs on it; Lease %s/%s); try again, "+
+						"or route each handle's calls to one server by the Mcp-Param-Workspace header", engine.ErrKeptHeld, ask.Name, holder, e.opts.Namespace, name)
+				}
+				continue
+			}
 			if holder != "" {
 				cancel()
 				// Renewed long ago, or known gone: its term ends soon.
@@ -85,6 +115,7 @@ func (k keptWorkspaces) takeLease(ctx context.Context, client k8s.Interface, nam
 					engine.ErrKeptHeld, ask.Name, holder, until.Format(time.RFC3339), e.opts.Namespace, name)
 			}
 			taken := got.DeepCopy()
+			delete(taken.Annotations, wantedAnnotation)
 			mine.LeaseTransitions = ptr.To(ptr.Deref(got.Spec.LeaseTransitions, 0) + 1)
 			taken.Spec = mine
 			_, err = leases.Update(c, taken, metav1.UpdateOptions{})
@@ -96,12 +127,34 @@ func (k keptWorkspaces) takeLease(ctx context.Context, client k8s.Interface, nam
 		if err != nil {
 			return nil, fmt.Errorf("taking the Lease %s of kept workspace %q: %w", name, ask.Name, err)
 		}
-		l := &keptLease{e: e, client: client, name: name, holder: ask.Holder, stopped: make(chan struct{})}
+		l := &keptLease{e: e, client: client, name: name, holder: ask.Holder, onWanted: ask.OnWanted, stopped: make(chan struct{})}
 		var renewCtx context.Context
 		renewCtx, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
 		go l.renew(renewCtx)
 		return l, nil
 	}
+}
+
+// askToLetGo marks the Lease got, held by another, as wanted by ask.Holder
+// (once: a mark already there is left); a conflict is no error, as the
+// caller reads the Lease again.
+func (k keptWorkspaces) askToLetGo(ctx context.Context, leases coordinationclient.LeaseInterface, got *coordinationv1.Lease, ask engine.KeptAsk) error {
+	if got.Annotations[wantedAnnotation] == ask.Holder {
+		return nil
+	}
+	wanted := got.DeepCopy()
+	if wanted.Annotations == nil {
+		wanted.Annotations = map[string]string{}
+	}
+	wanted.Annotations[wantedAnnotation] = ask.Holder
+	_, err := leases.Update(ctx, wanted, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err == nil {
+		k.e.log.Info("asked the holder of a kept workspace to let it go", "workspace", ask.Name, "holder", ptr.Deref(got.Spec.HolderIdentity, ""))
+	}
+	return err
 }
 
 // sleep waits for d or ctx.
@@ -116,19 +169,24 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// renew renews the Lease every keptRenewEvery until ctx ends. A Lease
-// another holder took (this one stopped renewing for a whole term) is
-// left to it, loudly.
+// renew renews the Lease every keptRenewEvery until ctx ends, reading it
+// every wantedPoll to see whether another server wants the workspace. A
+// Lease another holder took (this one stopped renewing for a whole term)
+// is left to it, loudly.
 func (l *keptLease) renew(ctx context.Context) {
 	defer close(l.stopped)
-	tick := time.NewTicker(keptRenewEvery)
+	tick := time.NewTicker(wantedPoll)
 	defer tick.Stop()
 	leases := l.client.CoordinationV1().Leases(l.e.opts.Namespace)
+	renewed := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+		if l.onWanted == nil && time.Since(renewed) < keptRenewEvery {
+			continue
 		}
 		c, cancel := context.WithTimeout(ctx, l.e.opts.APITimeout)
 		got, err := leases.Get(c, l.name, metav1.GetOptions{})
@@ -138,9 +196,15 @@ func (l *keptLease) renew(ctx context.Context) {
 				"holder", ptr.Deref(got.Spec.HolderIdentity, ""))
 			return
 		}
-		if err == nil {
+		if err == nil && got.Annotations[wantedAnnotation] != "" && l.onWanted != nil {
+			// Not on this goroutine: letting go stops these renewals.
+			l.wantedOnce.Do(func() { go l.onWanted() })
+		}
+		if err == nil && time.Since(renewed) >= keptRenewEvery {
 			got.Spec.RenewTime = ptr.To(metav1.NowMicro())
-			_, err = leases.Update(c, got, metav1.UpdateOptions{})
+			if _, err = leases.Update(c, got, metav1.UpdateOptions{}); err == nil {
+				renewed = time.Now()
+			}
 		}
 		cancel()
 		if err != nil && ctx.Err() == nil {

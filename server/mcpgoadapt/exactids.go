@@ -34,11 +34,12 @@ const (
 // A body of one message reaches mcp-go with its Head in the request's
 // context.
 type exactIDs struct {
-	prefix []byte // `"wink-<nonce>-`
-	n      atomic.Int64
-	count  atomic.Int64 // aliases held, to skip the scan of bodies when none is
-	log    *slog.Logger
-	next   http.Handler
+	prefix    []byte // `"wink-<nonce>-`
+	n         atomic.Int64
+	count     atomic.Int64 // aliases held, to skip the scan of bodies when none is
+	log       *slog.Logger
+	next      http.Handler
+	intercept Interceptor
 
 	mu      sync.Mutex
 	byAlias map[string]alias  // by the alias's digits
@@ -55,8 +56,12 @@ type alias struct {
 // that it gives every id and progress token back exactly as the client
 // wrote it, and carries the Head of each message it is POSTed in the
 // request's context (see HeadOf).
-func NewExactIDs(log *slog.Logger, next http.Handler) http.Handler {
-	return newExactIDs(log, next)
+// intercept, if set, may answer a POSTed request (not a batch) in place of
+// next, with the context next would be given.
+func NewExactIDs(log *slog.Logger, next http.Handler, intercept Interceptor) http.Handler {
+	x := newExactIDs(log, next)
+	x.intercept = intercept
+	return x
 }
 
 func newExactIDs(log *slog.Logger, next http.Handler) *exactIDs {
@@ -71,6 +76,14 @@ func (x *exactIDs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil { // too large or too slow: the transport answers it as before
 			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
 		} else {
+			if x.intercept.takes(body) {
+				if head, err := DecodeHead(body); err == nil {
+					if answer, ok := x.intercept.answer(WithHead(r.Context(), head), head, body); ok {
+						writeAnswer(w, answer)
+						return
+					}
+				}
+			}
 			body, head := x.rewrite(sessionOf(r), body)
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			if head != nil {
@@ -241,3 +254,16 @@ func (w *aliasWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// writeAnswer writes an intercepted request's answer as mcp-go writes one
+// that opens no stream: a JSON body.
+func writeAnswer(w http.ResponseWriter, answer any) {
+	data, err := json.Marshal(answer)
+	if err != nil {
+		http.Error(w, "the answer could not be encoded", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
+}

@@ -34,8 +34,10 @@ type stdioConn struct {
 	alias string // prefix of the aliases of ids mcp-go would change
 	// requestContext, if set, makes the context each request is served with.
 	requestContext func(context.Context) context.Context
-	n              atomic.Int64
-	calls          sync.WaitGroup
+	// intercept, if set, may answer a request in place of mcp-go.
+	intercept Interceptor
+	n         atomic.Int64
+	calls     sync.WaitGroup
 
 	mu       sync.Mutex
 	inflight map[string]*stdioCall      // by idKey of the id as the client wrote it
@@ -54,10 +56,11 @@ type stdioCall struct {
 // read, however many are in flight (up to MaxStdioInflight); a line over max
 // bytes is answered with an error and skipped; ids come back exactly as the
 // client wrote them. requestContext, if set, makes the context each request
-// is served with.
-func ServeStdio(ctx context.Context, srv *mcpserver.MCPServer, in io.Reader, out io.Writer, max int64, log *slog.Logger, requestContext func(context.Context) context.Context) error {
+// is served with; intercept, if set, may answer a request in place of srv.
+func ServeStdio(ctx context.Context, srv *mcpserver.MCPServer, in io.Reader, out io.Writer, max int64, log *slog.Logger,
+	requestContext func(context.Context) context.Context, intercept Interceptor) error {
 	w := &lineWriter{w: out}
-	c := &stdioConn{mcp: srv, log: log, out: w, sess: newStdioSession(w), max: max, requestContext: requestContext,
+	c := &stdioConn{mcp: srv, log: log, out: w, sess: newStdioSession(w), max: max, requestContext: requestContext, intercept: intercept,
 		alias: newAliasPrefix(), inflight: map[string]*stdioCall{}, tokens: map[string]json.RawMessage{}}
 	if err := srv.RegisterSession(ctx, c.sess); err != nil {
 		return fmt.Errorf("register session: %w", err)
@@ -200,7 +203,11 @@ func (c *stdioConn) start(ctx context.Context, head *Head, msg json.RawMessage) 
 			if c.requestContext != nil {
 				served = c.requestContext(served)
 			}
-			resp = c.serve(served, msg)
+			if answer, ok := c.intercept.answer(served, head, msg); ok {
+				resp = answer
+			} else {
+				resp = c.serve(served, msg)
+			}
 		}
 		c.finish(key, call, tokenAlias)
 		if resp == nil || call.cancelled.Load() {

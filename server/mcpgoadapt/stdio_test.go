@@ -69,7 +69,7 @@ func startStdio(t *testing.T, max int64) *stdioPeer {
 	p.in = inW
 	done := make(chan error, 1)
 	go func() {
-		done <- ServeStdio(context.Background(), srv, inR, outW, max, slog.New(slog.DiscardHandler), nil)
+		done <- ServeStdio(context.Background(), srv, inR, outW, max, slog.New(slog.DiscardHandler), nil, Interceptor{})
 	}()
 	go func() {
 		sc := bufio.NewScanner(outR)

@@ -368,6 +368,9 @@ func (r *State) buildTrees(entries []wire.ScanEntry, hashes []string) error {
 
 // checkpointError names a checkpoint error for the model.
 func checkpointError(err error) error {
+	if errors.Is(err, checkpoints.ErrOverBudget) {
+		return err // the quota's refusal names its own remedy
+	}
 	if errors.Is(err, checkpoints.ErrDiskFull) {
 		return fmt.Errorf("%w; deleting checkpoints you no longer need (workspace_checkpoint_delete) frees space there too", err)
 	}

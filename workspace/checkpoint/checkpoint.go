@@ -100,8 +100,27 @@ func (r *Room) Store() (*checkpoints.Store, error) {
 	if j, err := st.PendingRestore(); err != nil || j != nil {
 		r.pending.Store(true)
 	}
+	if r.deps.Budget != nil {
+		if b := r.deps.Budget(r.deps.StoreDir()); b != nil {
+			r.budget = st.ChargeTo(b)
+		}
+	}
 	r.store, r.index = st, st.LoadIndex()
 	return st, nil
+}
+
+// Uncharge gives back to the store's budget all it counted, and stops
+// counting: the session ended and its store goes. A kept workspace's
+// store stays, and stays counted (its next session's store is charged
+// to the same account again).
+func (r *Room) Uncharge() {
+	r.mu.Lock()
+	b := r.budget
+	r.budget = nil
+	r.mu.Unlock()
+	if b != nil {
+		b.Close()
+	}
 }
 
 // save takes a checkpoint described by meta. The caller holds the files

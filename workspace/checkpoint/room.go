@@ -64,6 +64,9 @@ type Deps struct {
 	// that ends it: the session's idle reaper never removes a container
 	// while one is.
 	Enter func() (leave func())
+	// Budget, when set, returns what the store in a directory is charged
+	// to beside CapBytes (its client's --quota-checkpoint-bytes), or nil.
+	Budget func(dir string) checkpoints.Budget
 }
 
 // Room is a session's checkpoints and restores, safe for concurrent use:
@@ -77,6 +80,8 @@ type Room struct {
 	mu    sync.Mutex
 	store *checkpoints.Store
 	index checkpoints.Index
+	// budget is what the store was charged to when opened, or nil.
+	budget checkpoints.Budget
 	// pending says a restore's journal waits to be finished.
 	pending atomic.Bool
 }

@@ -1,6 +1,7 @@
 // Package keep holds a kept workspace's records on the cache disk: its
 // name, the layout of its directory, its record (workspace.json), its
-// owner (owner.json), and the files of the handles a handoff gives. It owns no lock and no state in memory: the lock
+// owner (owner.json), the files of the handles a handoff gives, and the
+// records of the workspace handles open on it. It owns no lock and no state in memory: the lock
 // file that says a session owns a workspace is taken by package
 // workspace, which owns the session that holds it.
 package keep
@@ -22,6 +23,7 @@ import (
 //	<cache>/workspaces/<name>/disk.img        that directory's filesystem, when disks are limited
 //	<cache>/workspaces/<name>/store/          its checkpoints
 //	<cache>/workspaces/<name>/export.json     where a handed-over one's changes are due (workspace/handoff_export.go)
+//	<cache>/workspaces/<name>/handles/        the records of the 2026-07-28 handles open on it, by digest (handles.go)
 const (
 	// WorkspacesDir is the directory under the cache the kept workspaces live in.
 	WorkspacesDir = "workspaces"

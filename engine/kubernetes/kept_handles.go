@@ -1,0 +1,158 @@
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	k8s "k8s.io/client-go/kubernetes"
+
+	"github.com/wink-mcp/wink-mcp/engine"
+)
+
+// The records of the 2026-07-28 workspace handles open on a kept workspace
+// (engine.HandleStore) are annotations of its claim, one per handle: the
+// claim is already the kept workspace's record, every replica reads it,
+// it goes when the workspace is removed, and only digests are stored, so
+// nothing there needs a Secret. A handle is found by listing the kept
+// claims (one List per lookup, made only by a replica that does not hold
+// the handle yet). The annotation's name carries the first
+// handleKeyHexDigits of the digest (a name part holds at most 63
+// characters); its value, the whole record, is checked against the digest.
+const (
+	handleAnnotationPrefix = "handles.wink-mcp.io/"
+	handleKeyHexDigits     = 60
+)
+
+func handleAnnotation(digest string) string {
+	return handleAnnotationPrefix + digest[:handleKeyHexDigits]
+}
+
+// PutHandle records rec on its kept workspace's claim.
+func (k keptWorkspaces) PutHandle(ctx context.Context, rec engine.HandleRecord) error {
+	if err := rec.Check(); err != nil {
+		return err
+	}
+	return k.patchHandle(ctx, rec.Workspace, rec.Digest, &rec, false)
+}
+
+// TouchHandle sets the Used time of rec's record, which must still be there.
+func (k keptWorkspaces) TouchHandle(ctx context.Context, rec engine.HandleRecord) error {
+	if err := rec.Check(); err != nil {
+		return err
+	}
+	return k.patchHandle(ctx, rec.Workspace, rec.Digest, &rec, true)
+}
+
+// DeleteHandle removes the record of digest from workspace's claim.
+func (k keptWorkspaces) DeleteHandle(ctx context.Context, workspace, digest string) error {
+	if !engine.IsHandleDigest(digest) {
+		return nil
+	}
+	err := k.patchHandle(ctx, workspace, digest, nil, false)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// patchHandle writes (rec) or removes (nil) a handle's annotation on the
+// claim of workspace. When existing, the annotation must be there: the
+// patch carries the claim's resourceVersion, so that a touch never brings
+// back a record a close on another replica removed.
+func (k keptWorkspaces) patchHandle(ctx context.Context, workspace, digest string, rec *engine.HandleRecord, existing bool) (err error) {
+	client, c, end, err := k.e.call(ctx)
+	if err != nil {
+		return err
+	}
+	defer end(&err)
+	claims := client.CoreV1().PersistentVolumeClaims(k.e.opts.Namespace)
+	key := handleAnnotation(digest)
+	for {
+		meta := map[string]any{}
+		if existing {
+			claim, err := claims.Get(c, keptObjectName(workspace), metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return engine.ErrNoHandleRecord
+			}
+			if err != nil {
+				return fmt.Errorf("reading the claim of kept workspace %q: %w", workspace, err)
+			}
+			if _, ok := claim.Annotations[key]; !ok {
+				return engine.ErrNoHandleRecord
+			}
+			meta["resourceVersion"] = claim.ResourceVersion
+		}
+		var value any // nil removes the annotation
+		if rec != nil {
+			b, err := json.Marshal(rec)
+			if err != nil {
+				return err
+			}
+			value = string(b)
+		}
+		meta["annotations"] = map[string]any{key: value}
+		patch, err := json.Marshal(map[string]any{"metadata": meta})
+		if err != nil {
+			return err
+		}
+		_, err = claims.Patch(c, keptObjectName(workspace), types.MergePatchType, patch, metav1.PatchOptions{})
+		switch {
+		case apierrors.IsConflict(err):
+			continue // the claim changed (another handle's record): read it again
+		case apierrors.IsNotFound(err) && rec != nil:
+			return fmt.Errorf("recording a workspace handle: kept workspace %q has no claim (removed?)", workspace)
+		case err != nil:
+			return fmt.Errorf("recording a workspace handle on the claim of kept workspace %q: %w", workspace, err)
+		}
+		return nil
+	}
+}
+
+// FindHandle looks for the record of digest on the kept workspaces' claims.
+func (k keptWorkspaces) FindHandle(ctx context.Context, digest string) (_ engine.HandleRecord, err error) {
+	if !engine.IsHandleDigest(digest) {
+		return engine.HandleRecord{}, engine.ErrNoHandleRecord
+	}
+	client, c, end, err := k.e.call(ctx)
+	if err != nil {
+		return engine.HandleRecord{}, err
+	}
+	defer end(&err)
+	return findHandle(c, client, k.e.opts.Namespace, digest)
+}
+
+func findHandle(ctx context.Context, client k8s.Interface, namespace, digest string) (engine.HandleRecord, error) {
+	claims, err := client.CoreV1().PersistentVolumeClaims(namespace).List(ctx, metav1.ListOptions{LabelSelector: KeptLabel + "=true"})
+	if err != nil {
+		return engine.HandleRecord{}, fmt.Errorf("listing the kept workspaces' claims for a workspace handle: %w", err)
+	}
+	key := handleAnnotation(digest)
+	for _, claim := range claims.Items {
+		if value, ok := claim.Annotations[key]; ok {
+			return handleFromClaim(&claim, value, digest)
+		}
+	}
+	return engine.HandleRecord{}, engine.ErrNoHandleRecord
+}
+
+// handleFromClaim decodes and checks a handle's annotation: its record
+// must be well formed and name the digest asked for and the claim's own
+// kept workspace.
+func handleFromClaim(claim *corev1.PersistentVolumeClaim, value, digest string) (engine.HandleRecord, error) {
+	var rec engine.HandleRecord
+	if err := json.Unmarshal([]byte(value), &rec); err != nil {
+		return engine.HandleRecord{}, fmt.Errorf("the workspace handle record on claim %s is not JSON (%v); remove the annotation %s", claim.Name, err, handleAnnotation(digest))
+	}
+	if err := rec.Check(); err != nil || rec.Digest != digest || rec.Workspace != claim.Annotations[keptNameAnnotation] {
+		return engine.HandleRecord{}, fmt.Errorf("the workspace handle record on claim %s is not well formed; remove the annotation %s", claim.Name, handleAnnotation(digest))
+	}
+	return rec, nil
+}
+
+// The Engine keeps the records of handles on kept workspaces in the cluster.
+var _ engine.HandleStore = (*Engine)(nil)

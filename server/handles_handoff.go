@@ -1,0 +1,64 @@
+package server
+
+import (
+	"context"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/wink-mcp/wink-mcp/tools"
+	"github.com/wink-mcp/wink-mcp/workspace"
+)
+
+// Handoff under a handle: workspace_open's `handoff` argument takes over a
+// workspace handed over with workspace_handoff (by a 2025 session or under
+// another handle), and workspace_handoff and workspace_attach act on a
+// handle's workspace as on a session's. After either of those two tools,
+// the handle names another workspace than the kept one its record may
+// name, so the record goes (changedByHandoff); a handle that takes over a
+// kept workspace from disk (a stdio handoff) is recorded on it.
+
+// Names of the tools that change which workspace a handle names.
+const (
+	toolWorkspaceHandoff = "workspace_handoff"
+	toolWorkspaceAttach  = "workspace_attach"
+)
+
+// openHandedOver finishes workspace_open with `handoff`: the handle's
+// fresh workspace (session, ws) takes over the one handed over.
+func (sh *sharedHandles) openHandedOver(ctx context.Context, handle, session string, ws *workspace.Session, handoff string) (*mcp.CallToolResult, error) {
+	principal := principalFrom(ctx)
+	fail := func(err error) (*mcp.CallToolResult, error) {
+		_, _, _ = sh.handles.close(handle, principal)
+		sh.mgr.EndSession(context.WithoutCancel(ctx), session)
+		return mcp.NewToolResultError("workspace_open: handoff: " + err.Error()), nil
+	}
+	h, _ := tools.PartOf[tools.Handoffs](ws) // a session always has its handoffs part
+	attached, err := h.Attach(ctx, handoff)
+	if err != nil {
+		return fail(err)
+	}
+	came := " with the handed-over workspace's files and checkpoints"
+	if attached.KeptContainer {
+		came = " with the handed-over workspace's running container and background jobs"
+	}
+	if attached.Workspace != "" {
+		if err := sh.record(ctx, handle, principal, attached.Workspace, ""); err != nil {
+			return fail(err)
+		}
+	}
+	sh.log.Info("workspace handle opened on a handed-over workspace", "session", sh.mgr.SessionHash(session), "kept_container", attached.KeptContainer)
+	return openedResult(handle, came), nil
+}
+
+// changedByHandoff forgets the record of handle when call, a tool of a
+// handle's workspace that succeeded, was workspace_handoff or
+// workspace_attach: the handle now names a workspace of this process only.
+func (sh *sharedHandles) changedByHandoff(ctx context.Context, call string, handle string, result *mcp.CallToolResult) {
+	if call != toolWorkspaceHandoff && call != toolWorkspaceAttach || result == nil || result.IsError {
+		return
+	}
+	if rec := sh.handles.recordOf(handle, principalFrom(ctx)); rec != nil {
+		sh.forget(context.WithoutCancel(ctx), rec)
+		sh.handles.setRecord(handle, nil)
+	}
+}

@@ -1,0 +1,90 @@
+package workspace
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/wink-mcp/wink-mcp/egress"
+)
+
+// Without the flags nothing changes; with them the bundle files are
+// readable by the containers' users, the placeholders are set only in a
+// profile's sessions that get the entry, never in a setup, and the proxy
+// of a session without a credential intercepts nothing.
+func TestTrust(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.CacheDir = t.TempDir()
+	if tr, err := newTrust(&cfg); tr != nil || err != nil || tr.env("", false) != nil || tr.mounts("") != nil || tr.injection("") != nil {
+		t.Fatalf("without the flags: %v %v", tr, err)
+	}
+	cs, err := egress.ParseCredentials("c.yaml", []byte("credentials:\n  api: {hosts: [api.example.com], bearer: {env: T}, placeholder: API_TOKEN, profiles: [p]}\n"),
+		func(string) (string, bool) { return "s3cr3t-value-xyz", true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Credentials = cs
+	tr, err := newTrust(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range tr.mounts("p") {
+		info, err := os.Stat(m.Source)
+		if err != nil || info.Mode().Perm() != 0o644 || !m.ReadOnly {
+			t.Fatalf("%s: %v %v", m.Destination, info, err)
+		}
+		data, _ := os.ReadFile(m.Source)
+		if strings.Contains(string(data), "PRIVATE") || strings.Contains(string(data), "s3cr3t-value-xyz") {
+			t.Fatalf("%s holds a key or the value", m.Source)
+		}
+	}
+	if env := tr.env("p", false); env["API_TOKEN"] != egress.Placeholder || env["SSL_CERT_FILE"] != TrustBundlePath || env["NODE_EXTRA_CA_CERTS"] != TrustExtraPath {
+		t.Fatalf("a session of p: %v", env)
+	}
+	if _, ok := tr.env("p", true)["API_TOKEN"]; ok {
+		t.Fatal("a setup got the placeholder")
+	}
+	if _, ok := tr.env("q", false)["API_TOKEN"]; ok {
+		t.Fatal("another profile's session got the placeholder")
+	}
+	if tr.injection("q") != nil || tr.injection("p") == nil {
+		t.Fatal("the injection does not follow the profiles")
+	}
+	if tr.mounts("p")[0].Source != tr.mounts("q")[0].Source {
+		t.Fatal("profiles without a ca_bundle of their own got different bundles")
+	}
+}
+
+// --credentials and --ca-bundle are refused where the containers could not
+// mount the bundle, and credentials without any egress proxy.
+func TestTrustConfigRefusals(t *testing.T) {
+	cs, err := egress.ParseCredentials("c.yaml", []byte("credentials:\n  api: {hosts: [api.example.com], bearer: {env: T}, profiles: [nosuch]}\n"),
+		func(string) (string, bool) { return "v", true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		mutate func(*Config)
+		want   string
+	}{
+		{"remote without a shared cache", func(c *Config) { c.CABundle, c.FilesOnEngineHost = "/b.pem", true }, "need the engine's host to share this machine's files"},
+		{"credentials without egress", func(c *Config) { c.Credentials = cs }, "the sessions have no egress proxy"},
+		{"an unknown profile", func(c *Config) { c.Credentials, c.Egress = cs, []string{"api.example.com"} }, "api.profiles names nosuch, which no profiles file"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.mutate(&c)
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	c := DefaultConfig()
+	c.CABundle, c.FilesOnEngineHost, c.SharedPaths = "/b.pem", true, []string{c.CacheDir}
+	c.Egress = []string{"api.example.com"}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("a shared cache directory: %v", err)
+	}
+}
