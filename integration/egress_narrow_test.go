@@ -125,3 +125,36 @@ open("/tmp/ended", "w").write(str(got))
 	}
 	p.waitLog(10*time.Second, "egress locked", map[string]any{"event": "egress_narrowed"})
 }
+
+// Under MCP 2026-07-28 workspace_egress takes the workspace handle like
+// every workspace tool; a lock holds for that handle's workspace only.
+func TestEgressLockUnderAHandle(t *testing.T) {
+	port := httpServerOnLoopback(t, "reached")
+	tokenFile, _ := twoTokens(t)
+	p := launch(t, startOptions{transport: "http", image: pythonImage, args: []string{"--auth-token-file", tokenFile, "--warm", "0", "--egress", "localhost:" + port}})
+	c := modernClient(t, p.url, testToken)
+	locked, open := openHandle(t, c, nil), openHandle(t, c, nil)
+	fetch := func(handle string) string {
+		text, _ := callTool(t, c, "podman_shell", map[string]any{"workspace": handle, "command": []string{"python3", "-c", fmt.Sprintf(`import socket
+s = socket.create_connection(("127.0.0.1", 3128), timeout=30)
+s.sendall(b"GET http://localhost:%s/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+print(s.recv(65536).decode(errors="replace"))
+`, port)}})
+		return text
+	}
+	if out := fetch(locked); !strings.Contains(out, "reached") {
+		t.Fatalf("before the lock: %s", out)
+	}
+	if text, isError := callTool(t, c, "workspace_egress", map[string]any{"workspace": locked, "action": "lock"}); isError || !strings.Contains(text, "egress is locked") {
+		t.Fatalf("lock under a handle: %s", text)
+	}
+	if out := fetch(locked); !strings.Contains(out, "egress is locked for the rest of this session (workspace_egress lock)") {
+		t.Errorf("the locked handle's workspace: %s", out)
+	}
+	if out := fetch(open); !strings.Contains(out, "reached") {
+		t.Errorf("the other handle's workspace after the lock: %s", out)
+	}
+	if text, isError := callTool(t, c, "workspace_egress", map[string]any{"action": "list"}); !isError {
+		t.Errorf("workspace_egress without a handle from a 2026-07-28 client: %s", text)
+	}
+}
