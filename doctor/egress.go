@@ -79,7 +79,7 @@ func (d *doctor) tunnelPath() string {
 	if d.cfg.Engine != nil && d.cfg.Engine.Service().TunnelSockets && !d.cfg.FilesOnEngineHost {
 		return "the tunnel (egress, port previews) rides a socket of each container's, mounted read-only at " + wire.TunnelSocketDir
 	}
-	return "the tunnel (egress, port previews) rides the engine's exec streams (no socket: the service shares no files with this machine)"
+	return "the tunnel (egress, port previews) rides the engine's exec streams (no socket: a Pod, or a Podman service that shares no files with this machine)"
 }
 
 func orNone(s []string) string {
