@@ -16,6 +16,9 @@ type channelHello struct {
 	PID int `json:"pid"`
 	// Tunnel marks the egress tunnel rather than the request channel.
 	Tunnel bool `json:"tunnel,omitempty"`
+	// Direct marks a tunnel over the server's socket (RelaySocket), whose
+	// bytes are not escaped.
+	Direct bool `json:"direct,omitempty"`
 }
 
 // Relay hands the agent the exec session's standard input and output, so

@@ -24,14 +24,19 @@ const proxyListenWait = 5 * time.Second
 // serveTunnel carries the connections made to the proxy port on the
 // container's loopback to the server, a stream each, until the tunnel ends
 // or ctx is done. The server decides what each connection may reach; the
-// agent only moves bytes.
-func (a *Agent) serveTunnel(ctx context.Context, in, out *os.File) error {
+// agent only moves bytes. A direct tunnel (the server's socket) is not
+// escaped; one over an exec session's streams is.
+func (a *Agent) serveTunnel(ctx context.Context, in, out *os.File, direct bool) error {
+	var from io.Reader = in
+	if !direct {
+		from = wire.UnescapeReader(in)
+	}
 	conn := struct {
 		io.Reader
 		io.Writer
 		io.Closer
-	}{wire.UnescapeReader(in), out, closerFunc(func() error { return errors.Join(in.Close(), out.Close()) })}
-	sess, err := yamux.Client(conn, wire.TunnelConfig())
+	}{from, out, closerFunc(func() error { return errors.Join(in.Close(), out.Close()) })}
+	sess, err := yamux.Client(conn, wire.AgentTunnelConfig())
 	if err != nil {
 		return fmt.Errorf("starting the tunnel: %w", err)
 	}
@@ -49,7 +54,7 @@ func (a *Agent) serveTunnel(ctx context.Context, in, out *os.File) error {
 	if err := announce(sess); err != nil {
 		return err
 	}
-	a.log.Info("egress proxy listening", "addr", ln.Addr().String())
+	a.log.Info("egress proxy listening", "addr", ln.Addr().String(), "direct", direct)
 	go servePorts(sess)
 	for {
 		c, err := ln.Accept()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/egress"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // egressReachTimeout bounds checking one allowed host.
@@ -37,7 +38,7 @@ func (d *doctor) egress(ctx context.Context) Result {
 // network device: what the proxy lets out.
 func (d *doctor) egressProxy(ctx context.Context) Result {
 	if !d.cfg.EgressOn() {
-		return Result{Status: OK, Detail: "off: the containers have no network at all (--egress allows hosts through a proxy)"}
+		return Result{Status: OK, Detail: "off: the containers have no network at all (--egress allows hosts through a proxy); " + d.tunnelPath()}
 	}
 	policy, err := egress.ParsePolicy(d.cfg.Egress)
 	if err != nil {
@@ -59,7 +60,7 @@ func (d *doctor) egressProxy(ctx context.Context) Result {
 		}
 		reached = append(reached, r.Pattern)
 	}
-	detail := fmt.Sprintf("through the proxy only (cap %d bytes a session); reached %s", d.cfg.EgressMaxBytes, orNone(reached))
+	detail := fmt.Sprintf("through the proxy only (cap %d bytes a session), %s; reached %s", d.cfg.EgressMaxBytes, d.tunnelPath(), orNone(reached))
 	if len(wild) > 0 {
 		detail += "; wildcards not tried: " + strings.Join(wild, ", ")
 	}
@@ -71,6 +72,14 @@ func (d *doctor) egressProxy(ctx context.Context) Result {
 			Fix: "check the name and this machine's network, or drop the pattern; a private or loopback host needs its port named (--egress host:port)"}
 	}
 	return Result{Status: OK, Detail: detail}
+}
+
+// tunnelPath says what the tunnel of egress and port previews rides.
+func (d *doctor) tunnelPath() string {
+	if d.cfg.Engine != nil && d.cfg.Engine.Service().TunnelSockets && !d.cfg.FilesOnEngineHost {
+		return "the tunnel (egress, port previews) rides a socket of each container's, mounted read-only at " + wire.TunnelSocketDir
+	}
+	return "the tunnel (egress, port previews) rides the engine's exec streams (no socket: a Pod, or a Podman service that shares no files with this machine)"
 }
 
 func orNone(s []string) string {

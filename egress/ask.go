@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -93,7 +95,32 @@ func (a *askedHosts) ask(ctx context.Context, ask func(context.Context, string, 
 // session; like any rule without an explicit port it reaches only public
 // addresses.
 func userRule(host string, port int) Rule {
-	return Rule{Pattern: key(host, port) + " (allowed by the user for this session)", Host: host, Ports: []int{port}}
+	return Rule{Pattern: key(host, port), Host: host, Ports: []int{port}, Source: AskedSource}
+}
+
+// AskedSource is the Source of a rule the user's yes made.
+const AskedSource = "the user, asked for this session (--egress-ask)"
+
+// allowed returns the rules the user's answers made so far.
+func (a *askedHosts) allowed() []Rule {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []Rule
+	for k, got := range a.answers {
+		select {
+		case <-got.done:
+		default:
+			continue
+		}
+		if !got.allow {
+			continue
+		}
+		host, portText, _ := net.SplitHostPort(k)
+		port, _ := strconv.Atoi(portText)
+		out = append(out, userRule(host, port))
+	}
+	slices.SortFunc(out, func(x, y Rule) int { return strings.Compare(x.Pattern, y.Pattern) })
+	return out
 }
 
 func key(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"sync/atomic"
 )
 
@@ -85,3 +86,13 @@ func (c *countingConn) Close() error {
 }
 
 var _ io.ReadWriteCloser = (*countingConn)(nil)
+
+// largeBuffers are a forwarded response's copy buffers: 256 KiB, so a
+// download crosses the tunnel in frames that large, not 32 KiB ones.
+var largeBuffers = &bufferPool{pool: sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}}
+
+// bufferPool is an httputil.BufferPool over a sync.Pool.
+type bufferPool struct{ pool sync.Pool }
+
+func (b *bufferPool) Get() []byte  { return *b.pool.Get().(*[]byte) }
+func (b *bufferPool) Put(p []byte) { b.pool.Put(&p) }

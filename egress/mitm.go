@@ -62,6 +62,12 @@ func (s *Session) intercept(w http.ResponseWriter, r *http.Request, t *target, c
 	defer down.Close()
 	cc, _ := r.Context().Value(connKey{}).(*countingConn)
 	before := cc.total()
+	forget, ok := s.narrowing().track(t.rule, func() { down.Close() }) // a drop or a lock cuts it too
+	if !ok {
+		s.refuseHijacked(down, t, start)
+		return
+	}
+	defer forget()
 	if _, err := io.WriteString(down, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}

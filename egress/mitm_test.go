@@ -67,6 +67,7 @@ type mitmRig struct {
 	logs        *bytes.Buffer
 	mu          sync.Mutex // guards logs
 	credHost    string     // example.com:port
+	session     *Session
 }
 
 func newMitmRig(t *testing.T, credHandler func(w http.ResponseWriter, r *http.Request)) *mitmRig {
@@ -107,7 +108,7 @@ func newMitmRigTrusting(t *testing.T, credHandler func(w http.ResponseWriter, r 
 	}
 	go s.Serve(ln)
 	t.Cleanup(func() { ln.Close() })
-	rig.proxy = "http://" + ln.Addr().String()
+	rig.proxy, rig.session = "http://"+ln.Addr().String(), s
 	return rig
 }
 

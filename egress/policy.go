@@ -28,6 +28,8 @@ type Rule struct {
 	// PortGiven says the pattern names its port: with an exact host, that
 	// lets it reach private and loopback addresses on purpose.
 	PortGiven bool
+	// Source says who allowed the rule (see Policy.From); "" when unsaid.
+	Source string
 }
 
 // Explicit says whether the rule names one host and one port, which is
@@ -62,6 +64,20 @@ func (p Policy) Patterns() []string {
 	return out
 }
 
+// From returns the policy with every rule's Source set to source.
+func (p Policy) From(source string) Policy {
+	out := Policy{rules: append([]Rule(nil), p.rules...)}
+	for i := range out.rules {
+		out.rules[i].Source = source
+	}
+	return out
+}
+
+// Join returns the rules of p, then those of q.
+func (p Policy) Join(q Policy) Policy {
+	return Policy{rules: append(append([]Rule(nil), p.rules...), q.rules...)}
+}
+
 // With returns the policy with one more rule (added for a session).
 func (p Policy) With(r Rule) Policy {
 	return Policy{rules: append(append([]Rule(nil), p.rules...), r)}
@@ -70,9 +86,14 @@ func (p Policy) With(r Rule) Policy {
 // Match returns the rule that allows host (normalised by Normalize) on
 // port; an exact rule wins over a wildcard.
 func (p Policy) Match(host string, port int) (Rule, bool) {
+	return p.matchSkipping(host, port, nil)
+}
+
+// matchSkipping is Match over the rules skip does not exclude (nil: all).
+func (p Policy) matchSkipping(host string, port int, skip func(Rule) bool) (Rule, bool) {
 	var found *Rule
 	for i, r := range p.rules {
-		if !contains(r.Ports, port) {
+		if !contains(r.Ports, port) || skip != nil && skip(r) {
 			continue
 		}
 		switch {

@@ -51,6 +51,10 @@ type Config struct {
 	// Ask, when set, asks the user whether the session may reach a host no
 	// pattern allows; yes allows that host and port for the session.
 	Ask func(ctx context.Context, host string, port int) (bool, error)
+	// Narrowing, when set, is what the session took away from its egress
+	// (see Narrowing), shared by every proxy it makes; nil: a Narrowing of
+	// the proxy's own.
+	Narrowing *Narrowing
 	// Wording is how refusals name Policy and say what would allow a host.
 	Wording Wording
 	// OnRefusal, when set, is told of every connection the proxy refuses,
@@ -96,6 +100,9 @@ func NewSession(cfg Config, id string) *Session {
 		cfg.Meter = NewMeter(cfg.MaxBytes, 0)
 	}
 	s.SetMeter(cfg.Meter)
+	if cfg.Narrowing == nil {
+		s.cfg.Narrowing = NewNarrowing()
+	}
 	s.transport = &http.Transport{
 		Proxy:                  nil,
 		DialContext:            s.dialVetted,
@@ -119,6 +126,9 @@ func (s *Session) sessionID() string { return *s.id.Load() }
 func (s *Session) SetMeter(m *Meter) { s.byteCounter.Store(m) }
 
 func (s *Session) counter() *Meter { return s.byteCounter.Load() }
+
+// narrowing returns what the session took away from its egress.
+func (s *Session) narrowing() *Narrowing { return s.cfg.Narrowing }
 
 // Transferred returns the bytes counted by the proxy's meter.
 func (s *Session) Transferred() int64 { return s.counter().Used() }
@@ -172,9 +182,19 @@ func (s *Session) vet(ctx context.Context, rawHost string, port int) (*target, *
 	if port < 1 || port > 65535 {
 		return nil, &refusal{status: http.StatusBadRequest, host: host, port: port, reason: "the port is out of range"}
 	}
-	rule, ok := s.cfg.Policy.Match(host, port)
+	n := s.narrowing()
+	if n.Locked() {
+		return nil, lockRefusal(host, port)
+	}
+	rule, ok := s.cfg.Policy.matchSkipping(host, port, func(r Rule) bool { return n.Dropped(r.Pattern) })
 	if !ok {
 		rule, ok = s.asked.match(host, port)
+		if ok && n.Dropped(rule.Pattern) {
+			return nil, droppedRefusal(host, port, rule.Pattern)
+		}
+	}
+	if gone, was := s.cfg.Policy.Match(host, port); !ok && was {
+		return nil, droppedRefusal(host, port, gone.Pattern)
 	}
 	if !ok && s.cfg.Ask != nil {
 		var why string
@@ -320,6 +340,12 @@ func (s *Session) connect(w http.ResponseWriter, r *http.Request) {
 	defer down.Close()
 	cc, _ := r.Context().Value(connKey{}).(*countingConn)
 	before := cc.total()
+	forget, ok := s.narrowing().track(t.rule, func() { down.Close(); upstream.Close() })
+	if !ok {
+		s.refuseHijacked(down, t, start)
+		return
+	}
+	defer forget()
 	if _, err := io.WriteString(down, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
@@ -367,6 +393,7 @@ func (s *Session) forward(w http.ResponseWriter, r *http.Request) {
 			pr.Out.RequestURI = ""
 		},
 		Transport:     s.transport,
+		BufferPool:    largeBuffers,
 		FlushInterval: -1,
 		ErrorLog:      log.New(io.Discard, "", 0),
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
@@ -374,9 +401,22 @@ func (s *Session) forward(w http.ResponseWriter, r *http.Request) {
 			s.refuse(w, &refusal{status: http.StatusBadGateway, host: t.host, port: port, reason: "the request failed: " + err.Error()}, start)
 		},
 	}
+	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), targetKey{}, t))
+	defer cancel()
+	forget, ok := s.narrowing().track(t.rule, func() {
+		cancel()
+		if cc != nil {
+			cc.Close()
+		}
+	})
+	if !ok {
+		s.refuse(w, s.narrowedRefusal(t), start)
+		return
+	}
 	stop := cc.carrying()
-	rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetKey{}, t)))
+	rp.ServeHTTP(w, r.WithContext(ctx))
 	stop()
+	forget()
 	if !failed {
 		s.logAllowed(t, "forward", cc.total()-before, start)
 	}

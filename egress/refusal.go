@@ -2,6 +2,7 @@ package egress
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -60,11 +61,16 @@ func (f *refusal) write(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Connection", "close")
 	w.WriteHeader(f.status)
-	fmt.Fprintf(w, "wink-mcp egress proxy refused %s: %s.", net.JoinHostPort(f.host, strconv.Itoa(f.port)), f.reason)
+	_, _ = io.WriteString(w, f.text())
+}
+
+// text is the refusal as the client reads it, one line.
+func (f *refusal) text() string {
+	t := fmt.Sprintf("wink-mcp egress proxy refused %s: %s.", net.JoinHostPort(f.host, strconv.Itoa(f.port)), f.reason)
 	if f.remedy != "" {
-		fmt.Fprintf(w, " %s", f.remedy)
+		t += " " + f.remedy
 	}
-	fmt.Fprintln(w)
+	return t + "\n"
 }
 
 // tell gives f to Config.OnRefusal, if set.

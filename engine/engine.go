@@ -27,6 +27,7 @@ import (
 	"strings"
 
 	"github.com/wink-mcp/wink-mcp/changes"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // AgentPath is where the wink-mcp binary is, read-only, inside every
@@ -40,6 +41,21 @@ func RelayArgv() []string { return []string{AgentPath, "relay"} }
 // TunnelArgv is the command an engine's OpenTunnel runs in the container:
 // the relay of the egress proxy's connections.
 func TunnelArgv() []string { return []string{AgentPath, "relay", "tunnel"} }
+
+// TunnelSocketArgv is the relay of the tunnel that rides the socket at
+// wire.TunnelSocketPath instead of the exec session's streams.
+func TunnelSocketArgv() []string {
+	return []string{AgentPath, "relay", "tunnel", "--socket", wire.TunnelSocketPath}
+}
+
+// SocketTunnel is implemented by a stream OpenTunnel returns that reaches
+// the agent over a socket of its own (see wire.TunnelSocketDir) rather
+// than an exec session's attached streams: no detach-key filter is on it,
+// so its bytes go unescaped.
+type SocketTunnel interface {
+	// ViaSocket names the host directory the socket is in.
+	ViaSocket() string
+}
 
 // Errors an Engine's methods wrap.
 var (
@@ -232,6 +248,11 @@ type Service struct {
 	// which a later one replaces, the workspace saves them and restores
 	// them into the next.
 	FilesGoWithContainer bool
+	// TunnelSockets is true when a container whose agent is bind-mounted
+	// from this machine (no Spec.CopyAgent) gets a socket of its own for
+	// its tunnel (see wire.TunnelSocketDir); otherwise, and for the
+	// others, the tunnel rides an exec session's streams.
+	TunnelSockets bool
 }
 
 // HostFacts are what container specs depend on about the engine's host.

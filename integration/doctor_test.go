@@ -44,6 +44,9 @@ func TestDoctorOnAReadyHost(t *testing.T) {
 	if !strings.Contains(line(out, "container"), "uid 65534 with no capabilities and no network") {
 		t.Errorf("container line: %s", line(out, "container"))
 	}
+	if !strings.Contains(line(out, "egress"), "rides a socket of each container's, mounted read-only at /run/wink-tunnel") {
+		t.Errorf("egress line (the tunnel's path): %s", line(out, "egress"))
+	}
 	if left := containersNamed(t, prefix); len(left) != 0 {
 		t.Errorf("doctor left containers behind: %v", left)
 	}

@@ -128,7 +128,7 @@ func TestRemotePodmanDoctor(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("doctor against the remote host exited %d:\n%s", code, out)
 	}
-	for _, want := range []string{"a volume on the Podman host", "started in"} {
+	for _, want := range []string{"a volume on the Podman host", "started in", "rides the engine's exec streams (no socket"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor's output lacks %q:\n%s", want, out)
 		}
@@ -255,6 +255,9 @@ print(urllib.request.urlopen(%q).status)
 	}
 	if out := rawProxy(t, p, "CONNECT example.org:443 HTTP/1.1\r\n\r\n"); !strings.Contains(out, "403") || !strings.Contains(out, "--egress example.org") {
 		t.Errorf("a refusal from the remote container: %q", out)
+	}
+	if rec := p.waitLog(10*time.Second, "tunnel opened", nil); rec["path"] != "exec attach" {
+		t.Errorf("the remote tunnel's log record: %v, want path exec attach", rec)
 	}
 	url := openPort(t, p, 8000)
 	if res := p.call("write_file", map[string]any{"file_path": "site/index.html", "content": "from the remote host\n"}); res.IsError {

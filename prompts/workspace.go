@@ -115,6 +115,9 @@ func Text(info Info) string {
 	if info.EgressMaxBytes > 0 && (info.EgressAsk || len(info.Egress) > 0) {
 		network += fmt.Sprintf("; past %s carried in all (both ways), every request is refused with a 403 that says so", checkpoints.FormatBytes(info.EgressMaxBytes))
 	}
+	if info.EgressAsk || len(info.Egress) > 0 {
+		network += "; `workspace_egress` lists what is allowed and can drop a host or lock the network for the rest of the session once you no longer need it (it cannot add one)"
+	}
 	if info.Unenforced == "" {
 		fmt.Fprintf(&b, "- %s. There is no privileged operation: you run as an unprivileged user with no capabilities, and memory, CPU and process counts are limited.\n", network)
 	} else {

@@ -28,7 +28,7 @@ const (
 var toolIcons = map[string]string{
 	"ls": svgFolder, "read_file": svgFile, "write_file": svgFile, "edit_file": svgFile, "glob": svgSearch,
 	"grep": svgSearch, "rm": svgFile, "podman_shell": svgTerminal, "job": svgTerminal, "evaluate_python": svgPython,
-	"workspace_changes": svgDiff, "workspace_diff": svgDiff, "workspace_port": svgPort, "workspace_checkpoint": svgSave,
+	"workspace_changes": svgDiff, "workspace_diff": svgDiff, "workspace_port": svgPort, "workspace_egress": svgPort, "workspace_checkpoint": svgSave,
 	"workspace_checkpoints": svgSave, "workspace_restore": svgSave, "workspace_checkpoint_diff": svgDiff,
 	"workspace_checkpoint_delete": svgSave, "workspace_handoff": svgHandoff, "workspace_attach": svgHandoff,
 	"workspace_profile": svgProfile, "workspace_info": svgServer,

@@ -77,6 +77,9 @@ type definition[W any, P any, R Result] struct {
 	// of interfaces that different parts of it implement, and names those
 	// none implements; by default W is one interface, taken by PartOf.
 	take func(ws any) (w W, missing []reflect.Type)
+	// screen, if set, sees the raw arguments before the schema's checks,
+	// for a refusal clearer than theirs.
+	screen func(raw json.RawMessage) error
 	// handle runs the call in the session's workspace.
 	handle func(ctx context.Context, ws W, p P) (R, error)
 }
@@ -121,6 +124,11 @@ func build[W any, P any, R Result](workspaceFor WorkspaceFor, d definition[W, P,
 		raw, err := rawArguments(req)
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
+		}
+		if d.screen != nil {
+			if err := d.screen(raw); err != nil {
+				return mcp.NewToolResultError(err.Error()), nil
+			}
 		}
 		p, err := dec.Decode(raw)
 		if err != nil {

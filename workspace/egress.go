@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 
+	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/workspace/images"
@@ -37,11 +38,16 @@ func (s *Session) openTunnelLocked(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("opening the egress tunnel: %w", err)
 	}
+	var to io.Writer = wire.EscapeWriter(stream)
+	path, detail := "exec attach", "the engine's exec session"
+	if sock, direct := stream.(engine.SocketTunnel); direct {
+		to, path, detail = stream, "socket", sock.ViaSocket()
+	}
 	conn := struct {
 		io.Reader
 		io.Writer
 		io.Closer
-	}{stream, wire.EscapeWriter(stream), stream}
+	}{stream, to, stream}
 	mux, err := yamux.Server(conn, wire.TunnelConfig())
 	if err != nil {
 		stream.Close()
@@ -52,6 +58,7 @@ func (s *Session) openTunnelLocked(ctx context.Context) error {
 		return fmt.Errorf("the egress proxy in %s did not start: %w", s.name, err)
 	}
 	s.tunnel = mux
+	s.m.log.Info("tunnel opened", "session", s.who.hash(), "container", s.name, "path", path, "via", detail)
 	if s.proxy == nil {
 		go refuseEgress(mux, egressOff(s.setupBase != "", s.profile)) // the tunnel carries port previews only
 		return nil

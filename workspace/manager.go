@@ -154,7 +154,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 		return nil, err
 	}
 	if cfg.EgressOn() {
-		m.egress = &egress.Config{Policy: policy, MaxBytes: cfg.EgressMaxBytes, MaxConns: cfg.EgressMaxConns, Log: log}
+		m.egress = &egress.Config{Policy: policy.From(serverEgressSource), MaxBytes: cfg.EgressMaxBytes, MaxConns: cfg.EgressMaxConns, Log: log}
 	}
 	switch {
 	case cfg.DiskBytes > 0 && cfg.FilesOnEngineHost && eng.Service().BoundsDisk:
@@ -363,6 +363,7 @@ func (m *Manager) newSession(id, key string) *Session {
 	s.opened = time.Now()
 	s.who.serve(id, key)
 	s.meter = egress.NewMeter(m.cfg.EgressMaxBytes, 0).AlsoCountIn(&m.egressCarried)
+	s.egressPolicy = &egressPolicy{s: s, narrowing: egress.NewNarrowing()}
 	s.profileSwitch.setLocked(m.defaultProfile())
 	return s
 }

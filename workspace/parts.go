@@ -16,5 +16,6 @@ func (s *Session) Parts() []any {
 		s.watcher,
 		s.handoffs,
 		s.profileSwitch,
+		s.egressPolicy,
 	}
 }

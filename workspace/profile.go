@@ -202,16 +202,19 @@ func (ps *profileSwitch) proxyFor(p *profiles.Profile) *egress.Session {
 	if m.egress != nil {
 		cfg = *m.egress
 	}
-	cfg.Meter = s.meter // a new profile's proxy goes on counting
+	cfg.Meter = s.meter                      // a new profile's proxy goes on counting
+	cfg.Narrowing = s.egressPolicy.narrowing // and keeps what the session dropped
 	cfg.Inject = m.trust.injection(profileName(p))
 	if len(extra) > 0 {
 		// Checked when the profiles file was read.
-		policy, err := egress.ParsePolicy(append(append([]string{}, m.cfg.Egress...), extra...))
-		if err != nil {
+		server, err := egress.ParsePolicy(m.cfg.Egress)
+		profile, perr := egress.ParsePolicy(extra)
+		if err = errors.Join(err, perr); err != nil {
 			m.log.Error("a profile's egress patterns no longer parse", "err", err)
 			return nil
 		}
-		cfg.Policy, cfg.Wording = policy, images.SessionWording(p)
+		cfg.Policy = server.From(serverEgressSource).Join(profile.From("profile " + p.Name + " (egress.session)"))
+		cfg.Wording = images.SessionWording(p)
 	}
 	if m.cfg.EgressAsk {
 		cfg.Ask = func(ctx context.Context, host string, port int) (bool, error) {

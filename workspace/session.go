@@ -76,6 +76,9 @@ type Session struct {
 	// meter counts the session's egress against --egress-max-bytes; every
 	// proxy the session makes counts into it (see handoffs.useMeter).
 	meter *egress.Meter
+	// egressPolicy lists the session's egress and takes from it what the
+	// model drops (a part of its own, see Parts).
+	egressPolicy *egressPolicy
 	// ports are the container ports shown on this machine (a room of its
 	// own, package ports).
 	ports *ports.Room

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/agent"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // relayDialWait is how long a relay waits for the agent to listen.
@@ -38,7 +39,13 @@ func runAgent(args []string, stderr io.Writer) int {
 // stdout) to the agent, and lives as long as the channel: the request
 // channel, or with the argument "tunnel" the egress tunnel.
 func runRelay(args []string, stderr io.Writer) int {
-	if err := agent.Relay(context.Background(), os.Stdin, os.Stdout, relayDialWait, len(args) > 0 && args[0] == "tunnel"); err != nil {
+	var err error
+	if len(args) == 3 && args[0] == "tunnel" && args[1] == "--socket" {
+		err = agent.RelaySocket(context.Background(), args[2], os.Getenv(wire.TunnelNonceEnv), relayDialWait)
+	} else {
+		err = agent.Relay(context.Background(), os.Stdin, os.Stdout, relayDialWait, len(args) > 0 && args[0] == "tunnel")
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "wink-mcp relay: %v\n", err)
 		return 1
 	}

@@ -20,6 +20,7 @@ import (
 	dockerContainer "github.com/docker/docker/api/types/container"
 
 	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // channelCloseGrace is how long a closing channel waits for the relay to
@@ -34,17 +35,49 @@ const channelCloseGrace = 2 * time.Second
 // must not race with other calls, and a channel must be able to cut its own
 // sockets when the relay does not end by itself.
 func (e *Engine) OpenChannel(ctx context.Context, name string) (io.ReadWriteCloser, error) {
-	return e.openExec(ctx, name, engine.RelayArgv())
+	return e.openExec(ctx, name, engine.RelayArgv(), nil)
 }
 
 // OpenTunnel starts `wink-mcp relay tunnel` in the container, the stream
-// that carries the egress proxy's connections (see wire.ProxyPort).
+// that carries the egress proxy's connections (see wire.ProxyPort): over
+// the container's socket when it has one (see tunnelsock.go; the stream
+// is then an engine.SocketTunnel), else, or when that fails, over the
+// exec session's attached streams.
 func (e *Engine) OpenTunnel(ctx context.Context, name string) (io.ReadWriteCloser, error) {
-	return e.openExec(ctx, name, engine.TunnelArgv())
+	if e.tunnels != nil {
+		ln, has, err := e.tunnels.listener(name)
+		if has && err == nil {
+			var t io.ReadWriteCloser
+			if t, err = e.openSocketTunnel(ctx, name, ln); err == nil {
+				return t, nil
+			}
+		}
+		if err != nil {
+			e.log.Warn("the tunnel's socket failed; it rides the exec attach", "container", name, "err", err)
+		}
+	}
+	return e.openExec(ctx, name, engine.TunnelArgv(), nil)
 }
 
-// openExec runs argv in the container with its standard streams attached.
-func (e *Engine) openExec(ctx context.Context, name string, argv []string) (io.ReadWriteCloser, error) {
+// openSocketTunnel starts the relay that connects to the container's
+// socket, and takes its connection.
+func (e *Engine) openSocketTunnel(ctx context.Context, name string, ln *net.UnixListener) (io.ReadWriteCloser, error) {
+	nonce := newNonce()
+	relay, err := e.openExec(ctx, name, engine.TunnelSocketArgv(), []string{wire.TunnelNonceEnv + "=" + nonce})
+	if err != nil {
+		return nil, err
+	}
+	conn, err := accept(ctx, ln, nonce)
+	if err != nil {
+		relay.Close()
+		return nil, err
+	}
+	return &socketTunnel{Conn: conn, relay: relay, dir: e.tunnels.dir(name)}, nil
+}
+
+// openExec runs argv in the container, with env added to its environment,
+// its standard streams attached.
+func (e *Engine) openExec(ctx context.Context, name string, argv, env []string) (io.ReadWriteCloser, error) {
 	if _, err := e.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -76,6 +109,7 @@ func (e *Engine) openExec(ctx context.Context, name string, argv []string) (io.R
 		AttachStdout: true,
 		AttachStderr: true,
 		Cmd:          argv,
+		Env:          env,
 	}})
 	end(&err)
 	if err != nil {

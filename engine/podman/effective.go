@@ -10,13 +10,15 @@ import (
 	"github.com/containers/podman/v5/libpod/define"
 
 	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // checkEffective compares a created container, as Podman inspects it, with
 // the spec it was created from, and lists every difference that matters to
 // the sandbox: capabilities, privilege, no-new-privileges, user, network,
-// limits, and mounts (only those asked for; no volumes).
-func checkEffective(spec engine.Spec, data *define.InspectContainerData) error {
+// limits, and mounts (only those asked for, the tunnel's socket directory
+// tunnelDir, read-only, when not ""; no volumes).
+func checkEffective(spec engine.Spec, tunnelDir string, data *define.InspectContainerData) error {
 	if data == nil || data.Config == nil || data.HostConfig == nil {
 		return fmt.Errorf("%w: Podman's inspection is incomplete", engine.ErrSettingsDrift)
 	}
@@ -63,6 +65,10 @@ func checkEffective(spec engine.Spec, data *define.InspectContainerData) error {
 	for _, m := range spec.Mounts {
 		expected[m.Destination] = !m.ReadOnly
 	}
+	if tunnelDir != "" {
+		expected[wire.TunnelSocketDir] = false
+	}
+	tunnelMounted := false
 	for _, m := range data.Mounts {
 		rw, ok := expected[m.Destination]
 		switch {
@@ -72,10 +78,15 @@ func checkEffective(spec engine.Spec, data *define.InspectContainerData) error {
 			want(false, "%s is a %s mount of %s, want the volume %s", m.Destination, m.Type, m.Source, spec.WorkspaceVolume)
 		case !ok:
 			want(false, "an unexpected mount of %s at %s", m.Source, m.Destination)
+		case tunnelDir != "" && m.Destination == wire.TunnelSocketDir:
+			tunnelMounted = true
+			want(m.Type == "bind" && m.Source == tunnelDir && !m.RW, "%s is a %s mount of %s (writable %v), want the tunnel's directory %s, read-only",
+				m.Destination, m.Type, m.Source, m.RW, tunnelDir)
 		case m.RW && !rw:
 			want(false, "%s is writable, want read-only", m.Destination)
 		}
 	}
+	want(tunnelDir == "" || tunnelMounted, "the tunnel's directory %s is not mounted at %s", tunnelDir, wire.TunnelSocketDir)
 	if len(drift) > 0 {
 		return fmt.Errorf("%w: %s", engine.ErrSettingsDrift, strings.Join(drift, "; "))
 	}

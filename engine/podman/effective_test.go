@@ -4,12 +4,14 @@ package podman
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/containers/podman/v5/libpod/define"
 
 	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // testLimits are the limits of the specs tested here.
@@ -34,7 +36,7 @@ func inspected(spec engine.Spec) *define.InspectContainerData {
 
 func TestEffectiveSettingsDriftIsRefused(t *testing.T) {
 	spec := engine.Spec{User: "1000:1000", Root: "/workspace", WorkspaceDir: "/c/w", AgentBinary: "/bin/wink", Limits: testLimits}
-	if err := checkEffective(spec, inspected(spec)); err != nil {
+	if err := checkEffective(spec, "", inspected(spec)); err != nil {
 		t.Fatalf("the settings asked for were refused: %v", err)
 	}
 	drifts := map[string]func(d *define.InspectContainerData){
@@ -62,9 +64,49 @@ func TestEffectiveSettingsDriftIsRefused(t *testing.T) {
 	for name, mutate := range drifts {
 		d := inspected(spec)
 		mutate(d)
-		err := checkEffective(spec, d)
+		err := checkEffective(spec, "", d)
 		if !errors.Is(err, engine.ErrSettingsDrift) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: err = %v", name, err)
 		}
+	}
+}
+
+// The tunnel's socket directory must be mounted exactly: that directory,
+// read-only, at its place, and nothing else there.
+func TestEffectiveTunnelMountIsExact(t *testing.T) {
+	spec := engine.Spec{User: "1000:1000", Root: "/workspace", WorkspaceDir: "/c/w", AgentBinary: "/bin/wink", Limits: testLimits}
+	const dir = "/cache/tunnels/0123456789abcdef"
+	mounted := func(m define.InspectMount) *define.InspectContainerData {
+		d := inspected(spec)
+		d.Mounts = append(d.Mounts, m)
+		return d
+	}
+	if err := checkEffective(spec, dir, mounted(define.InspectMount{Type: "bind", Source: dir, Destination: wire.TunnelSocketDir})); err != nil {
+		t.Fatalf("the tunnel's mount as asked was refused: %v", err)
+	}
+	for what, d := range map[string]*define.InspectContainerData{
+		"missing":                inspected(spec),
+		"writable":               mounted(define.InspectMount{Type: "bind", Source: dir, Destination: wire.TunnelSocketDir, RW: true}),
+		"another directory":      mounted(define.InspectMount{Type: "bind", Source: "/cache/tunnels/fedcba9876543210", Destination: wire.TunnelSocketDir}),
+		"a volume":               mounted(define.InspectMount{Type: "volume", Name: "v", Source: dir, Destination: wire.TunnelSocketDir}),
+		"mounted without asking": nil,
+	} {
+		check := dir
+		if d == nil {
+			check, d = "", mounted(define.InspectMount{Type: "bind", Source: dir, Destination: wire.TunnelSocketDir})
+		}
+		if err := checkEffective(spec, check, d); !errors.Is(err, engine.ErrSettingsDrift) {
+			t.Errorf("%s: got %v, want a drift", what, err)
+		}
+	}
+	s := podmanSpec(spec, dir)
+	found := false
+	for _, m := range s.Mounts {
+		if m.Destination == wire.TunnelSocketDir {
+			found = m.Source == dir && slices.Contains(m.Options, "ro") && slices.Contains(m.Options, "noexec")
+		}
+	}
+	if !found {
+		t.Errorf("the spec's tunnel mount: %+v", s.Mounts)
 	}
 }

@@ -68,6 +68,9 @@ type Engine struct {
 	// an image at the same time share one pull of it.
 	pulls   pullFailures
 	pulling singleflight.Group
+	// tunnels are the containers' tunnel sockets (see tunnelsock.go), nil
+	// without a cache directory.
+	tunnels *tunnelSockets
 }
 
 // Options say which Podman service an Engine drives, and how.
@@ -91,13 +94,13 @@ type Options struct {
 // New returns an Engine for the service opts name; it connects on first use.
 func New(opts Options, log *slog.Logger) *Engine {
 	return &Engine{url: opts.URL, cacheDir: opts.CacheDir, identity: opts.Identity, machine: opts.Machine, tls: [3]string{opts.TLSCert, opts.TLSKey, opts.TLSCA},
-		apiTimeout: opts.APITimeout, pullTimeout: opts.PullTimeout, log: log}
+		apiTimeout: opts.APITimeout, pullTimeout: opts.PullTimeout, log: log, tunnels: newTunnelSockets(tunnelBase(opts.CacheDir))}
 }
 
 // Service returns the URL the engine was given ("" for the local sockets)
 // and whether it leaves this host's Unix sockets.
 func (e *Engine) Service() engine.Service {
-	return engine.Service{Address: e.url, Remote: e.url != "" && !strings.HasPrefix(e.url, "unix://")}
+	return engine.Service{Address: e.url, Remote: e.url != "" && !strings.HasPrefix(e.url, "unix://"), TunnelSockets: e.tunnels != nil}
 }
 
 // ServiceFix returns ServiceRemedy.
@@ -307,7 +310,16 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (err error) {
 		return err
 	}
 	defer end(&err)
-	s := podmanSpec(spec)
+	tunnelDir := ""
+	if !spec.CopyAgent && e.tunnels != nil {
+		// The agent is bind-mounted from this machine, so its files are
+		// shared: the tunnel may ride a socket (see tunnelsock.go).
+		if tunnelDir, err = e.tunnels.prepare(spec.Name); err != nil {
+			e.log.Warn("the tunnel rides the exec attach", "container", spec.Name, "err", err)
+			tunnelDir = ""
+		}
+	}
+	s := podmanSpec(spec, tunnelDir)
 	if spec.SELinux {
 		relabel(s)
 	}
@@ -325,11 +337,14 @@ func (e *Engine) Create(ctx context.Context, spec engine.Spec) (err error) {
 	}
 	data, err := containers.Inspect(c, spec.Name, nil)
 	if err == nil {
-		err = checkEffective(spec, data)
+		err = checkEffective(spec, tunnelDir, data)
 	}
 	if err != nil {
 		if _, rmErr := containers.Remove(c, spec.Name, new(containers.RemoveOptions).WithForce(true).WithVolumes(true)); rmErr != nil {
 			e.log.Warn("removing a container refused after creation", "container", spec.Name, "err", rmErr)
+		}
+		if tunnelDir != "" {
+			e.tunnels.remove(spec.Name)
 		}
 		return fmt.Errorf("refusing container %s: %w. Check the Podman service's containers.conf and the image; `wink-mcp doctor` checks the set-up", spec.Name, err)
 	}
@@ -376,6 +391,9 @@ func (e *Engine) Remove(ctx context.Context, name string) (err error) {
 	_, err = containers.Remove(c, name, new(containers.RemoveOptions).WithForce(true).WithVolumes(true).WithTimeout(0))
 	if err != nil && !isGone(err) {
 		return fmt.Errorf("removing container %s: %w", name, err)
+	}
+	if e.tunnels != nil {
+		e.tunnels.remove(name)
 	}
 	return nil
 }

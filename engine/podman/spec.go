@@ -10,6 +10,7 @@ import (
 	spec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // CPU scheduling of every session container. Both keep an abusive session
@@ -30,10 +31,11 @@ const (
 	cpuShares = 128
 )
 
-// podmanSpec turns a engine.Spec into Podman's create request. Every
-// hardening setting is explicit here, so nothing depends on the host's
-// containers.conf.
-func podmanSpec(c engine.Spec) *specgen.SpecGenerator {
+// podmanSpec turns a engine.Spec into Podman's create request, with the
+// tunnel's socket directory tunnelDir ("" for none) mounted read-only at
+// wire.TunnelSocketDir. Every hardening setting is explicit here, so
+// nothing depends on the host's containers.conf.
+func podmanSpec(c engine.Spec, tunnelDir string) *specgen.SpecGenerator {
 	s := specgen.NewSpecGenerator(c.Image, false)
 	s.Name = c.Name
 	s.Labels = c.Labels
@@ -87,6 +89,9 @@ func podmanSpec(c engine.Spec) *specgen.SpecGenerator {
 	}
 	if !c.CopyAgent {
 		s.Mounts = append(s.Mounts, spec.Mount{Type: "bind", Source: c.AgentBinary, Destination: engine.AgentPath, Options: []string{"ro", "nosuid", "nodev"}})
+	}
+	if tunnelDir != "" {
+		s.Mounts = append(s.Mounts, spec.Mount{Type: "bind", Source: tunnelDir, Destination: wire.TunnelSocketDir, Options: []string{"ro", "nosuid", "nodev", "noexec"}})
 	}
 	for _, m := range c.Mounts {
 		if m.ReadOnly {

@@ -20,7 +20,7 @@ func TestPodmanSpecHardening(t *testing.T) {
 	s := podmanSpec(engine.Spec{
 		Name: "wink-x", Image: "img", User: "65534:65534", Root: "/workspace", WorkspaceDir: "/cache/ws", AgentBinary: "/bin/wink-mcp",
 		Limits: engine.Limits{MemoryBytes: 1 << 30, CPUs: 1.5, PidsLimit: 256, TmpBytes: 256 << 20, NofileLimit: 4096, NprocLimit: 4096},
-	})
+	}, "")
 	if s.NetNS.NSMode != "none" || !slices.Equal(s.CapDrop, []string{"ALL"}) || s.NoNewPrivileges == nil || !*s.NoNewPrivileges {
 		t.Errorf("network %q, cap drop %v, no-new-privileges %v", s.NetNS.NSMode, s.CapDrop, s.NoNewPrivileges)
 	}
@@ -51,9 +51,9 @@ func TestPodmanSpecHardening(t *testing.T) {
 func TestSetupTmpOnDisk(t *testing.T) {
 	spec := engine.Spec{Name: "wink-x", Image: "img", User: "0:0", Root: "/workspace", WorkspaceDir: "/cache/ws", AgentBinary: "/bin/wink-mcp",
 		Caps: engine.SetupCaps, Limits: engine.Limits{MemoryBytes: 1 << 30, CPUs: 1, PidsLimit: 256, TmpBytes: 256 << 20}}
-	session := podmanSpec(spec)
+	session := podmanSpec(spec, "")
 	spec.TmpOnDisk = true
-	setup := podmanSpec(spec)
+	setup := podmanSpec(spec, "")
 	for _, m := range setup.Mounts {
 		if m.Destination == "/tmp" {
 			t.Errorf("a setup container has a /tmp mount: %+v", m)
@@ -74,9 +74,9 @@ func TestSetupWorkspaceInContainer(t *testing.T) {
 		Caps: engine.SetupCaps, Limits: testLimits, TmpOnDisk: true}
 	for _, where := range []engine.Spec{{WorkspaceDir: "/cache/ws"}, {WorkspaceVolume: "wink-x", CopyAgent: true}} {
 		spec.WorkspaceDir, spec.WorkspaceVolume, spec.CopyAgent = where.WorkspaceDir, where.WorkspaceVolume, where.CopyAgent
-		session := podmanSpec(spec)
+		session := podmanSpec(spec, "")
 		spec.WorkspaceInContainer = true
-		setup := podmanSpec(spec)
+		setup := podmanSpec(spec, "")
 		spec.WorkspaceInContainer = false
 		kept := len(session.Mounts) + len(session.Volumes) - 1
 		if slices.ContainsFunc(setup.Mounts, func(m rspec.Mount) bool { return m.Destination == "/workspace" }) || len(setup.Volumes) != 0 ||
@@ -93,11 +93,11 @@ func TestSetupWorkspaceInContainer(t *testing.T) {
 	d := inspected(spec)
 	d.EffectiveCaps, d.BoundingCaps = engine.SetupCaps, engine.SetupCaps
 	d.Mounts = d.Mounts[1:] // the agent alone
-	if err := checkEffective(spec, d); err != nil {
+	if err := checkEffective(spec, "", d); err != nil {
 		t.Errorf("a setup container without a /workspace mount was refused: %v", err)
 	}
 	d.Mounts = append(d.Mounts, define.InspectMount{Type: "bind", Source: "/c/w", Destination: "/workspace", RW: true})
-	if err := checkEffective(spec, d); !errors.Is(err, engine.ErrSettingsDrift) {
+	if err := checkEffective(spec, "", d); !errors.Is(err, engine.ErrSettingsDrift) {
 		t.Errorf("a mount at /workspace of a setup container: %v, want it refused", err)
 	}
 }
@@ -139,17 +139,17 @@ func TestUnlimitable(t *testing.T) {
 // Podman spec, and is checked for everything else.
 func TestSpecWithoutCgroupLimits(t *testing.T) {
 	spec := engine.Spec{User: "1000:1000", Root: "/workspace", WorkspaceDir: "/c/w", AgentBinary: "/bin/wink", Limits: testLimits, Unlimited: "memory,cpu,pids"}
-	r := podmanSpec(spec).ResourceLimits
+	r := podmanSpec(spec, "").ResourceLimits
 	if r.Memory != nil || r.CPU != nil || r.Pids != nil {
 		t.Errorf("limits asked for that the host drops: %+v", r)
 	}
-	if rl := podmanSpec(spec).Rlimits; len(rl) != 2 {
+	if rl := podmanSpec(spec, "").Rlimits; len(rl) != 2 {
 		t.Errorf("rlimits %v, want nofile and nproc", rl)
 	}
 	d := inspected(spec)
 	d.HostConfig.Memory, d.HostConfig.MemorySwap, d.HostConfig.PidsLimit = 0, 0, 0
 	d.HostConfig.CpuQuota, d.HostConfig.CpuPeriod, d.HostConfig.CpuShares = 0, 0, 0
-	if err := checkEffective(spec, d); err != nil {
+	if err := checkEffective(spec, "", d); err != nil {
 		t.Errorf("a container without the limits it was allowed to lack was refused: %v", err)
 	}
 	for name, mutate := range map[string]func(d *define.InspectContainerData){
@@ -162,7 +162,7 @@ func TestSpecWithoutCgroupLimits(t *testing.T) {
 	} {
 		d := inspected(spec)
 		mutate(d)
-		if err := checkEffective(spec, d); !errors.Is(err, engine.ErrSettingsDrift) {
+		if err := checkEffective(spec, "", d); !errors.Is(err, engine.ErrSettingsDrift) {
 			t.Errorf("%s drift without cgroup limits: %v, want it refused", name, err)
 		}
 	}
@@ -170,7 +170,7 @@ func TestSpecWithoutCgroupLimits(t *testing.T) {
 	partial.Unlimited = "cpu"
 	d = inspected(partial)
 	d.HostConfig.Memory = 0
-	if err := checkEffective(partial, d); !errors.Is(err, engine.ErrSettingsDrift) {
+	if err := checkEffective(partial, "", d); !errors.Is(err, engine.ErrSettingsDrift) {
 		t.Errorf("only the CPU limit is off, yet a missing memory limit passed: %v", err)
 	}
 }
@@ -180,7 +180,7 @@ func TestSpecWithoutCgroupLimits(t *testing.T) {
 func TestSpecWithTheFilesOnThePodmanHost(t *testing.T) {
 	spec := engine.Spec{User: "65534:65534", Root: "/workspace", WorkspaceVolume: "wink-x", CopyAgent: true,
 		AgentBinary: "/bin/wink", Limits: testLimits}
-	s := podmanSpec(spec)
+	s := podmanSpec(spec, "")
 	for _, m := range s.Mounts {
 		if m.Type == "bind" {
 			t.Errorf("a bind mount of %s at %s", m.Source, m.Destination)
@@ -191,7 +191,7 @@ func TestSpecWithTheFilesOnThePodmanHost(t *testing.T) {
 	}
 	d := inspected(spec)
 	d.Mounts = []define.InspectMount{{Type: "volume", Name: "wink-x", Destination: "/workspace", RW: true}}
-	if err := checkEffective(spec, d); err != nil {
+	if err := checkEffective(spec, "", d); err != nil {
 		t.Errorf("the session's volume was refused: %v", err)
 	}
 	for name, m := range map[string]define.InspectMount{
@@ -200,7 +200,7 @@ func TestSpecWithTheFilesOnThePodmanHost(t *testing.T) {
 		"the agent bound in":           {Type: "bind", Source: "/bin/wink", Destination: engine.AgentPath},
 	} {
 		d.Mounts = []define.InspectMount{m}
-		if err := checkEffective(spec, d); !errors.Is(err, engine.ErrSettingsDrift) {
+		if err := checkEffective(spec, "", d); !errors.Is(err, engine.ErrSettingsDrift) {
 			t.Errorf("%s: %v, want it refused", name, err)
 		}
 	}
