@@ -1,0 +1,17 @@
+package engine
+
+import "context"
+
+// ContainerAdopter is implemented by an engine whose containers any
+// server using it can drive (the Kubernetes engine: a Pod is reached
+// through the API server, from any replica). A server that takes a kept
+// workspace over from another (KeptAsk.OnWanted) drives the container its
+// last holder left running, rather than making a new one: its files, its
+// running jobs and its open ports go on.
+type ContainerAdopter interface {
+	// Adopt finds a running container, not being removed, whose label
+	// key is value, sets its labels to labels (its new owner's, so that
+	// only the new owner's death lets a sweep remove it), and returns its
+	// name; "" and no error when there is none.
+	Adopt(ctx context.Context, key, value string, labels map[string]string) (string, error)
+}
