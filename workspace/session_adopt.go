@@ -73,7 +73,7 @@ func leaveForAdoption(s *Session) bool {
 	s.containerQuota.Release()
 	s.containerQuota = nil
 	s.jobs.ContainerGone()
-	logEvent(s.m.log, EventLeftForAdoption, s, time.Now(), "container", s.name)
+	logEvent(s.m.log, EventLeftForAdoption, s, time.Now())
 	name, key := s.name, s.key
 	time.AfterFunc(unadoptedWait, func() { removeUnadopted(s.m, name, key) })
 	return true
