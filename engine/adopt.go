@@ -1,6 +1,9 @@
 package engine
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // ContainerAdopter is implemented by an engine whose containers any
 // server using it can drive (the Kubernetes engine: a Pod is reached
@@ -14,4 +17,9 @@ type ContainerAdopter interface {
 	// only the new owner's death lets a sweep remove it), and returns its
 	// name; "" and no error when there is none.
 	Adopt(ctx context.Context, key, value string, labels map[string]string) (string, error)
+	// AwaitsAdoption reports whether a container a dead server left on
+	// the kept workspace name is to stay for the workspace's next holder
+	// to adopt rather than be swept: its last holder's lease was renewed
+	// within idle, or a new holder took it a moment ago.
+	AwaitsAdoption(ctx context.Context, name string, idle time.Duration) (bool, error)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,3 +90,46 @@ func relabelPatch(pod *corev1.Pod, labels map[string]string) ([]byte, error) {
 // The Engine's Pods are adopted by the server that takes their kept
 // workspace over.
 var _ engine.ContainerAdopter = (*Engine)(nil)
+
+// adoptWindow is how long after taking a kept workspace's Lease its new
+// holder has to adopt the Pod a dead holder left.
+const adoptWindow = 2 * time.Minute
+
+// AwaitsAdoption reads the Lease of the kept workspace name
+// (awaitsAdoption says what it decides); a missing Lease awaits nothing.
+func (k keptWorkspaces) AwaitsAdoption(ctx context.Context, name string, idle time.Duration) (_ bool, err error) {
+	e := k.e
+	client, c, end, err := e.call(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer end(&err)
+	lease, err := client.CoordinationV1().Leases(e.opts.Namespace).Get(c, keptObjectName(name), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading the Lease of kept workspace %q: %w", name, err)
+	}
+	return awaitsAdoption(lease, time.Now(), idle), nil
+}
+
+// awaitsAdoption decides whether a dead server's Pod on the kept
+// workspace of lease stays for adoption at now: while its holder has
+// stopped renewing it (killed) for less than idle, the next call on the
+// workspace adopts the Pod; while a live holder took it less than
+// adoptWindow ago, that holder is adopting it. Otherwise (a live holder
+// long settled, which has its own Pod, or a workspace idle past idle) it
+// goes.
+func awaitsAdoption(lease *coordinationv1.Lease, now time.Time, idle time.Duration) bool {
+	s := lease.Spec
+	if s.RenewTime == nil {
+		return false
+	}
+	holder, _ := liveHolder(lease, now)
+	renewing := holder != "" && now.Sub(s.RenewTime.Time) <= 2*keptRenewEvery
+	if !renewing {
+		return now.Sub(s.RenewTime.Time) < idle
+	}
+	return s.AcquireTime != nil && now.Sub(s.AcquireTime.Time) < adoptWindow
+}

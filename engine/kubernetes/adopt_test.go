@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 )
 
 // workspacePod is a Pod of the kept workspace ws in phase, made with
@@ -89,6 +92,39 @@ func TestAdoptSaysWhatFailed(t *testing.T) {
 			t.Errorf("%v: %q, %v; want none to adopt", c.err, name, err)
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "Pod running")):
 			t.Errorf("%v: %v; want an error naming Pod running and saying %q", c.err, err, c.want)
+		}
+	}
+}
+
+// TestAwaitsAdoptionDecides which dead server's Pod stays for the next
+// holder of its kept workspace, from the workspace's Lease alone.
+func TestAwaitsAdoptionDecides(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	lease := func(holder string, acquired, renewed time.Duration) *coordinationv1.Lease {
+		l := &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To(int32(15))}}
+		if holder != "" {
+			l.Spec.HolderIdentity = ptr.To(holder)
+		}
+		l.Spec.AcquireTime = &metav1.MicroTime{Time: now.Add(-acquired)}
+		l.Spec.RenewTime = &metav1.MicroTime{Time: now.Add(-renewed)}
+		return l
+	}
+	idle := 15 * time.Minute
+	for _, c := range []struct {
+		name  string
+		lease *coordinationv1.Lease
+		want  bool
+	}{
+		{"a killed holder's Lease, expired a minute ago", lease("A", time.Hour, time.Minute), true},
+		{"a killed holder's Lease, still live but not renewed for 12 s", lease("A", time.Hour, 12*time.Second), true},
+		{"a killed holder's Lease, unused past the idle timeout", lease("A", time.Hour, 16*time.Minute), false},
+		{"a new holder that took it 5 s ago (adopting)", lease("B", 5*time.Second, time.Second), true},
+		{"a live holder settled for an hour (its own Pod)", lease("B", time.Hour, time.Second), false},
+		{"no renew time", &coordinationv1.Lease{}, false},
+	} {
+		if got := awaitsAdoption(c.lease, now, idle); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
 }
