@@ -74,7 +74,9 @@ func structuredCall(t *testing.T, c *client.Client, name string, args map[string
 // own channel), so a file written through A is read through B, and a
 // background job started through A is still running, its output growing,
 // read through B. Round robin through a real HAProxy serves every call on
-// that one Pod. Another principal is refused on both. Closed, the Pod goes.
+// that one Pod. Another principal is refused on both. The holder
+// SIGKILLed, the survivor's sweep keeps the Pod and its next call adopts
+// it, the job still running. Closed, the Pod goes.
 func TestKubernetesHandleMovesKeepThePod(t *testing.T) {
 	cs, _ := needCluster(t)
 	base := "wa" + randomHex(4)
@@ -145,19 +147,52 @@ func TestKubernetesHandleMovesKeepThePod(t *testing.T) {
 	checkChannelClosedFirst(t, a, b)
 	t.Logf("calls that moved or may have moved the handle between replicas (same Pod each time): %v", moves)
 
-	unknown, _ := callTool(t, modernClient(t, roundRobin, other), "ls", map[string]any{"path": ".", "workspace": "wsh_never-issued"})
+	unknown, _ := callTool(t, modernClient(t, a.p.url, other), "ls", map[string]any{"path": ".", "workspace": "wsh_never-issued"})
 	for _, r := range []*replica{a, b} {
 		if text, isError := callTool(t, modernClient(t, r.p.url, other), "read_file", map[string]any{"file_path": "moved.txt", "workspace": handle}); !isError || text != unknown {
 			t.Errorf("another principal on replica %s: %q, want exactly %q", r.prefix, text, unknown)
 		}
 	}
 
+	// The holder SIGKILLed: the survivor's sweep keeps its Pod, and the
+	// next call through the survivor adopts it, job still running.
 	_, lock = keptPod(t, cs, name)
-	holder := viaA
+	dead, survivor, viaDead, viaSurvivor := a, b, viaA, viaB
 	if ownedBy(lock, b) {
-		holder = viaB
+		dead, survivor, viaDead, viaSurvivor = b, a, viaB, viaA
 	}
-	if text, isError := callTool(t, holder, "workspace_close", map[string]any{"workspace": handle}); isError {
+	structuredCall(t, viaDead, "job", map[string]any{"workspace": handle, "action": "output", "id": job}, &out)
+	before := out.Total
+	if err := dead.p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	dead.p.waitExit(10 * time.Second)
+	if _, lock := keptPod(t, cs, name); !ownedBy(lock, dead) {
+		t.Fatalf("the killed replica did not hold the Pod (owner lock %s)", lock)
+	}
+	// Past the dead replica's Lease (15 s) and a sweep (every 10 s) of the
+	// survivor, before the call: the sweep must have kept the Pod.
+	time.Sleep(30 * time.Second)
+	took = structuredCall(t, viaSurvivor, "job", map[string]any{"workspace": handle, "action": "status", "id": job}, &out)
+	if out.Job == nil || out.Job.State != "running" {
+		t.Fatalf("the job after its replica's SIGKILL, through the survivor: %+v", out.Job)
+	}
+	pod, lock = keptPod(t, cs, name)
+	if pod.UID != first.UID || !ownedBy(lock, survivor) {
+		t.Fatalf("after the holder's SIGKILL: Pod %s (UID %s, owner lock %s), want Pod UID %s owned by the survivor", pod.Name, pod.UID, lock, first.UID)
+	}
+	structuredCall(t, viaSurvivor, "job", map[string]any{"workspace": handle, "action": "output", "id": job}, &out)
+	if out.Total <= before {
+		t.Errorf("the job's output did not grow across the SIGKILL: %d bytes, then %d", before, out.Total)
+	}
+	t.Logf("first call after SIGKILL of the holding replica, 30 s later: %v (same Pod, job running)", took.Round(10*time.Millisecond))
+	for _, rec := range survivor.p.logs.records() {
+		if rec["event"] == "orphan_removed" {
+			t.Errorf("the survivor swept a container: %v", rec)
+		}
+	}
+
+	if text, isError := callTool(t, viaSurvivor, "workspace_close", map[string]any{"workspace": handle}); isError {
 		t.Fatalf("workspace_close: %s", text)
 	}
 	waitUntil(t, 60*time.Second, "the workspace's Pod to go", func() bool {

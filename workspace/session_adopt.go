@@ -19,6 +19,11 @@ import (
 // supersedes the last), and the channel is closed before the lease goes,
 // so two servers never drive one agent. Files, running jobs and
 // listening processes go on; the port previews of the last holder end.
+//
+// A server killed leaves its kept workspaces' containers: the sweep keeps
+// each while its engine says it awaits adoption (the workspace's lease,
+// held by nobody alive, was renewed within the idle timeout: the next
+// holder adopts it), and removes it after.
 
 // unadoptedWait is how long a container left for another server waits to
 // be adopted before its last holder removes it (the asker gave up).
@@ -99,4 +104,26 @@ func removeUnadopted(m *Manager, name, key string) {
 		}
 		m.log.Info("removed a container left for another server that did not adopt it", "container", name)
 	}
+}
+
+// awaitsAdoption reports whether a dead server's container with labels
+// stays for its kept workspace's next holder (engine.ContainerAdopter
+// AwaitsAdoption, with the idle timeout); when the engine cannot tell, it
+// stays until a later sweep can.
+func awaitsAdoption(ctx context.Context, m *Manager, labels map[string]string) bool {
+	adopter, ok := m.eng.(engine.ContainerAdopter)
+	name := labels[LabelWorkspace]
+	if !ok || name == "" {
+		return false
+	}
+	idle := m.cfg.IdleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	awaits, err := adopter.AwaitsAdoption(ctx, name, idle)
+	if err != nil {
+		m.log.Warn("asking whether a dead server's container awaits adoption; it stays until a later sweep", "workspace", name, "err", err)
+		return true
+	}
+	return awaits
 }
