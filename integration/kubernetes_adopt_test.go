@@ -71,9 +71,9 @@ func structuredCall(t *testing.T, c *client.Client, name string, args map[string
 // workspace, served in turn by two replicas (--engine kubernetes), moves
 // between them on the same Pod (same UID): the replica that takes it over
 // adopts the Pod the other left running (relabels it as its own, opens its
-// own channel), so a file written through A is read through B, and a
+// own channel), so a file written through A is read through B, a
 // background job started through A is still running, its output growing,
-// read through B. Round robin through a real HAProxy serves every call on
+// read through B, and a server A started still answers on its port. Round robin through a real HAProxy serves every call on
 // that one Pod. Another principal is refused on both. The holder
 // SIGKILLed, the survivor's sweep keeps the Pod and its next call adopts
 // it, the job still running. Closed, the Pod goes.
@@ -100,6 +100,11 @@ func TestKubernetesHandleMovesKeepThePod(t *testing.T) {
 	if job == "" || shell.JobState != "running" {
 		t.Fatalf("the background job: %+v", shell)
 	}
+	structuredCall(t, viaA, "podman_shell", map[string]any{"workspace": handle, "background": true,
+		"command": []string{"python3", "-m", "http.server", "8765", "--bind", "127.0.0.1"}}, &shell)
+	if shell.Job == "" || shell.JobState != "running" {
+		t.Fatalf("the listening job: %+v", shell)
+	}
 	first, lock := keptPod(t, cs, name)
 	if !ownedBy(lock, a) {
 		t.Fatalf("the Pod's owner lock is %s, want under A's cache %s", lock, a.cache)
@@ -114,6 +119,12 @@ func TestKubernetesHandleMovesKeepThePod(t *testing.T) {
 	pod, lock := keptPod(t, cs, name)
 	if pod.UID != first.UID || !ownedBy(lock, b) {
 		t.Fatalf("after the move to B: Pod %s (UID %s, owner lock %s), want Pod %s (UID %s) owned by B", pod.Name, pod.UID, lock, first.Name, first.UID)
+	}
+	// The server A started still listens, reached from B's channel.
+	fetch := "import urllib.request,time\nfor i in range(50):\n  try:\n    print(urllib.request.urlopen('http://127.0.0.1:8765/moved.txt').read().decode(),end='');break\n  except OSError: time.sleep(0.1)"
+	structuredCall(t, viaB, "podman_shell", map[string]any{"workspace": handle, "command": []string{"python3", "-c", fetch}}, &shell)
+	if shell.Stdout != "from-a\n" {
+		t.Errorf("the port A's job listens on, from B: %q (stderr %q)", shell.Stdout, shell.Stderr)
 	}
 	var out tools.JobResult
 	structuredCall(t, viaB, "job", map[string]any{"workspace": handle, "action": "status", "id": job}, &out)
