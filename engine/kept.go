@@ -81,4 +81,8 @@ type Held struct {
 	// Release stops renewing the lease, records the last use and ends the
 	// lease; it is safe to call more than once.
 	Release func(ctx context.Context)
+	// Wanted, when set, reports whether another server asked for the
+	// workspace (KeptAsk.OnWanted was called): its holder then leaves its
+	// container running for that server to adopt (ContainerAdopter).
+	Wanted func() bool
 }

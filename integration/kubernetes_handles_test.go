@@ -65,17 +65,17 @@ func servedHandles(r *replica) int {
 	return n
 }
 
-// holderOf returns the replica whose Pod serves the kept workspace now.
-func holderOf(t *testing.T, cs *kubernetes.Clientset, replicas ...*replica) *replica {
+// holderOf returns the replica whose labels the kept workspace name's
+// Pod carries: the one that serves it now (a Pod is adopted, so its name
+// says only which replica made it).
+func holderOf(t *testing.T, cs *kubernetes.Clientset, name string, replicas ...*replica) *replica {
 	t.Helper()
 	var holder *replica
-	waitUntil(t, 30*time.Second, "one replica to have a Pod", func() bool {
-		holder = nil
+	waitUntil(t, 30*time.Second, "one replica to hold the workspace's Pod", func() bool {
+		_, lock := keptPod(t, cs, name)
 		for _, r := range replicas {
-			for _, p := range podsNamed(t, cs, r.prefix) {
-				if p.DeletionTimestamp == nil {
-					holder = r
-				}
+			if ownedBy(lock, r) {
+				holder = r
 			}
 		}
 		return holder != nil
@@ -111,7 +111,7 @@ func callRetryingOnce(t *testing.T, c *client.Client, name string, args map[stri
 // directories) behind a real HAProxy:
 //   - round robin: the TypeScript SDK v2 client's calls on one handle land
 //     on both replicas, each taking the workspace from the other (its
-//     Lease asked for, let go between calls), and all see the same files;
+//     Lease asked for, let go between calls, its Pod adopted), and all see the same files;
 //   - another principal's use of the handle reads exactly as a handle
 //     never issued, on either replica;
 //   - balanced as docs/kubernetes.md says (a hash of Mcp-Param-Workspace),
@@ -153,7 +153,7 @@ func TestKubernetesHandlesAcrossReplicas(t *testing.T) {
 			t.Errorf("replica %s served no call on the handle", r.prefix)
 		}
 	}
-	t.Logf("round robin: %d rounds of two calls, each round %v ms (a move between replicas waits for the Lease and a new Pod)", rounds, run.Ms)
+	t.Logf("round robin: %d rounds of two calls, each round %v ms (a move between replicas waits for the Lease, then adopts the Pod)", rounds, run.Ms)
 
 	bob := modernClient(t, roundRobin, other)
 	unknown, _ := callTool(t, bob, "ls", map[string]any{"path": ".", "workspace": "wsh_never-issued"})
@@ -176,7 +176,7 @@ func TestKubernetesHandlesAcrossReplicas(t *testing.T) {
 		t.Errorf("balanced on Mcp-Param-Workspace, the handle moved %d times in 4 calls; want at most once", moves)
 	}
 
-	dead := holderOf(t, cs, replicas...)
+	dead := holderOf(t, cs, name, replicas...)
 	survivor := replicas[0]
 	if survivor == dead {
 		survivor = replicas[1]

@@ -172,7 +172,7 @@ func TestKubernetesPermissions(t *testing.T) {
 	applyRBAC(t, cs, []runtime.Object{role})
 	waitAllowed(t, cs, ns, updateLeases, true)
 	out, code = doctor(t, args...)
-	if code != 0 || !strings.HasPrefix(line(out, "permissions"), "ok    permissions   all 20 calls the engine makes are allowed") ||
+	if code != 0 || !strings.HasPrefix(line(out, "permissions"), "ok    permissions   all 21 calls the engine makes are allowed") ||
 		!strings.HasPrefix(line(out, "container"), "ok") {
 		t.Fatalf("doctor with the page's Role: exit %d:\n%s", code, out)
 	}

@@ -18,6 +18,12 @@ const (
 	EventRecreatedAfterFailure = "recreated_after_failure"
 	EventRemoved               = "removed"
 	EventOrphanRemoved         = "orphan_removed"
+	// EventAdopted: a kept workspace's container its last holder left
+	// (another server) is driven by this one (session_adopt.go).
+	EventAdopted = "adopted"
+	// EventLeftForAdoption: a kept workspace's container is left running
+	// for the server that asked for it.
+	EventLeftForAdoption = "left_for_adoption"
 	// Events of a profile's image build (not of a session's container),
 	// package images'.
 	EventSetupStarted = images.EventSetupStarted

@@ -52,7 +52,7 @@ func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
 	var errs []error
 	orphan, deadByLock := m.liveness.orphanRule(ctx)
 	for _, c := range found {
-		if !orphan(c.Labels) {
+		if !orphan(c.Labels) || awaitsAdoption(ctx, m, c.Labels) {
 			continue
 		}
 		start := time.Now()

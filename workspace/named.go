@@ -164,8 +164,12 @@ func writeJSON(path string, v any) error {
 
 // removeStaleOf removes the containers of dead wink-mcp processes that
 // worked on the kept workspace name: its last owner was killed, and its
-// container still has the workspace's files mounted.
+// container still has the workspace's files mounted. With an engine that
+// lets any server drive any container, the new holder adopts it instead.
 func (m *Manager) removeStaleOf(ctx context.Context, name string) error {
+	if _, ok := m.eng.(engine.ContainerAdopter); ok {
+		return nil // the new holder adopts it (session_adopt.go)
+	}
 	found, err := m.eng.List(ctx, LabelManaged)
 	if err != nil {
 		return err

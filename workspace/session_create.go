@@ -201,6 +201,10 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 		}
 		s.containerQuota = hold
 	}
+	if adoptContainer(ctx, s, spec, times) {
+		logEvent(m.log, EventAdopted, s, start, "steps", times.String())
+		return s.client, nil
+	}
 	// From here a failure removes whatever Podman made: a create request
 	// cancelled in flight may still have made the container.
 	s.created = true

@@ -155,7 +155,10 @@ func (s *Session) end(ctx context.Context) {
 	} else {
 		exported <- true
 	}
-	if err := s.removeOrRetryLocked(ctx); err == nil && s.m.cfg.FilesOnEngineHost {
+	left := !exportNow && leaveForAdoption(s)
+	if left {
+		had = false
+	} else if err := s.removeOrRetryLocked(ctx); err == nil && s.m.cfg.FilesOnEngineHost {
 		if err := s.m.eng.RemoveWorkspace(ctx, s.name); err != nil {
 			s.m.log.Warn("removing the workspace volume at session end failed; retrying in the background", "session", s.who.hash(), "volume", s.name, "err", err)
 			s.m.removeLater(s.name)

@@ -90,7 +90,7 @@ func (k keptWorkspaces) HoldKept(ctx context.Context, ask engine.KeptAsk) (_ *en
 			k.recordUse(ctx, client, name)
 			lease.release(ctx)
 		}
-	}}, nil
+	}, Wanted: lease.wanted.Load}, nil
 }
 
 // ensureKeptClaim makes the claim of a kept workspace when missing, and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -45,6 +46,8 @@ type keptLease struct {
 	// onWanted is called, once, when another server asks for the workspace.
 	onWanted   func()
 	wantedOnce sync.Once
+	// wanted is set when onWanted is called.
+	wanted atomic.Bool
 
 	once    sync.Once
 	cancel  context.CancelFunc
@@ -198,7 +201,10 @@ func (l *keptLease) renew(ctx context.Context) {
 		}
 		if err == nil && got.Annotations[wantedAnnotation] != "" && l.onWanted != nil {
 			// Not on this goroutine: letting go stops these renewals.
-			l.wantedOnce.Do(func() { go l.onWanted() })
+			l.wantedOnce.Do(func() {
+				l.wanted.Store(true)
+				go l.onWanted()
+			})
 		}
 		if err == nil && time.Since(renewed) >= keptRenewEvery {
 			got.Spec.RenewTime = ptr.To(metav1.NowMicro())

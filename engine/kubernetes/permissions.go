@@ -32,7 +32,8 @@ type Rule struct {
 const clusterScoped = "-"
 
 // Rules are every call the engine makes: in its namespace, the workspace
-// Pods (made, waited for, listed by the sweep, deleted), the exec stream
+// Pods (made, waited for, listed by the sweep, a kept workspace's
+// relabelled by the server that adopts it, deleted), the exec stream
 // of each (the SPDY fallback is a POST, create; a WebSocket upgrade a GET,
 // which older API servers authorise as get only), the deny-all
 // NetworkPolicy (made once, read back and before each Pod), the
@@ -44,7 +45,7 @@ const clusterScoped = "-"
 // address; the nodes, to choose among --image choices and for the probe's
 // address when the EndpointSlice cannot be read.
 var Rules = []Rule{
-	{Resource: "pods", Verbs: []string{"create", "get", "list", "delete"}},
+	{Resource: "pods", Verbs: []string{"create", "get", "list", "patch", "delete"}},
 	{Resource: "pods/exec", Verbs: []string{"create", "get"}},
 	{Group: "networking.k8s.io", Resource: "networkpolicies", Verbs: []string{"create", "get"}},
 	{Resource: "persistentvolumeclaims", Verbs: []string{"create", "get", "list", "patch", "delete"}},

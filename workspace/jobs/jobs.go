@@ -132,6 +132,10 @@ func Query(op string) bool {
 // Started says a job was started in the current container.
 func (p *Part) Started() bool { return p.started.Load() }
 
+// Adopted records that the container was adopted from another server
+// (workspace.EventAdopted), whose jobs may still run in it.
+func (p *Part) Adopted() { p.started.Store(true) }
+
 // ContainerGone records that the container went, and its jobs with it.
 func (p *Part) ContainerGone() { p.started.Store(false) }
 

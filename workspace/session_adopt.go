@@ -1,0 +1,129 @@
+package workspace
+
+import (
+	"context"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/workspace/steps"
+)
+
+// A kept workspace that any server may serve in turn (a 2026-07-28
+// handle's, engine.KeptAsk.OnWanted) moves between servers without a new
+// container when its engine lets any server drive any container
+// (engine.ContainerAdopter: Kubernetes). The holder asked for it closes
+// its channel, leaves the container running and only then releases the
+// workspace's lease (leaveForAdoption); the server that takes the lease
+// relabels the container as its own and opens its own channel to it
+// (adoptContainer). The agent serves one channel at a time (a new one
+// supersedes the last), and the channel is closed before the lease goes,
+// so two servers never drive one agent. Files, running jobs and
+// listening processes go on; the port previews of the last holder end.
+//
+// A server killed leaves its kept workspaces' containers: the sweep keeps
+// each while its engine says it awaits adoption (the workspace's lease,
+// held by nobody alive, was renewed within the idle timeout: the next
+// holder adopts it), and removes it after.
+
+// unadoptedWait is how long a container left for another server waits to
+// be adopted before its last holder removes it (the asker gave up).
+const unadoptedWait = 2 * time.Minute
+
+// adoptContainer makes s, about to make a container for its kept
+// workspace, drive the one its last holder left running instead, if
+// there is one; it reports whether it did. One that does not answer is
+// removed, and s makes its own.
+func adoptContainer(ctx context.Context, s *Session, spec engine.Spec, times *steps.Times) bool {
+	adopter, ok := s.m.eng.(engine.ContainerAdopter)
+	if !ok || s.kept == nil || s.kept.held == nil {
+		return false
+	}
+	name, err := adopter.Adopt(ctx, LabelWorkspace, s.kept.name, spec.Labels)
+	if err != nil {
+		s.m.log.Warn("adopting the kept workspace's container failed; making a new one", "session", s.who.hash(), "workspace", s.kept.name, "err", err)
+		return false
+	}
+	if name == "" {
+		return false
+	}
+	times.Done("adopt")
+	own := s.name
+	s.name, s.created = name, true
+	if err := s.connectLocked(ctx, times); err != nil {
+		s.m.log.Warn("the adopted container's agent did not answer; removing it and making a new one", "session", s.who.hash(), "container", name, "err", err)
+		s.dropChannelLocked()
+		if err := s.m.eng.Remove(ctx, name); err != nil {
+			s.m.log.Warn("removing an adopted container that did not answer", "container", name, "err", err)
+		}
+		s.name, s.created = own, false
+		return false
+	}
+	s.startedAt = time.Now()
+	s.jobs.Adopted()
+	return true
+}
+
+// leaveForAdoption, for a session ending because another server asked for
+// its kept workspace, closes the session's channel and leaves its
+// container running for that server, reporting whether it did; the
+// caller releases the lease after. A container nobody adopts within
+// unadoptedWait is removed. The caller holds the session's lock.
+func leaveForAdoption(s *Session) bool {
+	if _, ok := s.m.eng.(engine.ContainerAdopter); !ok || !s.created || s.kept == nil || s.kept.held == nil ||
+		s.kept.held.Wanted == nil || !s.kept.held.Wanted() {
+		return false
+	}
+	s.dropChannelLocked()
+	s.created = false
+	s.containerQuota.Release()
+	s.containerQuota = nil
+	s.jobs.ContainerGone()
+	logEvent(s.m.log, EventLeftForAdoption, s, time.Now())
+	name, key := s.name, s.key
+	time.AfterFunc(unadoptedWait, func() { removeUnadopted(s.m, name, key) })
+	return true
+}
+
+// removeUnadopted removes the container name if it still carries the
+// labels of this server's session key: nobody adopted it.
+func removeUnadopted(m *Manager, name, key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*m.cfg.APITimeout)
+	defer cancel()
+	found, err := m.eng.List(ctx, LabelManaged)
+	if err != nil {
+		m.log.Warn("checking whether a container left for another server was adopted; the sweep removes it when this server ends", "container", name, "err", err)
+		return
+	}
+	for _, c := range found {
+		if c.Name != name || c.Labels[LabelInstance] != m.inst.id || c.Labels[LabelSession] != key {
+			continue
+		}
+		if err := m.discard(ctx, name); err != nil {
+			m.log.Warn("removing a container left for another server that did not adopt it", "container", name, "err", err)
+			return
+		}
+		m.log.Info("removed a container left for another server that did not adopt it", "container", name)
+	}
+}
+
+// awaitsAdoption reports whether a dead server's container with labels
+// stays for its kept workspace's next holder (engine.ContainerAdopter
+// AwaitsAdoption, with the idle timeout); when the engine cannot tell, it
+// stays until a later sweep can.
+func awaitsAdoption(ctx context.Context, m *Manager, labels map[string]string) bool {
+	adopter, ok := m.eng.(engine.ContainerAdopter)
+	name := labels[LabelWorkspace]
+	if !ok || name == "" {
+		return false
+	}
+	idle := m.cfg.IdleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	awaits, err := adopter.AwaitsAdoption(ctx, name, idle)
+	if err != nil {
+		m.log.Warn("asking whether a dead server's container awaits adoption; it stays until a later sweep", "workspace", name, "err", err)
+		return true
+	}
+	return awaits
+}
