@@ -64,6 +64,9 @@ type Manager struct {
 	// handedOverDisk is the workspaces handed to another process, on the
 	// cache disk.
 	handedOverDisk handedOverDisk
+	// leftForAdoption are the containers left running for another server
+	// that has not adopted them yet (leaveForAdoption).
+	leftForAdoption leftContainers
 
 	// leftovers are retries of removals that failed at session end (see
 	// removeLater); leftoverCtx ends them when Close runs out of time.
@@ -463,6 +466,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	}
 	wg.Wait()
 	m.ending.Wait() // each bounded by its caller's context
+	m.leftForAdoption.removeAll(ctx, m)
 	m.finishLeftovers(ctx)
 	kept := keptForExport(m.cfg.CacheDir, m.inst.dir)
 	err := errors.Join(m.liveness.release(ctx), m.inst.release(!m.cfg.KeepSessionDirs && len(kept) == 0))

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/engine"
@@ -26,7 +27,8 @@ import (
 // holder adopts it), and removes it after.
 
 // unadoptedWait is how long a container left for another server waits to
-// be adopted before its last holder removes it (the asker gave up).
+// be adopted before its last holder removes it (the asker gave up); a
+// holder that closes sooner removes it then (leftContainers.removeAll).
 const unadoptedWait = 2 * time.Minute
 
 // adoptContainer makes s, about to make a container for its kept
@@ -67,7 +69,8 @@ func adoptContainer(ctx context.Context, s *Session, spec engine.Spec, times *st
 // its kept workspace, closes the session's channel and leaves its
 // container running for that server, reporting whether it did; the
 // caller releases the lease after. A container nobody adopts within
-// unadoptedWait is removed. The caller holds the session's lock.
+// unadoptedWait, or before this server closes, is removed. The caller
+// holds the session's lock.
 func leaveForAdoption(s *Session) bool {
 	if _, ok := s.m.eng.(engine.ContainerAdopter); !ok || !s.created || s.kept == nil || s.kept.held == nil ||
 		s.kept.held.Wanted == nil || !s.kept.held.Wanted() {
@@ -79,16 +82,72 @@ func leaveForAdoption(s *Session) bool {
 	s.containerQuota = nil
 	s.jobs.ContainerGone()
 	logEvent(s.m.log, EventLeftForAdoption, s, time.Now())
-	name, key := s.name, s.key
-	time.AfterFunc(unadoptedWait, func() { removeUnadopted(s.m, name, key) })
+	s.m.leftForAdoption.add(s.m, s.name, s.key)
 	return true
+}
+
+// leftContainers are the containers this server left running for another
+// server to adopt, each removed after unadoptedWait if nobody did, or
+// when the server closes first: a server that ends leaves nothing behind
+// for a workspace nobody took. It is safe for concurrent use.
+type leftContainers struct {
+	mu     sync.Mutex
+	timers map[string]*time.Timer // by container name
+	keys   map[string]string      // the session key each was left with
+}
+
+// add records the container name, left by the session key, and removes
+// it after unadoptedWait unless it was adopted.
+func (l *leftContainers) add(m *Manager, name, key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.timers == nil {
+		l.timers, l.keys = map[string]*time.Timer{}, map[string]string{}
+	}
+	if t := l.timers[name]; t != nil {
+		t.Stop()
+	}
+	l.keys[name] = key
+	l.timers[name] = time.AfterFunc(unadoptedWait, func() {
+		if l.forget(name) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*m.cfg.APITimeout)
+			defer cancel()
+			removeUnadopted(ctx, m, name, key)
+		}
+	})
+}
+
+// forget drops name's record, reporting whether it was still there.
+func (l *leftContainers) forget(name string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.timers[name]; !ok {
+		return false
+	}
+	l.timers[name].Stop()
+	delete(l.timers, name)
+	delete(l.keys, name)
+	return true
+}
+
+// removeAll removes, now, every container still waiting to be adopted:
+// the server is closing, so no later timer would.
+func (l *leftContainers) removeAll(ctx context.Context, m *Manager) {
+	l.mu.Lock()
+	waiting := l.keys
+	for _, t := range l.timers {
+		t.Stop()
+	}
+	l.timers, l.keys = nil, nil
+	l.mu.Unlock()
+	for name, key := range waiting {
+		removeUnadopted(ctx, m, name, key)
+	}
 }
 
 // removeUnadopted removes the container name if it still carries the
 // labels of this server's session key: nobody adopted it.
-func removeUnadopted(m *Manager, name, key string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*m.cfg.APITimeout)
-	defer cancel()
+func removeUnadopted(ctx context.Context, m *Manager, name, key string) {
 	found, err := m.eng.List(ctx, LabelManaged)
 	if err != nil {
 		m.log.Warn("checking whether a container left for another server was adopted; the sweep removes it when this server ends", "container", name, "err", err)
