@@ -84,9 +84,9 @@ type Server struct {
 	tasks2026 *modernTasks     // the tasks of 2026-07-28 requests
 	shared    *sharedHandles   // the records of handles on kept workspaces
 	logs      *clientLogs
-	stop      context.CancelFunc // stops the handles' idle reaper
+	stop      context.CancelFunc // stops the handles' idle reaper and the start-up sweep
 	calls     *callTracker
-	sweepDone chan struct{}
+	sweepDone chan struct{} // closed when the start-up sweep has ended
 }
 
 // New builds the server and starts sweeping orphaned containers in the
@@ -233,9 +233,9 @@ func New(cfg Config) (*Server, error) {
 	if !cfg.Lazy {
 		s.mcp.AddNotificationHandler(string(mcp.MethodNotificationInitialized), s.prestart)
 	}
-	go s.sweep()
 	reap, stop := context.WithCancel(context.Background())
 	s.stop = stop
+	go s.sweep(reap)
 	go s.expireHandles(reap, cfg.Workspace.IdleTimeout)
 	return s, nil
 }
@@ -310,6 +310,12 @@ func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	start := time.Now()
+	// The start-up sweep, stopped, removes what it made (an engine's probe
+	// Pod) before the manager closes under it.
+	select {
+	case <-s.sweepDone:
+	case <-ctx.Done():
+	}
 	err := s.mgr.Close(ctx)
 	s.log.Info("server closed", "duration_ms", time.Since(start).Milliseconds())
 	return err
@@ -347,10 +353,11 @@ func (s *Server) sessionWorkspace(ctx context.Context) (*workspace.Session, erro
 }
 
 // sweep asks the container engine what the first container will need, then
-// removes containers left by wink-mcp servers that died.
-func (s *Server) sweep() {
+// removes containers left by wink-mcp servers that died, until stop ends
+// (Close) or sweepTimeout passes.
+func (s *Server) sweep(stop context.Context) {
 	defer close(s.sweepDone)
-	ctx, cancel := context.WithTimeout(context.Background(), sweepTimeout)
+	ctx, cancel := context.WithTimeout(stop, sweepTimeout)
 	defer cancel()
 	start := time.Now()
 	if err := s.mgr.Prepare(ctx); err != nil {
