@@ -138,7 +138,13 @@ func TestEgressLockUnderAHandle(t *testing.T) {
 		text, _ := callTool(t, c, "podman_shell", map[string]any{"workspace": handle, "command": []string{"python3", "-c", fmt.Sprintf(`import socket
 s = socket.create_connection(("127.0.0.1", 3128), timeout=30)
 s.sendall(b"GET http://localhost:%s/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-print(s.recv(65536).decode(errors="replace"))
+data = b""
+while True:  # a response may come in several segments: read to the end
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+print(data.decode(errors="replace"))
 `, port)}})
 		return text
 	}

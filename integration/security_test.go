@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -96,6 +97,10 @@ func checkHardening(t *testing.T, p *proc, name string) {
 			check(m.RW && strings.HasPrefix(m.Source, p.cache), "workspace mount %+v", m)
 		case "/.wink/wink-mcp":
 			check(!m.RW, "the agent binary is mounted writable")
+		case "/run/wink-tunnel":
+			// The egress tunnel's socket directory (local Podman): its own,
+			// read-only, from this server's cache directory.
+			check(!m.RW && strings.HasPrefix(m.Source, filepath.Join(p.cache, "tunnels")+"/"), "tunnel socket mount %+v", m)
 		default:
 			t.Errorf("unexpected mount %+v", m)
 		}

@@ -61,6 +61,7 @@ const calls = [
   ["workspace_changes", {}],
   ["workspace_diff", {}],
   ["workspace_port", { action: "list" }],
+  ["workspace_egress", { action: "list" }],
   ["workspace_checkpoint", { message: "modern" }],
   ["workspace_checkpoints", {}],
   ["workspace_checkpoint_diff", { from: "c1" }],
