@@ -81,11 +81,7 @@ func TestKubernetesHandleMovesKeepThePod(t *testing.T) {
 	cs, _ := needCluster(t)
 	base := "wa" + randomHex(4)
 	name := "ha" + randomHex(4)
-	object := keptObjectName(name)
-	t.Cleanup(func() {
-		_ = cs.CoordinationV1().Leases(testNamespace).Delete(context.Background(), object, metav1.DeleteOptions{})
-		_ = cs.CoreV1().PersistentVolumeClaims(testNamespace).Delete(context.Background(), object, metav1.DeleteOptions{})
-	})
+	keptWorkspaceObjects(t, cs, name)
 	tokenFile, other := twoTokens(t)
 	a := launchReplica(t, cs, base+"a", t.TempDir(), tokenFile)
 	b := launchReplica(t, cs, base+"b", t.TempDir(), tokenFile)

@@ -32,11 +32,7 @@ func TestKubernetesCheckpointsAcrossServers(t *testing.T) {
 	cs, _ := needCluster(t)
 	prefix := "wk" + randomHex(4)
 	name := "ckstore" + randomHex(4)
-	object := keptObjectName(name)
-	t.Cleanup(func() {
-		_ = cs.CoordinationV1().Leases(testNamespace).Delete(context.Background(), object, metav1.DeleteOptions{})
-		_ = cs.CoreV1().PersistentVolumeClaims(testNamespace).Delete(context.Background(), object, metav1.DeleteOptions{})
-	})
+	object := keptWorkspaceObjects(t, cs, name)
 	shared := t.TempDir()
 	a := startKubernetes(t, cs, prefix, t.TempDir(), "--workspace", name, "--checkpoint-dir", shared)
 	// Bytes of every value, a name with a space, a link: what a restore must give back exactly.
@@ -219,11 +215,7 @@ func TestKubernetesCheckpointStoreLockOutlivesLease(t *testing.T) {
 	cs, _ := needCluster(t)
 	prefix := "wk" + randomHex(4)
 	name := "cklock" + randomHex(4)
-	object := keptObjectName(name)
-	t.Cleanup(func() {
-		_ = cs.CoordinationV1().Leases(testNamespace).Delete(context.Background(), object, metav1.DeleteOptions{})
-		_ = cs.CoreV1().PersistentVolumeClaims(testNamespace).Delete(context.Background(), object, metav1.DeleteOptions{})
-	})
+	keptWorkspaceObjects(t, cs, name)
 	shared := t.TempDir()
 	a := startKubernetes(t, cs, prefix, t.TempDir(), "--workspace", name, "--checkpoint-dir", shared)
 	a.run("sh", "-c", "echo a > a.txt")

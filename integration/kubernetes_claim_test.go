@@ -134,6 +134,19 @@ func keptObjectName(name string) string {
 	return "wink-kept-" + name + "-" + hex.EncodeToString(sum[:4])
 }
 
+// keptWorkspaceObjects returns the name of the claim and Lease of kept
+// workspace name (keptObjectName), and deletes both when the test ends,
+// whatever the servers left.
+func keptWorkspaceObjects(t *testing.T, cs kubernetes.Interface, name string) string {
+	t.Helper()
+	object := keptObjectName(name)
+	t.Cleanup(func() {
+		_ = cs.CoordinationV1().Leases(testNamespace).Delete(context.Background(), object, metav1.DeleteOptions{})
+		_ = cs.CoreV1().PersistentVolumeClaims(testNamespace).Delete(context.Background(), object, metav1.DeleteOptions{})
+	})
+	return object
+}
+
 // TestKubernetesKeptWorkspace keeps a workspace in the cluster
 // (--workspace NAME with --engine kubernetes): its files on a claim named
 // from it, its owner a Lease. A second server (another cache directory,
@@ -145,11 +158,7 @@ func TestKubernetesKeptWorkspace(t *testing.T) {
 	cs, _ := needCluster(t)
 	prefix := "wk" + randomHex(4)
 	name := "kept" + randomHex(4)
-	object := keptObjectName(name)
-	t.Cleanup(func() {
-		_ = cs.CoordinationV1().Leases(testNamespace).Delete(context.Background(), object, metav1.DeleteOptions{})
-		_ = cs.CoreV1().PersistentVolumeClaims(testNamespace).Delete(context.Background(), object, metav1.DeleteOptions{})
-	})
+	object := keptWorkspaceObjects(t, cs, name)
 	a := startKubernetes(t, cs, prefix, t.TempDir(), "--workspace", name)
 	if res := a.run("sh", "-c", "echo from-a >/workspace/kept.txt && id -u"); res.ExitCode != 0 || res.Stdout != "65534\n" {
 		t.Fatalf("writing to the kept workspace: %+v", res)
@@ -212,11 +221,7 @@ func TestKubernetesKeptWorkspaceOverHTTP(t *testing.T) {
 	cs, _ := needCluster(t)
 	prefix := "wk" + randomHex(4)
 	name := "kept" + randomHex(4)
-	object := keptObjectName(name)
-	t.Cleanup(func() {
-		_ = cs.CoordinationV1().Leases(testNamespace).Delete(context.Background(), object, metav1.DeleteOptions{})
-		_ = cs.CoreV1().PersistentVolumeClaims(testNamespace).Delete(context.Background(), object, metav1.DeleteOptions{})
-	})
+	object := keptWorkspaceObjects(t, cs, name)
 	p := startKubernetesOver(t, "http", cs, prefix, "", "--warm", "0")
 	first := p.sibling(nil, "?workspace="+name)
 	if res := first.run("sh", "-c", "echo over-http >note.txt"); res.ExitCode != 0 {

@@ -123,11 +123,7 @@ func TestKubernetesHandlesAcrossReplicas(t *testing.T) {
 	cs, _ := needCluster(t)
 	base := "wh" + randomHex(4)
 	name := "hk" + randomHex(4)
-	object := keptObjectName(name)
-	t.Cleanup(func() {
-		_ = cs.CoordinationV1().Leases(testNamespace).Delete(context.Background(), object, metav1.DeleteOptions{})
-		_ = cs.CoreV1().PersistentVolumeClaims(testNamespace).Delete(context.Background(), object, metav1.DeleteOptions{})
-	})
+	object := keptWorkspaceObjects(t, cs, name)
 	tokenFile, other := twoTokens(t)
 	replicas := []*replica{
 		launchReplica(t, cs, base+"a", t.TempDir(), tokenFile),
