@@ -53,7 +53,7 @@ func TestConformanceSuite(t *testing.T) {
 	}
 	modern := run("conformance-baseline-2026-07-28.yaml", "--requirements", "2026-07-28")
 	for _, want := range []string{"http-header-validation: 14 passed, 0 failed", "http-custom-header-server-validation: 10 passed, 0 failed",
-		"tools-list: 4 passed, 0 failed", "server-stateless: 22 passed, 6 failed", "dns-rebinding-protection: 2 passed, 0 failed"} {
+		"tools-list: 4 passed, 0 failed", "server-stateless: 24 passed, 4 failed", "sep-2164-resource-not-found: 4 passed, 0 failed", "dns-rebinding-protection: 2 passed, 0 failed"} {
 		if !strings.Contains(modern, want) {
 			t.Errorf("2026-07-28: the summary lacks %q", want)
 		}

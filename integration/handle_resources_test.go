@@ -20,6 +20,7 @@ type resourcesRun struct {
 	UpdatedByShell, UpdatedByTool    bool
 	SnapshotUpdated                  bool
 	Mixed, LegacyURI                 string
+	ListedUnknown, ReadUnknown       string
 	ClosedBy, ReadAfterClose, Listen string
 	CompleteError, SnapshotError     string
 }
@@ -58,6 +59,9 @@ func checkResourcesRun(t *testing.T, run resourcesRun, closedBy string) {
 	file, snapshot := run.Resources+"files/dir/a.txt", run.Resources+"snapshot"
 	if !slices.Contains(run.Listed, file) || !slices.Contains(run.Listed, snapshot) || len(run.ListedWithoutHandle) != 0 {
 		t.Errorf("resources/list with the handle: %q, without: %q", run.Listed, run.ListedWithoutHandle)
+	}
+	if !strings.Contains(run.ListedUnknown, "_meta.wink-mcp/workspace: unknown workspace handle") || !strings.Contains(run.ReadUnknown, "resource not found: file:///etc/passwd") {
+		t.Errorf("resources/list of a made-up handle: %q; a read of a URI no workspace has: %q", run.ListedUnknown, run.ReadUnknown)
 	}
 	slices.Sort(run.Templates)
 	if want := []string{"wink://workspace/{workspace}/files/{+path}", "wink://workspace/{workspace}/snapshot"}; !slices.Equal(run.Templates, want) {

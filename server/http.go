@@ -119,7 +119,7 @@ func (s *Server) ServeHTTP(ctx context.Context, transport string) error {
 		path = ssePath
 	}
 	s.sessions.quotas = s.cfg.Quotas
-	guard := newGuard(cfg, s.sessions, s.cfg.Workspace.Profiles, s.log, mcpgoadapt.NewExactIDs(s.log, tr.handler, s.tasks2026.interceptor()))
+	guard := newGuard(cfg, s.sessions, s.cfg.Workspace.Profiles, s.log, mcpgoadapt.NewExactIDs(s.log, tr.handler, interceptor(s)))
 	guard.reserve, guard.opened, guard.refused = s.reserveSlot, tr.opened, s.tel.recordRefusal
 	guard.oauth = resourceServerFrom(cfg, ln.Addr().String(), path)
 	s.mgr.SetParkLimit(s.parkLimit)

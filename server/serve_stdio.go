@@ -19,7 +19,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	if max <= 0 {
 		max = DefaultMaxBodyBytes
 	}
-	err := mcpgoadapt.ServeStdio(ctx, s.mcp, in, out, max, s.log, func(ctx context.Context) context.Context { return withStopper(s.requestContext(ctx)) }, s.tasks2026.interceptor())
+	err := mcpgoadapt.ServeStdio(ctx, s.mcp, in, out, max, s.log, func(ctx context.Context) context.Context { return withStopper(s.requestContext(ctx)) }, interceptor(s))
 	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
 		return nil
 	}

@@ -84,7 +84,7 @@ func newModernTasks(tools map[string]bool, ttl time.Duration, serve func(context
 
 // interceptor is how the transports hand the extension's requests here.
 func (t *modernTasks) interceptor() mcpgoadapt.Interceptor {
-	return mcpgoadapt.Interceptor{Marker: []byte("tasks"), Answer: t.answer}
+	return mcpgoadapt.Interceptor{Markers: [][]byte{[]byte("tasks")}, Answer: t.answer}
 }
 
 // answer serves the extension's requests of the 2026-07-28 revision.

@@ -74,6 +74,8 @@ await call("write_file", { workspace, file_path: "dir/a.txt", content: "one\n" }
 const listed = await client.listResources({ _meta: { "wink-mcp/workspace": workspace } }, { cacheMode: "bypass" });
 out.listed = listed.resources.map((r) => r.uri);
 out.listedWithoutHandle = (await client.listResources(undefined, { cacheMode: "bypass" })).resources.map((r) => r.uri);
+out.listedUnknown = await errorOf(() => client.listResources({ _meta: { "wink-mcp/workspace": "wsh_made_up" } }, { cacheMode: "bypass" }));
+out.readUnknown = await errorOf(() => client.readResource({ uri: "file:///etc/passwd" }, { cacheMode: "bypass" }));
 out.templates = (await client.listResourceTemplates(undefined, { cacheMode: "bypass" })).resourceTemplates.map((t) => t.uriTemplate);
 const file = resources + "files/dir/a.txt";
 out.read = (await client.readResource({ uri: file }, { cacheMode: "bypass" })).contents[0].text;

@@ -79,7 +79,7 @@ func (x *exactIDs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if x.intercept.takes(body) {
 				if head, err := DecodeHead(body); err == nil {
 					if answer, ok := x.intercept.answer(WithHead(r.Context(), head), head, body); ok {
-						writeAnswer(w, answer)
+						writeAnswer(w, head, answer)
 						return
 					}
 				}
@@ -256,14 +256,15 @@ type errReader struct{ err error }
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // writeAnswer writes an intercepted request's answer as mcp-go writes one
-// that opens no stream: a JSON body.
-func writeAnswer(w http.ResponseWriter, answer any) {
+// that opens no stream: a JSON body, with the status the request's
+// revision gives it (answerStatus).
+func writeAnswer(w http.ResponseWriter, head *Head, answer any) {
 	data, err := json.Marshal(answer)
 	if err != nil {
 		http.Error(w, "the answer could not be encoded", http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(answerStatus(head, data))
 	_, _ = w.Write(data)
 }
