@@ -254,3 +254,21 @@ func (c *Cache) Dir() string { return c.dir }
 
 // Max returns the cache's bound in bytes.
 func (c *Cache) Max() int64 { return c.max }
+
+// CacheUsage reads, without changing anything, what the cache in dir
+// holds: its entries' bytes and number (for doctor, while a server may
+// use it).
+func CacheUsage(dir string) (bytes int64, entries int, err error) {
+	if _, err := os.Stat(dir); err != nil {
+		return 0, 0, err
+	}
+	sidecars, err := filepath.Glob(filepath.Join(dir, "[0-9a-f][0-9a-f]", "*.json"))
+	for _, side := range sidecars {
+		var m cacheMeta
+		if data, err := os.ReadFile(side); err == nil && json.Unmarshal(data, &m) == nil {
+			bytes += m.Size
+			entries++
+		}
+	}
+	return bytes, entries, err
+}

@@ -34,7 +34,10 @@ var hostRoots = []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/cer
 // (--credentials). A nil trust changes nothing.
 type trust struct {
 	creds *egress.Credentials
-	ca    *egress.Authority // nil without credentials
+	ca    *egress.Authority // nil without credentials and artefact cache
+	// artefacts is the artefact cache every session's proxy shares, with
+	// its hosts; nil without --egress-cache.
+	artefacts *egress.ArtefactCache
 	// base are the files of sessions without a profile's ca_bundle, and
 	// byProfile those of each profile with one.
 	base      *trustFiles
@@ -59,10 +62,21 @@ func newTrust(cfg *Config) (*trust, error) {
 			}
 		}
 	}
-	if cfg.Credentials == nil && cfg.CABundle == "" && len(profileBundles) == 0 {
+	if cfg.Credentials == nil && cfg.CABundle == "" && len(profileBundles) == 0 && len(cfg.EgressCache) == 0 {
 		return nil, nil
 	}
 	t := &trust{creds: cfg.Credentials, byProfile: map[string]*trustFiles{}}
+	if len(cfg.EgressCache) > 0 {
+		hosts, err := egress.ParseCachePolicy(cfg.EgressCache) // checked by Validate
+		if err != nil {
+			return nil, err
+		}
+		cache, err := egress.OpenCache(cfg.egressCacheDir(), cfg.EgressCacheBytes)
+		if err != nil {
+			return nil, err
+		}
+		t.artefacts = &egress.ArtefactCache{Cache: cache, Hosts: hosts}
+	}
 	var extra []byte
 	if cfg.CABundle != "" {
 		b, err := readBundle(cfg.CABundle)
@@ -72,7 +86,7 @@ func newTrust(cfg *Config) (*trust, error) {
 		extra = b
 	}
 	var caPEM []byte
-	if cfg.Credentials != nil {
+	if cfg.Credentials != nil || t.artefacts != nil {
 		var err error
 		if t.ca, err = egress.LoadAuthority(cfg.CacheDir); err != nil {
 			return nil, err
@@ -195,15 +209,15 @@ func (t *trust) env(profile string, setup bool) map[string]string {
 	return env
 }
 
-// injection is what the proxy of a session of profile injects; nil for
-// nothing.
+// injection is what the proxy of a session of profile injects, and the
+// artefact cache it shares; nil for nothing.
 func (t *trust) injection(profile string) *egress.Injection {
 	if t == nil || t.ca == nil {
 		return nil
 	}
 	set := t.creds.ForProfile(profile)
-	if len(set) == 0 {
+	if len(set) == 0 && t.artefacts == nil {
 		return nil
 	}
-	return &egress.Injection{Credentials: set, Authority: t.ca, Roots: t.files(profile).roots}
+	return &egress.Injection{Credentials: set, Authority: t.ca, Roots: t.files(profile).roots, Artefacts: t.artefacts}
 }
