@@ -13,7 +13,7 @@ import (
 // its directory is writable, and what it holds against its bound.
 func (d *doctor) egressCache(context.Context) Result {
 	c := d.cfg
-	if len(c.EgressCache) == 0 {
+	if !c.EgressCacheOn() {
 		return Result{Status: OK, Detail: "off: every session downloads its own artefacts (--egress-cache)"}
 	}
 	dir := c.EgressCacheDir
@@ -21,6 +21,14 @@ func (d *doctor) egressCache(context.Context) Result {
 		dir = filepath.Join(c.CacheDir, egress.CacheDirName)
 	}
 	hosts := "hosts " + strings.Join(c.EgressCache, ", ")
+	if len(c.EgressCache) == 0 {
+		hosts = "no hosts of its own"
+	}
+	for _, p := range c.Profiles.All() {
+		if len(p.EgressCache) > 0 {
+			hosts += fmt.Sprintf(", profile %s: %s", p.Name, strings.Join(p.EgressCache, ", "))
+		}
+	}
 	if err := writable(dir); err != nil {
 		return Result{Status: Fail, Detail: fmt.Sprintf("%s; %s is not writable: %v", hosts, dir, err), Fix: "give --egress-cache-dir a directory this user can write"}
 	}

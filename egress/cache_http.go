@@ -29,12 +29,13 @@ func (in *Injection) caches(t *target) bool {
 }
 
 // cacheKey returns the key under which req's answer is cached, and "" when
-// it bypasses the cache (why says which rule, for the log; "" when the
-// host is not cached at all). A request carrying a credential (the
-// client's or the proxy's), a range, a condition or a cookie bypasses it,
-// as does any path that is not in its one canonical form.
+// it bypasses the cache (why says which rule, for the count; "" when the
+// host is not cached at all or the path names no artefact). A request
+// carrying a credential (the client's or the proxy's), a range, a
+// condition or a cookie bypasses it, as does any path that is not in its
+// one canonical form.
 func (in *Injection) cacheKey(req *http.Request, t *target, c *Credential) (key, why string) {
-	if !in.caches(t) {
+	if !in.caches(t) || !artefact(req.URL.Path) {
 		return "", ""
 	}
 	switch {
@@ -51,9 +52,6 @@ func (in *Injection) cacheKey(req *http.Request, t *target, c *Credential) (key,
 	path := req.URL.EscapedPath()
 	if why := uncanonical(path); why != "" {
 		return "", why
-	}
-	if !artefact(req.URL.Path) {
-		return "", "not an immutable artefact"
 	}
 	key = "https://" + net.JoinHostPort(t.host, strconv.Itoa(t.port)) + path
 	if req.URL.RawQuery != "" || req.URL.ForceQuery {

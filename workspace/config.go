@@ -348,7 +348,7 @@ func (c Config) Validate() error {
 	check(c.Warm == 0 || !c.MountRoots, "--warm %d cannot serve --mount-roots: a pooled container is made before any client names its roots; drop one of them", c.Warm)
 	check(c.Warm == 0 || !c.KeepSessionDirs, "--warm %d cannot serve --keep-session-dirs: a kept directory is named after its session, which a pooled container's is not; drop one of them", c.Warm)
 	errs = append(errs, c.checkEgressCache()...)
-	check((c.Credentials == nil && c.CABundle == "" && len(c.EgressCache) == 0 && !c.profilesHaveCABundle()) || !c.FilesOnEngineHost || c.sharedWithEngineHost(c.CacheDir),
+	check((c.Credentials == nil && c.CABundle == "" && !c.EgressCacheOn() && !c.profilesHaveCABundle()) || !c.FilesOnEngineHost || c.sharedWithEngineHost(c.CacheDir),
 		"--credentials, --egress-cache, --ca-bundle and a profile's ca_bundle need the engine's host to share this machine's files (local or rootless Podman), "+
 			"where the containers mount the CA bundle; this engine keeps them elsewhere (remote Podman without a --podman-shared-path "+
 			"holding --cache-dir %s, or Kubernetes), which does not have them yet", c.CacheDir)

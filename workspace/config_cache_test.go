@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/wink-mcp/wink-mcp/egress"
+	"github.com/wink-mcp/wink-mcp/profiles"
 )
 
 // A cache pattern outside the allowlist, a bad one, a small size and a
@@ -37,5 +38,37 @@ func TestConfigChecksTheEgressCache(t *testing.T) {
 	}
 	if base.EgressCacheBytes != egress.DefaultCacheBytes {
 		t.Errorf("default size %d", base.EgressCacheBytes)
+	}
+}
+
+// A profile's egress_cache must be inside the server's --egress or that
+// profile's own egress.session, and turns the cache on by itself.
+func TestConfigChecksAProfilesEgressCache(t *testing.T) {
+	file, err := profiles.Parse("p.yaml", []byte(`profiles:
+  web:
+    egress: {session: [registry.example]}
+    egress_cache: [registry.example]
+  other:
+    egress_cache: [registry.example]
+`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := DefaultConfig()
+	c.CacheDir = t.TempDir()
+	c.Profiles = file
+	if !c.EgressCacheOn() {
+		t.Fatal("a profile's egress_cache does not turn the cache on")
+	}
+	err = c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "profile other: egress_cache: --egress-cache registry.example") || strings.Contains(err.Error(), "profile web") {
+		t.Fatalf("%v", err)
+	}
+	caches, err := c.artefactCaches()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := caches["web"].Hosts.Match("registry.example", 443); !ok || caches[""] != nil {
+		t.Fatalf("the web profile's sessions do not cache their host, or sessions of no profile do: %v", caches)
 	}
 }

@@ -45,8 +45,11 @@ func (c Counts) EgressBytes() int64 { return c.m.egressCarried.Load() }
 // ArtefactCache returns the artefact cache every session's proxy shares,
 // or nil without --egress-cache.
 func (c Counts) ArtefactCache() *egress.Cache {
-	if c.m.trust == nil || c.m.trust.artefacts == nil {
+	if c.m.trust == nil {
 		return nil
 	}
-	return c.m.trust.artefacts.Cache
+	for _, a := range c.m.trust.artefacts {
+		return a.Cache // one cache, whichever hosts
+	}
+	return nil
 }

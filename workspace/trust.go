@@ -36,8 +36,9 @@ type trust struct {
 	creds *egress.Credentials
 	ca    *egress.Authority // nil without credentials and artefact cache
 	// artefacts is the artefact cache every session's proxy shares, with
-	// its hosts; nil without --egress-cache.
-	artefacts *egress.ArtefactCache
+	// the hosts of sessions of no profile ("") and of each profile with
+	// egress_cache; nil when the cache is off.
+	artefacts map[string]*egress.ArtefactCache
 	// base are the files of sessions without a profile's ca_bundle, and
 	// byProfile those of each profile with one.
 	base      *trustFiles
@@ -62,20 +63,13 @@ func newTrust(cfg *Config) (*trust, error) {
 			}
 		}
 	}
-	if cfg.Credentials == nil && cfg.CABundle == "" && len(profileBundles) == 0 && len(cfg.EgressCache) == 0 {
+	if cfg.Credentials == nil && cfg.CABundle == "" && len(profileBundles) == 0 && !cfg.EgressCacheOn() {
 		return nil, nil
 	}
 	t := &trust{creds: cfg.Credentials, byProfile: map[string]*trustFiles{}}
-	if len(cfg.EgressCache) > 0 {
-		hosts, err := egress.ParseCachePolicy(cfg.EgressCache) // checked by Validate
-		if err != nil {
-			return nil, err
-		}
-		cache, err := egress.OpenCache(cfg.egressCacheDir(), cfg.EgressCacheBytes)
-		if err != nil {
-			return nil, err
-		}
-		t.artefacts = &egress.ArtefactCache{Cache: cache, Hosts: hosts}
+	var err error
+	if t.artefacts, err = cfg.artefactCaches(); err != nil {
+		return nil, err
 	}
 	var extra []byte
 	if cfg.CABundle != "" {
@@ -95,13 +89,11 @@ func newTrust(cfg *Config) (*trust, error) {
 	}
 	var system []byte
 	for _, p := range hostRoots {
-		var err error
 		if system, err = os.ReadFile(p); err == nil {
 			break
 		}
 	}
 	dir := filepath.Join(cfg.CacheDir, "trust")
-	var err error
 	if t.base, err = writeTrustFiles(filepath.Join(dir, "server"), system, extra, caPEM); err != nil {
 		return nil, err
 	}
@@ -216,8 +208,12 @@ func (t *trust) injection(profile string) *egress.Injection {
 		return nil
 	}
 	set := t.creds.ForProfile(profile)
-	if len(set) == 0 && t.artefacts == nil {
+	artefacts := t.artefacts[profile]
+	if artefacts == nil {
+		artefacts = t.artefacts[""]
+	}
+	if len(set) == 0 && artefacts == nil {
 		return nil
 	}
-	return &egress.Injection{Credentials: set, Authority: t.ca, Roots: t.files(profile).roots, Artefacts: t.artefacts}
+	return &egress.Injection{Credentials: set, Authority: t.ca, Roots: t.files(profile).roots, Artefacts: artefacts}
 }
