@@ -158,7 +158,10 @@ func (rig *cacheRig) waitEntries(t *testing.T, n int) {
 	}
 }
 
-const zipPath = "/example.com/mod/@v/v1.0.0.zip"
+const (
+	zipPath     = "/example.com/mod/@v/v1.0.0.zip"
+	chunkedPath = "/example.com/chunked/@v/v1.0.0.zip" // answered without a length
+)
 
 // A second session gets an artefact the first one downloaded from disk,
 // byte for byte; what is not an immutable artefact is fetched each time.
@@ -317,7 +320,9 @@ func TestCacheKeepsNoPartialDownload(t *testing.T) {
 	cut.Store(true)
 	full := bytes.Repeat([]byte("z"), 1<<20)
 	rig := newCacheRig(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", fmt.Sprint(len(full)))
+		if r.URL.Path != chunkedPath {
+			w.Header().Set("Content-Length", fmt.Sprint(len(full)))
+		}
 		if cut.Load() {
 			w.Write(full[:len(full)/2])
 			w.(http.Flusher).Flush()
@@ -338,8 +343,17 @@ func TestCacheKeepsNoPartialDownload(t *testing.T) {
 			t.Fatal("the client read a cut download to its end without an error")
 		}
 	}
+	// The same without a length: the chunking is cut before its end.
+	if resp, err := c.Get("https://" + rig.host + chunkedPath); err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err == nil {
+			t.Fatal("the client read a cut chunked download to its end without an error")
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
 	if n := rig.entries(); n != 0 {
-		t.Fatalf("%d entries after the upstream cut the download", n)
+		t.Fatalf("%d entries after the upstream cut the downloads", n)
 	}
 	// The client goes away after the first bytes.
 	cut.Store(false)
