@@ -43,6 +43,12 @@ func artefactBody(path string) []byte {
 
 func newCacheRig(t *testing.T, handler http.HandlerFunc) *cacheRig {
 	t.Helper()
+	return newCacheRigIn(t, handler, filepath.Join(t.TempDir(), CacheDirName))
+}
+
+// newCacheRigIn is newCacheRig with the cache in dir.
+func newCacheRigIn(t *testing.T, handler http.HandlerFunc, dir string) *cacheRig {
+	t.Helper()
 	rig := &cacheRig{seen: map[string]int{}}
 	rig.upstream = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rig.mu.Lock()
@@ -61,7 +67,7 @@ func newCacheRig(t *testing.T, handler http.HandlerFunc) *cacheRig {
 	if rig.ca, err = LoadAuthority(t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
-	if rig.cache, err = OpenCache(filepath.Join(t.TempDir(), CacheDirName), MinCacheBytes); err != nil {
+	if rig.cache, err = OpenCache(dir, MinCacheBytes); err != nil {
 		t.Fatal(err)
 	}
 	policy, err := ParsePolicy([]string{rig.host})
