@@ -28,9 +28,6 @@ const (
 	CacheDirName = "egress-cache"
 	// fullPause is how long a full disk (ENOSPC) stops new entries.
 	fullPause = time.Minute
-	// fillWait is how long a request waits for another's download of the
-	// same artefact before it fetches its own, uncached.
-	fillWait = time.Minute
 )
 
 // Cache keeps immutable artefacts (Go modules, npm tarballs, .debs,
@@ -112,10 +109,17 @@ func stampOf(info os.FileInfo) fileStamp {
 	return st
 }
 
-// cacheFill is one download filling a key; done closes when it ends.
+// cacheFill is one download filling a key; done closes when it ends,
+// and written counts its bytes, which the requests waiting for it watch.
 type cacheFill struct {
-	done chan struct{}
+	done    chan struct{}
+	written atomic.Int64
 }
+
+// fillStall is how long a request waits for another's download of the
+// same artefact to make progress before it fetches its own, uncached: a
+// client that reads slowly, or not at all, holds no one else.
+var fillStall = 10 * time.Second
 
 // OpenCache opens (making it if needed) the cache in dir, bounded to max
 // bytes. Entries whose sidecar or length is wrong are removed.

@@ -25,9 +25,9 @@ type cachedFile struct {
 // acquire returns the verified entry for key (a hit), or a fill the
 // caller must complete or abort (a miss), or neither when the caller is to
 // fetch without keeping the answer: the cache's disk was full a moment
-// ago, or another request has been filling key for fillWait (its client
-// may read slowly or not at all). While another request fills key, it
-// waits for that one.
+// ago, or another request's download of key made no progress for
+// fillStall (its client may read slowly or not at all). While another
+// request fills key, it waits for that one.
 func (c *Cache) acquire(ctx context.Context, key string) (*cachedFile, *cacheFill, error) {
 	for {
 		c.mu.Lock()
@@ -42,18 +42,14 @@ func (c *Cache) acquire(ctx context.Context, key string) (*cachedFile, *cacheFil
 		}
 		if f := c.fills[key]; f != nil {
 			c.mu.Unlock()
-			wait := time.NewTimer(fillWait)
-			select {
-			case <-f.done:
-				wait.Stop()
-				continue
-			case <-wait.C: // a slow client holds the download: go alone, uncached
+			if err := f.wait(ctx); err != nil {
+				return nil, nil, err
+			}
+			if !isClosed(f.done) { // it stalled: go alone, uncached
 				c.stats.Refused.Add(1)
 				return nil, nil, nil
-			case <-ctx.Done():
-				wait.Stop()
-				return nil, nil, ctx.Err()
 			}
+			continue
 		}
 		if !c.fullAt.IsZero() && time.Since(c.fullAt) < fullPause {
 			c.mu.Unlock()
@@ -64,6 +60,37 @@ func (c *Cache) acquire(ctx context.Context, key string) (*cachedFile, *cacheFil
 		c.fills[key] = f
 		c.mu.Unlock()
 		return nil, f, nil
+	}
+}
+
+// wait returns when the fill ends, or when it has made no progress for
+// fillStall, or with ctx's error.
+func (f *cacheFill) wait(ctx context.Context) error {
+	tick := time.NewTicker(fillStall / 10)
+	defer tick.Stop()
+	last, since := f.written.Load(), time.Now()
+	for {
+		select {
+		case <-f.done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case now := <-tick.C:
+			if n := f.written.Load(); n != last {
+				last, since = n, now
+			} else if now.Sub(since) >= fillStall {
+				return nil
+			}
+		}
+	}
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -149,6 +176,7 @@ func (w *cacheWriter) Write(p []byte) (int, error) {
 	}
 	n, err := w.file.Write(p)
 	w.size += int64(n)
+	w.fill.written.Add(int64(n))
 	w.hash.Write(p[:n])
 	if err != nil {
 		w.failed = true

@@ -3,11 +3,14 @@ package egress
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // An entry whose file was changed or cut on disk is removed and fetched
@@ -146,3 +149,41 @@ func TestCacheChecksItsSize(t *testing.T) {
 }
 
 var errNoSpace = syscall.ENOSPC
+
+// A client that reads its download slowly, or not at all, holds the
+// other requests for that artefact only until the download stalls; they
+// then fetch it on their own, whole.
+func TestCacheSlowClientHoldsNoOne(t *testing.T) {
+	old := fillStall
+	fillStall = 300 * time.Millisecond
+	t.Cleanup(func() { fillStall = old })
+	large := bytes.Repeat([]byte("s"), 48<<20) // far more than the sockets on the way hold
+	rig := newCacheRig(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(large)))
+		w.Write(large)
+	})
+	rig.cache.max = 256 << 20 // room for it
+	stuck := rig.dialTLS(t, 0)
+	fmt.Fprintf(stuck, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", zipPath, rig.host)
+	for deadline := time.Now().Add(5 * time.Second); rig.upstreamSaw(zipPath) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stuck client's download never started")
+		}
+	}
+	done := make(chan []byte)
+	go func() {
+		_, _, body := rig.get(t, 1, zipPath)
+		done <- body
+	}()
+	select {
+	case body := <-done:
+		if !bytes.Equal(body, large) {
+			t.Fatalf("the other session got %d bytes", len(body))
+		}
+	case <-time.After(8 * time.Second):
+		t.Fatal("a client that does not read held another session's request")
+	}
+	if rig.upstreamSaw(zipPath) != 2 || rig.cache.Stats().Refused.Load() != 1 {
+		t.Fatalf("upstream saw %d, refused %d", rig.upstreamSaw(zipPath), rig.cache.Stats().Refused.Load())
+	}
+}

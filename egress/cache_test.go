@@ -125,15 +125,15 @@ func (rig *cacheRig) get(t *testing.T, i int, path string, header ...string) (in
 	return resp.StatusCode, resp.Header.Get("X-Wink-Cache"), body
 }
 
-// raw sends request as written, over a TLS session through session i's
-// proxy, and returns the answer's status line.
-func (rig *cacheRig) raw(t *testing.T, i int, request string) string {
+// dialTLS opens a TLS session to the upstream through session i's proxy,
+// closed at the test's end.
+func (rig *cacheRig) dialTLS(t *testing.T, i int) *tls.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", strings.TrimPrefix(rig.proxies[i], "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", rig.host, rig.host)
 	br := bufio.NewReader(c)
 	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
@@ -143,6 +143,14 @@ func (rig *cacheRig) raw(t *testing.T, i int, request string) string {
 	pool.AppendCertsFromPEM(rig.ca.CertPEM())
 	tc := tls.Client(c, &tls.Config{ServerName: "example.com", RootCAs: pool})
 	_ = tc.SetDeadline(time.Now().Add(10 * time.Second))
+	return tc
+}
+
+// raw sends request as written, over a TLS session through session i's
+// proxy, and returns the answer's status line.
+func (rig *cacheRig) raw(t *testing.T, i int, request string) string {
+	t.Helper()
+	tc := rig.dialTLS(t, i)
 	io.WriteString(tc, request)
 	line, _ := bufio.NewReader(tc).ReadString('\n')
 	return strings.TrimSpace(line)
