@@ -1,9 +1,12 @@
 package egress
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -185,5 +188,28 @@ func TestCacheSlowClientHoldsNoOne(t *testing.T) {
 	}
 	if rig.upstreamSaw(zipPath) != 2 || rig.cache.Stats().Refused.Load() != 1 {
 		t.Fatalf("upstream saw %d, refused %d", rig.upstreamSaw(zipPath), rig.cache.Stats().Refused.Load())
+	}
+}
+
+// A TLS server name other than the CONNECT's host gets no certificate, so
+// no request of that connection reaches the upstream or the cache.
+func TestCacheRefusesAnotherServerName(t *testing.T) {
+	rig := newCacheRig(t, nil)
+	c, err := net.Dial("tcp", strings.TrimPrefix(rig.proxies[0], "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", rig.host, rig.host)
+	if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	tc := tls.Client(c, &tls.Config{ServerName: "other.example", InsecureSkipVerify: true})
+	_ = tc.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := tc.Handshake(); err == nil {
+		t.Fatal("the proxy completed a handshake for another server name")
+	}
+	if rig.upstreamSaw(zipPath) != 0 || rig.entries() != 0 {
+		t.Fatal("a connection with another server name reached the upstream or the cache")
 	}
 }
