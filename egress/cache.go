@@ -132,9 +132,13 @@ func OpenCache(dir string, max int64) (*Cache, error) {
 	}
 	c := &Cache{dir: dir, max: max, entries: map[string]*cacheEntry{}, lru: list.New(), fills: map[string]*cacheFill{},
 		create: func(dir string) (cacheFile, error) { return os.CreateTemp(dir, "fill-") }}
+	// Downloads a killed server never finished; a day old, so that another
+	// server sharing the directory keeps the ones it is writing.
 	leftovers, _ := filepath.Glob(filepath.Join(dir, "tmp", "*"))
-	for _, f := range leftovers { // downloads a killed server never finished
-		_ = os.Remove(f)
+	for _, f := range leftovers {
+		if info, err := os.Stat(f); err == nil && time.Since(info.ModTime()) > 24*time.Hour {
+			_ = os.Remove(f)
+		}
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "[0-9a-f][0-9a-f]", "*"))
 	var sidecars []string
