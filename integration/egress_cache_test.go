@@ -1,11 +1,15 @@
 package integration
 
 import (
+	"crypto/sha256"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -156,5 +160,40 @@ func TestEgressCacheServesTheSecondSession(t *testing.T) {
 	dir := filepath.Join(p.cache, "egress-cache")
 	if info, err := os.Stat(dir); err != nil || info.Mode().Perm() != 0o700 {
 		t.Errorf("the cache directory %s: %v %v", dir, info, err)
+	}
+}
+
+// Rootless Podman: the cache lives in the rootless user's cache directory,
+// the session trusts the CA, and a second fetch of an artefact from a
+// private-CA server on this machine is served from disk.
+func TestRootlessEgressCache(t *testing.T) {
+	u := needRootless(t)
+	caPEM, cert := testCA(t)
+	body := strings.Repeat("artefact\n", 20000)
+	api := serveHeaders(t, cert, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, body) })
+	bundle := filepath.Join(u.dir(t), "private-ca.pem")
+	must(t, os.WriteFile(bundle, caPEM, 0o644))
+	host := "localhost:" + api.port
+	p := start(t, startOptions{as: u, image: pythonImage, env: u.shellEnv(t),
+		args: append([]string{"--ca-bundle", bundle, "--egress", host, "--egress-cache", host}, rootlessArgs...)})
+	fetch := func() string {
+		return pyStdin(t, p, `import hashlib, os, ssl, sys, urllib.request
+os.environ.pop("no_proxy", None); os.environ.pop("NO_PROXY", None)
+ctx = ssl.create_default_context(cafile="/etc/ssl/certs/ca-certificates.crt")
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({"https": "http://127.0.0.1:3128"}), urllib.request.HTTPSHandler(context=ctx))
+r = opener.open(sys.stdin.read().strip(), timeout=30)
+print(r.headers.get("X-Wink-Cache"), hashlib.sha256(r.read()).hexdigest())
+`, "https://"+host+"/example.com/m/@v/v1.0.0.zip")
+	}
+	want := fmt.Sprintf("%x", sha256.Sum256([]byte(body)))
+	if first, second := fetch(), fetch(); first != "miss "+want+"\n" || second != "hit "+want+"\n" {
+		t.Fatalf("rootless: first %q, second %q", first, second)
+	}
+	if got := api.requests(); len(got) != 1 {
+		t.Fatalf("the server saw %q, want one request", got)
+	}
+	info, err := os.Stat(filepath.Join(p.cache, "egress-cache"))
+	if err != nil || info.Sys().(*syscall.Stat_t).Uid != uint32(u.uid) {
+		t.Fatalf("the cache directory is not the rootless user's: %v %v", info, err)
 	}
 }
