@@ -36,3 +36,15 @@ func TestEgressCacheCheck(t *testing.T) {
 		t.Fatalf("an unwritable directory: %+v", r)
 	}
 }
+
+// With the cache on and no credentials, the credentials line says the
+// containers trust the egress CA, and where it is.
+func TestTrustLineWithTheCacheOnly(t *testing.T) {
+	cfg := workspace.DefaultConfig()
+	cfg.CacheDir = t.TempDir()
+	cfg.EgressCache = []string{"proxy.example"}
+	r := (&doctor{cfg: cfg}).trust(context.Background())
+	if r.Status != OK || !strings.Contains(r.Detail, "the containers trust the egress CA") || !strings.Contains(r.Detail, "made at the first start") {
+		t.Fatalf("%+v", r)
+	}
+}
