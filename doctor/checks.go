@@ -72,6 +72,7 @@ func (d *doctor) checks() []check {
 		{"mounts", d.mounts},
 		{"egress", d.egress},
 		{"credentials", d.trust},
+		{"egress cache", d.egressCache},
 		{"checkpoints", d.checkpoints},
 		{"processes", d.processes},
 		{"container", d.container},

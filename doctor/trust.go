@@ -18,11 +18,11 @@ import (
 const caWarnBefore = 30 * 24 * time.Hour
 
 // trust checks --credentials (its entries, the hosts the egress allows of
-// them, the CA and when it ends) and --ca-bundle (its certificates and
-// when the first ends).
+// them), the CA that credentials and the artefact cache need (when it
+// ends) and --ca-bundle (its certificates and when the first ends).
 func (d *doctor) trust(context.Context) Result {
 	var parts, warns []string
-	if d.cfg.Credentials == nil && d.cfg.CABundle == "" {
+	if d.cfg.Credentials == nil && d.cfg.CABundle == "" && !d.cfg.EgressCacheOn() {
 		return Result{Status: OK, Detail: "off: no credentials are injected, and the containers trust their image's roots only (--credentials, --ca-bundle)"}
 	}
 	if cs := d.cfg.Credentials; cs != nil {
@@ -35,6 +35,11 @@ func (d *doctor) trust(context.Context) Result {
 				}
 			}
 		}
+	}
+	if d.cfg.Credentials == nil && d.cfg.EgressCacheOn() {
+		parts = append(parts, "no credentials are injected; the containers trust the egress CA, which intercepts the artefact cache's hosts")
+	}
+	if d.cfg.Credentials != nil || d.cfg.EgressCacheOn() {
 		ca, err := egress.ReadAuthority(d.cfg.CacheDir)
 		switch {
 		case errors.Is(err, os.ErrNotExist):

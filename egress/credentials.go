@@ -121,8 +121,12 @@ func (set CredentialSet) ShownEnv() map[string]string {
 }
 
 // apply sets the credential's header on h, replacing whatever the client
-// sent under that name (the placeholder, or a value of its own).
+// sent under that name (the placeholder, or a value of its own); a nil
+// credential sets nothing.
 func (c *Credential) apply(h http.Header) {
+	if c == nil {
+		return
+	}
 	h.Del(c.header)
 	h.Set(c.header, c.value)
 }

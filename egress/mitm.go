@@ -27,6 +27,9 @@ type Injection struct {
 	Authority   *Authority
 	// Roots verify the upstream hosts (nil: the system's).
 	Roots *x509.CertPool
+	// Artefacts, when set, is the artefact cache and the hosts it keeps
+	// artefacts of, which the proxy intercepts too (see serveCached).
+	Artefacts *ArtefactCache
 }
 
 // credentialFor returns the credential for t, or nil (also for no injection).
@@ -50,10 +53,11 @@ func UpstreamRoots(extra []byte) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// intercept serves a CONNECT to a host credential c is for: it terminates
-// TLS with a certificate for exactly that host, and sends each request on
-// to it, verified, with c's header set. A request for any other host
-// (Host header, absolute URI, SNI) is refused and never sent.
+// intercept serves a CONNECT to a host credential c is for, or whose
+// artefacts the proxy caches (c nil): it terminates TLS with a certificate
+// for exactly that host, and sends each request on to it, verified, with
+// c's header set, or answers it from the cache. A request for any other
+// host (Host header, absolute URI, SNI) is refused and never sent.
 func (s *Session) intercept(w http.ResponseWriter, r *http.Request, t *target, c *Credential, start time.Time) {
 	down, buffered, err := http.NewResponseController(w).Hijack()
 	if err != nil {
@@ -113,8 +117,12 @@ func (s *Session) intercept(w http.ResponseWriter, r *http.Request, t *target, c
 			break
 		}
 	}
-	s.cfg.Log.Info("egress allowed", "event", "egress", "session", s.sessionID(), "allowed", true, "kind", "credential",
-		"credential", c.Name, "requests", requests, "host", t.host, "port", t.port, "rule", t.rule.Pattern,
+	kind, name := "cache", ""
+	if c != nil {
+		kind, name = "credential", c.Name
+	}
+	s.cfg.Log.Info("egress allowed", "event", "egress", "session", s.sessionID(), "allowed", true, "kind", kind,
+		"credential", name, "requests", requests, "host", t.host, "port", t.port, "rule", t.rule.Pattern,
 		"bytes", cc.total()-before, "session_bytes", s.Transferred(), "duration_ms", time.Since(start).Milliseconds())
 }
 
@@ -152,6 +160,11 @@ func (s *Session) relay(down io.Writer, req *http.Request, t *target, c *Credent
 		out.Header.Del(h)
 	}
 	c.apply(out.Header)
+	if key, why := s.cfg.Inject.cacheKey(out, t, c); key != "" {
+		return s.relayCached(down, out, key, t, up, start)
+	} else if why != "" {
+		s.cfg.Inject.Artefacts.Cache.stats.Bypasses.Add(1)
+	}
 	resp, err := up.RoundTrip(out)
 	if err != nil {
 		why := "the request failed: " + scrub(err.Error(), c)
@@ -230,6 +243,9 @@ func (s *Session) upstream(t *target) *http.Transport {
 
 // scrub takes the credential's value out of text, for an error or a log.
 func scrub(text string, c *Credential) string {
+	if c == nil {
+		return text
+	}
 	return strings.ReplaceAll(text, c.value, "[credential "+c.Name+"]")
 }
 

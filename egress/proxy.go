@@ -323,7 +323,7 @@ func (s *Session) connect(w http.ResponseWriter, r *http.Request) {
 	if t == nil {
 		return
 	}
-	if c := s.cfg.Inject.credentialFor(t); c != nil {
+	if c := s.cfg.Inject.credentialFor(t); c != nil || s.cfg.Inject.caches(t) {
 		s.intercept(w, r, t, c, start)
 		return
 	}

@@ -181,3 +181,42 @@ func (m *Metrics) Serve(ctx context.Context, ln net.Listener, log *slog.Logger) 
 	}
 	return nil
 }
+
+// CacheCounts are the artefact cache's counters at one scrape.
+type CacheCounts struct {
+	Hits, Misses, Bypasses, Stored, Evictions, Damaged, Refused int64
+	HitBytes, StoredBytes, Bytes, Entries                       int64
+}
+
+// WatchEgressCache makes each scrape ask counts for the egress proxy's
+// artefact cache: wink_egress_cache_requests_total by result (hit, miss,
+// bypass), wink_egress_cache_bytes_total by way (served, stored),
+// wink_egress_cache_events_total by event (stored, evicted, damaged,
+// refused), and wink_egress_cache_size_bytes and _entries. It must be
+// called at most once, before serving.
+func (m *Metrics) WatchEgressCache(counts func() CacheCounts) {
+	if m == nil {
+		return
+	}
+	counter := func(name, help, label, value string, pick func(CacheCounts) int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: prometheus.Labels{label: value}},
+			func() float64 { return float64(pick(counts())) })
+	}
+	const requests = "Requests for artefacts of --egress-cache hosts, by result: hit (served from disk), miss (fetched), bypass (a range, a condition, a credential, a path not canonical)."
+	const bytes = "Bytes of artefacts served from the cache (served) and written to it (stored)."
+	const events = "What happened to the cache's entries: stored, evicted (least recently used), damaged (removed and fetched again), refused (not kept: a full disk, a slow first download)."
+	m.registry.MustRegister(
+		counter("wink_egress_cache_requests_total", requests, "result", "hit", func(c CacheCounts) int64 { return c.Hits }),
+		counter("wink_egress_cache_requests_total", requests, "result", "miss", func(c CacheCounts) int64 { return c.Misses }),
+		counter("wink_egress_cache_requests_total", requests, "result", "bypass", func(c CacheCounts) int64 { return c.Bypasses }),
+		counter("wink_egress_cache_bytes_total", bytes, "way", "served", func(c CacheCounts) int64 { return c.HitBytes }),
+		counter("wink_egress_cache_bytes_total", bytes, "way", "stored", func(c CacheCounts) int64 { return c.StoredBytes }),
+		counter("wink_egress_cache_events_total", events, "event", "stored", func(c CacheCounts) int64 { return c.Stored }),
+		counter("wink_egress_cache_events_total", events, "event", "evicted", func(c CacheCounts) int64 { return c.Evictions }),
+		counter("wink_egress_cache_events_total", events, "event", "damaged", func(c CacheCounts) int64 { return c.Damaged }),
+		counter("wink_egress_cache_events_total", events, "event", "refused", func(c CacheCounts) int64 { return c.Refused }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wink_egress_cache_size_bytes", Help: "Bytes the artefact cache holds."},
+			func() float64 { return float64(counts().Bytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wink_egress_cache_entries", Help: "Artefacts the cache holds."},
+			func() float64 { return float64(counts().Entries) }))
+}

@@ -81,6 +81,9 @@ func TestMetricsAreRegisteredAndBounded(t *testing.T) {
 	m.AuditWriteFailed()
 	m.WatchContainers(func() (int, int) { return 2, 3 }, 4)
 	m.WatchEgress(func() int64 { return 1234 })
+	m.WatchEgressCache(func() CacheCounts {
+		return CacheCounts{Hits: 5, Misses: 2, Bypasses: 1, Stored: 2, Evictions: 1, HitBytes: 500, StoredBytes: 300, Bytes: 200, Entries: 1}
+	})
 	families := scrape(t, m)
 	checks := []struct {
 		family string
@@ -98,6 +101,13 @@ func TestMetricsAreRegisteredAndBounded(t *testing.T) {
 		{family: "wink_containers", labels: map[string]string{"state": "in_use"}, want: 3},
 		{family: "wink_warm_pool_target", want: 4},
 		{family: "wink_egress_bytes_total", want: 1234},
+		{family: "wink_egress_cache_requests_total", labels: map[string]string{"result": "hit"}, want: 5},
+		{family: "wink_egress_cache_requests_total", labels: map[string]string{"result": "miss"}, want: 2},
+		{family: "wink_egress_cache_requests_total", labels: map[string]string{"result": "bypass"}, want: 1},
+		{family: "wink_egress_cache_bytes_total", labels: map[string]string{"way": "served"}, want: 500},
+		{family: "wink_egress_cache_events_total", labels: map[string]string{"event": "evicted"}, want: 1},
+		{family: "wink_egress_cache_size_bytes", want: 200},
+		{family: "wink_egress_cache_entries", want: 1},
 	}
 	for _, c := range checks {
 		if got := value(families, c.family, c.labels); got != c.want {

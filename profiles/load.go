@@ -229,6 +229,14 @@ func (r *reader) profile(name string, k, v *yaml.Node) {
 			p.Limits = r.limits(v, name)
 		case "egress":
 			p.Egress = r.egress(v, name)
+		case "egress_cache":
+			p.EgressCache = r.strs(v, name, field, func(s string, item *yaml.Node) (string, bool) {
+				if _, err := egress.ParseCachePolicy([]string{s}); err != nil {
+					r.fail(item, name, field, "%v", err)
+					return "", false
+				}
+				return s, true
+			})
 		case "mounts":
 			if v.Kind != yaml.SequenceNode {
 				r.fail(v, name, field, "must be a list of host folders in --mount's form")
@@ -245,7 +253,7 @@ func (r *reader) profile(name string, k, v *yaml.Node) {
 				p.CABundle = r.caBundle(s, v, name)
 			}
 		default:
-			r.fail(k, name, field, "unknown field; a profile has description, extends, image, setup, env, workdir, limits, egress, mounts and ca_bundle")
+			r.fail(k, name, field, "unknown field; a profile has description, extends, image, setup, env, workdir, limits, egress, egress_cache, mounts and ca_bundle")
 		}
 	})
 }

@@ -32,8 +32,8 @@ func (r *reader) resolve(name string, chain []string) *Profile {
 }
 
 // merge returns child over parent: a value the child sets replaces the
-// parent's; env is merged by name; setup commands, egress patterns and
-// mounts are the parent's followed by the child's.
+// parent's; env is merged by name; setup commands, egress and egress_cache
+// patterns and mounts are the parent's followed by the child's.
 func merge(parent, child *Profile) *Profile {
 	out := *child
 	out.Description = cmp.Or(child.Description, parent.Description)
@@ -49,6 +49,7 @@ func merge(parent, child *Profile) *Profile {
 	maps.Copy(out.Env, child.Env)
 	out.Egress.Setup = append(append([]string{}, parent.Egress.Setup...), child.Egress.Setup...)
 	out.Egress.Session = append(append([]string{}, parent.Egress.Session...), child.Egress.Session...)
+	out.EgressCache = append(append([]string{}, parent.EgressCache...), child.EgressCache...)
 	out.Mounts = append(append([]Mount{}, parent.Mounts...), child.Mounts...)
 	l, pl := &out.Limits, parent.Limits
 	l.MemoryBytes = cmp.Or(l.MemoryBytes, pl.MemoryBytes)

@@ -45,6 +45,10 @@ type Profile struct {
 	Limits Limits
 	// Egress are the hosts the setup commands, and the sessions, may reach.
 	Egress Egress
+	// EgressCache are hosts whose artefacts the proxy keeps in the
+	// server's shared cache for this profile's sessions, besides the
+	// server's --egress-cache (package egress's ParseCachePolicy).
+	EgressCache []string
 	// Mounts are host folders shown in the profile's sessions besides the
 	// server's, in --mount's form (which the server parses).
 	Mounts []Mount

@@ -26,6 +26,7 @@ type profileSchema struct {
 	Workdir     string            `json:"workdir,omitempty" jsonschema_description:"The default working directory of commands, under /workspace."`
 	Limits      limitsSchema      `json:"limits,omitempty"`
 	Egress      egressSchema      `json:"egress,omitempty"`
+	EgressCache []string          `json:"egress_cache,omitempty" jsonschema_description:"Hosts (as --egress-cache, inside the server's --egress or this profile's egress.session) whose immutable artefacts the proxy keeps in the server's shared cache for this profile's sessions, besides --egress-cache."`
 	Mounts      []string          `json:"mounts,omitempty" jsonschema_description:"Host folders shown in the profile's sessions besides the server's --mount ones, in --mount's form (HOST_PATH[:WORKSPACE_PATH][:OPTIONS]), under an --allowed-root."`
 	CABundle    string            `json:"ca_bundle,omitempty" jsonschema_description:"A PEM file of CA certificates (a private registry's) the setup commands, the sessions and the egress proxy trust besides the server's --ca-bundle; relative to this file's folder."`
 }

@@ -167,4 +167,13 @@ func (t *telemetry) countTools(all []mcpserver.ServerTool) {
 	counts := t.mgr.Counts()
 	t.metrics.WatchContainers(counts.Containers, counts.WarmTarget())
 	t.metrics.WatchEgress(counts.EgressBytes)
+	if cache := counts.ArtefactCache(); cache != nil {
+		t.metrics.WatchEgressCache(func() metrics.CacheCounts {
+			st := cache.Stats()
+			size, entries := cache.Usage()
+			return metrics.CacheCounts{Hits: st.Hits.Load(), Misses: st.Misses.Load(), Bypasses: st.Bypasses.Load(), Stored: st.Stored.Load(),
+				Evictions: st.Evictions.Load(), Damaged: st.Damaged.Load(), Refused: st.Refused.Load(),
+				HitBytes: st.HitBytes.Load(), StoredBytes: st.StoredBytes.Load(), Bytes: size, Entries: int64(entries)}
+		})
+	}
 }

@@ -200,6 +200,15 @@ type Config struct {
 	// CABundle is a PEM file of CAs the containers and the egress proxy
 	// trust besides the public roots (--ca-bundle); "" for none.
 	CABundle string
+	// EgressCache are the hosts whose immutable artefacts the egress proxy
+	// keeps for every session (--egress-cache; see egress.Cache); each
+	// must be inside an --egress pattern or a profile's egress.session.
+	EgressCache []string
+	// EgressCacheBytes bounds the artefact cache (--egress-cache-size).
+	EgressCacheBytes int64
+	// EgressCacheDir holds the artefact cache (--egress-cache-dir); ""
+	// is egress-cache under CacheDir.
+	EgressCacheDir string
 	// EgressAsk asks the user, through the function Manager.OnEgressAsk
 	// sets, whether a session may reach a host no pattern allows; it turns
 	// the proxy on even without patterns.
@@ -292,8 +301,9 @@ func DefaultConfig() Config {
 		WatchDirs:       DefaultWatchDirs,
 		InotifyShares:   DefaultInotifyShares,
 
-		EgressMaxBytes: egress.DefaultMaxBytes,
-		EgressMaxConns: egress.DefaultMaxConns,
+		EgressMaxBytes:   egress.DefaultMaxBytes,
+		EgressMaxConns:   egress.DefaultMaxConns,
+		EgressCacheBytes: egress.DefaultCacheBytes,
 	}
 }
 
@@ -337,8 +347,9 @@ func (c Config) Validate() error {
 	check(c.Warm >= 0 && c.Warm <= MaxWarm, "warm %d must be between 0 and %d", c.Warm, MaxWarm)
 	check(c.Warm == 0 || !c.MountRoots, "--warm %d cannot serve --mount-roots: a pooled container is made before any client names its roots; drop one of them", c.Warm)
 	check(c.Warm == 0 || !c.KeepSessionDirs, "--warm %d cannot serve --keep-session-dirs: a kept directory is named after its session, which a pooled container's is not; drop one of them", c.Warm)
-	check((c.Credentials == nil && c.CABundle == "" && !c.profilesHaveCABundle()) || !c.FilesOnEngineHost || c.sharedWithEngineHost(c.CacheDir),
-		"--credentials, --ca-bundle and a profile's ca_bundle need the engine's host to share this machine's files (local or rootless Podman), "+
+	errs = append(errs, c.checkEgressCache()...)
+	check((c.Credentials == nil && c.CABundle == "" && !c.EgressCacheOn() && !c.profilesHaveCABundle()) || !c.FilesOnEngineHost || c.sharedWithEngineHost(c.CacheDir),
+		"--credentials, --egress-cache, --ca-bundle and a profile's ca_bundle need the engine's host to share this machine's files (local or rootless Podman), "+
 			"where the containers mount the CA bundle; this engine keeps them elsewhere (remote Podman without a --podman-shared-path "+
 			"holding --cache-dir %s, or Kubernetes), which does not have them yet", c.CacheDir)
 	check(c.Credentials == nil || c.EgressOn() || c.profilesHaveEgress(),

@@ -1,5 +1,7 @@
 package workspace
 
+import "github.com/wink-mcp/wink-mcp/egress"
+
 // Counts reads what a manager holds now, for the server's metrics. It is
 // safe for concurrent use and cheap: nothing is asked of the engine.
 type Counts struct{ m *Manager }
@@ -39,3 +41,15 @@ func (c Counts) WarmTarget() int { return c.m.cfg.Warm }
 // EgressBytes is how many bytes the sessions' egress proxies have carried,
 // both ways, since the manager began.
 func (c Counts) EgressBytes() int64 { return c.m.egressCarried.Load() }
+
+// ArtefactCache returns the artefact cache every session's proxy shares,
+// or nil without --egress-cache.
+func (c Counts) ArtefactCache() *egress.Cache {
+	if c.m.trust == nil {
+		return nil
+	}
+	for _, a := range c.m.trust.artefacts {
+		return a.Cache // one cache, whichever hosts
+	}
+	return nil
+}

@@ -34,7 +34,11 @@ var hostRoots = []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/cer
 // (--credentials). A nil trust changes nothing.
 type trust struct {
 	creds *egress.Credentials
-	ca    *egress.Authority // nil without credentials
+	ca    *egress.Authority // nil without credentials and artefact cache
+	// artefacts is the artefact cache every session's proxy shares, with
+	// the hosts of sessions of no profile ("") and of each profile with
+	// egress_cache; nil when the cache is off.
+	artefacts map[string]*egress.ArtefactCache
 	// base are the files of sessions without a profile's ca_bundle, and
 	// byProfile those of each profile with one.
 	base      *trustFiles
@@ -59,10 +63,14 @@ func newTrust(cfg *Config) (*trust, error) {
 			}
 		}
 	}
-	if cfg.Credentials == nil && cfg.CABundle == "" && len(profileBundles) == 0 {
+	if cfg.Credentials == nil && cfg.CABundle == "" && len(profileBundles) == 0 && !cfg.EgressCacheOn() {
 		return nil, nil
 	}
 	t := &trust{creds: cfg.Credentials, byProfile: map[string]*trustFiles{}}
+	var err error
+	if t.artefacts, err = cfg.artefactCaches(); err != nil {
+		return nil, err
+	}
 	var extra []byte
 	if cfg.CABundle != "" {
 		b, err := readBundle(cfg.CABundle)
@@ -72,7 +80,7 @@ func newTrust(cfg *Config) (*trust, error) {
 		extra = b
 	}
 	var caPEM []byte
-	if cfg.Credentials != nil {
+	if cfg.Credentials != nil || t.artefacts != nil {
 		var err error
 		if t.ca, err = egress.LoadAuthority(cfg.CacheDir); err != nil {
 			return nil, err
@@ -81,13 +89,11 @@ func newTrust(cfg *Config) (*trust, error) {
 	}
 	var system []byte
 	for _, p := range hostRoots {
-		var err error
 		if system, err = os.ReadFile(p); err == nil {
 			break
 		}
 	}
 	dir := filepath.Join(cfg.CacheDir, "trust")
-	var err error
 	if t.base, err = writeTrustFiles(filepath.Join(dir, "server"), system, extra, caPEM); err != nil {
 		return nil, err
 	}
@@ -195,15 +201,19 @@ func (t *trust) env(profile string, setup bool) map[string]string {
 	return env
 }
 
-// injection is what the proxy of a session of profile injects; nil for
-// nothing.
+// injection is what the proxy of a session of profile injects, and the
+// artefact cache it shares; nil for nothing.
 func (t *trust) injection(profile string) *egress.Injection {
 	if t == nil || t.ca == nil {
 		return nil
 	}
 	set := t.creds.ForProfile(profile)
-	if len(set) == 0 {
+	artefacts := t.artefacts[profile]
+	if artefacts == nil {
+		artefacts = t.artefacts[""]
+	}
+	if len(set) == 0 && artefacts == nil {
 		return nil
 	}
-	return &egress.Injection{Credentials: set, Authority: t.ca, Roots: t.files(profile).roots}
+	return &egress.Injection{Credentials: set, Authority: t.ca, Roots: t.files(profile).roots, Artefacts: artefacts}
 }

@@ -54,7 +54,7 @@ func main() {
 	flag.StringVar(&cfg.namespace, "namespace", "wink-bench", "namespace of the Kubernetes rows' Pods, made if missing")
 	flag.StringVar(&cfg.clusterContainerd, "cluster-containerd", "/run/wink-mcp/cluster/containerd/containerd.sock", "the test node's containerd socket, into which the agent image is imported")
 	flag.IntVar(&cfg.kubernetesColdSamples, "kubernetes-cold-samples", 10, "new sessions timed for the Kubernetes first call without a pool (each makes a Pod)")
-	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints, egress, initialize, kubernetes, profiles or watch), print it and write it to -out")
+	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints, egress, egress-cache, initialize, kubernetes, profiles or watch), print it and write it to -out")
 	flag.Parse()
 	if err := run(cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "wink-bench: %v\n", err)
@@ -105,6 +105,12 @@ func run(cfg config) error {
 		preview := measurePortPreview(ctx, cfg, cfg.egressSamples)
 		rep.Measurements = []measurement{through, direct, ceiling, preview}
 		rep.setEgressShare(through, direct)
+		return rep.write(cfg.out)
+	}
+	if cfg.only == "egress-cache" {
+		fmt.Fprintf(os.Stderr, "measuring the egress artefact cache...\n")
+		first, cached := measureEgressCache(ctx, cfg, cfg.egressSamples)
+		rep.Measurements = []measurement{first, cached}
 		return rep.write(cfg.out)
 	}
 	if cfg.only == "profiles" {
@@ -197,6 +203,8 @@ func run(cfg config) error {
 	fmt.Fprintf(os.Stderr, "measuring egress throughput...\n")
 	egress, egressDirect, egressCeiling := measureEgress(ctx, cfg, cfg.egressSamples)
 	portPreview := measurePortPreview(ctx, cfg, cfg.egressSamples)
+	fmt.Fprintf(os.Stderr, "measuring the egress artefact cache...\n")
+	cacheFirst, cacheHit := measureEgressCache(ctx, cfg, cfg.egressSamples)
 	fmt.Fprintf(os.Stderr, "measuring checkpoints and restores...\n")
 	ckFirst, ckLater, ckRestore, ckFigs := measureCheckpoints(ctx, cfg)
 	rep.Checkpoints = &ckFigs
@@ -224,7 +232,7 @@ func run(cfg config) error {
 	rep.Measurements = append([]measurement{protocol, reads, viaMCPGo, writes, edits, greps, shells, baseline, watched, unwatched, stormWatched, stormUnwatched}, initializes...)
 	rep.Measurements = append(rep.Measurements,
 		first, firstLazy, firstLater, profileCached, profileUncached, load, httpWarm, httpCold, burstWarm, burstCold, burst2, fixed, egress, egressDirect, egressCeiling, portPreview,
-		ckFirst, ckLater, ckRestore)
+		cacheFirst, cacheHit, ckFirst, ckLater, ckRestore)
 	rep.Measurements = append(rep.Measurements, kube.all()...)
 	rep.setKubernetesSpeedup(kube)
 	rep.ClosedLoopCallsPerSecond = load.CallsPerSecond

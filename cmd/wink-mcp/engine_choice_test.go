@@ -64,6 +64,7 @@ func TestKubernetesEngineRefusesAtStartUp(t *testing.T) {
 		{"unenforced policy with podman", []string{"--allow-unenforced-network-policy"}, "--allow-unenforced-network-policy is a setting of --engine kubernetes"},
 		{"checkpoint dir with podman", []string{"--checkpoint-dir", "/shared"}, "--checkpoint-dir is a setting of --engine kubernetes"},
 		{"relative checkpoint dir", append(kubeArgs, "--checkpoint-dir", "shared"), `--checkpoint-dir "shared" must be an absolute path`},
+		{"artefact cache", append(kubeArgs, "--egress", "proxy.example", "--egress-cache", "proxy.example"), "--credentials, --egress-cache, --ca-bundle and a profile's ca_bundle need"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -23,6 +23,9 @@ func resolveTrust(w *workspace.Config, credentials string, lookup func(string) (
 		}
 		w.Credentials = cs
 	}
+	if w.EgressCacheDir != "" {
+		w.EgressCacheDir = expandHome(w.EgressCacheDir)
+	}
 	if w.CABundle == "" {
 		return nil
 	}

@@ -1,0 +1,40 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/wink-mcp/wink-mcp/egress"
+)
+
+// egressCache checks the artefact cache (--egress-cache): its hosts, that
+// its directory is writable, and what it holds against its bound.
+func (d *doctor) egressCache(context.Context) Result {
+	c := d.cfg
+	if !c.EgressCacheOn() {
+		return Result{Status: OK, Detail: "off: every session downloads its own artefacts (--egress-cache)"}
+	}
+	dir := c.EgressCacheDir
+	if dir == "" {
+		dir = filepath.Join(c.CacheDir, egress.CacheDirName)
+	}
+	hosts := "hosts " + strings.Join(c.EgressCache, ", ")
+	if len(c.EgressCache) == 0 {
+		hosts = "no hosts of its own"
+	}
+	for _, p := range c.Profiles.All() {
+		if len(p.EgressCache) > 0 {
+			hosts += fmt.Sprintf(", profile %s: %s", p.Name, strings.Join(p.EgressCache, ", "))
+		}
+	}
+	if err := writable(dir); err != nil {
+		return Result{Status: Fail, Detail: fmt.Sprintf("%s; %s is not writable: %v", hosts, dir, err), Fix: "give --egress-cache-dir a directory this user can write"}
+	}
+	bytes, entries, err := egress.CacheUsage(dir)
+	if err != nil {
+		return Result{Status: Fail, Detail: hosts + "; " + err.Error(), Fix: "give --egress-cache-dir a directory this user can read"}
+	}
+	return Result{Status: OK, Detail: fmt.Sprintf("%s; %s writable, %d entries, %d MiB of %d MiB (--egress-cache-size)", hosts, dir, entries, bytes>>20, c.EgressCacheBytes>>20)}
+}
