@@ -191,3 +191,35 @@ func TestForkOnStdioToAnotherProcess(t *testing.T) {
 		t.Errorf("the source after the forks: %q", got)
 	}
 }
+
+// TestRootlessForkOfAWorkspace forks a rootless Podman workspace (no disk image: its
+// tree is copied with its owners, the user's subordinate uids) and claims
+// the fork in another rootless process: the fork's user can change the
+// files it made in the source, and the source is unchanged.
+func TestRootlessForkOfAWorkspace(t *testing.T) {
+	u := needRootless(t)
+	cache := u.dir(t)
+	a := start(t, startOptions{as: u, cache: cache, env: u.shellEnv(t), args: rootlessArgs})
+	a.run("sh", "-c", "mkdir -p src/deep && echo source > src/deep/f && chmod 600 src/deep/f && ln -s deep/f src/link && mkfifo src/pipe")
+	forks := forkOf(t, a, map[string]any{"count": 2, "expires_in_seconds": 3})
+	b := start(t, startOptions{as: u, cache: cache, env: u.shellEnv(t), args: rootlessArgs})
+	decodeStructured(t, b.call("workspace_attach", map[string]any{"handle": forks[0].Handle}), &tools.WorkspaceAttachResult{})
+	res := b.run("sh", "-c", "cat src/link && stat -c '%a %U' src/deep/f && [ -p src/pipe ] && echo fork >> src/deep/f && cat src/deep/f")
+	if res.ExitCode != 0 || res.Stdout != "source\n600 nobody\nsource\nfork\n" {
+		t.Errorf("in the rootless fork: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	if got := a.run("cat", "src/deep/f").Stdout; got != "source\n" {
+		t.Errorf("the source after the fork changed: %q", got)
+	}
+	// The unclaimed fork goes at its expiry, files of subordinate uids and all.
+	unclaimed := filepath.Join(cache, "workspaces", forks[1].Workspace)
+	waitUntil(t, 20*time.Second, "the unclaimed rootless fork to be deleted", func() bool {
+		_, err := os.Stat(unclaimed)
+		return os.IsNotExist(err)
+	})
+	b.endSession()
+	a.endSession()
+	if left := u.notTheUsers(cache); len(left) > 0 {
+		t.Errorf("files of the container's users are left in the rootless cache: %v", left)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/checkpoints"
 	"github.com/wink-mcp/wink-mcp/workspace/forkcopy"
 	"github.com/wink-mcp/wink-mcp/workspace/keep"
+	"github.com/wink-mcp/wink-mcp/workspace/steps"
 )
 
 // A fork (workspace_fork) is a copy of a session's workspace handed over
@@ -114,6 +115,7 @@ func (f *forks) Fork(ctx context.Context, count int, checkpoint string, ttl time
 // is frozen for it; the other copies are made from the first.
 func (f *forks) copies(ctx context.Context, count int, checkpoint string, ttl time.Duration) ([]string, time.Time, error) {
 	s, m := f.s, f.s.m
+	times := steps.Start()
 	unlock, err := s.gate.lockFiles(ctx)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -126,12 +128,14 @@ func (f *forks) copies(ctx context.Context, count int, checkpoint string, ttl ti
 			unlock()
 		}
 	}()
+	times.Done("lock")
 	target, err := f.target(ctx, checkpoint)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	src := forkSource{dir: s.dir, image: s.diskFile, store: s.storeDir, mounted: s.disk}
-	expires := time.Now().Add(ttl).UTC()
+	// Reserved for the copies' time too, then again from when they are done.
+	expires := time.Now().Add(ttl + time.Hour).UTC()
 	names, release, err := m.forks.take(m, s.principal, count, src.bytes(), func(name string) error {
 		// Reserved before any file is there: nothing sweeps a workspace
 		// whose handle works, whatever moment a kill comes.
@@ -149,15 +153,15 @@ func (f *forks) copies(ctx context.Context, count int, checkpoint string, ttl ti
 	for i, name := range names {
 		roots[i] = keptRoot(m.cfg.CacheDir, name)
 	}
+	times.Done("reserve")
 	err = src.snapshot(roots[0])
 	s.mu.Unlock()
 	unlock()
 	locked = false
-	for _, root := range roots[1:] {
-		if err != nil {
-			break
-		}
-		err = replicate(roots[0], root)
+	times.Done("snapshot")
+	if err == nil {
+		err = replicateAll(roots[0], roots[1:])
+		times.Done("copies")
 	}
 	for _, root := range roots {
 		if err != nil {
@@ -169,6 +173,15 @@ func (f *forks) copies(ctx context.Context, count int, checkpoint string, ttl ti
 		f.removeAll(names)
 		return nil, time.Time{}, fmt.Errorf("copying the workspace for a fork: %w", err)
 	}
+	// The handles work for ttl from now, not from before the copies.
+	expires = time.Now().Add(ttl).UTC()
+	for i, root := range roots {
+		if err := reserve(root, names[i], s.principal, expires, 0); err != nil {
+			f.removeAll(names)
+			return nil, time.Time{}, fmt.Errorf("reserving fork %s: %w", names[i], err)
+		}
+	}
+	m.log.Debug("workspace copied for forks", "session", s.who.hash(), "forks", count, "steps", times.String())
 	return names, expires, nil
 }
 
@@ -334,12 +347,12 @@ func (src forkSource) snapshot(root string) error {
 			return err
 		}
 	case exists(src.dir):
-		if err := forkcopy.Tree(src.dir, dir); err != nil {
+		if err := copyTree(src.dir, dir); err != nil {
 			return err
 		}
 	}
 	if exists(src.store) {
-		return forkcopy.Tree(src.store, filepath.Join(root, keptStoreDir))
+		return copyTree(src.store, filepath.Join(root, keptStoreDir))
 	}
 	return nil
 }
@@ -356,14 +369,42 @@ func replicate(from, to string) error {
 			return err
 		}
 	} else if dir := filepath.Join(from, keptSessionDir); exists(dir) {
-		if err := forkcopy.Tree(dir, filepath.Join(to, keptSessionDir)); err != nil {
+		if err := copyTree(dir, filepath.Join(to, keptSessionDir)); err != nil {
 			return err
 		}
 	}
 	if store := filepath.Join(from, keptStoreDir); exists(store) {
-		return forkcopy.Tree(store, filepath.Join(to, keptStoreDir))
+		return copyTree(store, filepath.Join(to, keptStoreDir))
 	}
 	return nil
+}
+
+// replicaCopiers is how many copies of a fork are made at once: the copy
+// is the kernel's (copy_file_range), and a few at once keep the disk and
+// the cores busy where one waits on the other.
+const replicaCopiers = 4
+
+// replicateAll copies the kept workspace at from into each of tos, a few
+// at once.
+func replicateAll(from string, tos []string) error {
+	errs := make([]error, len(tos))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(replicaCopiers, len(tos)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				errs[i] = replicate(from, tos[i])
+			}
+		}()
+	}
+	for i := range tos {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // restoreFirst records in the kept workspace at root a restore to target,

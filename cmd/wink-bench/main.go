@@ -54,7 +54,7 @@ func main() {
 	flag.StringVar(&cfg.namespace, "namespace", "wink-bench", "namespace of the Kubernetes rows' Pods, made if missing")
 	flag.StringVar(&cfg.clusterContainerd, "cluster-containerd", "/run/wink-mcp/cluster/containerd/containerd.sock", "the test node's containerd socket, into which the agent image is imported")
 	flag.IntVar(&cfg.kubernetesColdSamples, "kubernetes-cold-samples", 10, "new sessions timed for the Kubernetes first call without a pool (each makes a Pod)")
-	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints, egress, initialize, kubernetes, profiles or watch), print it and write it to -out")
+	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints, egress, fork, initialize, kubernetes, profiles or watch), print it and write it to -out")
 	flag.Parse()
 	if err := run(cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "wink-bench: %v\n", err)
@@ -105,6 +105,11 @@ func run(cfg config) error {
 		preview := measurePortPreview(ctx, cfg, cfg.egressSamples)
 		rep.Measurements = []measurement{through, direct, ceiling, preview}
 		rep.setEgressShare(through, direct)
+		return rep.write(cfg.out)
+	}
+	if cfg.only == "fork" {
+		fmt.Fprintf(os.Stderr, "measuring forks of a workspace of 10,000 files / 100 MB...\n")
+		rep.Measurements = measureForks(ctx, cfg)
 		return rep.write(cfg.out)
 	}
 	if cfg.only == "profiles" {
