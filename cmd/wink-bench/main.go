@@ -205,6 +205,8 @@ func run(cfg config) error {
 	fmt.Fprintf(os.Stderr, "measuring checkpoints and restores...\n")
 	ckFirst, ckLater, ckRestore, ckFigs := measureCheckpoints(ctx, cfg)
 	rep.Checkpoints = &ckFigs
+	fmt.Fprintf(os.Stderr, "measuring forks of a workspace of 10,000 files / 100 MB...\n")
+	forks := measureForks(ctx, cfg)
 	fmt.Fprintf(os.Stderr, "measuring bursts of %d sessions over HTTP...\n", cfg.burst)
 	burstWarm := measureHTTPBurst(ctx, cfg, fmt.Sprintf("HTTP: %d sessions at once, initialize + first call, --warm %d", cfg.burst, cfg.burst),
 		cfg.burst, cfg.burst, "--max-sessions", fmt.Sprint(cfg.burst+14))
@@ -230,6 +232,7 @@ func run(cfg config) error {
 	rep.Measurements = append(rep.Measurements,
 		first, firstLazy, firstLater, profileCached, profileUncached, load, httpWarm, httpCold, burstWarm, burstCold, burst2, fixed, egress, egressDirect, egressCeiling, portPreview,
 		ckFirst, ckLater, ckRestore)
+	rep.Measurements = append(rep.Measurements, forks...)
 	rep.Measurements = append(rep.Measurements, kube.all()...)
 	rep.setKubernetesSpeedup(kube)
 	rep.ClosedLoopCallsPerSecond = load.CallsPerSecond
