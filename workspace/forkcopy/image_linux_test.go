@@ -1,0 +1,91 @@
+//go:build linux
+
+package forkcopy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Image copies a mounted ext4 filesystem while a writer replaces a file by
+// rename as fast as it can: every copy checks clean (e2fsck) and holds the
+// file whole, one version of it, and the source goes on being written
+// after the copy. It needs root, to loop-mount.
+func TestImageIsOneInstantOfAMountedFilesystem(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("loop-mounting needs root")
+	}
+	for _, tool := range []string{"mkfs.ext4", "mount", "umount", "e2fsck"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	dir := t.TempDir()
+	image, mnt := filepath.Join(dir, "src.img"), filepath.Join(dir, "mnt")
+	run := func(name string, args ...string) {
+		t.Helper()
+		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Mkdir(mnt, 0o700))
+	must(os.WriteFile(image, nil, 0o600))
+	must(os.Truncate(image, 64<<20))
+	run("mkfs.ext4", "-q", "-F", "-m", "0", image)
+	run("mount", "-o", "loop", image, mnt)
+	t.Cleanup(func() { _ = exec.Command("umount", mnt).Run() })
+
+	ctx, stop := context.WithCancel(context.Background())
+	var writes atomic.Int64
+	done := make(chan error, 1)
+	go func() { // a command replacing a 1 MiB file by rename, in a loop
+		for i := 0; ctx.Err() == nil; i++ {
+			tmp := filepath.Join(mnt, "f.tmp")
+			if err := os.WriteFile(tmp, bytes.Repeat([]byte{byte('a' + i%26)}, 1<<20), 0o644); err != nil {
+				done <- err
+				return
+			}
+			if err := os.Rename(tmp, filepath.Join(mnt, "f")); err != nil {
+				done <- err
+				return
+			}
+			writes.Add(1)
+		}
+		done <- nil
+	}()
+	time.Sleep(100 * time.Millisecond)
+	copies := []string{filepath.Join(dir, "c1.img"), filepath.Join(dir, "c2.img")}
+	must(Image(image, mnt, copies))
+	before := writes.Load()
+	time.Sleep(100 * time.Millisecond)
+	stop()
+	must(<-done)
+	if writes.Load() == before {
+		t.Error("the source was not written after the copy: it stayed frozen")
+	}
+	for i, c := range copies {
+		run("e2fsck", "-fn", c)
+		cm := filepath.Join(dir, fmt.Sprintf("m%d", i))
+		must(os.Mkdir(cm, 0o700))
+		run("mount", "-o", "loop,ro", c, cm)
+		data, err := os.ReadFile(filepath.Join(cm, "f"))
+		run("umount", cm)
+		must(err)
+		if len(data) != 1<<20 || !bytes.Equal(data, bytes.Repeat(data[:1], 1<<20)) {
+			t.Errorf("copy %d holds f of %d bytes, not one whole version", i+1, len(data))
+		}
+	}
+}
