@@ -223,3 +223,34 @@ func TestRootlessForkOfAWorkspace(t *testing.T) {
 		t.Errorf("files of the container's users are left in the rootless cache: %v", left)
 	}
 }
+
+// TestForkKeepsTheSourcesProfileAndHardening: a fork of a workspace that
+// switched to a profile with its own limits is claimed in another process
+// whose default is no profile: the fork's container has the source's
+// image, limits and hardening, as Podman reports them after creation.
+func TestForkKeepsTheSourcesProfileAndHardening(t *testing.T) {
+	file, _ := profilesFile(t, "profiles:\n  small:\n    description: small\n    image: IMAGE\n    limits:\n      memory: 96m\n      pids: 100\n")
+	cache := t.TempDir()
+	a := start(t, startOptions{cache: cache, args: []string{"--profiles", file}})
+	a.useProfile("small", true)
+	a.run("sh", "-c", "echo small > which")
+	forks := forkOf(t, a, map[string]any{"count": 1})
+	b := start(t, startOptions{cache: cache, args: []string{"--profiles", file}})
+	decodeStructured(t, b.call("workspace_attach", map[string]any{"handle": forks[0].Handle}), &tools.WorkspaceAttachResult{})
+	if got := b.run("cat", "which").Stdout; got != "small\n" {
+		t.Fatalf("the fork's file: %q", got)
+	}
+	format := "{{.HostConfig.Memory}} {{.HostConfig.PidsLimit}} {{.Config.Image}} {{.Config.User}} {{.HostConfig.NetworkMode}} " +
+		"{{.HostConfig.CapDrop}} {{.HostConfig.CapAdd}} {{.EffectiveCaps}} {{.HostConfig.SecurityOpt}} {{.HostConfig.CpuQuota}} {{.HostConfig.CpuPeriod}} {{.HostConfig.Privileged}}"
+	source, err := podman(t, "inspect", "--format", format, a.container())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fork, err := podman(t, "inspect", "--format", format, b.container())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(source, "100663296 100 ") || fork != source {
+		t.Errorf("the fork's container: %q\nthe source's: %q\nwant the same, with the profile's 96 MiB and 100 pids", fork, source)
+	}
+}

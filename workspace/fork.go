@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
+	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/workspace/forkcopy"
 	"github.com/wink-mcp/wink-mcp/workspace/keep"
 	"github.com/wink-mcp/wink-mcp/workspace/steps"
@@ -39,6 +40,32 @@ const (
 	// forkDiskReserve is what a fork leaves free on the cache disk.
 	forkDiskReserve = 256 << 20
 )
+
+// forkRecordFile is, in a fork's kept workspace, what the fork takes of
+// its source beyond the files (forkRecord).
+const forkRecordFile = "fork.json"
+
+// forkRecord is what a fork takes of its source beyond the files: the
+// profile its source ran, which the session that claims it starts with,
+// so that a fork has its source's image, limits and environment.
+type forkRecord struct {
+	Profile string `json:"profile,omitempty"`
+}
+
+// forkProfile returns the profile the fork at root was made with, nil for
+// the server's default (or a workspace that is no fork, or a profile this
+// server does not have).
+func forkProfile(cfg *Config, root string) *profiles.Profile {
+	var rec forkRecord
+	if keep.ReadJSON(filepath.Join(root, forkRecordFile), &rec) != nil || rec.Profile == "" || cfg.Profiles == nil {
+		return nil
+	}
+	p, err := cfg.Profiles.Get(rec.Profile)
+	if err != nil {
+		return nil
+	}
+	return p
+}
 
 // Fork is one fork of a workspace: the handle that claims it.
 type Fork struct {
@@ -134,6 +161,10 @@ func (f *forks) copies(ctx context.Context, count int, checkpoint string, ttl ti
 		return nil, time.Time{}, err
 	}
 	src := forkSource{dir: s.dir, image: s.diskFile, store: s.storeDir, mounted: s.disk}
+	var rec forkRecord
+	if s.profile != nil {
+		rec.Profile = s.profile.Name
+	}
 	// Reserved for the copies' time too, then again from when they are done.
 	expires := time.Now().Add(ttl + time.Hour).UTC()
 	names, release, err := m.forks.take(m, s.principal, count, src.bytes(), func(name string) error {
@@ -143,7 +174,10 @@ func (f *forks) copies(ctx context.Context, count int, checkpoint string, ttl ti
 		if err := os.MkdirAll(root, 0o700); err != nil {
 			return err
 		}
-		return reserve(root, name, s.principal, expires, s.meter.Used())
+		if err := reserve(root, name, s.principal, expires, s.meter.Used()); err != nil {
+			return err
+		}
+		return writeJSON(filepath.Join(root, forkRecordFile), rec)
 	})
 	if err != nil {
 		return nil, time.Time{}, err
