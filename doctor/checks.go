@@ -73,6 +73,7 @@ func (d *doctor) checks() []check {
 		{"egress", d.egress},
 		{"credentials", d.trust},
 		{"checkpoints", d.checkpoints},
+		{"forks", d.forks},
 		{"processes", d.processes},
 		{"container", d.container},
 	})

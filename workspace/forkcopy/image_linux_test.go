@@ -89,3 +89,52 @@ func TestImageIsOneInstantOfAMountedFilesystem(t *testing.T) {
 		}
 	}
 }
+
+// Reflinks tells a filesystem that shares a copy's blocks (XFS made with
+// reflink=1) from one that does not (ext4), and leaves nothing behind.
+func TestReflinksTellsTheFilesystems(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("loop-mounting needs root")
+	}
+	for fs, want := range map[string]bool{"ext4": false, "xfs": true} {
+		mkfs := "mkfs." + fs
+		if _, err := exec.LookPath(mkfs); err != nil {
+			t.Logf("%s is not installed: %s not tried", mkfs, fs)
+			continue
+		}
+		dir := t.TempDir()
+		image, mnt := filepath.Join(dir, "fs.img"), filepath.Join(dir, "mnt")
+		if err := os.Mkdir(mnt, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(image, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(image, 320<<20); err != nil {
+			t.Fatal(err)
+		}
+		var args []string
+		if fs == "xfs" {
+			args = []string{"-q", "-m", "reflink=1", image}
+		} else {
+			args = []string{"-q", "-F", image}
+		}
+		if out, err := exec.Command(mkfs, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", mkfs, err, out)
+		}
+		if out, err := exec.Command("mount", "-o", "loop", image, mnt).CombinedOutput(); err != nil {
+			t.Fatalf("mount: %v\n%s", err, out)
+		}
+		got, err := Reflinks(mnt)
+		entries, _ := os.ReadDir(mnt)
+		_ = exec.Command("umount", mnt).Run()
+		if err != nil || got != want {
+			t.Errorf("%s: Reflinks = %v, %v; want %v", fs, got, err, want)
+		}
+		for _, e := range entries {
+			if e.Name() != "lost+found" {
+				t.Errorf("%s: the probe left %s", fs, e.Name())
+			}
+		}
+	}
+}

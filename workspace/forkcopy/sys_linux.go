@@ -159,3 +159,33 @@ func changeTime(info fs.FileInfo) time.Time {
 	}
 	return zeroTime
 }
+
+// Reflinks reports whether the filesystem of dir shares a copy's blocks
+// (FICLONE: XFS made with reflink=1, Btrfs), where Image's and Sparse's
+// copies cost almost nothing until written; it tries on two files of its
+// own, which it removes.
+func Reflinks(dir string) (bool, error) {
+	src, err := os.CreateTemp(dir, ".reflink-probe-*")
+	if err != nil {
+		return false, err
+	}
+	defer os.Remove(src.Name())
+	defer src.Close()
+	if _, err := src.Write(make([]byte, 4096)); err != nil {
+		return false, err
+	}
+	dst, err := os.CreateTemp(dir, ".reflink-probe-*")
+	if err != nil {
+		return false, err
+	}
+	defer os.Remove(dst.Name())
+	defer dst.Close()
+	err = unix.IoctlFileClone(int(dst.Fd()), int(src.Fd()))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EXDEV) || errors.Is(err, unix.ENOTTY) || errors.Is(err, unix.ENOSYS):
+		return false, nil
+	}
+	return false, err
+}
