@@ -129,7 +129,8 @@ func TestForkOverStreamableHTTP(t *testing.T) {
 // write_file and a command rewrite files, and claims the fork from another
 // process: every file is whole (the old or the new content, never part of
 // each), and the fork's disk is bounded (--quota-fork-bytes) while the
-// source keeps working.
+// source keeps working; a fork whose maker ended goes at the next start
+// after its expiry.
 func TestForkOnStdioToAnotherProcess(t *testing.T) {
 	cache := t.TempDir()
 	a := start(t, startOptions{cache: cache, args: []string{"--quota-fork-bytes", "200m", "--quota-forks", "64"}})
@@ -190,6 +191,20 @@ func TestForkOnStdioToAnotherProcess(t *testing.T) {
 	if got := a.run("echo", "alive").Stdout; got != "alive\n" {
 		t.Errorf("the source after the forks: %q", got)
 	}
+	// A fork its maker's process left behind goes at the next start after
+	// its expiry, as a handed-over workspace does.
+	late := forkOf(t, b, map[string]any{"count": 1, "expires_in_seconds": 1})
+	b.endSession()
+	time.Sleep(1500 * time.Millisecond)
+	dir := filepath.Join(cache, "workspaces", late[0].Workspace)
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the fork left by an ended process: %v", err)
+	}
+	start(t, startOptions{cache: cache})
+	waitUntil(t, 15*time.Second, "the next start to delete the expired fork", func() bool {
+		_, err := os.Stat(dir)
+		return os.IsNotExist(err)
+	})
 }
 
 // TestRootlessForkOfAWorkspace forks a rootless Podman workspace (no disk image: its
