@@ -42,23 +42,27 @@ func removeAll(dir string) error {
 }
 
 // copyTree copies the directory src to dst, which must not exist, owners
-// included: as root, file by file (forkcopy.Tree); under rootless Podman,
-// whose container users are this user's subordinate uids, with `cp -a`
-// inside this user's user namespace (`podman unshare`), where the user is
-// root over them and a copy keeps them; a copy made outside would be this
-// user's, which is root in the container, and the container's user could
-// not write it.
+// included (forkcopy.Tree): as root, here; under rootless Podman, whose
+// container users are this user's subordinate uids, in this user's user
+// namespace (`podman unshare`, running this binary's fork-copy role),
+// where the user is root over them and a copy keeps them; a copy made
+// outside would be this user's, which is root in the container, and the
+// container's user could not write it.
 func copyTree(src, dst string) error {
 	if os.Geteuid() == 0 {
 		return forkcopy.Tree(src, dst)
 	}
 	podman := hostcmd.Look("podman")
 	if podman == "" {
-		return errors.New("copying a rootless workspace keeps its owners with `podman unshare cp -a`, and the podman command is not installed")
+		return errors.New("copying a rootless workspace keeps its owners in the user's namespace (`podman unshare`), and the podman command is not installed")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding this binary, to copy the workspace in the user namespace: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*unshareTimeout)
 	defer cancel()
-	if err := hostcmd.Run(ctx, hostcmd.Podman, podman, "--remote=false", "unshare", "cp", "-a", "--reflink=auto", "--", src, dst); err != nil {
+	if err := hostcmd.Run(ctx, hostcmd.Podman, podman, "--remote=false", "unshare", self, forkcopy.Command, src, dst); err != nil {
 		return fmt.Errorf("copying the workspace's files in the user namespace: %w", err)
 	}
 	return nil

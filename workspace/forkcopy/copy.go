@@ -16,6 +16,11 @@ import (
 	"os"
 )
 
+// Command is the internal role of wink-mcp that runs Tree in another
+// process: `wink-mcp fork-copy SRC DST`, which rootless Podman's user
+// namespace runs (`podman unshare`), where the copy keeps the owners.
+const Command = "fork-copy"
+
 // maxRereads bounds how often a file a command rewrites while it is
 // copied is copied again before the copy gives up on it.
 const maxRereads = 3

@@ -138,3 +138,53 @@ func TestReflinksTellsTheFilesystems(t *testing.T) {
 		}
 	}
 }
+
+// A process of the container swapping a directory of its workspace for a
+// symlink to a host directory, as fast as it can, while the tree is
+// copied again and again, never gets a host file into a copy.
+func TestTreeNeverFollowsASwappedLink(t *testing.T) {
+	base := t.TempDir()
+	secret, src := filepath.Join(base, "host"), filepath.Join(base, "src")
+	for _, d := range []string{secret, filepath.Join(src, "d")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(secret, "f"), []byte("host secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "d", "f"), []byte("workspace"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	swapped := make(chan struct{})
+	defer func() { stop(); <-swapped }() // before the temporary directory goes
+	go func() { // d is a directory, then a link to the host's, then a directory again
+		defer close(swapped)
+		d, real, aside := filepath.Join(src, "d"), filepath.Join(src, "real"), filepath.Join(src, "link")
+		_ = os.Rename(d, real)
+		_ = os.Symlink(secret, aside)
+		for ctx.Err() == nil {
+			_ = os.Rename(aside, d) // d is now the link
+			_ = os.Rename(d, aside)
+			_ = os.Rename(real, d) // d is the directory
+			_ = os.Rename(d, real)
+		}
+	}()
+	for i := range 300 {
+		dst := filepath.Join(base, fmt.Sprintf("copy%d", i))
+		_ = Tree(src, dst) // an entry renamed away mid-copy may fail it; nothing may leak
+		err := filepath.Walk(dst, func(path string, info os.FileInfo, err error) error {
+			if err == nil && info.Mode().IsRegular() {
+				if data, _ := os.ReadFile(path); bytes.Contains(data, []byte("secret")) {
+					t.Fatalf("copy %d holds the host's file at %s", i, path)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.RemoveAll(dst)
+	}
+}

@@ -4,13 +4,8 @@ package forkcopy
 
 import (
 	"errors"
-	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"strings"
-	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -82,82 +77,6 @@ func copyRange(in, out *os.File, off, n int64) error {
 		off, n = off+int64(c), n-int64(c)
 	}
 	return nil
-}
-
-// copySpecial makes a fifo or an overlay whiteout (a 0:0 character
-// device) at to like the one at path; it reports false for what a copy
-// leaves out (sockets, other devices).
-func copySpecial(path, to string, info fs.FileInfo) (bool, error) {
-	st, ok := info.Sys().(*syscall.Stat_t)
-	if !ok {
-		return false, nil
-	}
-	switch {
-	case info.Mode()&fs.ModeNamedPipe != 0:
-		return true, unix.Mkfifo(to, 0o600)
-	case info.Mode()&fs.ModeCharDevice != 0 && st.Rdev == 0:
-		if err := unix.Mknod(to, unix.S_IFCHR|0o600, 0); err != nil {
-			return false, fmt.Errorf("copying the overlay whiteout %s: %w", path, err)
-		}
-		return true, nil
-	}
-	return false, nil
-}
-
-// copyMeta gives to path's mode, owner (when this process may set it) and
-// extended attributes; directories get their modes later (Tree).
-func copyMeta(path, to string, info fs.FileInfo) error {
-	st, ok := info.Sys().(*syscall.Stat_t)
-	if ok && os.Geteuid() == 0 {
-		if err := os.Lchown(to, int(st.Uid), int(st.Gid)); err != nil {
-			return err
-		}
-	}
-	if info.Mode()&fs.ModeSymlink == 0 && !info.IsDir() {
-		if err := os.Chmod(to, info.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
-			return err
-		}
-	}
-	return copyXattrs(path, to)
-}
-
-// copyXattrs copies the extended attributes of path (an overlay's opaque
-// and redirect marks among them) to to, where this process may set them.
-func copyXattrs(path, to string) error {
-	size, err := unix.Llistxattr(path, nil)
-	if err != nil || size == 0 {
-		return nil // none, or none to see here
-	}
-	buf := make([]byte, size)
-	size, err = unix.Llistxattr(path, buf)
-	if err != nil {
-		return nil
-	}
-	for _, name := range strings.Split(strings.TrimRight(string(buf[:size]), "\x00"), "\x00") {
-		if name == "" || strings.HasPrefix(name, "security.") || strings.HasPrefix(name, "system.") {
-			continue // labels and ACLs are the host's to give
-		}
-		n, err := unix.Lgetxattr(path, name, nil)
-		if err != nil {
-			continue
-		}
-		value := make([]byte, n)
-		if n, err = unix.Lgetxattr(path, name, value); err != nil {
-			continue
-		}
-		if err := unix.Lsetxattr(to, name, value[:n], 0); err != nil {
-			return fmt.Errorf("copying the attribute %s of %s: %w", name, path, err)
-		}
-	}
-	return nil
-}
-
-// changeTime is when info's file last changed, metadata included.
-func changeTime(info fs.FileInfo) time.Time {
-	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		return time.Unix(st.Ctim.Sec, st.Ctim.Nsec)
-	}
-	return zeroTime
 }
 
 // Reflinks reports whether the filesystem of dir shares a copy's blocks
