@@ -24,7 +24,7 @@ func (d *doctor) forks(context.Context) Result {
 	if d.cfg.ForkBytes > 0 {
 		bytes = checkpoints.FormatBytes(d.cfg.ForkBytes) + " of them (--quota-fork-bytes)"
 	}
-	detail := fmt.Sprintf("up to %d forks waiting per client (--quota-forks), %s, each leaving 256 MiB free on the cache disk", d.cfg.ForkLimit, bytes)
+	detail := fmt.Sprintf("up to %d forks waiting per client (--quota-forks), %s, leaving one --disk-limit (at least 256 MiB) free on the cache disk for new sessions", d.cfg.ForkLimit, bytes)
 	shares, err := forkcopy.Reflinks(d.cfg.CacheDir)
 	switch {
 	case err != nil:

@@ -37,8 +37,11 @@ const (
 	DefaultForkLimit = 16
 	// forkPrefix starts the name of a fork's kept workspace.
 	forkPrefix = "fork-"
-	// forkDiskReserve is what a fork leaves free on the cache disk.
-	forkDiskReserve = 256 << 20
+	// minForkDiskReserve is the least a fork leaves free on the cache
+	// disk; it leaves a session's disk limit when that is more
+	// (forkDiskReserve), so that forks never take the room a new session
+	// of another client needs.
+	minForkDiskReserve = 256 << 20
 )
 
 // forkRecordFile is, in a fork's kept workspace, what the fork takes of

@@ -45,10 +45,10 @@ func (l *forkLedger) take(m *Manager, principal string, count int, each int64, r
 			"claim them or let them expire, fork fewer, or make the workspace smaller (rm, workspace_checkpoint_delete)",
 			count, checkpoints.FormatBytes(each), checkpoints.FormatBytes(limit), checkpoints.FormatBytes(held))
 	}
-	if free, ok := freeBytesAt(m.cfg.CacheDir); ok && free-need < forkDiskReserve {
-		return nil, nil, fmt.Errorf("%d forks of %s each need %s on the cache disk, which has %s free and keeps %s free for the sessions: "+
+	if free, ok := freeBytesAt(m.cfg.CacheDir); ok && free-need < forkDiskReserve(m.cfg) {
+		return nil, nil, fmt.Errorf("%d forks of %s each need %s on the cache disk, which has %s free and keeps %s free for new sessions (one --disk-limit, at least 256 MiB): "+
 			"fork fewer, make the workspace smaller, or free space under --cache-dir",
-			count, checkpoints.FormatBytes(each), checkpoints.FormatBytes(need), checkpoints.FormatBytes(free), checkpoints.FormatBytes(forkDiskReserve))
+			count, checkpoints.FormatBytes(each), checkpoints.FormatBytes(need), checkpoints.FormatBytes(free), checkpoints.FormatBytes(forkDiskReserve(m.cfg)))
 	}
 	if l.copying == nil {
 		l.copying = map[string]forkCopying{}
@@ -98,4 +98,11 @@ func (l *forkLedger) waiting(cacheDir, principal string) (count int, bytes int64
 		count, bytes = count+1, bytes+keptDiskBytes(root)+treeBytes(filepath.Join(root, keptStoreDir))
 	}
 	return count, bytes
+}
+
+// forkDiskReserve is what forks leave free on the cache disk: a session's
+// disk limit, which a new session needs there, and at least
+// minForkDiskReserve.
+func forkDiskReserve(cfg Config) int64 {
+	return max(minForkDiskReserve, cfg.DiskBytes)
 }

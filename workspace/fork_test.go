@@ -64,7 +64,8 @@ func TestForksRacingForTheQuotaGetExactlyIt(t *testing.T) {
 	}
 }
 
-// Bad arguments and a server without forks get errors naming what to
+// Bad arguments, forks the cache disk has no room for beside a new
+// session, and a server without forks get errors naming what to
 // change, and leave nothing on disk.
 func TestForkRefusalsNameTheLimit(t *testing.T) {
 	m, _, _ := newTestManager(t, nil)
@@ -86,6 +87,11 @@ func TestForkRefusalsNameTheLimit(t *testing.T) {
 		if _, err := a.forks.Fork(ctx, tc.count, tc.checkpoint, tc.ttl); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Fork(%d, %q, %s) = %v, want %q", tc.count, tc.checkpoint, tc.ttl, err, tc.want)
 		}
+	}
+	// Forks leave a new session's disk limit free on the cache disk.
+	m.cfg.DiskBytes = 1 << 60
+	if _, err := a.forks.Fork(ctx, 1, "", time.Minute); err == nil || !strings.Contains(err.Error(), "free for new sessions (one --disk-limit") {
+		t.Errorf("forks past the cache disk's room for a session: %v", err)
 	}
 	m.cfg.ForkLimit = 0
 	if _, err := a.forks.Fork(ctx, 1, "", time.Minute); err == nil || !strings.Contains(err.Error(), "--quota-forks 0") {
