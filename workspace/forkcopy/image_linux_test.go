@@ -159,7 +159,8 @@ func TestTreeNeverFollowsASwappedLink(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	swapped := make(chan struct{})
 	defer func() { stop(); <-swapped }() // before the temporary directory goes
-	go func() {                          // d is a directory, then a link to the host's, then a directory again
+	// d is a directory, then a link to the host's, then a directory again.
+	go func() {
 		defer close(swapped)
 		d, real, aside := filepath.Join(src, "d"), filepath.Join(src, "real"), filepath.Join(src, "link")
 		_ = os.Rename(d, real)
