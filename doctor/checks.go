@@ -74,6 +74,7 @@ func (d *doctor) checks() []check {
 		{"credentials", d.trust},
 		{"egress cache", d.egressCache},
 		{"checkpoints", d.checkpoints},
+		{"forks", d.forks},
 		{"processes", d.processes},
 		{"container", d.container},
 	})

@@ -32,9 +32,12 @@ type modernRun struct {
 	Handle       string
 	Calls        map[string]string
 	AfterRestore string
-	Progress     []string
-	Closed       string
-	AfterClose   struct {
+	// Fork is what a fork the client claimed with workspace_open holds in
+	// the file the restore brought back.
+	Fork       string
+	Progress   []string
+	Closed     string
+	AfterClose struct {
 		IsError bool
 		Text    string
 	}
@@ -100,6 +103,9 @@ func checkModernRun(t *testing.T, run modernRun) {
 	}
 	if run.AfterRestore != "two\n" {
 		t.Errorf("after workspace_restore, the file holds %q", run.AfterRestore)
+	}
+	if run.Fork != "two\n" {
+		t.Errorf("a fork claimed with workspace_open: the file holds %q", run.Fork)
 	}
 	if len(run.Progress) == 0 {
 		t.Error("a 5 s command sent no progress on its call's stream")

@@ -59,7 +59,7 @@ func (s *Server) handleTools() []mcpserver.ServerTool {
 			"Clients of the 2025 revisions already have a workspace per session and do not need this."),
 		mcp.WithString("profile", mcp.Description("The profile the workspace starts with (see the workspace prompt); the server's default if left out.")),
 		mcp.WithString("name", mcp.Description("A kept workspace to open (or make): its files outlive the handle, and so does the handle, on any replica of the server. Left out, the workspace is removed when the handle ends.")),
-		mcp.WithString(handoffArg, mcp.MaxLength(200), mcp.Description("A handle workspace_handoff gave (a session of a 2025 revision, or another handle, of the same client): "+
+		mcp.WithString(handoffArg, mcp.MaxLength(200), mcp.Description("A handle workspace_handoff or workspace_fork gave (a session of a 2025 revision, or another handle, of the same client): "+
 			"the new handle takes that workspace over, as workspace_attach does. Not with `name`.")),
 		mcp.WithDestructiveHintAnnotation(false),
 		mcp.WithOpenWorldHintAnnotation(false),

@@ -50,6 +50,7 @@ func TestTextsShowModelWrittenTextSafely(t *testing.T) {
 		"workspace_checkpoint_delete": {none: "ids the schema checked"},
 		"workspace_handoff":           {none: "a handle and a workspace name the server made"},
 		"workspace_attach":            {none: "a workspace name checked against the name rules"},
+		"workspace_fork":              {none: "handles and workspace names the server made"},
 		"workspace_profile":           {none: "names and images from the server's profiles file"},
 	}
 	all, err := All(func(context.Context) (any, error) { return nil, nil }, slog.New(slog.DiscardHandler), Options{Profiles: []Profile{{Name: "p"}}})

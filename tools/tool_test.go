@@ -20,6 +20,7 @@ var someArgs = map[string]string{
 	"workspace_checkpoint_delete": `{"checkpoints":["c1"]}`,
 	"workspace_handoff":           `{}`,
 	"workspace_attach":            `{"handle":"h"}`,
+	"workspace_fork":              `{"count":1}`,
 	"workspace_info":              `{}`,
 	"workspace_profile":           `{"name":"p"}`,
 }

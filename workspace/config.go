@@ -104,6 +104,12 @@ type Config struct {
 	// server of that engine finds them (kept_store.go): a directory they
 	// all share; "" for a directory under CacheDir.
 	CheckpointDir string
+	// ForkLimit bounds the forks (workspace_fork) one principal may have
+	// waiting for their handles at once; 0 turns forks off.
+	ForkLimit int
+	// ForkBytes bounds what those waiting forks take on the cache disk, in
+	// all; 0 for no bound but the cache disk's free space.
+	ForkBytes int64
 	// KeepSessionDirs keeps session directories after their sessions end.
 	KeepSessionDirs bool
 	// IdleTimeout removes a session's container after this long without calls.
@@ -294,6 +300,7 @@ func DefaultConfig() Config {
 		CacheDir:        filepath.Join(cache, "wink-mcp"),
 		IdleTimeout:     DefaultIdleTimeout,
 		CheckpointBytes: DefaultCheckpointBytes,
+		ForkLimit:       DefaultForkLimit,
 		MaxJobAge:       DefaultMaxJobAge,
 		StopGrace:       DefaultStopGrace,
 		APITimeout:      DefaultAPITimeout,
@@ -330,6 +337,8 @@ func (c Config) Validate() error {
 	check(namePrefixPattern.MatchString(c.NamePrefix), "name prefix %q must be 1-40 letters, digits, '_', '.' or '-', starting with a letter or digit", c.NamePrefix)
 	check(filepath.IsAbs(c.CacheDir), "cache directory %q must be an absolute path", c.CacheDir)
 	check(c.IdleTimeout > 0, "idle timeout must be positive")
+	check(c.ForkLimit >= 0, "fork limit %d is negative (0 turns forks off)", c.ForkLimit)
+	check(c.ForkBytes >= 0, "fork bytes limit %d is negative (0 removes it)", c.ForkBytes)
 	check(c.CheckpointBytes == 0 || c.CheckpointBytes >= 16<<20, "checkpoint limit %d bytes is below the minimum of 16 MiB (0 removes the limit)", c.CheckpointBytes)
 	check(c.MaxJobAge >= 0, "the maximum job age must not be negative")
 	check(c.StopGrace >= 0 && c.StopGrace <= MaxGrace, "the stop grace %s must be between 0 and %s", c.StopGrace, MaxGrace)

@@ -242,6 +242,9 @@ func (h *handoffs) newKeptSessionFor(name string) (*Session, error) {
 		return nil, err
 	}
 	taken.handoffs.handedOver = h.handedOver // still waiting within this session's disk limit
+	if p := forkProfile(&m.cfg, taken.kept.root); p != nil {
+		taken.profileSwitch.setLocked(p) // a fork runs its source's profile
+	}
 	m.sessions[s.who.id()] = taken
 	return taken, nil
 }

@@ -64,6 +64,8 @@ type Manager struct {
 	// handedOverDisk is the workspaces handed to another process, on the
 	// cache disk.
 	handedOverDisk handedOverDisk
+	// forks counts the forks being made and waiting (workspace_fork).
+	forks forkLedger
 	// leftForAdoption are the containers left running for another server
 	// that has not adopted them yet (leaveForAdoption).
 	leftForAdoption leftContainers
@@ -356,6 +358,7 @@ func (m *Manager) newSession(id, key string) *Session {
 	s.mounts.s = s
 	s.ports = s.newPorts()
 	s.handoffs = &handoffs{s: s}
+	s.forks = &forks{s: s}
 	s.profileSwitch = &profileSwitch{s: s}
 	s.jobs = s.newJobs()
 	s.checkpoints = s.newCheckpoints()

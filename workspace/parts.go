@@ -15,6 +15,7 @@ func (s *Session) Parts() []any {
 		s.folders,
 		s.watcher,
 		s.handoffs,
+		s.forks,
 		s.profileSwitch,
 		s.egressPolicy,
 	}

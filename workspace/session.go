@@ -59,6 +59,8 @@ type Session struct {
 	// own, see Parts), and holds the workspaces the session handed to
 	// another process while they wait.
 	handoffs *handoffs
+	// forks copies the workspace into forks (a part of its own).
+	forks *forks
 	// profileSwitch changes the session's profile (a part of its own, see
 	// Parts); the profile itself stays here, with the life cycle that
 	// makes containers from it.

@@ -29,3 +29,13 @@ func allocatedBytes(info fs.FileInfo) int64 {
 	}
 	return info.Size()
 }
+
+// freeBytesAt is the space an unprivileged writer has left on dir's disk;
+// ok is false when it cannot be known.
+func freeBytesAt(dir string) (free int64, ok bool) {
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) != nil {
+		return 0, false
+	}
+	return int64(st.Bavail) * st.Bsize, true
+}

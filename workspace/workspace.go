@@ -88,7 +88,10 @@
 //     the known images' (images.Known.mu), Manager.rootsMu, a
 //     setup's refusals (images.SetupRefusals.mu), a progress relay's
 //     (latestOnly), and a kept workspace's egress recorder's
-//     (egressrecord.Recorder.mu, then its egress.Meter's).
+//     (egressrecord.Recorder.mu, then its egress.Meter's), and the
+//     forks' ledger (forkLedger.mu, taken under Session.mu by a fork,
+//     which reads the session's meter and writes the forks' records
+//     under it).
 //
 // So a session may reach into the manager (its end retries a failed
 // removal through it), and the manager never waits for a session's lock

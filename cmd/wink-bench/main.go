@@ -54,7 +54,7 @@ func main() {
 	flag.StringVar(&cfg.namespace, "namespace", "wink-bench", "namespace of the Kubernetes rows' Pods, made if missing")
 	flag.StringVar(&cfg.clusterContainerd, "cluster-containerd", "/run/wink-mcp/cluster/containerd/containerd.sock", "the test node's containerd socket, into which the agent image is imported")
 	flag.IntVar(&cfg.kubernetesColdSamples, "kubernetes-cold-samples", 10, "new sessions timed for the Kubernetes first call without a pool (each makes a Pod)")
-	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints, egress, egress-cache, initialize, kubernetes, profiles or watch), print it and write it to -out")
+	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints, egress, egress-cache, fork, initialize, kubernetes, profiles or watch), print it and write it to -out")
 	flag.Parse()
 	if err := run(cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "wink-bench: %v\n", err)
@@ -111,6 +111,11 @@ func run(cfg config) error {
 		fmt.Fprintf(os.Stderr, "measuring the egress artefact cache...\n")
 		first, cached := measureEgressCache(ctx, cfg, cfg.egressSamples)
 		rep.Measurements = []measurement{first, cached}
+		return rep.write(cfg.out)
+	}
+	if cfg.only == "fork" {
+		fmt.Fprintf(os.Stderr, "measuring forks of a workspace of 10,000 files / 100 MB...\n")
+		rep.Measurements = measureForks(ctx, cfg)
 		return rep.write(cfg.out)
 	}
 	if cfg.only == "profiles" {
@@ -208,6 +213,8 @@ func run(cfg config) error {
 	fmt.Fprintf(os.Stderr, "measuring checkpoints and restores...\n")
 	ckFirst, ckLater, ckRestore, ckFigs := measureCheckpoints(ctx, cfg)
 	rep.Checkpoints = &ckFigs
+	fmt.Fprintf(os.Stderr, "measuring forks of a workspace of 10,000 files / 100 MB...\n")
+	forks := measureForks(ctx, cfg)
 	fmt.Fprintf(os.Stderr, "measuring bursts of %d sessions over HTTP...\n", cfg.burst)
 	burstWarm := measureHTTPBurst(ctx, cfg, fmt.Sprintf("HTTP: %d sessions at once, initialize + first call, --warm %d", cfg.burst, cfg.burst),
 		cfg.burst, cfg.burst, "--max-sessions", fmt.Sprint(cfg.burst+14))
@@ -233,6 +240,7 @@ func run(cfg config) error {
 	rep.Measurements = append(rep.Measurements,
 		first, firstLazy, firstLater, profileCached, profileUncached, load, httpWarm, httpCold, burstWarm, burstCold, burst2, fixed, egress, egressDirect, egressCeiling, portPreview,
 		cacheFirst, cacheHit, ckFirst, ckLater, ckRestore)
+	rep.Measurements = append(rep.Measurements, forks...)
 	rep.Measurements = append(rep.Measurements, kube.all()...)
 	rep.setKubernetesSpeedup(kube)
 	rep.ClosedLoopCallsPerSecond = load.CallsPerSecond

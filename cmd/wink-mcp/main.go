@@ -20,6 +20,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/engine/kubernetes"
 	"github.com/wink-mcp/wink-mcp/server"
 	"github.com/wink-mcp/wink-mcp/workspace"
+	"github.com/wink-mcp/wink-mcp/workspace/forkcopy"
 )
 
 func main() {
@@ -38,6 +39,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runRelay(args[1:], stderr)
 	case "supervise":
 		return runSupervise(args[1:])
+	case forkcopy.Command:
+		return runForkCopy(args[1:], stderr)
 	case "install-agent":
 		return runInstallAgent(args[1:], stderr)
 	case kubernetes.ProbeCommand:

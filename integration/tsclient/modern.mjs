@@ -69,6 +69,7 @@ const calls = [
   ["workspace_restore", { checkpoint: "c1" }],
   ["workspace_checkpoint_delete", { checkpoints: ["c1"] }],
   ["workspace_attach", { handle: "not-a-handoff-handle" }],
+  ["workspace_fork", { count: 1, expires_in_seconds: 60 }],
   ["workspace_info", {}],
 ];
 if (tools.some((t) => t.name === "workspace_profile")) calls.push(["workspace_profile", { action: "list" }]);
@@ -78,6 +79,18 @@ for (const [name, args] of calls) {
 }
 const shell = await client.callTool({ name: "podman_shell", arguments: { command: ["cat", "modern/a.txt"], workspace } });
 out.afterRestore = shell.structuredContent?.stdout;
+// A fork, claimed by this client as a workspace of its own, has the files.
+const forked = await client.callTool({ name: "workspace_fork", arguments: { count: 1, workspace } });
+const forkHandle = forked.structuredContent?.forks?.[0]?.handle;
+const claimed = await client.callTool({ name: "workspace_open", arguments: { handoff: forkHandle ?? "none" } });
+if (claimed.isError) {
+  out.fork = "claim: " + text(claimed);
+} else {
+  const forkWs = claimed.structuredContent.workspace;
+  const inFork = await client.callTool({ name: "podman_shell", arguments: { command: ["cat", "modern/a.txt"], workspace: forkWs } });
+  out.fork = inFork.structuredContent?.stdout ?? text(inFork);
+  await client.callTool({ name: "workspace_close", arguments: { workspace: forkWs } });
+}
 // Progress of a long call arrives on the call's own stream.
 const progress = [];
 await client.callTool({ name: "podman_shell", arguments: { command: ["sh", "-c", "echo started; sleep 5"], workspace } },
