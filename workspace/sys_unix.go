@@ -37,5 +37,5 @@ func freeBytesAt(dir string) (free int64, ok bool) {
 	if unix.Statfs(dir, &st) != nil {
 		return 0, false
 	}
-	return int64(st.Bavail) * st.Bsize, true
+	return int64(st.Bavail) * int64(st.Bsize), true
 }

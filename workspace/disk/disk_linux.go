@@ -177,7 +177,8 @@ func Unmount(dir string) error {
 }
 
 // UnmountUnder detaches every filesystem mounted at or below root, deepest
-// first: the session disks a server killed with SIGKILL left behind.
+// first, each thawed first if it was left frozen: the session disks a
+// server killed with SIGKILL left behind.
 func UnmountUnder(root string) error {
 	points, err := MountPoints()
 	if err != nil {
@@ -192,6 +193,7 @@ func UnmountUnder(root string) error {
 	sort.Sort(sort.Reverse(sort.StringSlice(under)))
 	var errs []error
 	for _, p := range under {
+		thawLeftFrozen(p)
 		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
 			errs = append(errs, fmt.Errorf("unmounting %s: %w", p, err))
 		}

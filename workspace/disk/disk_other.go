@@ -45,3 +45,8 @@ func Used(string) int64 { return -1 }
 
 // MountForExport mounts nothing: no session here had a disk.
 func MountForExport(string, string) (func(), error) { return func() {}, nil }
+
+// Freeze is Linux's.
+func Freeze(string) (func() error, error) {
+	return nil, fmt.Errorf("freezing a filesystem needs Linux, not %s", runtime.GOOS)
+}

@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/wink-mcp/wink-mcp/workspace/disk"
 )
 
 // Command is the internal role of wink-mcp that runs Tree in another
@@ -37,7 +39,7 @@ func Image(src, mountPoint string, dsts []string) error {
 	if len(dsts) == 0 {
 		return nil
 	}
-	thaw, err := freeze(mountPoint)
+	thaw, err := disk.Freeze(mountPoint)
 	if err != nil {
 		return fmt.Errorf("freezing the workspace's filesystem for the copy: %w", err)
 	}

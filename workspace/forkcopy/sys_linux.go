@@ -10,30 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The ioctls that freeze and thaw a filesystem: _IOWR('X', 119, int) and
-// _IOWR('X', 120, int) in linux/fs.h, which x/sys does not name.
-const (
-	fiFreeze = 0xC0045877
-	fiThaw   = 0xC0045878
-)
-
-// freeze freezes the filesystem mounted at dir, flushing it whole to its
-// device, and returns what thaws it.
-func freeze(dir string) (func() error, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.IoctlSetInt(int(f.Fd()), fiFreeze, 0); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() error {
-		defer f.Close()
-		return unix.IoctlSetInt(int(f.Fd()), fiThaw, 0)
-	}, nil
-}
-
 // copyExtents copies the data of in, size bytes, to out, skipping holes
 // (SEEK_DATA, SEEK_HOLE); io.Copy between two files is copy_file_range.
 func copyExtents(in, out *os.File, size int64) error {
