@@ -38,6 +38,7 @@ type serveOptions struct {
 	filesOnHost   string
 	profilesFile  string
 	credentials   string
+	ssh           sshOptions
 	envPass       []string
 	gitIdentity   bool
 	logs          logOptions
@@ -85,6 +86,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.bytes(&w.EgressMaxBytes, "egress-max-bytes", "bytes one session's egress proxy may carry, both ways, in all (e.g. 4g)", "WINK_EGRESS_MAX_BYTES")
 	b.int(&w.EgressMaxConns, "egress-max-conns", fmt.Sprintf("connections one session's egress proxy holds open at once, 1-%d; as many more wait up to %s for one to close", egress.MaxMaxConns, egress.DefaultQueueWait), "WINK_EGRESS_MAX_CONNS")
 	b.str(&opts.credentials, "credentials", "a YAML file of credentials the egress proxy sets as headers for their hosts only (values from this environment or files; sessions see a placeholder); see docs/network.md", "WINK_CREDENTIALS")
+	b.boolean(&opts.ssh.agent, "ssh-agent", "give the sessions an SSH_AUTH_SOCK served by this server's ssh-agent through the egress proxy, list and sign only, signatures only for allowed hosts (the keys never enter); ssh reaches port 22 of the allowed hosts; see docs/network.md", "WINK_SSH_AGENT")
+	b.list(&opts.ssh.hosts, "ssh-agent-hosts", "hosts (name, *.domain or address) the --ssh-agent keys may be used for (default: every host a session may reach; repeatable)", "WINK_SSH_AGENT_HOSTS")
+	b.str(&opts.ssh.knownHosts, "ssh-known-hosts", "the known_hosts the sessions' ssh trusts, read-only (default with --ssh-agent: ~/.ssh/known_hosts)", "WINK_SSH_KNOWN_HOSTS")
 	b.str(&w.CABundle, "ca-bundle", "a PEM file of CAs the sessions, profile setups and the egress proxy trust besides the public roots (a TLS-inspecting proxy's, a private registry's)", "WINK_CA_BUNDLE")
 	b.str(&opts.profilesFile, "profiles", "a YAML file of profiles: toolchains (image, setup commands cached as an image, env, limits, egress) sessions choose with workspace_profile or ?profile=NAME", "WINK_PROFILES")
 	b.str(&w.Profile, "profile", "the profile of sessions that choose none (default: the profiles file's default:, else none)", "WINK_PROFILE")
@@ -173,6 +177,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 		return cfg, opts, err
 	}
 	if err := resolveTrust(w, opts.credentials, lookup); err != nil {
+		return cfg, opts, err
+	}
+	if err := resolveSSHAgent(w, opts.ssh, lookup); err != nil {
 		return cfg, opts, err
 	}
 	if err := resolveEngine(w, opts); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/doctor"
 	"github.com/wink-mcp/wink-mcp/engine/kubernetes"
 	"github.com/wink-mcp/wink-mcp/server"
+	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
@@ -36,6 +37,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runAgent(args[1:], stderr)
 	case "relay":
 		return runRelay(args[1:], stderr)
+	case wire.SSHProxyCommand:
+		return runSSHConnect(args[1:], stdin, stdout, stderr)
 	case "supervise":
 		return runSupervise(args[1:])
 	case "install-agent":
