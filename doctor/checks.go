@@ -72,6 +72,7 @@ func (d *doctor) checks() []check {
 		{"mounts", d.mounts},
 		{"egress", d.egress},
 		{"credentials", d.trust},
+		{"ssh-agent", d.sshAgent},
 		{"checkpoints", d.checkpoints},
 		{"processes", d.processes},
 		{"container", d.container},
