@@ -126,11 +126,17 @@ type testSSHAgent struct {
 	socket, pub, keyLine string // keyLine: a line of the private key's PEM body
 }
 
-func startTestSSHAgent(t *testing.T) *testSSHAgent {
+func startTestSSHAgent(t *testing.T, owner *rootlessUser) *testSSHAgent {
 	t.Helper()
 	dir := t.TempDir()
+	cmd := exec.Command("ssh-agent", "-D", "-a", filepath.Join(dir, "agent.sock"))
+	if owner != nil { // ssh-agent serves only its own user (and root)
+		dir = owner.dir(t)
+		cmd = exec.Command("ssh-agent", "-D", "-a", filepath.Join(dir, "agent.sock"))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(owner.uid), Gid: uint32(owner.gid)}}
+	}
 	a := &testSSHAgent{socket: filepath.Join(dir, "agent.sock")}
-	cmd := exec.Command("ssh-agent", "-D", "-a", a.socket)
+	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +199,7 @@ func sshProfiles(t *testing.T) string {
 // session without --ssh-agent has no socket and no variable.
 func TestSSHAgentGitClone(t *testing.T) {
 	u := needRootless(t)
-	agent := startTestSSHAgent(t)
+	agent := startTestSSHAgent(t, nil)
 	good := startSSHHost(t, u, agent.pub)
 	rogue := startSSHHost(t, u, agent.pub) // its host key is in no known_hosts
 	known := filepath.Join(t.TempDir(), "known_hosts")
@@ -312,5 +318,26 @@ print("control:", any("environ" in c for c in control), "found:", hits)
 	}
 	if ls := plain.run("sh", "-c", "ls -d /tmp/.wink-ssh /etc/ssh/ssh_config.d/wink-mcp.conf /etc/wink-mcp/ssh_known_hosts 2>/dev/null | wc -l"); strings.TrimSpace(ls.Stdout) != "0" {
 		t.Errorf("without --ssh-agent the container has ssh files: %q", ls.Stdout)
+	}
+}
+
+// A rootless Podman's session clones over ssh through its server's agent
+// too (the server, its agent and the sshd all the rootless user's).
+func TestRootlessSSHAgentGitClone(t *testing.T) {
+	u := needRootless(t)
+	agent := startTestSSHAgent(t, u)
+	host := startSSHHost(t, u, agent.pub)
+	known := filepath.Join(u.dir(t), "known_hosts")
+	must(t, os.WriteFile(known, []byte(host.knownHostsLine(t)), 0o644))
+	p := start(t, startOptions{as: u, image: pythonImage,
+		env: append(u.shellEnv(t), "SSH_AUTH_SOCK="+agent.socket, "APT_MIRROR_HOST="+aptMirrorHost(t)),
+		args: append([]string{"--profiles", sshProfiles(t), "--profile", "ssh", "--ssh-agent", "--ssh-known-hosts", known,
+			"--egress", "127.0.0.1:" + host.port}, rootlessArgs...)})
+	url := fmt.Sprintf("ssh://%s@127.0.0.1:%s%s/repo.git", host.user, host.port, host.dir)
+	if clone := p.shell(map[string]any{"command": []string{"git", "clone", "-q", url, "clone"}, "timeout_seconds": 60}); clone.ExitCode != 0 {
+		t.Fatalf("git clone over ssh: exit %d\n%s\nsshd: %s", clone.ExitCode, clone.Stderr, host.log.String())
+	}
+	if got := p.run("cat", "clone/README"); strings.TrimSpace(got.Stdout) != host.token {
+		t.Fatalf("the clone's README: %q, want %q", got.Stdout, host.token)
 	}
 }
