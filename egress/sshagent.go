@@ -38,6 +38,20 @@ type SSHAgent struct {
 	// KnownHost says whether key is the host key of the host at address
 	// (host:port), from the known_hosts the containers get.
 	KnownHost ssh.HostKeyCallback
+	// narrower, when not empty, must allow a host too (a profile's
+	// egress.ssh_agent_hosts; see Narrowed).
+	narrower Policy
+}
+
+// Narrowed returns a copy of a whose keys may be used only for hosts
+// hosts allows as well; a itself for an empty hosts.
+func (a *SSHAgent) Narrowed(hosts Policy) *SSHAgent {
+	if hosts.Empty() {
+		return a
+	}
+	n := *a
+	n.narrower = hosts
+	return &n
 }
 
 // ErrSSHAgentRefused is wrapped by every request the filter refuses.
@@ -180,10 +194,15 @@ func (f *sshAgentFilter) allowedHostOf(key ssh.PublicKey) string {
 
 // allows says whether the keys may be used for host.
 func (a *SSHAgent) allows(host string) bool {
-	if a.Hosts.Empty() {
+	return namesHost(a.Hosts, host) && namesHost(a.narrower, host)
+}
+
+// namesHost says whether a rule of p matches host; true for an empty p.
+func namesHost(p Policy, host string) bool {
+	if p.Empty() {
 		return true
 	}
-	for _, r := range a.Hosts.rules {
+	for _, r := range p.rules {
 		if matchRule(r, host) {
 			return true
 		}

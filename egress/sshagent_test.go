@@ -287,6 +287,17 @@ func TestSSHAgentHostsLimitBindings(t *testing.T) {
 	if err := bind(a, r.hostKey, []byte("sid"), false); err != nil {
 		t.Fatalf("a binding to the allowed 127.0.0.1: %v", err)
 	}
+	// A profile's egress.ssh_agent_hosts narrows, never widens.
+	for _, c := range []struct {
+		server, profile []string
+		want            bool
+	}{{nil, []string{"127.0.0.1"}, true}, {nil, []string{"localhost"}, false}, {[]string{"localhost"}, []string{"127.0.0.1"}, false},
+		{[]string{"127.0.0.1", "*.example.org"}, []string{"127.0.0.1"}, true}, {[]string{"127.0.0.1"}, nil, true}} {
+		narrowed := (&SSHAgent{Hosts: mustPolicy(t, c.server...)}).Narrowed(mustPolicy(t, c.profile...))
+		if got := narrowed.allows("127.0.0.1"); got != c.want {
+			t.Errorf("server %v, profile %v: allows 127.0.0.1 %v, want %v", c.server, c.profile, got, c.want)
+		}
+	}
 	only := newSSHAgentRig(t, []string{"localhost"})
 	if _, code := connectVia(t, only.proxy, only.sshAddr); code != http.StatusOK {
 		t.Fatal("CONNECT refused")

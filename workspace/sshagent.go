@@ -10,6 +10,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/wire"
 )
 
@@ -114,14 +115,23 @@ func (l *sshLending) mounts(setup bool) []engine.Mount {
 	}
 }
 
-// lend makes cfg's proxy serve the agent and reach port 22 of the hosts
-// it allows.
-func (l *sshLending) lend(cfg *egress.Config) {
+// lend makes cfg's proxy, a session's of profile p, serve the agent
+// (narrowed by the profile's egress.ssh_agent_hosts) and reach port 22 of
+// the hosts it allows.
+func (l *sshLending) lend(cfg *egress.Config, p *profiles.Profile) {
 	if l == nil {
 		return
 	}
-	cfg.SSHAgent = l.agent
 	cfg.Policy = egress.WithSSHPort(cfg.Policy)
+	if p == nil {
+		cfg.SSHAgent = l.agent
+		return
+	}
+	// Checked when the file was read; were it not, no agent rather than
+	// one wider than the profile meant.
+	if narrower, err := egress.ParsePolicy(p.Egress.SSHAgentHosts); err == nil {
+		cfg.SSHAgent = l.agent.Narrowed(narrower)
+	}
 }
 
 // mergedEnv is a and b in one map, b's variables last; nil for none.
