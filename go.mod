@@ -23,6 +23,7 @@ require (
 	go.opentelemetry.io/proto/otlp v1.6.0
 	go.podman.io/common v0.66.0
 	go.yaml.in/yaml/v3 v3.0.4
+	golang.org/x/crypto v0.43.0
 	golang.org/x/sync v0.17.0
 	golang.org/x/sys v0.49.0
 	google.golang.org/protobuf v1.36.9
@@ -152,7 +153,6 @@ require (
 	go.podman.io/storage v1.61.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
 	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
-	golang.org/x/crypto v0.43.0 // indirect
 	golang.org/x/net v0.45.0 // indirect
 	golang.org/x/oauth2 v0.32.0 // indirect
 	golang.org/x/term v0.36.0 // indirect

@@ -51,6 +51,7 @@ func (a *Agent) RunInit(ctx context.Context) error {
 	}()
 	go a.reapLoop(ctx)
 	go a.supervisors.warm()
+	go a.serveSSHAgent(ctx)
 
 	var (
 		mu      sync.Mutex

@@ -73,6 +73,7 @@ func (d *doctor) checks() []check {
 		{"egress", d.egress},
 		{"credentials", d.trust},
 		{"egress cache", d.egressCache},
+		{"ssh-agent", d.sshAgent},
 		{"checkpoints", d.checkpoints},
 		{"forks", d.forks},
 		{"processes", d.processes},

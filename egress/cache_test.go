@@ -70,6 +70,7 @@ func newCacheRigIn(t *testing.T, handler http.HandlerFunc, dir string) *cacheRig
 	if rig.cache, err = OpenCache(dir, MinCacheBytes); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { waitFills(t, rig.cache) })
 	policy, err := ParsePolicy([]string{rig.host})
 	if err != nil {
 		t.Fatal(err)
@@ -92,6 +93,25 @@ func newCacheRigIn(t *testing.T, handler http.HandlerFunc, dir string) *cacheRig
 		rig.proxies[i] = "http://" + ln.Addr().String()
 	}
 	return rig
+}
+
+// waitFills waits for the downloads c is filling to end (a test's last
+// miss is stored after its client has the body), so that they write
+// nothing into a directory the test is removing.
+func waitFills(t *testing.T, c *Cache) {
+	c.mu.Lock()
+	var fills []*cacheFill
+	for _, f := range c.fills {
+		fills = append(fills, f)
+	}
+	c.mu.Unlock()
+	for _, f := range fills {
+		select {
+		case <-f.done:
+		case <-time.After(10 * time.Second):
+			t.Error("a download into the cache did not end within 10 s of the test")
+		}
+	}
 }
 
 func (rig *cacheRig) upstreamSaw(path string) int {

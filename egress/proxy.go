@@ -64,7 +64,10 @@ type Config struct {
 	// credentials and set their headers (see intercept); every other host
 	// stays an end-to-end CONNECT.
 	Inject *Injection
-	Log    *slog.Logger
+	// SSHAgent, when set, lends the containers the server's ssh-agent
+	// through the filter SSHAgent describes.
+	SSHAgent *SSHAgent
+	Log      *slog.Logger
 }
 
 // Session is one workspace session's proxy. It outlives the session's
@@ -78,6 +81,7 @@ type Session struct {
 	waiting     atomic.Int64  // connections waiting for a slot
 	transport   *http.Transport
 	asked       askedHosts
+	sshSeen     destinations // where connections went, for SSHAgent
 }
 
 // NewSession returns the proxy of the session id (which its log records carry).
@@ -313,6 +317,10 @@ func (s *Session) refuse(w http.ResponseWriter, f *refusal, start time.Time) {
 // stays end to end).
 func (s *Session) connect(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	if r.Host == wire.SSHAgentAuthority {
+		s.serveSSHAgent(w, start)
+		return
+	}
 	host, portText, err := net.SplitHostPort(r.Host)
 	port, perr := strconv.Atoi(portText)
 	if err != nil || perr != nil {
@@ -322,6 +330,9 @@ func (s *Session) connect(w http.ResponseWriter, r *http.Request) {
 	t := s.admit(w, r, host, port, start)
 	if t == nil {
 		return
+	}
+	if s.cfg.SSHAgent != nil {
+		s.sshSeen.note(t.host, t.port)
 	}
 	if c := s.cfg.Inject.credentialFor(t); c != nil || s.cfg.Inject.caches(t) {
 		s.intercept(w, r, t, c, start)

@@ -429,8 +429,11 @@ func (r *reader) egress(n *yaml.Node, profile string) Egress {
 			e.Setup = r.strs(v, profile, field, check)
 		case "session":
 			e.Session = r.strs(v, profile, field, check)
+		case "ssh_agent_hosts":
+			e.SSHAgentHosts = r.strs(v, profile, field, check)
 		default:
-			r.fail(k, profile, field, "unknown key; egress has setup: (hosts the setup commands reach) and session: (hosts the sessions reach)")
+			r.fail(k, profile, field, "unknown key; egress has setup: (hosts the setup commands reach), session: (hosts the sessions reach) "+
+				"and ssh_agent_hosts: (hosts the server's --ssh-agent keys may be used for)")
 		}
 	})
 	return e

@@ -176,6 +176,21 @@ func TestParseSize(t *testing.T) {
 	}
 }
 
+// egress.ssh_agent_hosts is read as patterns (a bad one named with its
+// profile and field), and an extending profile adds to its parent's.
+func TestSSHAgentHosts(t *testing.T) {
+	f, err := Parse("p.yaml", []byte("profiles:\n  a: {egress: {ssh_agent_hosts: [github.com]}}\n  b: {extends: a, egress: {ssh_agent_hosts: ['*.example.org']}}\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Profiles["b"].Egress.SSHAgentHosts; len(got) != 2 || got[0] != "github.com" || got[1] != "*.example.org" {
+		t.Fatalf("b's ssh_agent_hosts: %v", got)
+	}
+	if _, err := Parse("p.yaml", []byte("profiles:\n  a: {egress: {ssh_agent_hosts: ['*.com']}}\n"), noEnv); err == nil || !strings.Contains(err.Error(), "egress.ssh_agent_hosts") {
+		t.Fatalf("a wildcard over a top-level domain: %v", err)
+	}
+}
+
 // A profile's ca_bundle is made absolute against the file's folder, and
 // an extending profile inherits it.
 func TestCABundlePath(t *testing.T) {

@@ -50,6 +50,7 @@ func merge(parent, child *Profile) *Profile {
 	out.Egress.Setup = append(append([]string{}, parent.Egress.Setup...), child.Egress.Setup...)
 	out.Egress.Session = append(append([]string{}, parent.Egress.Session...), child.Egress.Session...)
 	out.EgressCache = append(append([]string{}, parent.EgressCache...), child.EgressCache...)
+	out.Egress.SSHAgentHosts = append(append([]string{}, parent.Egress.SSHAgentHosts...), child.Egress.SSHAgentHosts...)
 	out.Mounts = append(append([]Mount{}, parent.Mounts...), child.Mounts...)
 	l, pl := &out.Limits, parent.Limits
 	l.MemoryBytes = cmp.Or(l.MemoryBytes, pl.MemoryBytes)

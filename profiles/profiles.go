@@ -95,6 +95,10 @@ type Mount struct {
 type Egress struct {
 	Setup   []string
 	Session []string
+	// SSHAgentHosts, when set, narrow the hosts the server's --ssh-agent
+	// keys may be used for in the profile's sessions: a host must match
+	// one of these and --ssh-agent-hosts (when given).
+	SSHAgentHosts []string
 }
 
 // Defaults and bounds of profile values.

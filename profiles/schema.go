@@ -45,6 +45,8 @@ type limitsSchema struct {
 type egressSchema struct {
 	Setup   []string `json:"setup,omitempty" jsonschema_description:"Hosts the setup commands may reach (as --egress)."`
 	Session []string `json:"session,omitempty" jsonschema_description:"Hosts the sessions' commands may reach, besides the server's --egress."`
+	// SSHAgentHosts narrow --ssh-agent for the profile's sessions.
+	SSHAgentHosts []string `json:"ssh_agent_hosts,omitempty" jsonschema_description:"Hosts the server's --ssh-agent keys may be used for in the sessions (each must also match --ssh-agent-hosts when given); without it, the server's."`
 }
 
 // Schema returns the JSON Schema of a profiles file, indented.

@@ -253,6 +253,15 @@ install_test_clients() {
 	cp "$TSCLIENT/package-lock.json" "$TSCLIENT/node_modules/.wink-installed-lock"
 }
 
+# install_ssh_tools installs what TestSSHAgentGitClone runs on this machine:
+# sshd (as the rootless user, on a loopback port), ssh-agent and ssh-add.
+install_ssh_tools() {
+	local missing=()
+	command -v ssh-agent >/dev/null || missing+=(openssh-client)
+	[ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+	[ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
+}
+
 # as_rootless runs a command as the rootless test user, in its own login-like
 # environment (no systemd user session is needed).
 as_rootless() {
@@ -399,6 +408,7 @@ build_test_image
 build_workspace_image
 setup_rootless
 setup_remote_host
+install_ssh_tools
 install_test_clients
 "$REPO/hack/hydra/build.sh"
 log "ready"

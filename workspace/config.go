@@ -215,6 +215,9 @@ type Config struct {
 	// EgressCacheDir holds the artefact cache (--egress-cache-dir); ""
 	// is egress-cache under CacheDir.
 	EgressCacheDir string
+	// SSHAgent, when set, lends the containers the server's ssh-agent
+	// through the egress proxy (--ssh-agent); nil for none.
+	SSHAgent *SSHAgent
 	// EgressAsk asks the user, through the function Manager.OnEgressAsk
 	// sets, whether a session may reach a host no pattern allows; it turns
 	// the proxy on even without patterns.
@@ -361,6 +364,12 @@ func (c Config) Validate() error {
 		"--credentials, --egress-cache, --ca-bundle and a profile's ca_bundle need the engine's host to share this machine's files (local or rootless Podman), "+
 			"where the containers mount the CA bundle; this engine keeps them elsewhere (remote Podman without a --podman-shared-path "+
 			"holding --cache-dir %s, or Kubernetes), which does not have them yet", c.CacheDir)
+	check(c.SSHAgent == nil || !c.FilesOnEngineHost || c.sharedWithEngineHost(c.CacheDir),
+		"--ssh-agent needs the engine's host to share this machine's files (local or rootless Podman), where the containers mount "+
+			"the known_hosts; this engine keeps them elsewhere (remote Podman without a --podman-shared-path holding --cache-dir %s, "+
+			"or Kubernetes), which does not have it yet", c.CacheDir)
+	check(c.SSHAgent == nil || c.EgressOn() || c.profilesHaveEgress(),
+		"--ssh-agent: the sessions have no egress proxy to carry ssh; add --egress naming the hosts to reach over ssh")
 	check(c.Credentials == nil || c.EgressOn() || c.profilesHaveEgress(),
 		"--credentials %s: the sessions have no egress proxy to inject them; add --egress naming the credentials' hosts", c.credentialsPath())
 	for _, name := range c.Credentials.Names() {

@@ -34,6 +34,7 @@ type Manager struct {
 	disk         *diskTools     // nil when sessions' disks are not limited
 	egress       *egress.Config // nil without Config.Egress
 	trust        *trust         // nil without Config.Credentials and Config.CABundle
+	ssh          *sshLending    // nil without Config.SSHAgent
 
 	pool *warmPool // nil without Config.Warm
 
@@ -156,6 +157,9 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 	})
 	m.closing = make(chan struct{})
 	if m.trust, err = newTrust(&cfg); err != nil {
+		return nil, err
+	}
+	if m.ssh, err = newSSHLending(&cfg); err != nil {
 		return nil, err
 	}
 	if cfg.EgressOn() {

@@ -38,7 +38,7 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 	}
 	// After every other variable: a placeholder hides a value --env-pass
 	// would show.
-	if env := m.trust.env(profileName(s.profile), s.setupBase != ""); len(env) > 0 {
+	if env := mergedEnv(m.trust.env(profileName(s.profile), s.setupBase != ""), m.ssh.env(s.setupBase != "")); len(env) > 0 {
 		spec.Env = maps.Clone(spec.Env) // a setup's is its profile's own map
 		if spec.Env == nil {
 			spec.Env = map[string]string{}
@@ -46,6 +46,7 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 		maps.Copy(spec.Env, env)
 	}
 	spec.Mounts = append(spec.Mounts, m.trust.mounts(profileName(s.profile))...)
+	spec.Mounts = append(spec.Mounts, m.ssh.mounts(s.setupBase != "")...)
 	for _, mt := range s.mounts.list {
 		if mt.Mode == MountCopy {
 			continue

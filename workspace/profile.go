@@ -216,6 +216,7 @@ func (ps *profileSwitch) proxyFor(p *profiles.Profile) *egress.Session {
 		cfg.Policy = server.From(serverEgressSource).Join(profile.From("profile " + p.Name + " (egress.session)"))
 		cfg.Wording = images.SessionWording(p)
 	}
+	m.ssh.lend(&cfg, p) // after the policy is whole: it adds port 22
 	if m.cfg.EgressAsk {
 		cfg.Ask = func(ctx context.Context, host string, port int) (bool, error) {
 			m.mu.Lock()

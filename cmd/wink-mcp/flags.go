@@ -38,6 +38,7 @@ type serveOptions struct {
 	filesOnHost   string
 	profilesFile  string
 	credentials   string
+	ssh           sshOptions
 	envPass       []string
 	gitIdentity   bool
 	logs          logOptions
@@ -88,6 +89,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.pathList(&w.EgressCache, "egress-cache", "a host (as --egress, port 443 unless named) whose immutable artefacts (Go modules, npm tarballs, .debs, wheels) the egress proxy keeps on disk for every session; it must be inside an --egress pattern (repeatable); see docs/network.md", "WINK_EGRESS_CACHE")
 	b.bytes(&w.EgressCacheBytes, "egress-cache-size", "bytes the artefact cache may hold; the least recently used go first (e.g. 2g)", "WINK_EGRESS_CACHE_SIZE")
 	b.str(&w.EgressCacheDir, "egress-cache-dir", "directory of the artefact cache (default: egress-cache in --cache-dir)", "WINK_EGRESS_CACHE_DIR")
+	b.boolean(&opts.ssh.agent, "ssh-agent", "give the sessions an SSH_AUTH_SOCK served by this server's ssh-agent through the egress proxy, list and sign only, signatures only for allowed hosts (the keys never enter); ssh reaches port 22 of the allowed hosts; see docs/network.md", "WINK_SSH_AGENT")
+	b.list(&opts.ssh.hosts, "ssh-agent-hosts", "hosts (name, *.domain or address) the --ssh-agent keys may be used for (default: every host a session may reach; repeatable)", "WINK_SSH_AGENT_HOSTS")
+	b.str(&opts.ssh.knownHosts, "ssh-known-hosts", "the known_hosts the sessions' ssh trusts, read-only (default with --ssh-agent: ~/.ssh/known_hosts)", "WINK_SSH_KNOWN_HOSTS")
 	b.str(&w.CABundle, "ca-bundle", "a PEM file of CAs the sessions, profile setups and the egress proxy trust besides the public roots (a TLS-inspecting proxy's, a private registry's)", "WINK_CA_BUNDLE")
 	b.str(&opts.profilesFile, "profiles", "a YAML file of profiles: toolchains (image, setup commands cached as an image, env, limits, egress) sessions choose with workspace_profile or ?profile=NAME", "WINK_PROFILES")
 	b.str(&w.Profile, "profile", "the profile of sessions that choose none (default: the profiles file's default:, else none)", "WINK_PROFILE")
@@ -178,6 +182,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 		return cfg, opts, err
 	}
 	if err := resolveTrust(w, opts.credentials, lookup); err != nil {
+		return cfg, opts, err
+	}
+	if err := resolveSSHAgent(w, opts.ssh, lookup); err != nil {
 		return cfg, opts, err
 	}
 	if err := resolveEngine(w, opts); err != nil {
@@ -395,102 +402,4 @@ func newLogger(w io.Writer, o logOptions) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("log format %q: want text or json", o.format)
-}
-
-// binder registers flags whose defaults come from environment variables.
-type binder struct {
-	fs     *flag.FlagSet
-	lookup func(string) (string, bool)
-	errs   []error
-}
-
-// value is a flag.Value over a typed destination.
-type value[T any] struct {
-	p      *T
-	parse  func(string) (T, error)
-	isBool bool
-}
-
-func (v *value[T]) Set(s string) error {
-	x, err := v.parse(s)
-	if err != nil {
-		return err
-	}
-	*v.p = x
-	return nil
-}
-
-func (v *value[T]) String() string {
-	if v == nil || v.p == nil {
-		return ""
-	}
-	return fmt.Sprint(*v.p)
-}
-
-func (v *value[T]) IsBoolFlag() bool { return v.isBool }
-
-func bind[T any](b *binder, p *T, name, usage string, envs []string, parse func(string) (T, error), isBool bool) {
-	v := &value[T]{p: p, parse: parse, isBool: isBool}
-	for _, env := range envs {
-		if s, ok := b.lookup(env); ok && s != "" {
-			if err := v.Set(s); err != nil {
-				b.errs = append(b.errs, fmt.Errorf("environment variable %s=%q: %w", env, s, err))
-			}
-			break
-		}
-	}
-	b.fs.Var(v, name, fmt.Sprintf("%s [%s]", usage, strings.Join(envs, ", ")))
-}
-
-func (b *binder) str(p *string, name, usage string, envs ...string) {
-	bind(b, p, name, usage, envs, func(s string) (string, error) { return s, nil }, false)
-}
-
-func (b *binder) boolean(p *bool, name, usage string, envs ...string) {
-	bind(b, p, name, usage, envs, strconv.ParseBool, true)
-}
-
-func (b *binder) duration(p *time.Duration, name, usage string, envs ...string) {
-	bind(b, p, name, usage, envs, time.ParseDuration, false)
-}
-
-func (b *binder) float(p *float64, name, usage string, envs ...string) {
-	bind(b, p, name, usage, envs, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }, false)
-}
-
-func (b *binder) int64(p *int64, name, usage string, envs ...string) {
-	bind(b, p, name, usage, envs, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }, false)
-}
-
-func (b *binder) uint64(p *uint64, name, usage string, envs ...string) {
-	bind(b, p, name, usage, envs, func(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) }, false)
-}
-
-func (b *binder) int(p *int, name, usage string, envs ...string) {
-	bind(b, p, name, usage, envs, strconv.Atoi, false)
-}
-
-// list binds a repeatable flag; the environment variable holds a comma-separated list.
-func (b *binder) list(p *[]string, name, usage string, envs ...string) {
-	for _, env := range envs {
-		if s, ok := b.lookup(env); ok && s != "" {
-			for _, item := range strings.Split(s, ",") {
-				if item = strings.TrimSpace(item); item != "" {
-					*p = append(*p, item)
-				}
-			}
-		}
-	}
-	b.fs.Func(name, fmt.Sprintf("%s [%s]", usage, strings.Join(envs, ", ")), func(s string) error {
-		for _, item := range strings.Split(s, ",") {
-			if item = strings.TrimSpace(item); item != "" {
-				*p = append(*p, item)
-			}
-		}
-		return nil
-	})
-}
-
-func (b *binder) bytes(p *int64, name, usage string, envs ...string) {
-	bind(b, p, name, usage, envs, profiles.ParseSize, false)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/doctor"
 	"github.com/wink-mcp/wink-mcp/engine/kubernetes"
 	"github.com/wink-mcp/wink-mcp/server"
+	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/workspace"
 	"github.com/wink-mcp/wink-mcp/workspace/forkcopy"
 )
@@ -37,6 +38,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runAgent(args[1:], stderr)
 	case "relay":
 		return runRelay(args[1:], stderr)
+	case wire.SSHProxyCommand:
+		return runSSHConnect(args[1:], stdin, stdout, stderr)
 	case "supervise":
 		return runSupervise(args[1:])
 	case forkcopy.Command:
@@ -187,6 +190,10 @@ func configure(command string, args []string, stderr io.Writer, adjust func(*log
 	}
 	if err == nil {
 		cfg.Logger = slog.New(server.RedactingHandler(cfg.Logger.Handler(), cfg.Workspace.PassedEnv))
+		// What a library prints through the log package (x/crypto's agent
+		// server prints each request it refuses) becomes a record of
+		// cfg.Logger's format, on stderr, redacted like the others.
+		slog.SetDefault(cfg.Logger)
 		cfg.Workspace.Engine, err = newEngine(cfg.Workspace, opts, cfg.Logger)
 	}
 	if err != nil {

@@ -54,3 +54,18 @@ func runRelay(args []string, stderr io.Writer) int {
 
 // runSupervise runs one command's supervisor.
 func runSupervise(args []string) int { return agent.SuperviseMain(args) }
+
+// runSSHConnect is ssh's ProxyCommand in the containers (--ssh-agent's
+// ssh_config): it carries ssh's connection to HOST PORT through the
+// session's egress proxy.
+func runSSHConnect(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) != 2 {
+		fmt.Fprintf(stderr, "usage: wink-mcp %s HOST PORT (ssh's ProxyCommand, set by --ssh-agent)\n", wire.SSHProxyCommand)
+		return 2
+	}
+	if err := agent.SSHConnect(args[0], args[1], stdin, stdout); err != nil {
+		fmt.Fprintf(stderr, "wink-mcp %s: %v\n", wire.SSHProxyCommand, err)
+		return 1
+	}
+	return 0
+}
