@@ -59,6 +59,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "integration: writing the reliability figures: %v\n", err)
 		code = 1
 	}
+	removeRootlessBinary()
 	cleanup()
 	os.Exit(code)
 }

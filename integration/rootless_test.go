@@ -45,6 +45,14 @@ func needRootless(t *testing.T) *rootlessUser {
 	return rootless.user
 }
 
+// removeRootlessBinary removes the copy of winkBin findRootless made, if it
+// made one: 94 MB a run otherwise left in the temporary directory.
+func removeRootlessBinary() {
+	if rootless.user != nil {
+		_ = os.RemoveAll(filepath.Dir(rootless.user.bin))
+	}
+}
+
 func findRootless() (*rootlessUser, string) {
 	if os.Geteuid() != 0 {
 		return nil, "the tests must run as root to start a server as another user"
