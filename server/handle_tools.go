@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/quota"
 	"github.com/wink-mcp/wink-mcp/server/mcpgoadapt"
 	"github.com/wink-mcp/wink-mcp/workspace"
@@ -105,7 +106,13 @@ func (s *Server) openHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	handle, session := s.handles.open(principalFrom(ctx), hold)
 	s.views.opened(handle, session)
 	stdio := mcpgoadapt.IsStdio(mcpserver.ClientSessionFromContext(ctx))
-	opts := workspace.SessionOptions{Profile: profile, Principal: principalFrom(ctx), Stdio: stdio}
+	// A handoff's workspace comes from this server's memory: its handle
+	// stays here (docs/protocol.md).
+	roaming := ""
+	if name == "" && handoff == "" && s.shared.roams {
+		roaming = engine.NewRoamingName()
+	}
+	opts := s.shared.ownOptions(handle, roaming, profile, principalFrom(ctx), stdio)
 	if name != "" {
 		opts = s.shared.keptOptions(handle, name, profile, principalFrom(ctx), stdio)
 	}
@@ -123,15 +130,15 @@ func (s *Server) openHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if !s.cfg.Lazy {
 		ws.Prestart(ctx)
 	}
-	if name != "" {
-		if err := s.shared.record(ctx, handle, principalFrom(ctx), name, profile); err != nil {
+	if name != "" || roaming != "" {
+		if err := s.shared.record(ctx, handle, principalFrom(ctx), name+roaming, profile, roaming != ""); err != nil {
 			_, _, _ = s.handles.close(handle, principalFrom(ctx))
 			s.views.ended(session)
 			s.mgr.EndSession(ctx, session)
 			return mcp.NewToolResultError("workspace_open: " + err.Error()), nil
 		}
 	}
-	s.log.Info("workspace handle opened", "session", s.mgr.SessionHash(session), "profile", profile, "kept", name != "")
+	s.log.Info("workspace handle opened", "session", s.mgr.SessionHash(session), "profile", profile, "kept", name != "", "roaming", roaming != "")
 	return openedResult(handle, ""), nil
 }
 

@@ -42,7 +42,7 @@ func (sh *sharedHandles) openHandedOver(ctx context.Context, handle, session str
 		came = " with the handed-over workspace's running container and background jobs"
 	}
 	if attached.Workspace != "" {
-		if err := sh.record(ctx, handle, principal, attached.Workspace, ""); err != nil {
+		if err := sh.record(ctx, handle, principal, attached.Workspace, "", false); err != nil {
 			return fail(err)
 		}
 	}

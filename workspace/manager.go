@@ -198,7 +198,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 	m.mu.Unlock()
 	var held *engine.Held
 	switch {
-	case made || opts.Workspace == "":
+	case made || opts.Workspace == "" && opts.Roaming == "":
 	case m.cfg.FilesOnEngineHost:
 		// Not under m.mu either: API calls, and maybe a dead holder's lease.
 		profile, err := m.sessionProfile(opts)
@@ -215,6 +215,8 @@ func (m *Manager) Session(id string) (*Session, error) {
 				}
 			}()
 		}
+	case opts.Roaming != "":
+		return nil, errors.New("a workspace any server may serve in turn needs an engine whose containers every server drives (Kubernetes)")
 	default:
 		awaitKeptOwner(m.cfg.CacheDir, opts.Workspace, m.log) // not under m.mu: it may take seconds
 	}
@@ -246,7 +248,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 	}
 	delete(m.options, id)
 	var s *Session
-	if m.pool != nil && profile == m.defaultProfile() {
+	if m.pool != nil && profile == m.defaultProfile() && held == nil { // a pooled container is labelled as no roaming workspace
 		// A pooled container counts against the principal's quotas from
 		// now; past them, the session makes its own, which says why not.
 		if hold, err := m.cfg.Quotas.Try(opts.Principal, containerAmounts(profileLimits(m.cfg.Limits, profile))); err == nil {
@@ -270,6 +272,9 @@ func (m *Manager) Session(id string) (*Session, error) {
 		s = m.newSession(id, hash)
 		s.principal, s.stdio = opts.Principal, opts.Stdio
 		s.profileSwitch.setLocked(profile)
+	}
+	if held != nil {
+		s.roaming, held = &roamingWorkspace{name: opts.Roaming, held: held}, nil
 	}
 	shareEgressQuota(s, m.cfg.Quotas)
 	m.sessions[id] = s
@@ -295,6 +300,12 @@ type SessionOptions struct {
 	// (engine.KeptAsk.OnWanted), is called when another server asks for
 	// it; nil for one only this server serves.
 	OnWanted func()
+	// Roaming, for a workspace that is not kept, names it as one that any
+	// server of an engine that lets every server drive every container
+	// may serve in turn (engine.KeptAsk.Roaming: a 2026-07-28 handle's,
+	// on Kubernetes): engine.NewRoamingName, or the name a handle's record
+	// gives. "" for a workspace only this server serves.
+	Roaming string
 	// handedOver opens a kept workspace reserved for a handoff, whose
 	// handle was just claimed.
 	handedOver bool
@@ -462,6 +473,9 @@ func (m *Manager) Close(ctx context.Context) error {
 		wg.Go(func() { m.pool.Close(ctx) })
 	}
 	for _, s := range sessions {
+		if s.roaming != nil {
+			s.roaming.serverClosing.Store(true)
+		}
 		wg.Go(func() { s.end(ctx) })
 	}
 	wg.Wait()

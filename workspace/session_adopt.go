@@ -37,12 +37,13 @@ const unadoptedWait = 2 * time.Minute
 // removed, and s makes its own.
 func adoptContainer(ctx context.Context, s *Session, spec engine.Spec, times *steps.Times) bool {
 	adopter, ok := s.m.eng.(engine.ContainerAdopter)
-	if !ok || s.kept == nil || s.kept.held == nil {
+	label, workspace, held := engineHold(s)
+	if !ok || held == nil {
 		return false
 	}
-	name, err := adopter.Adopt(ctx, LabelWorkspace, s.kept.name, spec.Labels)
+	name, err := adopter.Adopt(ctx, label, workspace, spec.Labels)
 	if err != nil {
-		s.m.log.Warn("adopting the kept workspace's container failed; making a new one", "session", s.who.hash(), "workspace", s.kept.name, "err", err)
+		s.m.log.Warn("adopting the workspace's container failed; making a new one", "session", s.who.hash(), "workspace", workspace, "err", err)
 		return false
 	}
 	if name == "" {
@@ -72,8 +73,7 @@ func adoptContainer(ctx context.Context, s *Session, spec engine.Spec, times *st
 // unadoptedWait, or before this server closes, is removed. The caller
 // holds the session's lock.
 func leaveForAdoption(s *Session) bool {
-	if _, ok := s.m.eng.(engine.ContainerAdopter); !ok || !s.created || s.kept == nil || s.kept.held == nil ||
-		s.kept.held.Wanted == nil || !s.kept.held.Wanted() {
+	if _, ok := s.m.eng.(engine.ContainerAdopter); !ok || !s.created || !leavesForNextServer(s) {
 		return false
 	}
 	s.dropChannelLocked()
@@ -82,7 +82,10 @@ func leaveForAdoption(s *Session) bool {
 	s.containerQuota = nil
 	s.jobs.ContainerGone()
 	logEvent(s.m.log, EventLeftForAdoption, s, time.Now())
-	s.m.leftForAdoption.add(s.m, s.name, s.key)
+	if s.roaming == nil || !s.roaming.serverClosing.Load() {
+		// One left as its server closes waits for the sweep instead.
+		s.m.leftForAdoption.add(s.m, s.name, s.key)
+	}
 	return true
 }
 
@@ -171,7 +174,10 @@ func removeUnadopted(ctx context.Context, m *Manager, name, key string) {
 // stays until a later sweep can.
 func awaitsAdoption(ctx context.Context, m *Manager, labels map[string]string) bool {
 	adopter, ok := m.eng.(engine.ContainerAdopter)
-	name := labels[LabelWorkspace]
+	name, roaming := labels[LabelWorkspace], labels[LabelRoaming] != ""
+	if roaming {
+		name = labels[LabelRoaming]
+	}
 	if !ok || name == "" {
 		return false
 	}
@@ -179,7 +185,7 @@ func awaitsAdoption(ctx context.Context, m *Manager, labels map[string]string) b
 	if idle <= 0 {
 		idle = DefaultIdleTimeout
 	}
-	awaits, err := adopter.AwaitsAdoption(ctx, name, idle)
+	awaits, err := adopter.AwaitsAdoption(ctx, name, roaming, idle)
 	if err != nil {
 		m.log.Warn("asking whether a dead server's container awaits adoption; it stays until a later sweep", "workspace", name, "err", err)
 		return true

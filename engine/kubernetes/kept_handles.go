@@ -32,12 +32,13 @@ func handleAnnotation(digest string) string {
 	return handleAnnotationPrefix + digest[:handleKeyHexDigits]
 }
 
-// PutHandle records rec on its kept workspace's claim.
+// PutHandle records rec on its kept workspace's claim (a roaming
+// workspace's Lease: rec.Roaming).
 func (k keptWorkspaces) PutHandle(ctx context.Context, rec engine.HandleRecord) error {
 	if err := rec.Check(); err != nil {
 		return err
 	}
-	return k.patchHandle(ctx, rec.Workspace, rec.Digest, &rec, false)
+	return k.patchHandle(ctx, rec.Workspace, rec.Roaming, rec.Digest, &rec, false)
 }
 
 // TouchHandle sets the Used time of rec's record, which must still be there.
@@ -45,47 +46,76 @@ func (k keptWorkspaces) TouchHandle(ctx context.Context, rec engine.HandleRecord
 	if err := rec.Check(); err != nil {
 		return err
 	}
-	return k.patchHandle(ctx, rec.Workspace, rec.Digest, &rec, true)
+	return k.patchHandle(ctx, rec.Workspace, rec.Roaming, rec.Digest, &rec, true)
 }
 
-// DeleteHandle removes the record of digest from workspace's claim.
+// DeleteHandle removes the record of digest from workspace's claim, or
+// from its Lease when workspace is a roaming workspace's name.
 func (k keptWorkspaces) DeleteHandle(ctx context.Context, workspace, digest string) error {
 	if !engine.IsHandleDigest(digest) {
 		return nil
 	}
-	err := k.patchHandle(ctx, workspace, digest, nil, false)
+	err := k.patchHandle(ctx, workspace, engine.IsRoamingName(workspace), digest, nil, false)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	return err
 }
 
+// recordHolder is the object a handle's record is an annotation of: the
+// claim of a kept workspace, or the Lease of a roaming one.
+type recordHolder struct {
+	name, what string
+	get        func(ctx context.Context) (metav1.Object, error)
+	patch      func(ctx context.Context, patch []byte) error
+}
+
+func recordHolderOf(client k8s.Interface, namespace, workspace string, roaming bool) recordHolder {
+	if roaming {
+		leases, name := client.CoordinationV1().Leases(namespace), roamingObjectName(workspace)
+		return recordHolder{name: name, what: fmt.Sprintf("the Lease of roaming workspace %q", workspace),
+			get: func(ctx context.Context) (metav1.Object, error) { return leases.Get(ctx, name, metav1.GetOptions{}) },
+			patch: func(ctx context.Context, patch []byte) error {
+				_, err := leases.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+				return err
+			}}
+	}
+	claims, name := client.CoreV1().PersistentVolumeClaims(namespace), keptObjectName(workspace)
+	return recordHolder{name: name, what: fmt.Sprintf("the claim of kept workspace %q", workspace),
+		get: func(ctx context.Context) (metav1.Object, error) { return claims.Get(ctx, name, metav1.GetOptions{}) },
+		patch: func(ctx context.Context, patch []byte) error {
+			_, err := claims.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+			return err
+		}}
+}
+
 // patchHandle writes (rec) or removes (nil) a handle's annotation on the
-// claim of workspace. When existing, the annotation must be there: the
-// patch carries the claim's resourceVersion, so that a touch never brings
-// back a record a close on another replica removed.
-func (k keptWorkspaces) patchHandle(ctx context.Context, workspace, digest string, rec *engine.HandleRecord, existing bool) (err error) {
+// claim of workspace (the Lease of a roaming one). When existing, the
+// annotation must be there: the patch carries the object's
+// resourceVersion, so that a touch never brings back a record a close on
+// another replica removed.
+func (k keptWorkspaces) patchHandle(ctx context.Context, workspace string, roaming bool, digest string, rec *engine.HandleRecord, existing bool) (err error) {
 	client, c, end, err := k.e.call(ctx)
 	if err != nil {
 		return err
 	}
 	defer end(&err)
-	claims := client.CoreV1().PersistentVolumeClaims(k.e.opts.Namespace)
+	holder := recordHolderOf(client, k.e.opts.Namespace, workspace, roaming)
 	key := handleAnnotation(digest)
 	for {
 		meta := map[string]any{}
 		if existing {
-			claim, err := claims.Get(c, keptObjectName(workspace), metav1.GetOptions{})
+			obj, err := holder.get(c)
 			if apierrors.IsNotFound(err) {
 				return engine.ErrNoHandleRecord
 			}
 			if err != nil {
-				return fmt.Errorf("reading the claim of kept workspace %q: %w", workspace, err)
+				return fmt.Errorf("reading %s: %w", holder.what, err)
 			}
-			if _, ok := claim.Annotations[key]; !ok {
+			if _, ok := obj.GetAnnotations()[key]; !ok {
 				return engine.ErrNoHandleRecord
 			}
-			meta["resourceVersion"] = claim.ResourceVersion
+			meta["resourceVersion"] = obj.GetResourceVersion()
 		}
 		var value any // nil removes the annotation
 		if rec != nil {
@@ -100,20 +130,21 @@ func (k keptWorkspaces) patchHandle(ctx context.Context, workspace, digest strin
 		if err != nil {
 			return err
 		}
-		_, err = claims.Patch(c, keptObjectName(workspace), types.MergePatchType, patch, metav1.PatchOptions{})
+		err = holder.patch(c, patch)
 		switch {
 		case apierrors.IsConflict(err):
-			continue // the claim changed (another handle's record): read it again
+			continue // the object changed (another handle's record, a renewal): read it again
 		case apierrors.IsNotFound(err) && rec != nil:
-			return fmt.Errorf("recording a workspace handle: kept workspace %q has no claim (removed?)", workspace)
+			return fmt.Errorf("recording a workspace handle: %s is gone (removed?)", holder.what)
 		case err != nil:
-			return fmt.Errorf("recording a workspace handle on the claim of kept workspace %q: %w", workspace, err)
+			return fmt.Errorf("recording a workspace handle on %s: %w", holder.what, err)
 		}
 		return nil
 	}
 }
 
-// FindHandle looks for the record of digest on the kept workspaces' claims.
+// FindHandle looks for the record of digest on the kept workspaces'
+// claims, then on the roaming workspaces' Leases.
 func (k keptWorkspaces) FindHandle(ctx context.Context, digest string) (_ engine.HandleRecord, err error) {
 	if !engine.IsHandleDigest(digest) {
 		return engine.HandleRecord{}, engine.ErrNoHandleRecord
@@ -137,7 +168,7 @@ func findHandle(ctx context.Context, client k8s.Interface, namespace, digest str
 			return handleFromClaim(&claim, value, digest)
 		}
 	}
-	return engine.HandleRecord{}, engine.ErrNoHandleRecord
+	return findRoamingHandle(ctx, client, namespace, digest)
 }
 
 // handleFromClaim decodes and checks a handle's annotation: its record
@@ -148,7 +179,7 @@ func handleFromClaim(claim *corev1.PersistentVolumeClaim, value, digest string) 
 	if err := json.Unmarshal([]byte(value), &rec); err != nil {
 		return engine.HandleRecord{}, fmt.Errorf("the workspace handle record on claim %s is not JSON (%v); remove the annotation %s", claim.Name, err, handleAnnotation(digest))
 	}
-	if err := rec.Check(); err != nil || rec.Digest != digest || rec.Workspace != claim.Annotations[keptNameAnnotation] {
+	if err := rec.Check(); err != nil || rec.Digest != digest || rec.Roaming || rec.Workspace != claim.Annotations[keptNameAnnotation] {
 		return engine.HandleRecord{}, fmt.Errorf("the workspace handle record on claim %s is not well formed; remove the annotation %s", claim.Name, handleAnnotation(digest))
 	}
 	return rec, nil
