@@ -116,6 +116,20 @@ func (s *Server) openHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if name != "" {
 		opts = s.shared.keptOptions(handle, name, profile, principalFrom(ctx), stdio)
 	}
+	came := ""
+	if handoff != "" {
+		// Handed over on any replica (a roaming workspace's), else in this process.
+		rec, taken, err := s.shared.takeRoamingHandoff(ctx, handle, handoff)
+		if err != nil {
+			_, _, _ = s.handles.close(handle, principalFrom(ctx))
+			s.views.ended(session)
+			return mcp.NewToolResultError("workspace_open: handoff: " + err.Error()), nil
+		}
+		if taken {
+			opts = s.shared.ownOptions(handle, rec.Workspace, rec.Profile, principalFrom(ctx), stdio)
+			handoff, came = "", " with the handed-over workspace's running container and background jobs"
+		}
+	}
 	s.mgr.Register(session, opts)
 	ws, err := s.mgr.Session(session)
 	if err != nil {
@@ -138,8 +152,8 @@ func (s *Server) openHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 			return mcp.NewToolResultError("workspace_open: " + err.Error()), nil
 		}
 	}
-	s.log.Info("workspace handle opened", "session", s.mgr.SessionHash(session), "profile", profile, "kept", name != "", "roaming", roaming != "")
-	return openedResult(handle, ""), nil
+	s.log.Info("workspace handle opened", "session", s.mgr.SessionHash(session), "profile", profile, "kept", name != "", "roaming", roaming != "" || came != "")
+	return openedResult(handle, came), nil
 }
 
 // openedResult is workspace_open's answer: the handle, the prefix of its

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
+	"time"
 
 	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/workspace/keep"
 )
 
 // A roaming workspace is a session's own workspace, not kept, that any
@@ -30,6 +32,9 @@ type roamingWorkspace struct {
 	// serverClosing is set when the server closes: the container stays
 	// for the next server rather than being removed.
 	serverClosing atomic.Bool
+	// handedOverUntil, when not 0, is when the handoff of the workspace
+	// expires (UnixNano): its container waits for the taker until then.
+	handedOverUntil atomic.Int64
 }
 
 // holdRoaming takes the roaming workspace opts names from store, the
@@ -70,14 +75,69 @@ func engineHold(s *Session) (label, name string, held *engine.Held) {
 
 // leavesForNextServer reports whether s, ending, leaves its container for
 // another server: asked for it (engine.Held.Wanted), or a roaming
-// workspace's as its server closes.
+// workspace's as its server closes or once handed over.
 func leavesForNextServer(s *Session) bool {
 	_, _, held := engineHold(s)
 	switch {
 	case held == nil:
 		return false
-	case s.roaming != nil && s.roaming.serverClosing.Load():
+	case s.roaming != nil && (s.roaming.serverClosing.Load() || s.roaming.handedOverUntil.Load() != 0):
 		return true
 	}
 	return held.Wanted != nil && held.Wanted()
+}
+
+// handOverRoaming is handoffs.Handoff for a session with a roaming
+// workspace: the handoff is recorded where every server finds it
+// (engine.RoamingHandoffs), the session goes on with a fresh, empty
+// workspace of this server's, and the roaming one's container is left
+// running, its lease let go, for whichever server the handle is given to
+// (or removed by this server once the handoff expires untaken).
+func handOverRoaming(ctx context.Context, h *handoffs, ttl time.Duration) (Handoff, error) {
+	s, m := h.s, h.s.m
+	store, ok := m.eng.(engine.RoamingHandoffs)
+	if !ok {
+		return Handoff{}, errors.New("this engine cannot hand over a workspace any server may serve")
+	}
+	if s.checkpoints.HasCheckpoints() {
+		return Handoff{}, errors.New("this workspace has checkpoints, which stay in this server's cache while the workspace may go to any replica: " +
+			"restore or delete them (workspace_checkpoint_delete) before handing it over, or keep the workspace (workspace_open with `name`)")
+	}
+	ho := Handoff{Handle: keep.NewHandle(), Expires: time.Now().Add(ttl).UTC(), KeptContainer: true}
+	fresh := m.newSession(s.who.id(), newWarmKey())
+	fresh.who.serve(s.who.id(), s.who.hash())
+	fresh.principal, fresh.stdio = s.principal, s.stdio
+	fresh.handoffs.useMeter(h.egressMeter())
+	m.mu.Lock()
+	if m.parkLimit != nil {
+		// Counted with those parked here, under one lock: a crowd of
+		// handoffs cannot leave more running containers than the server
+		// would park.
+		if err := m.parkLimit(len(m.parked) + m.parking + m.leftForAdoption.count()); err != nil {
+			m.mu.Unlock()
+			return Handoff{}, err
+		}
+	}
+	m.parking++
+	m.mu.Unlock()
+	// Not under m.mu: an API call. A record whose session ends meanwhile
+	// names a handle nobody was given, and goes when it expires.
+	rec := engine.HandoffRecord{Digest: engine.HandleDigest(ho.Handle), Principal: s.principal, Profile: profileName(s.profile), Expires: ho.Expires}
+	err := store.PutHandoff(ctx, s.roaming.name, rec)
+	m.mu.Lock()
+	m.parking--
+	switch {
+	case err != nil:
+		m.mu.Unlock()
+		return Handoff{}, err
+	case m.closed || m.sessions[s.who.id()] != s:
+		m.mu.Unlock()
+		return Handoff{}, ErrSessionEnded
+	}
+	m.sessions[s.who.id()] = fresh
+	m.mu.Unlock()
+	s.roaming.handedOverUntil.Store(ho.Expires.UnixNano())
+	s.end(ctx)
+	m.log.Info("workspace handed over", "event", "handoff", "session", s.who.hash(), "container", s.name, "roaming", true, "expires", ho.Expires)
+	return ho, nil
 }

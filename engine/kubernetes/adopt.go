@@ -116,7 +116,7 @@ func (k keptWorkspaces) AwaitsAdoption(ctx context.Context, name string, roaming
 	if err != nil {
 		return false, fmt.Errorf("reading the Lease %s of workspace %q: %w", leaseName, name, err)
 	}
-	return awaitsAdoption(lease, time.Now(), idle), nil
+	return awaitsAdoption(lease, time.Now(), idle) || roaming && liveHandoff(lease, time.Now()), nil
 }
 
 // awaitsAdoption decides whether a dead server's Pod on the kept

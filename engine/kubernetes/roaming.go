@@ -119,10 +119,16 @@ func (l *keptLease) leaveForNext(ctx context.Context) {
 	}
 }
 
-// hasHandleRecord reports whether the Lease carries a handle's record.
+// hasHandleRecord reports whether the Lease carries a handle's record,
+// or a handoff's (roaming_handoffs.go).
 func hasHandleRecord(l *coordinationv1.Lease) bool {
+	return hasAnnotation(l, handleAnnotationPrefix) || hasAnnotation(l, handoffAnnotationPrefix)
+}
+
+// hasAnnotation reports whether the Lease has an annotation beginning with prefix.
+func hasAnnotation(l *coordinationv1.Lease, prefix string) bool {
 	for key := range l.Annotations {
-		if strings.HasPrefix(key, handleAnnotationPrefix) {
+		if strings.HasPrefix(key, prefix) {
 			return true
 		}
 	}
@@ -191,11 +197,15 @@ func forgetIdleRoaming(ctx context.Context, e *Engine, client k8s.Interface, now
 }
 
 // roamingIdle reports whether the roaming workspace's Lease l has no
-// live holder and was last renewed its idle timeout or longer before now.
+// live holder nor handoff waiting, and either no handle's record or was
+// last renewed its idle timeout or longer before now.
 // A Lease whose idle timeout cannot be read is judged by a day.
 func roamingIdle(l *coordinationv1.Lease, now time.Time) bool {
-	if holder, _ := liveHolder(l, now); holder != "" || l.Spec.RenewTime == nil {
+	if holder, _ := liveHolder(l, now); holder != "" || l.Spec.RenewTime == nil || liveHandoff(l, now) {
 		return false
+	}
+	if !hasAnnotation(l, handleAnnotationPrefix) {
+		return true // no handle names it, and its handoffs expired: nobody can take it
 	}
 	idle, err := time.ParseDuration(l.Annotations[roamingIdleAnnotation])
 	if err != nil || idle <= 0 {

@@ -134,14 +134,15 @@ func TestRoamingRecordEditedIsRefused(t *testing.T) {
 
 // TestIdleRoamingLeasesGoOnce: two servers sweeping at once delete a
 // roaming workspace's Lease nobody renewed for its idle timeout exactly
-// once, and leave a held one and one whose idle time has not passed.
+// once, and one that no handle names whose handoff expired, and leave a
+// held one and one whose idle time has not passed.
 func TestIdleRoamingLeasesGoOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	now := time.Now()
 	roaming := func(name, holder string, renewed time.Duration) *coordinationv1.Lease {
 		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: roamingObjectName(name), Namespace: "wink", Labels: map[string]string{RoamingLabel: "true"},
-			Annotations: map[string]string{roamingIdleAnnotation: "10m0s", roamingPrincipalAnnotation: "p1"}},
+			Annotations: map[string]string{roamingIdleAnnotation: "10m0s", roamingPrincipalAnnotation: "p1", handleAnnotation(engine.HandleDigest(name)): "{}"}},
 			Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To(int32(15)), RenewTime: ptr.To(metav1.NewMicroTime(now.Add(-renewed)))}}
 		if holder != "" {
 			l.Spec.HolderIdentity = ptr.To(holder)
@@ -149,8 +150,10 @@ func TestIdleRoamingLeasesGoOnce(t *testing.T) {
 		return l
 	}
 	idle, held, recent, killed := engine.NewRoamingName(), engine.NewRoamingName(), engine.NewRoamingName(), engine.NewRoamingName()
+	abandoned := roaming(engine.NewRoamingName(), "", time.Minute)
+	abandoned.Annotations = map[string]string{roamingIdleAnnotation: "10m0s", handoffAnnotation(engine.HandleDigest("h")): `{"expires":"2026-01-01T00:00:00Z"}`}
 	client := fake.NewClientset(roaming(idle, "", 11*time.Minute), roaming(held, "B", time.Second), roaming(recent, "", 9*time.Minute),
-		roaming(killed, "A", 11*time.Minute))
+		roaming(killed, "A", 11*time.Minute), abandoned)
 	var removals lockedBuffer
 	log := slog.New(slog.NewTextHandler(&removals, nil))
 	a, b := newUnprobed(testOptions, client, log), newUnprobed(testOptions, client, log)
@@ -171,8 +174,8 @@ func TestIdleRoamingLeasesGoOnce(t *testing.T) {
 	if len(left) != 2 || !strings.Contains(strings.Join(left, " "), held) || !strings.Contains(strings.Join(left, " "), recent) {
 		t.Errorf("left %v; want the held and the recent one", left)
 	}
-	if got := strings.Count(removals.String(), "removed the Lease of a roaming workspace"); got != 2 {
-		t.Errorf("%d removals logged; want 2 (the idle one and the killed holder's, once each):\n%s", got, removals.String())
+	if got := strings.Count(removals.String(), "removed the Lease of a roaming workspace"); got != 3 {
+		t.Errorf("%d removals logged; want 3 (the idle one, the killed holder's, the abandoned handoff's, once each):\n%s", got, removals.String())
 	}
 }
 
