@@ -216,7 +216,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 			}()
 		}
 	case opts.Roaming != "":
-		return nil, errors.New("a workspace any server may serve in turn needs an engine whose containers every server drives (Kubernetes)")
+		return nil, errRoamingNeedsAdopter
 	default:
 		awaitKeptOwner(m.cfg.CacheDir, opts.Workspace, m.log) // not under m.mu: it may take seconds
 	}
@@ -300,11 +300,7 @@ type SessionOptions struct {
 	// (engine.KeptAsk.OnWanted), is called when another server asks for
 	// it; nil for one only this server serves.
 	OnWanted func()
-	// Roaming, for a workspace that is not kept, names it as one that any
-	// server of an engine that lets every server drive every container
-	// may serve in turn (engine.KeptAsk.Roaming: a 2026-07-28 handle's,
-	// on Kubernetes): engine.NewRoamingName, or the name a handle's record
-	// gives. "" for a workspace only this server serves.
+	// Roaming names a workspace, not kept, any server may serve (roaming.go).
 	Roaming string
 	// handedOver opens a kept workspace reserved for a handoff, whose
 	// handle was just claimed.
@@ -472,10 +468,8 @@ func (m *Manager) Close(ctx context.Context) error {
 	if m.pool != nil {
 		wg.Go(func() { m.pool.Close(ctx) })
 	}
+	leaveRoamingOnClose(sessions)
 	for _, s := range sessions {
-		if s.roaming != nil {
-			s.roaming.serverClosing.Store(true)
-		}
 		wg.Go(func() { s.end(ctx) })
 	}
 	wg.Wait()

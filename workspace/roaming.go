@@ -25,6 +25,20 @@ import (
 // container while the workspace's lease was renewed within the idle
 // timeout (awaitsAdoption).
 
+// errRoamingNeedsAdopter refuses a roaming workspace on an engine whose
+// containers only one server drives.
+var errRoamingNeedsAdopter = errors.New("a workspace any server may serve in turn needs an engine whose containers every server drives (Kubernetes)")
+
+// leaveRoamingOnClose marks the roaming workspaces of sessions, which
+// the closing server is about to end, as left for the next server.
+func leaveRoamingOnClose(sessions map[string]*Session) {
+	for _, s := range sessions {
+		if s.roaming != nil {
+			s.roaming.serverClosing.Store(true)
+		}
+	}
+}
+
 // roamingWorkspace is the engine's hold of a session's roaming workspace.
 type roamingWorkspace struct {
 	name string
@@ -41,7 +55,7 @@ type roamingWorkspace struct {
 // manager's engine, for the session hash.
 func holdRoaming(m *Manager, store engine.KeptStore, hash string, opts SessionOptions) (*engine.Held, error) {
 	if _, adopts := m.eng.(engine.ContainerAdopter); store == nil || !adopts || !m.cfg.FilesOnEngineHost {
-		return nil, errors.New("a workspace any server may serve in turn needs an engine whose containers every server drives (Kubernetes)")
+		return nil, errRoamingNeedsAdopter
 	}
 	idle := m.cfg.IdleTimeout
 	if idle <= 0 {
