@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	k8s "k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/wink-mcp/wink-mcp/engine"
 )
@@ -65,35 +67,62 @@ func (k keptWorkspaces) DeleteHandle(ctx context.Context, workspace, digest stri
 // recordHolder is the object a handle's record is an annotation of: the
 // claim of a kept workspace, or the Lease of a roaming one.
 type recordHolder struct {
-	name, what string
-	get        func(ctx context.Context) (metav1.Object, error)
-	patch      func(ctx context.Context, patch []byte) error
+	what string
+	get  func(ctx context.Context) (metav1.Object, error)
+	// write sets (value) or removes (nil) the annotation key of obj, as
+	// read by get; on the condition that obj is unchanged when
+	// conditional (a Lease's write always is: an update).
+	write func(ctx context.Context, obj metav1.Object, key string, value *string, conditional bool) error
 }
 
 func recordHolderOf(client k8s.Interface, namespace, workspace string, roaming bool) recordHolder {
 	if roaming {
+		// An update, not a patch: the Role's verbs on Leases are those
+		// of the Leases' owners (create, get, list, update, delete).
 		leases, name := client.CoordinationV1().Leases(namespace), roamingObjectName(workspace)
-		return recordHolder{name: name, what: fmt.Sprintf("the Lease of roaming workspace %q", workspace),
+		return recordHolder{what: fmt.Sprintf("the Lease of roaming workspace %q", workspace),
 			get: func(ctx context.Context) (metav1.Object, error) { return leases.Get(ctx, name, metav1.GetOptions{}) },
-			patch: func(ctx context.Context, patch []byte) error {
-				_, err := leases.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+			write: func(ctx context.Context, obj metav1.Object, key string, value *string, _ bool) error {
+				l := obj.(*coordinationv1.Lease).DeepCopy()
+				setAnnotation(&l.ObjectMeta, key, value)
+				_, err := leases.Update(ctx, l, metav1.UpdateOptions{})
 				return err
 			}}
 	}
 	claims, name := client.CoreV1().PersistentVolumeClaims(namespace), keptObjectName(workspace)
-	return recordHolder{name: name, what: fmt.Sprintf("the claim of kept workspace %q", workspace),
+	return recordHolder{what: fmt.Sprintf("the claim of kept workspace %q", workspace),
 		get: func(ctx context.Context) (metav1.Object, error) { return claims.Get(ctx, name, metav1.GetOptions{}) },
-		patch: func(ctx context.Context, patch []byte) error {
-			_, err := claims.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		write: func(ctx context.Context, obj metav1.Object, key string, value *string, conditional bool) error {
+			meta := map[string]any{"annotations": map[string]any{key: value}} // nil removes it
+			if conditional {
+				meta["resourceVersion"] = obj.GetResourceVersion()
+			}
+			patch, err := json.Marshal(map[string]any{"metadata": meta})
+			if err != nil {
+				return err
+			}
+			_, err = claims.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 			return err
 		}}
 }
 
+// setAnnotation sets (value) or removes (nil) the annotation key.
+func setAnnotation(meta *metav1.ObjectMeta, key string, value *string) {
+	if value == nil {
+		delete(meta.Annotations, key)
+		return
+	}
+	if meta.Annotations == nil {
+		meta.Annotations = map[string]string{}
+	}
+	meta.Annotations[key] = *value
+}
+
 // patchHandle writes (rec) or removes (nil) a handle's annotation on the
 // claim of workspace (the Lease of a roaming one). When existing, the
-// annotation must be there: the patch carries the object's
-// resourceVersion, so that a touch never brings back a record a close on
-// another replica removed.
+// annotation must be there, and the write carries the object's
+// resourceVersion, so that a touch never brings back a record a close
+// on another replica removed.
 func (k keptWorkspaces) patchHandle(ctx context.Context, workspace string, roaming bool, digest string, rec *engine.HandleRecord, existing bool) (err error) {
 	client, c, end, err := k.e.call(ctx)
 	if err != nil {
@@ -102,35 +131,28 @@ func (k keptWorkspaces) patchHandle(ctx context.Context, workspace string, roami
 	defer end(&err)
 	holder := recordHolderOf(client, k.e.opts.Namespace, workspace, roaming)
 	key := handleAnnotation(digest)
-	for {
-		meta := map[string]any{}
-		if existing {
-			obj, err := holder.get(c)
-			if apierrors.IsNotFound(err) {
-				return engine.ErrNoHandleRecord
-			}
-			if err != nil {
-				return fmt.Errorf("reading %s: %w", holder.what, err)
-			}
-			if _, ok := obj.GetAnnotations()[key]; !ok {
-				return engine.ErrNoHandleRecord
-			}
-			meta["resourceVersion"] = obj.GetResourceVersion()
-		}
-		var value any // nil removes the annotation
-		if rec != nil {
-			b, err := json.Marshal(rec)
-			if err != nil {
-				return err
-			}
-			value = string(b)
-		}
-		meta["annotations"] = map[string]any{key: value}
-		patch, err := json.Marshal(map[string]any{"metadata": meta})
+	var value *string // nil removes the annotation
+	if rec != nil {
+		b, err := json.Marshal(rec)
 		if err != nil {
 			return err
 		}
-		err = holder.patch(c, patch)
+		value = ptr.To(string(b))
+	}
+	for {
+		obj, err := holder.get(c)
+		switch {
+		case apierrors.IsNotFound(err) && existing:
+			return engine.ErrNoHandleRecord
+		case apierrors.IsNotFound(err) && rec != nil:
+			return fmt.Errorf("recording a workspace handle: %s is gone (removed?)", holder.what)
+		case err != nil:
+			return fmt.Errorf("reading %s: %w", holder.what, err)
+		}
+		if _, ok := obj.GetAnnotations()[key]; existing && !ok {
+			return engine.ErrNoHandleRecord
+		}
+		err = holder.write(c, obj, key, value, existing)
 		switch {
 		case apierrors.IsConflict(err):
 			continue // the object changed (another handle's record, a renewal): read it again

@@ -11,7 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/wink-mcp/wink-mcp/engine"
 )
@@ -22,8 +22,10 @@ import (
 // of the Lease, which keeps the Lease (and, through AwaitsAdoption, the
 // Pod) while it has not expired. The server that takes it, on any
 // replica, replaces that annotation with its new handle's record in one
-// patch carrying the resourceVersion it read: of two takers racing, the
-// second's patch conflicts, and reading again it finds the handoff gone.
+// update carrying the resourceVersion it read: of two takers racing, the
+// second's update conflicts, and reading again it finds the handoff gone.
+// (Updates, not patches: the Role's verbs on Leases are create, get,
+// list, update and delete.)
 
 // handoffAnnotationPrefix begins the annotation of a handoff's record.
 const handoffAnnotationPrefix = "handoffs.wink-mcp.io/"
@@ -50,15 +52,21 @@ func (k keptWorkspaces) PutHandoff(ctx context.Context, name string, rec engine.
 	if err != nil {
 		return err
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{handoffAnnotation(rec.Digest): string(value)}}})
-	if err != nil {
-		return err
+	leases := client.CoordinationV1().Leases(k.e.opts.Namespace)
+	for {
+		l, err := leases.Get(c, roamingObjectName(name), metav1.GetOptions{})
+		if err == nil {
+			setAnnotation(&l.ObjectMeta, handoffAnnotation(rec.Digest), ptr.To(string(value)))
+			_, err = leases.Update(c, l, metav1.UpdateOptions{})
+		}
+		if apierrors.IsConflict(err) {
+			continue // renewed meanwhile: read it again
+		}
+		if err != nil {
+			return fmt.Errorf("recording a handoff on the Lease of roaming workspace %q: %w", name, err)
+		}
+		return nil
 	}
-	_, err = client.CoordinationV1().Leases(k.e.opts.Namespace).Patch(c, roamingObjectName(name), types.MergePatchType, patch, metav1.PatchOptions{})
-	if err != nil {
-		return fmt.Errorf("recording a handoff on the Lease of roaming workspace %q: %w", name, err)
-	}
-	return nil
 }
 
 // TakeHandoff takes the handoff of digest for principal (engine.RoamingHandoffs).
@@ -103,12 +111,12 @@ func (k keptWorkspaces) TakeHandoff(ctx context.Context, digest, principal strin
 		if err != nil {
 			return engine.HandleRecord{}, err
 		}
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": lease.ResourceVersion,
-			"annotations": map[string]any{key: nil, handleAnnotation(handle.Digest): string(value)}}})
-		if err != nil {
-			return engine.HandleRecord{}, err
-		}
-		_, err = leases.Patch(c, lease.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		// The Lease as read, its resourceVersion with it: an update
+		// fails if anything changed since.
+		taken := lease.DeepCopy()
+		setAnnotation(&taken.ObjectMeta, key, nil)
+		setAnnotation(&taken.ObjectMeta, handleAnnotation(handle.Digest), ptr.To(string(value)))
+		_, err = leases.Update(c, taken, metav1.UpdateOptions{})
 		switch {
 		case apierrors.IsConflict(err):
 			continue // changed since read: taken by another, or a renewal; read again
