@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,7 +68,8 @@ func roamingLeases(t *testing.T, cs *kubernetes.Clientset) []string {
 // started through A are there through B, on the same Pod. Another
 // principal is refused on both, exactly as a handle never issued. The
 // holder SIGKILLed, the survivor keeps the Pod and serves the handle,
-// the job still running. Closed, its Pod and Lease go.
+// the job still running; the survivor stopped (SIGTERM), it leaves the
+// Pod for a third replica, which adopts it. Closed, its Pod and Lease go.
 func TestKubernetesRoamingHandle(t *testing.T) {
 	cs, _ := needCluster(t)
 	base := "wr" + randomHex(4)
@@ -151,10 +153,25 @@ func TestKubernetesRoamingHandle(t *testing.T) {
 		}
 	}
 
-	if text, isError := callTool(t, viaB, "workspace_close", map[string]any{"workspace": handle}); isError {
+	// B stopped (SIGTERM): it leaves the Pod of the open handle running
+	// and lets its Lease go; C, started after, adopts it on its first call.
+	c := launchReplica(t, cs, base+"c", t.TempDir(), tokenFile)
+	viaC := modernClient(t, c.p.url, testToken)
+	sendSignal(t, b.p, syscall.SIGTERM)
+	b.p.waitExit(60 * time.Second)
+	took = structuredCall(t, viaC, "job", map[string]any{"workspace": handle, "action": "status", "id": job}, &out)
+	if out.Job == nil || out.Job.State != "running" {
+		t.Fatalf("the job after B's shutdown, through C: %+v", out.Job)
+	}
+	if pod, lock := roamingPod(t, cs, base); pod.UID != first.UID || !ownedBy(lock, c) {
+		t.Fatalf("after B's shutdown: Pod %s (UID %s, owner lock %s), want UID %s owned by C", pod.Name, pod.UID, lock, first.UID)
+	}
+	t.Logf("first call through C after B's shutdown: %v (same Pod, job running)", took.Round(10*time.Millisecond))
+
+	if text, isError := callTool(t, viaC, "workspace_close", map[string]any{"workspace": handle}); isError {
 		t.Fatalf("workspace_close: %s", text)
 	}
-	if text, _ := callTool(t, viaB, "ls", map[string]any{"path": ".", "workspace": handle}); text != unknown {
+	if text, _ := callTool(t, viaC, "ls", map[string]any{"path": ".", "workspace": handle}); text != unknown {
 		t.Errorf("the closed handle: %q, want %q", text, unknown)
 	}
 	waitUntil(t, 60*time.Second, "the roaming workspace's Pod and Lease to go", func() bool {

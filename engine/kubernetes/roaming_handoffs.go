@@ -114,6 +114,11 @@ func (k keptWorkspaces) TakeHandoff(ctx context.Context, digest, principal strin
 		// The Lease as read, its resourceVersion with it: an update
 		// fails if anything changed since.
 		taken := lease.DeepCopy()
+		if holder, _ := liveHolder(taken, time.Now()); holder == "" {
+			// Its idle time starts again: no sweep takes it from the taker
+			// before the taker holds it.
+			taken.Spec.RenewTime = ptr.To(metav1.NowMicro())
+		}
 		setAnnotation(&taken.ObjectMeta, key, nil)
 		setAnnotation(&taken.ObjectMeta, handleAnnotation(handle.Digest), ptr.To(string(value)))
 		_, err = leases.Update(c, taken, metav1.UpdateOptions{})

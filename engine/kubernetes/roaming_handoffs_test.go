@@ -88,6 +88,9 @@ func TestRoamingHandoffIsTakenOnce(t *testing.T) {
 	if won.Workspace != name || !won.Roaming || won.Profile != "go" {
 		t.Errorf("the taken handle's record: %+v; want roaming workspace %s, profile go", won, name)
 	}
+	if taken := getLease(t, client, roamingObjectName(name)); !taken.Spec.RenewTime.After(lease.Spec.RenewTime.Time) {
+		t.Errorf("the take did not start the Lease's idle time again: renewed %v, before %v", taken.Spec.RenewTime, lease.Spec.RenewTime)
+	}
 	if got, err := a.FindHandle(ctx, won.Digest); err != nil || got.Workspace != name {
 		t.Errorf("the taker's handle is not found on the Lease: %+v, %v", got, err)
 	}
