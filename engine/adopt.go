@@ -18,8 +18,9 @@ type ContainerAdopter interface {
 	// name; "" and no error when there is none.
 	Adopt(ctx context.Context, key, value string, labels map[string]string) (string, error)
 	// AwaitsAdoption reports whether a container a dead server left on
-	// the kept workspace name is to stay for the workspace's next holder
-	// to adopt rather than be swept: its last holder's lease was renewed
+	// the kept workspace name (roaming: the roaming workspace name,
+	// KeptAsk.Roaming) is to stay for the workspace's next holder to
+	// adopt rather than be swept: its last holder's lease was renewed
 	// within idle, or a new holder took it a moment ago.
-	AwaitsAdoption(ctx context.Context, name string, idle time.Duration) (bool, error)
+	AwaitsAdoption(ctx context.Context, name string, roaming bool, idle time.Duration) (bool, error)
 }

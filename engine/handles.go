@@ -15,7 +15,7 @@ import (
 var ErrNoHandleRecord = errors.New("no record of this workspace handle")
 
 // HandleRecord is what a server keeps of a 2026-07-28 workspace handle on
-// a kept workspace, so that another server (a replica, or this one after a
+// a kept workspace (or on a roaming one: KeptAsk.Roaming), so that another server (a replica, or this one after a
 // restart) can serve it: never the handle, only its digest.
 type HandleRecord struct {
 	// Digest is the handle's SHA-256 in hex (HandleDigest).
@@ -23,8 +23,12 @@ type HandleRecord struct {
 	// Principal is the digest of the client the handle is bound to ("" for
 	// a server without bearer tokens, whose one client is local).
 	Principal string `json:"principal"`
-	// Workspace is the kept workspace the handle names.
+	// Workspace is the kept workspace the handle names, or its roaming
+	// workspace's RoamingName when Roaming.
 	Workspace string `json:"workspace"`
+	// Roaming says the handle names a workspace that is not kept, which
+	// any server may serve in turn (KeptAsk.Roaming).
+	Roaming bool `json:"roaming,omitempty"`
 	// Profile is the profile it was opened with, "" for the default.
 	Profile string `json:"profile,omitempty"`
 	// Used is when a call on the handle last ended (or it was opened):
@@ -69,6 +73,8 @@ func (r HandleRecord) Check() error {
 		return fmt.Errorf("handle record: digest %q is not a SHA-256 in lower-case hex", r.Digest)
 	case r.Workspace == "":
 		return errors.New("handle record: no workspace")
+	case r.Roaming && !IsRoamingName(r.Workspace):
+		return fmt.Errorf("handle record: roaming workspace %q is not a roaming workspace's name", r.Workspace)
 	case r.Used.IsZero():
 		return errors.New("handle record: no last use")
 	}

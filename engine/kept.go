@@ -52,6 +52,18 @@ type KeptAsk struct {
 	// called, once, when another server asks this holder for it (the
 	// holder then releases it once no call of its own runs on it).
 	OnWanted func()
+	// Roaming makes it a workspace that is not kept but that any server
+	// may serve in turn (a 2026-07-28 handle's own workspace, on an engine
+	// whose containers every server drives: ContainerAdopter). It has no
+	// volume (its files are in its container, which the next holder
+	// adopts), only the lease, which stays while a handle's record is on
+	// it (HandleRecord.Roaming): a holder that lets go leaves it for the
+	// next, and it goes with that record, or once nobody held it for
+	// Idle. Name is then a RoamingName, DiskBytes unused.
+	Roaming bool
+	// Idle is how long a roaming workspace nobody holds waits for its
+	// next holder before any server removes it (the idle timeout).
+	Idle time.Duration
 }
 
 // KeptRecord describes a kept workspace of a KeptStore.

@@ -34,14 +34,14 @@ type replica struct {
 // launchReplica starts wink-mcp over streamable HTTP with --engine
 // kubernetes, no warm pool, and the bearer token in tokenFile, without a
 // client of its own: its clients come through the proxy.
-func launchReplica(t *testing.T, cs *kubernetes.Clientset, prefix, cache, tokenFile string) *replica {
+func launchReplica(t *testing.T, cs *kubernetes.Clientset, prefix, cache, tokenFile string, extra ...string) *replica {
 	t.Helper()
 	image := kubernetesAgentImage(t)
 	t.Cleanup(func() { deletePods(cs, prefix) })
-	p := launch(t, startOptions{transport: "http", image: pythonImage, cache: cache, serviceFromEnv: true, args: []string{
+	p := launch(t, startOptions{transport: "http", image: pythonImage, cache: cache, serviceFromEnv: true, args: append([]string{
 		"--engine", "kubernetes", "--kubeconfig", clusterKubeconfig, "--kubernetes-agent-image", image, "--namespace", testNamespace,
 		"--allow-unenforced-network-policy", "--name-prefix", prefix, "--disk-limit", "1g", "--warm", "0",
-		"--auth-token-file", tokenFile}})
+		"--auth-token-file", tokenFile}, extra...)})
 	return &replica{p: p, prefix: prefix, cache: cache}
 }
 

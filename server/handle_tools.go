@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/quota"
 	"github.com/wink-mcp/wink-mcp/server/mcpgoadapt"
 	"github.com/wink-mcp/wink-mcp/workspace"
@@ -105,9 +106,29 @@ func (s *Server) openHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	handle, session := s.handles.open(principalFrom(ctx), hold)
 	s.views.opened(handle, session)
 	stdio := mcpgoadapt.IsStdio(mcpserver.ClientSessionFromContext(ctx))
-	opts := workspace.SessionOptions{Profile: profile, Principal: principalFrom(ctx), Stdio: stdio}
+	// A handoff's workspace comes from this server's memory: its handle
+	// stays here (docs/protocol.md).
+	roaming := ""
+	if name == "" && handoff == "" && s.shared.roams {
+		roaming = engine.NewRoamingName()
+	}
+	opts := s.shared.ownOptions(handle, roaming, profile, principalFrom(ctx), stdio)
 	if name != "" {
 		opts = s.shared.keptOptions(handle, name, profile, principalFrom(ctx), stdio)
+	}
+	came := ""
+	if handoff != "" {
+		// Handed over on any replica (a roaming workspace's), else in this process.
+		rec, taken, err := s.shared.takeRoamingHandoff(ctx, handle, handoff)
+		if err != nil {
+			_, _, _ = s.handles.close(handle, principalFrom(ctx))
+			s.views.ended(session)
+			return mcp.NewToolResultError("workspace_open: handoff: " + err.Error()), nil
+		}
+		if taken {
+			opts = s.shared.ownOptions(handle, rec.Workspace, rec.Profile, principalFrom(ctx), stdio)
+			handoff, came = "", " with the handed-over workspace's running container and background jobs"
+		}
 	}
 	s.mgr.Register(session, opts)
 	ws, err := s.mgr.Session(session)
@@ -123,16 +144,16 @@ func (s *Server) openHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if !s.cfg.Lazy {
 		ws.Prestart(ctx)
 	}
-	if name != "" {
-		if err := s.shared.record(ctx, handle, principalFrom(ctx), name, profile); err != nil {
+	if name != "" || roaming != "" {
+		if err := s.shared.record(ctx, handle, principalFrom(ctx), name+roaming, profile, roaming != ""); err != nil {
 			_, _, _ = s.handles.close(handle, principalFrom(ctx))
 			s.views.ended(session)
 			s.mgr.EndSession(ctx, session)
 			return mcp.NewToolResultError("workspace_open: " + err.Error()), nil
 		}
 	}
-	s.log.Info("workspace handle opened", "session", s.mgr.SessionHash(session), "profile", profile, "kept", name != "")
-	return openedResult(handle, ""), nil
+	s.log.Info("workspace handle opened", "session", s.mgr.SessionHash(session), "profile", profile, "kept", name != "", "roaming", roaming != "" || came != "")
+	return openedResult(handle, came), nil
 }
 
 // openedResult is workspace_open's answer: the handle, the prefix of its

@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"errors"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/tools"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
@@ -42,7 +44,7 @@ func (sh *sharedHandles) openHandedOver(ctx context.Context, handle, session str
 		came = " with the handed-over workspace's running container and background jobs"
 	}
 	if attached.Workspace != "" {
-		if err := sh.record(ctx, handle, principal, attached.Workspace, ""); err != nil {
+		if err := sh.record(ctx, handle, principal, attached.Workspace, "", false); err != nil {
 			return fail(err)
 		}
 	}
@@ -61,4 +63,28 @@ func (sh *sharedHandles) changedByHandoff(ctx context.Context, call string, hand
 		sh.forget(context.WithoutCancel(ctx), rec)
 		sh.handles.setRecord(handle, nil)
 	}
+}
+
+// takeRoamingHandoff takes, for handle (just opened), the roaming
+// workspace handed over with the handoff handle on any replica
+// (engine.RoamingHandoffs): its record now names handle. taken is false
+// when no handoff of principal's that works is recorded there: it may
+// wait in this process (openHandedOver says).
+func (sh *sharedHandles) takeRoamingHandoff(ctx context.Context, handle, handoff string) (rec engine.HandleRecord, taken bool, err error) {
+	store, ok := sh.store.(engine.RoamingHandoffs)
+	if !ok || !sh.roams {
+		return engine.HandleRecord{}, false, nil
+	}
+	principal := principalFrom(ctx)
+	rec, err = store.TakeHandoff(ctx, engine.HandleDigest(handoff), principal,
+		engine.HandleRecord{Digest: engine.HandleDigest(handle), Principal: principal, Used: sh.now().UTC()})
+	switch {
+	case errors.Is(err, engine.ErrNoHandleRecord):
+		return engine.HandleRecord{}, false, nil
+	case err != nil:
+		return engine.HandleRecord{}, false, err
+	}
+	sh.handles.setRecord(handle, &rec)
+	sh.log.Info("handed-over workspace taken from its record", "workspace", rec.Workspace)
+	return rec, true, nil
 }

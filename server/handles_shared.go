@@ -25,9 +25,13 @@ import (
 // or in the cluster on its claim (the Kubernetes engine), where every
 // replica reads it. A server that gets a call with a handle it does not
 // hold looks the record up and, for the same principal, opens the kept
-// workspace and serves the call; a server restarted does the same. A
-// handle on a workspace that is not kept has no record: it ends with its
-// process, as its container does.
+// workspace and serves the call; a server restarted does the same.
+// A handle on a workspace that is not kept has a record only when its
+// engine lets every server drive every container (roams: Kubernetes):
+// its workspace is then a roaming one (workspace.SessionOptions.Roaming),
+// whose record is on its Lease, and it moves between servers as a kept
+// one does. Otherwise (Podman) it ends with its process, as its container
+// does.
 //
 // A closed or expired handle is refused everywhere: workspace_close
 // removes the record wherever it is served; a server holding a handle
@@ -45,8 +49,11 @@ type sharedHandles struct {
 	idle    time.Duration
 	// maxHandles bounds the handles held, adopted ones included (--max-sessions).
 	maxHandles int
-	log        *slog.Logger
-	now        func() time.Time
+	// roams says a handle's own workspace (not kept) is a roaming one,
+	// with a record, that any server may serve.
+	roams bool
+	log   *slog.Logger
+	now   func() time.Time
 
 	// adopting joins the calls that adopt one handle of one principal at
 	// once: a crowd of calls on a handle this server does not hold adopts
@@ -63,8 +70,9 @@ func newSharedHandles(cfg Config, handles *handleStore, mgr *workspace.Manager, 
 	if !ok || !cfg.Workspace.FilesOnEngineHost {
 		store = &keep.HandleFiles{CacheDir: cfg.Workspace.CacheDir}
 	}
+	_, adopts := cfg.Workspace.Engine.(engine.ContainerAdopter)
 	sh := &sharedHandles{store: store, handles: handles, mgr: mgr, quotas: cfg.Quotas, idle: cfg.Workspace.IdleTimeout,
-		maxHandles: cfg.HTTP.MaxSessions, log: log, now: time.Now}
+		maxHandles: cfg.HTTP.MaxSessions, roams: ok && adopts && cfg.Workspace.FilesOnEngineHost, log: log, now: time.Now}
 	handles.letGo = sh.letGo
 	return sh
 }
@@ -76,6 +84,25 @@ func (sh *sharedHandles) keptOptions(handle, name, profile, principal string, st
 		OnWanted: func() { sh.handles.want(handle) }}
 }
 
+// ownOptions are the session options of handle's own workspace (not
+// kept): a roaming one when roaming is not "" (its name; see roams),
+// which another server that asks for it is given.
+func (sh *sharedHandles) ownOptions(handle, roaming, profile, principal string, stdio bool) workspace.SessionOptions {
+	opts := workspace.SessionOptions{Profile: profile, Principal: principal, Stdio: stdio}
+	if roaming != "" {
+		opts.Roaming, opts.OnWanted = roaming, func() { sh.handles.want(handle) }
+	}
+	return opts
+}
+
+// optionsOf are the session options that serve rec's handle.
+func (sh *sharedHandles) optionsOf(handle string, rec engine.HandleRecord, stdio bool) workspace.SessionOptions {
+	if rec.Roaming {
+		return sh.ownOptions(handle, rec.Workspace, rec.Profile, rec.Principal, stdio)
+	}
+	return sh.keptOptions(handle, rec.Workspace, rec.Profile, rec.Principal, stdio)
+}
+
 // letGo ends the session of a handle another server asked for; the
 // handle's record stays, for that server (and the release of the kept
 // workspace's lease is what it waits for).
@@ -85,9 +112,9 @@ func (sh *sharedHandles) letGo(session string) {
 }
 
 // record records handle of principal, just opened on the kept workspace
-// name with profile.
-func (sh *sharedHandles) record(ctx context.Context, handle, principal, name, profile string) error {
-	rec := engine.HandleRecord{Digest: engine.HandleDigest(handle), Principal: principal, Workspace: name, Profile: profile, Used: sh.now().UTC()}
+// name (roaming: the roaming workspace name) with profile.
+func (sh *sharedHandles) record(ctx context.Context, handle, principal, name, profile string, roaming bool) error {
+	rec := engine.HandleRecord{Digest: engine.HandleDigest(handle), Principal: principal, Workspace: name, Profile: profile, Used: sh.now().UTC(), Roaming: roaming}
 	if err := sh.store.PutHandle(ctx, rec); err != nil {
 		return err
 	}
@@ -135,14 +162,14 @@ func (sh *sharedHandles) adoptNow(ctx context.Context, handle, principal string,
 		return err
 	}
 	session := newHandleSession()
-	sh.mgr.Register(session, sh.keptOptions(handle, rec.Workspace, rec.Profile, principal, stdio))
+	sh.mgr.Register(session, sh.optionsOf(handle, rec, stdio))
 	if _, err := sh.mgr.Session(session); err != nil {
 		hold.Release()
 		sh.mgr.EndSession(ctx, session)
 		if errors.Is(err, engine.ErrKeptHeld) || errors.Is(err, keep.ErrWorkspaceInUse) {
 			return fmt.Errorf("%w: route its calls by the Mcp-Param-Workspace header (docs/kubernetes.md), or retry once that server is gone (%v)", errHeldElsewhere, err)
 		}
-		return fmt.Errorf("opening the handle's kept workspace %q: %w", rec.Workspace, err)
+		return fmt.Errorf("opening the handle's workspace %q: %w", rec.Workspace, err)
 	}
 	rec.Used = sh.now().UTC()
 	if err := sh.store.TouchHandle(ctx, rec); err != nil { // closed meanwhile, elsewhere
@@ -151,7 +178,7 @@ func (sh *sharedHandles) adoptNow(ctx context.Context, handle, principal string,
 		return errUnknownHandle
 	}
 	sh.handles.adopt(handle, &handleState{principal: principal, session: session, quota: hold, record: &rec})
-	sh.log.Info("workspace handle adopted from its record", "session", sh.mgr.SessionHash(session), "kept", rec.Workspace)
+	sh.log.Info("workspace handle adopted from its record", "session", sh.mgr.SessionHash(session), "workspace", rec.Workspace, "roaming", rec.Roaming)
 	return nil
 }
 

@@ -88,6 +88,9 @@ func (h *handoffs) Handoff(ctx context.Context, ttl time.Duration) (Handoff, err
 	if s.stdio && m.cfg.FilesOnEngineHost {
 		return Handoff{}, stdioHandoffRefusal(m.eng.Service())
 	}
+	if s.roaming != nil {
+		return handOverRoaming(ctx, h, ttl)
+	}
 	// Over stdio the workspace goes to disk under this name.
 	name, fromHandoff := "handoff-"+newWarmKey(), true // nobody can name it: reserved once written
 	if s.stdio {

@@ -27,6 +27,9 @@ const keptHoldWait = 30
 // may wait seconds for a dead holder's lease to end.
 func (m *Manager) holdInEngine(hash string, opts SessionOptions, profile *profiles.Profile) (*engine.Held, error) {
 	store, ok := m.eng.(engine.KeptStore)
+	if opts.Roaming != "" {
+		return holdRoaming(m, store, hash, opts)
+	}
 	if !ok {
 		return nil, nil // newKeptSession says why
 	}
@@ -37,7 +40,7 @@ func (m *Manager) holdInEngine(hash string, opts SessionOptions, profile *profil
 	defer cancel()
 	held, err := store.HoldKept(ctx, engine.KeptAsk{
 		Name:      opts.Workspace,
-		Holder:    fmt.Sprintf("wink-mcp instance %s (pid %d on %s), session %s", m.inst.id, os.Getpid(), m.inst.host, hash),
+		Holder:    holderName(m, hash),
 		Gone:      m.inst.holderGone,
 		Principal: opts.Principal,
 		Image:     m.keptImage(profile),
@@ -50,6 +53,12 @@ func (m *Manager) holdInEngine(hash string, opts SessionOptions, profile *profil
 	}
 	awaitKeptStore(&m.cfg, held, opts.Workspace)
 	return held, nil
+}
+
+// holderName is how a lease names this server's session hash as its
+// holder (holderGone reads it).
+func holderName(m *Manager, hash string) string {
+	return fmt.Sprintf("wink-mcp instance %s (pid %d on %s), session %s", m.inst.id, os.Getpid(), m.inst.host, hash)
 }
 
 // keptImage is the image a kept workspace's record names: its profile's,

@@ -204,7 +204,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 	m.mu.Unlock()
 	var held *engine.Held
 	switch {
-	case made || opts.Workspace == "":
+	case made || opts.Workspace == "" && opts.Roaming == "":
 	case m.cfg.FilesOnEngineHost:
 		// Not under m.mu either: API calls, and maybe a dead holder's lease.
 		profile, err := m.sessionProfile(opts)
@@ -221,6 +221,8 @@ func (m *Manager) Session(id string) (*Session, error) {
 				}
 			}()
 		}
+	case opts.Roaming != "":
+		return nil, errRoamingNeedsAdopter
 	default:
 		awaitKeptOwner(m.cfg.CacheDir, opts.Workspace, m.log) // not under m.mu: it may take seconds
 	}
@@ -252,7 +254,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 	}
 	delete(m.options, id)
 	var s *Session
-	if m.pool != nil && profile == m.defaultProfile() {
+	if m.pool != nil && profile == m.defaultProfile() && held == nil { // a pooled container is labelled as no roaming workspace
 		// A pooled container counts against the principal's quotas from
 		// now; past them, the session makes its own, which says why not.
 		if hold, err := m.cfg.Quotas.Try(opts.Principal, containerAmounts(profileLimits(m.cfg.Limits, profile))); err == nil {
@@ -277,43 +279,12 @@ func (m *Manager) Session(id string) (*Session, error) {
 		s.principal, s.stdio = opts.Principal, opts.Stdio
 		s.profileSwitch.setLocked(profile)
 	}
+	if held != nil {
+		s.roaming, held = &roamingWorkspace{name: opts.Roaming, held: held}, nil
+	}
 	shareEgressQuota(s, m.cfg.Quotas)
 	m.sessions[id] = s
 	return s, nil
-}
-
-// SessionOptions are what a session asks for as it starts.
-type SessionOptions struct {
-	// Workspace names a kept workspace the session opens (or makes), ""
-	// for a workspace of its own that ends with it.
-	Workspace string
-	// Profile names the profile the session starts with, "" for the
-	// default (Config.Profile).
-	Profile string
-	// Principal is the digest of the bearer token of the session's client
-	// ("" for local clients): kept workspaces and handed-over ones are
-	// only ever given to the same principal.
-	Principal string
-	// Stdio says the client is a local process over stdio, alone in this
-	// server: a workspace it hands over goes to disk, for another process.
-	Stdio bool
-	// OnWanted, for a kept workspace that any server may serve in turn
-	// (engine.KeptAsk.OnWanted), is called when another server asks for
-	// it; nil for one only this server serves.
-	OnWanted func()
-	// handedOver opens a kept workspace reserved for a handoff, whose
-	// handle was just claimed.
-	handedOver bool
-}
-
-// Register records what the session with this ID asks for; call it before
-// the session's first use.
-func (m *Manager) Register(id string, opts SessionOptions) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, made := m.sessions[id]; !made && !m.ended.has(id) {
-		m.options[id] = opts
-	}
 }
 
 // sessionProfile returns the profile a session starts with.
@@ -468,6 +439,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	if m.pool != nil {
 		wg.Go(func() { m.pool.Close(ctx) })
 	}
+	leaveRoamingOnClose(sessions)
 	for _, s := range sessions {
 		wg.Go(func() { s.end(ctx) })
 	}

@@ -27,6 +27,8 @@ const (
 	LabelHost = "io.wink-mcp.host"
 	// LabelWorkspace names the kept workspace a container works on.
 	LabelWorkspace = "io.wink-mcp.workspace"
+	// LabelRoaming names the roaming workspace a container is (roaming.go).
+	LabelRoaming = "io.wink-mcp.roaming"
 )
 
 // sessionHashLen is the number of hex digits of the session hash (64 bits).
@@ -67,6 +69,9 @@ func (s *Session) labels() map[string]string {
 	l := ownerLabels(s.m.inst, s.key)
 	if s.kept != nil {
 		l[LabelWorkspace] = s.kept.name
+	}
+	if s.roaming != nil {
+		l[LabelRoaming] = s.roaming.name
 	}
 	return l
 }

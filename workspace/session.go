@@ -47,6 +47,9 @@ type Session struct {
 	// kept, when set, is the kept workspace the session owns: its files
 	// and checkpoints outlive the session.
 	kept *keptWorkspace
+	// roaming, when set, is the engine's hold of the session's workspace,
+	// not kept, that any server may serve in turn (roaming.go).
+	roaming *roamingWorkspace
 	// containerQuota holds its container's memory and CPU limits against
 	// its principal's quota while the container exists; under mu, or
 	// before any call can find the session (a pooled one taken).

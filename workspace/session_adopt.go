@@ -37,12 +37,13 @@ const unadoptedWait = 2 * time.Minute
 // removed, and s makes its own.
 func adoptContainer(ctx context.Context, s *Session, spec engine.Spec, times *steps.Times) bool {
 	adopter, ok := s.m.eng.(engine.ContainerAdopter)
-	if !ok || s.kept == nil || s.kept.held == nil {
+	label, workspace, held := engineHold(s)
+	if !ok || held == nil {
 		return false
 	}
-	name, err := adopter.Adopt(ctx, LabelWorkspace, s.kept.name, spec.Labels)
+	name, err := adopter.Adopt(ctx, label, workspace, spec.Labels)
 	if err != nil {
-		s.m.log.Warn("adopting the kept workspace's container failed; making a new one", "session", s.who.hash(), "workspace", s.kept.name, "err", err)
+		s.m.log.Warn("adopting the workspace's container failed; making a new one", "session", s.who.hash(), "workspace", workspace, "err", err)
 		return false
 	}
 	if name == "" {
@@ -72,8 +73,7 @@ func adoptContainer(ctx context.Context, s *Session, spec engine.Spec, times *st
 // unadoptedWait, or before this server closes, is removed. The caller
 // holds the session's lock.
 func leaveForAdoption(s *Session) bool {
-	if _, ok := s.m.eng.(engine.ContainerAdopter); !ok || !s.created || s.kept == nil || s.kept.held == nil ||
-		s.kept.held.Wanted == nil || !s.kept.held.Wanted() {
+	if _, ok := s.m.eng.(engine.ContainerAdopter); !ok || !s.created || !leavesForNextServer(s) {
 		return false
 	}
 	s.dropChannelLocked()
@@ -82,66 +82,93 @@ func leaveForAdoption(s *Session) bool {
 	s.containerQuota = nil
 	s.jobs.ContainerGone()
 	logEvent(s.m.log, EventLeftForAdoption, s, time.Now())
-	s.m.leftForAdoption.add(s.m, s.name, s.key)
+	switch {
+	case s.roaming != nil && s.roaming.serverClosing.Load():
+		// Left as its server closes: the sweep keeps it while it awaits adoption.
+	case s.roaming != nil && s.roaming.handedOverUntil.Load() != 0:
+		// Handed over: it waits for the taker until the handoff expires,
+		// and for the sweep if this server closes first.
+		until := time.Unix(0, s.roaming.handedOverUntil.Load())
+		s.m.leftForAdoption.add(s.m, s.name, s.key, time.Until(until), true)
+	default:
+		s.m.leftForAdoption.add(s.m, s.name, s.key, unadoptedWait, false)
+	}
 	return true
 }
 
 // leftContainers are the containers this server left running for another
-// server to adopt, each removed after unadoptedWait if nobody did, or
-// when the server closes first: a server that ends leaves nothing behind
-// for a workspace nobody took. It is safe for concurrent use.
+// server to adopt, each removed after its wait if nobody did, or when the
+// server closes first (unless it stays for the sweep): a server that ends
+// leaves nothing behind for a workspace nobody took. It is safe for
+// concurrent use.
 type leftContainers struct {
-	mu     sync.Mutex
-	timers map[string]*time.Timer // by container name
-	keys   map[string]string      // the session key each was left with
+	mu   sync.Mutex
+	left map[string]*leftContainer // by container name
+}
+
+// leftContainer is one container of leftContainers.
+type leftContainer struct {
+	timer *time.Timer
+	key   string // the session key it was left with
+	// keepOnClose leaves it for the sweep when the server closes (a
+	// handed-over roaming workspace's: engine.ContainerAdopter
+	// AwaitsAdoption keeps it while its handoff waits).
+	keepOnClose bool
 }
 
 // add records the container name, left by the session key, and removes
-// it after unadoptedWait unless it was adopted.
-func (l *leftContainers) add(m *Manager, name, key string) {
+// it after wait unless it was adopted.
+func (l *leftContainers) add(m *Manager, name, key string, wait time.Duration, keepOnClose bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.timers == nil {
-		l.timers, l.keys = map[string]*time.Timer{}, map[string]string{}
+	if l.left == nil {
+		l.left = map[string]*leftContainer{}
 	}
-	if t := l.timers[name]; t != nil {
-		t.Stop()
+	if c := l.left[name]; c != nil {
+		c.timer.Stop()
 	}
-	l.keys[name] = key
-	l.timers[name] = time.AfterFunc(unadoptedWait, func() {
+	l.left[name] = &leftContainer{key: key, keepOnClose: keepOnClose, timer: time.AfterFunc(wait, func() {
 		if l.forget(name) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*m.cfg.APITimeout)
 			defer cancel()
 			removeUnadopted(ctx, m, name, key)
 		}
-	})
+	})}
+}
+
+// count returns how many containers wait.
+func (l *leftContainers) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.left)
 }
 
 // forget drops name's record, reporting whether it was still there.
 func (l *leftContainers) forget(name string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, ok := l.timers[name]; !ok {
+	c, ok := l.left[name]
+	if !ok {
 		return false
 	}
-	l.timers[name].Stop()
-	delete(l.timers, name)
-	delete(l.keys, name)
+	c.timer.Stop()
+	delete(l.left, name)
 	return true
 }
 
-// removeAll removes, now, every container still waiting to be adopted:
-// the server is closing, so no later timer would.
+// removeAll removes, now, every container still waiting to be adopted
+// but those kept for the sweep: the server is closing, so no later timer
+// would.
 func (l *leftContainers) removeAll(ctx context.Context, m *Manager) {
 	l.mu.Lock()
-	waiting := l.keys
-	for _, t := range l.timers {
-		t.Stop()
-	}
-	l.timers, l.keys = nil, nil
+	waiting := l.left
+	l.left = nil
 	l.mu.Unlock()
-	for name, key := range waiting {
-		removeUnadopted(ctx, m, name, key)
+	for name, c := range waiting {
+		c.timer.Stop()
+		if !c.keepOnClose {
+			removeUnadopted(ctx, m, name, c.key)
+		}
 	}
 }
 
@@ -171,7 +198,10 @@ func removeUnadopted(ctx context.Context, m *Manager, name, key string) {
 // stays until a later sweep can.
 func awaitsAdoption(ctx context.Context, m *Manager, labels map[string]string) bool {
 	adopter, ok := m.eng.(engine.ContainerAdopter)
-	name := labels[LabelWorkspace]
+	name, roaming := labels[LabelWorkspace], labels[LabelRoaming] != ""
+	if roaming {
+		name = labels[LabelRoaming]
+	}
 	if !ok || name == "" {
 		return false
 	}
@@ -179,7 +209,7 @@ func awaitsAdoption(ctx context.Context, m *Manager, labels map[string]string) b
 	if idle <= 0 {
 		idle = DefaultIdleTimeout
 	}
-	awaits, err := adopter.AwaitsAdoption(ctx, name, idle)
+	awaits, err := adopter.AwaitsAdoption(ctx, name, roaming, idle)
 	if err != nil {
 		m.log.Warn("asking whether a dead server's container awaits adoption; it stays until a later sweep", "workspace", name, "err", err)
 		return true

@@ -23,8 +23,8 @@ func TestCloseRemovesContainersLeftForAdoption(t *testing.T) {
 		{Name: "left-adopted", Labels: map[string]string{LabelManaged: "true", LabelInstance: "another-server", LabelSession: "key-elsewhere"}},
 	}
 	eng.mu.Unlock()
-	m.leftForAdoption.add(m, "left-unadopted", "key-a")
-	m.leftForAdoption.add(m, "left-adopted", "key-b")
+	m.leftForAdoption.add(m, "left-unadopted", "key-a", unadoptedWait, false)
+	m.leftForAdoption.add(m, "left-adopted", "key-b", unadoptedWait, false)
 
 	if err := m.Close(context.Background()); err != nil {
 		t.Fatal(err)

@@ -169,6 +169,14 @@ func (s *Session) end(ctx context.Context) {
 	case handedOver:
 		// Still a session's own: it goes with it, once its changes are exported.
 		s.handoffs.endHandedOverLocked(ctx)
+	case s.roaming != nil:
+		// Its container was removed or left for the next server; the
+		// lease goes, or stays for that server (engine.KeptAsk.Roaming).
+		s.deleteFilesLocked()
+		if err := removeAll(s.storeDir); err != nil {
+			s.m.log.Warn("deleting the session's checkpoints", "session", s.who.hash(), "err", err)
+		}
+		s.roaming.held.Release(ctx)
 	case s.kept != nil && s.kept.held != nil:
 		// Its files are on the engine's volume and its checkpoints in the
 		// shared checkpoint directory; what is here goes.

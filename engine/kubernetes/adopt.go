@@ -95,23 +95,28 @@ var _ engine.ContainerAdopter = (*Engine)(nil)
 // holder has to adopt the Pod a dead holder left.
 const adoptWindow = 2 * time.Minute
 
-// AwaitsAdoption reads the Lease of the kept workspace name
-// (awaitsAdoption says what it decides); a missing Lease awaits nothing.
-func (k keptWorkspaces) AwaitsAdoption(ctx context.Context, name string, idle time.Duration) (_ bool, err error) {
+// AwaitsAdoption reads the Lease of the kept workspace name (of the
+// roaming workspace name: roaming.go); awaitsAdoption says what it
+// decides. A missing Lease awaits nothing.
+func (k keptWorkspaces) AwaitsAdoption(ctx context.Context, name string, roaming bool, idle time.Duration) (_ bool, err error) {
 	e := k.e
 	client, c, end, err := e.call(ctx)
 	if err != nil {
 		return false, err
 	}
 	defer end(&err)
-	lease, err := client.CoordinationV1().Leases(e.opts.Namespace).Get(c, keptObjectName(name), metav1.GetOptions{})
+	leaseName := keptObjectName(name)
+	if roaming {
+		leaseName = roamingObjectName(name)
+	}
+	lease, err := client.CoordinationV1().Leases(e.opts.Namespace).Get(c, leaseName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("reading the Lease of kept workspace %q: %w", name, err)
+		return false, fmt.Errorf("reading the Lease %s of workspace %q: %w", leaseName, name, err)
 	}
-	return awaitsAdoption(lease, time.Now(), idle), nil
+	return awaitsAdoption(lease, time.Now(), idle) || roaming && liveHandoff(lease, time.Now()), nil
 }
 
 // awaitsAdoption decides whether a dead server's Pod on the kept

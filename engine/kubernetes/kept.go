@@ -67,6 +67,9 @@ func keptObjectName(name string) string {
 // takes its Lease (kept_lease.go) and records the use.
 func (k keptWorkspaces) HoldKept(ctx context.Context, ask engine.KeptAsk) (_ *engine.Held, err error) {
 	e := k.e
+	if ask.Roaming {
+		return k.holdRoaming(ctx, ask)
+	}
 	if ask.DiskBytes <= 0 {
 		return nil, fmt.Errorf("kept workspace %q: a PersistentVolumeClaim needs a size: set --disk-limit (or the profile's disk limit) above 0", ask.Name)
 	}
@@ -80,7 +83,7 @@ func (k keptWorkspaces) HoldKept(ctx context.Context, ask engine.KeptAsk) (_ *en
 	if err != nil {
 		return nil, err
 	}
-	lease, err := k.takeLease(ctx, client, name, ask)
+	lease, err := k.takeLease(ctx, client, name, ask, keptLeaseKind)
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,18 @@ const (
 	wantedPoll       = time.Second
 )
 
+// leaseKind says how takeLease makes a workspace's Lease when missing
+// (labels, annotations) and which found one it refuses (check, nil for
+// none): a kept workspace's (keptLeaseKind) or a roaming one's
+// (roamingLeaseKind).
+type leaseKind struct {
+	labels, annotations map[string]string
+	check               func(*coordinationv1.Lease) error
+}
+
+// keptLeaseKind is the Lease of a kept workspace; its claim is its record.
+var keptLeaseKind = leaseKind{labels: map[string]string{KeptLabel: "true"}}
+
 // keptLease is a Lease this server holds, renewed in the background.
 type keptLease struct {
 	e      *Engine
@@ -72,7 +84,7 @@ func liveHolder(l *coordinationv1.Lease, now time.Time) (string, time.Time) {
 // missing, takes it over when its holder's term has ended, and otherwise
 // refuses, naming the holder. A holder that has missed its renewals (a
 // killed server) is waited for until its term ends, within ctx.
-func (k keptWorkspaces) takeLease(ctx context.Context, client k8s.Interface, name string, ask engine.KeptAsk) (*keptLease, error) {
+func (k keptWorkspaces) takeLease(ctx context.Context, client k8s.Interface, name string, ask engine.KeptAsk, kind leaseKind) (*keptLease, error) {
 	e := k.e
 	leases := client.CoordinationV1().Leases(e.opts.Namespace)
 	for {
@@ -84,7 +96,10 @@ func (k keptWorkspaces) takeLease(ctx context.Context, client k8s.Interface, nam
 		switch {
 		case apierrors.IsNotFound(err):
 			_, err = leases.Create(c, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.opts.Namespace,
-				Labels: map[string]string{KeptLabel: "true"}}, Spec: mine}, metav1.CreateOptions{})
+				Labels: kind.labels, Annotations: kind.annotations}, Spec: mine}, metav1.CreateOptions{})
+		case err == nil && kind.check != nil && kind.check(got) != nil:
+			cancel()
+			return nil, kind.check(got)
 		case err == nil:
 			holder, until := liveHolder(got, now.Time)
 			if holder != "" && ask.OnWanted != nil {

@@ -205,8 +205,10 @@ func (e *Engine) InstanceAlive(ctx context.Context, instance string) (_ bool, er
 }
 
 // ForgetDeadInstances deletes the expired instance Leases, and those of
-// the instances known dead. Each delete of an expired one is conditional
-// on the version read, so a Lease renewed in the meantime stays.
+// the instances known dead, then the Leases of roaming workspaces idle
+// past their idle timeout (forgetIdleRoaming). Each delete of an expired
+// one is conditional on the version read, so a Lease renewed in the
+// meantime stays.
 func (e *Engine) ForgetDeadInstances(ctx context.Context, known []string) (_ []string, err error) {
 	client, c, end, err := e.call(ctx)
 	if err != nil {
@@ -232,5 +234,5 @@ func (e *Engine) ForgetDeadInstances(ctx context.Context, known []string) (_ []s
 		}
 		dead = append(dead, id)
 	}
-	return dead, nil
+	return dead, forgetIdleRoaming(c, e, client, now)
 }

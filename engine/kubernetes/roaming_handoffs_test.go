@@ -1,0 +1,116 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/wink-mcp/wink-mcp/engine"
+)
+
+// TestRoamingHandoffIsTakenOnce: a handoff recorded on a roaming
+// workspace's Lease (digests only) is refused to another principal and
+// once expired, and of a crowd of takers on two servers racing for it
+// exactly one gets it: its handle's record replaces the handoff's. A
+// record edited to another principal than the Lease's is refused. While
+// it waits, the Lease is kept (not idle) and its Pod awaits adoption.
+// (A crowd on a real API server: integration.TestKubernetesRoamingHandoff.)
+func TestRoamingHandoffIsTakenOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	client := fake.NewClientset()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, b := newWithClient(testOptions, client, log), newUnprobed(testOptions, client, log)
+	name := engine.NewRoamingName()
+	held, err := a.HoldKept(ctx, engine.KeptAsk{Name: name, Holder: "A", Principal: "p1", Roaming: true, Idle: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := "secret-handoff-token"
+	handoff := engine.HandoffRecord{Digest: engine.HandleDigest(token), Principal: "p1", Profile: "go", Expires: time.Now().Add(time.Hour)}
+	if err := a.PutHandoff(ctx, name, handoff); err != nil {
+		t.Fatal(err)
+	}
+	held.Release(ctx) // left for the taker: the Lease stays, with no holder
+	lease := getLease(t, client, roamingObjectName(name))
+	if lease.Spec.HolderIdentity != nil || strings.Contains(lease.Annotations[handoffAnnotation(handoff.Digest)], token) {
+		t.Fatalf("the Lease after the handoff: holder %v, annotations %v; want none, and never the token", lease.Spec.HolderIdentity, lease.Annotations)
+	}
+	later := time.Now().Add(2 * time.Minute)
+	if roamingIdle(lease, later) || !liveHandoff(lease, later) {
+		t.Error("a Lease with a handoff waiting was judged idle past its idle timeout")
+	}
+	if awaits, err := b.AwaitsAdoption(ctx, name, true, time.Nanosecond); err != nil || !awaits {
+		t.Errorf("the Pod of a workspace whose handoff waits: awaits adoption %v, %v; want true", awaits, err)
+	}
+	newHandle := func(i int) engine.HandleRecord {
+		return engine.HandleRecord{Digest: engine.HandleDigest("wsh_" + string(rune('a'+i))), Principal: "p1", Used: time.Now().UTC()}
+	}
+	other := newHandle(0)
+	other.Principal = "p2"
+	if _, err := b.TakeHandoff(ctx, handoff.Digest, "p2", other); !errors.Is(err, engine.ErrNoHandleRecord) {
+		t.Fatalf("another principal's take: %v; want ErrNoHandleRecord", err)
+	}
+	// The fake API server keeps no resourceVersions and serves one call
+	// at a time: this crowd checks that one record replaces the other;
+	// the race itself (takers that all read before any writes) is
+	// integration.TestKubernetesRoamingHandoff's, on a real API server.
+	const takers = 8
+	var wins atomic.Int32
+	var won engine.HandleRecord
+	var wg sync.WaitGroup
+	for i := range takers {
+		e := []*Engine{a, b}[i%2]
+		wg.Go(func() {
+			got, err := e.TakeHandoff(ctx, handoff.Digest, "p1", newHandle(i))
+			switch {
+			case err == nil:
+				wins.Add(1)
+				won = got
+			case !errors.Is(err, engine.ErrNoHandleRecord):
+				t.Errorf("taker %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d takers got the handoff; want exactly 1", wins.Load())
+	}
+	if won.Workspace != name || !won.Roaming || won.Profile != "go" {
+		t.Errorf("the taken handle's record: %+v; want roaming workspace %s, profile go", won, name)
+	}
+	if taken := getLease(t, client, roamingObjectName(name)); !taken.Spec.RenewTime.After(lease.Spec.RenewTime.Time) {
+		t.Errorf("the take did not start the Lease's idle time again: renewed %v, before %v", taken.Spec.RenewTime, lease.Spec.RenewTime)
+	}
+	if got, err := a.FindHandle(ctx, won.Digest); err != nil || got.Workspace != name {
+		t.Errorf("the taker's handle is not found on the Lease: %+v, %v", got, err)
+	}
+	if _, err := a.TakeHandoff(ctx, handoff.Digest, "p1", newHandle(9)); !errors.Is(err, engine.ErrNoHandleRecord) {
+		t.Errorf("a second use: %v; want ErrNoHandleRecord", err)
+	}
+
+	expired := engine.HandoffRecord{Digest: engine.HandleDigest("expired"), Principal: "p1", Expires: time.Now().Add(-time.Second)}
+	edited := engine.HandoffRecord{Digest: engine.HandleDigest("edited"), Principal: "p2", Expires: time.Now().Add(time.Hour)}
+	for _, rec := range []engine.HandoffRecord{expired, edited} {
+		if err := a.PutHandoff(ctx, name, rec); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{"p1", "p2"} {
+			if _, err := b.TakeHandoff(ctx, rec.Digest, p, newHandle(10)); !errors.Is(err, engine.ErrNoHandleRecord) {
+				t.Errorf("handoff %+v taken by %s: %v; want ErrNoHandleRecord", rec, p, err)
+			}
+		}
+	}
+	if leases, _ := client.CoordinationV1().Leases("wink").List(ctx, metav1.ListOptions{}); len(leases.Items) != 1 {
+		t.Errorf("%d Leases; want the roaming workspace's one", len(leases.Items))
+	}
+}

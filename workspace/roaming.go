@@ -1,0 +1,157 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/engine"
+	"github.com/wink-mcp/wink-mcp/workspace/keep"
+)
+
+// A roaming workspace is a session's own workspace, not kept, that any
+// server may serve in turn (SessionOptions.Roaming: a 2026-07-28
+// handle's, on an engine whose containers every server drives:
+// Kubernetes). The engine holds it by its lease alone (no volume:
+// engine.KeptAsk.Roaming); its container is labelled LabelRoaming with
+// its name, and moves between servers as a kept workspace's does
+// (session_adopt.go): the holder asked for it closes its channel and
+// leaves the container running, the next adopts it. Its files and running
+// jobs go with the container; its checkpoints stay in this server's
+// cache directory and go with the session. A server that closes leaves
+// the containers of its roaming workspaces for the next server
+// (serverClosing), as one killed does; its sweep keeps a dead server's
+// container while the workspace's lease was renewed within the idle
+// timeout (awaitsAdoption).
+
+// errRoamingNeedsAdopter refuses a roaming workspace on an engine whose
+// containers only one server drives.
+var errRoamingNeedsAdopter = errors.New("a workspace any server may serve in turn needs an engine whose containers every server drives (Kubernetes)")
+
+// leaveRoamingOnClose marks the roaming workspaces of sessions, which
+// the closing server is about to end, as left for the next server.
+func leaveRoamingOnClose(sessions map[string]*Session) {
+	for _, s := range sessions {
+		if s.roaming != nil {
+			s.roaming.serverClosing.Store(true)
+		}
+	}
+}
+
+// roamingWorkspace is the engine's hold of a session's roaming workspace.
+type roamingWorkspace struct {
+	name string
+	held *engine.Held
+	// serverClosing is set when the server closes: the container stays
+	// for the next server rather than being removed.
+	serverClosing atomic.Bool
+	// handedOverUntil, when not 0, is when the handoff of the workspace
+	// expires (UnixNano): its container waits for the taker until then.
+	handedOverUntil atomic.Int64
+}
+
+// holdRoaming takes the roaming workspace opts names from store, the
+// manager's engine, for the session hash.
+func holdRoaming(m *Manager, store engine.KeptStore, hash string, opts SessionOptions) (*engine.Held, error) {
+	if _, adopts := m.eng.(engine.ContainerAdopter); store == nil || !adopts || !m.cfg.FilesOnEngineHost {
+		return nil, errRoamingNeedsAdopter
+	}
+	idle := m.cfg.IdleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*m.cfg.APITimeout+keptHoldWait*1e9)
+	defer cancel()
+	return store.HoldKept(ctx, engine.KeptAsk{
+		Name:      opts.Roaming,
+		Holder:    holderName(m, hash),
+		Gone:      m.inst.holderGone,
+		Principal: opts.Principal,
+		OnWanted:  opts.OnWanted,
+		Roaming:   true,
+		Idle:      idle,
+	})
+}
+
+// engineHold returns the label that names the workspace the engine holds
+// for s (a kept workspace's, or a roaming one's), its value and the hold;
+// a nil hold when the engine holds none.
+func engineHold(s *Session) (label, name string, held *engine.Held) {
+	switch {
+	case s.roaming != nil:
+		return LabelRoaming, s.roaming.name, s.roaming.held
+	case s.kept != nil && s.kept.held != nil:
+		return LabelWorkspace, s.kept.name, s.kept.held
+	}
+	return "", "", nil
+}
+
+// leavesForNextServer reports whether s, ending, leaves its container for
+// another server: asked for it (engine.Held.Wanted), or a roaming
+// workspace's as its server closes or once handed over.
+func leavesForNextServer(s *Session) bool {
+	_, _, held := engineHold(s)
+	switch {
+	case held == nil:
+		return false
+	case s.roaming != nil && (s.roaming.serverClosing.Load() || s.roaming.handedOverUntil.Load() != 0):
+		return true
+	}
+	return held.Wanted != nil && held.Wanted()
+}
+
+// handOverRoaming is handoffs.Handoff for a session with a roaming
+// workspace: the handoff is recorded where every server finds it
+// (engine.RoamingHandoffs), the session goes on with a fresh, empty
+// workspace of this server's, and the roaming one's container is left
+// running, its lease let go, for whichever server the handle is given to
+// (or removed by this server once the handoff expires untaken).
+func handOverRoaming(ctx context.Context, h *handoffs, ttl time.Duration) (Handoff, error) {
+	s, m := h.s, h.s.m
+	store, ok := m.eng.(engine.RoamingHandoffs)
+	if !ok {
+		return Handoff{}, errors.New("this engine cannot hand over a workspace any server may serve")
+	}
+	if s.checkpoints.HasCheckpoints() {
+		return Handoff{}, errors.New("this workspace has checkpoints, which stay in this server's cache while the workspace may go to any replica: " +
+			"restore or delete them (workspace_checkpoint_delete) before handing it over, or keep the workspace (workspace_open with `name`)")
+	}
+	ho := Handoff{Handle: keep.NewHandle(), Expires: time.Now().Add(ttl).UTC(), KeptContainer: true}
+	fresh := m.newSession(s.who.id(), newWarmKey())
+	fresh.who.serve(s.who.id(), s.who.hash())
+	fresh.principal, fresh.stdio = s.principal, s.stdio
+	fresh.handoffs.useMeter(h.egressMeter())
+	m.mu.Lock()
+	if m.parkLimit != nil {
+		// Counted with those parked here, under one lock: a crowd of
+		// handoffs cannot leave more running containers than the server
+		// would park.
+		if err := m.parkLimit(len(m.parked) + m.parking + m.leftForAdoption.count()); err != nil {
+			m.mu.Unlock()
+			return Handoff{}, err
+		}
+	}
+	m.parking++
+	m.mu.Unlock()
+	// Not under m.mu: an API call. A record whose session ends meanwhile
+	// names a handle nobody was given, and goes when it expires.
+	rec := engine.HandoffRecord{Digest: engine.HandleDigest(ho.Handle), Principal: s.principal, Profile: profileName(s.profile), Expires: ho.Expires}
+	err := store.PutHandoff(ctx, s.roaming.name, rec)
+	m.mu.Lock()
+	m.parking--
+	switch {
+	case err != nil:
+		m.mu.Unlock()
+		return Handoff{}, err
+	case m.closed || m.sessions[s.who.id()] != s:
+		m.mu.Unlock()
+		return Handoff{}, ErrSessionEnded
+	}
+	m.sessions[s.who.id()] = fresh
+	m.mu.Unlock()
+	s.roaming.handedOverUntil.Store(ho.Expires.UnixNano())
+	s.end(ctx)
+	m.log.Info("workspace handed over", "event", "handoff", "session", s.who.hash(), "container", s.name, "roaming", true, "expires", ho.Expires)
+	return ho, nil
+}
