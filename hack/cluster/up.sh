@@ -140,10 +140,13 @@ write_configs() {
 		# The imported images cannot be pulled again: never collect them.
 		imageGCHighThresholdPercent: 100
 		imageGCLowThresholdPercent: 99
+		# The disk is the machine's, shared with Podman and the builds: at the
+		# default 5% (12 GB of a 250 GB disk) the kubelet evicted the
+		# imported pause image while gigabytes were still free.
 		evictionHard:
 		  memory.available: 100Mi
-		  nodefs.available: 5%
-		  imagefs.available: 5%
+		  nodefs.available: 2Gi
+		  imagefs.available: 2Gi
 	YAML
 }
 
