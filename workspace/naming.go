@@ -68,6 +68,9 @@ func (s *Session) labels() map[string]string {
 	if s.kept != nil {
 		l[LabelWorkspace] = s.kept.name
 	}
+	if s.serviceOf != "" {
+		l[LabelServiceOf] = s.serviceOf
+	}
 	return l
 }
 

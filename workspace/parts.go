@@ -17,5 +17,6 @@ func (s *Session) Parts() []any {
 		s.handoffs,
 		s.profileSwitch,
 		s.egressPolicy,
+		s.services,
 	}
 }

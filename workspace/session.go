@@ -21,6 +21,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/workspace/folders"
 	"github.com/wink-mcp/wink-mcp/workspace/jobs"
 	"github.com/wink-mcp/wink-mcp/workspace/ports"
+	"github.com/wink-mcp/wink-mcp/workspace/services"
 	"github.com/wink-mcp/wink-mcp/workspace/touched"
 	"github.com/wink-mcp/wink-mcp/workspace/watch"
 )
@@ -141,6 +142,11 @@ type Session struct {
 	// folders shows what the session changed in its mounted host folders
 	// (package folders).
 	folders *folders.Part
+	// services are the containers beside this one (package services);
+	// serviceOf, in a service's own session, is its workspace's key.
+	services  *services.Room
+	serviceOf string
+
 	// ranCommands says a command ran, so the files may hold more than the
 	// tools wrote.
 	ranCommands atomic.Bool

@@ -43,6 +43,7 @@ func (s *Session) removeLocked(ctx context.Context) error {
 		return nil
 	}
 	s.jobs.StopAll(ctx, s.client)
+	s.services.Reset(ctx) // the listeners on their ports go with the container
 	err := s.m.eng.Remove(ctx, s.name)
 	s.dropChannelLocked()
 	if err != nil {
@@ -131,6 +132,7 @@ func (s *Session) end(ctx context.Context) {
 	}
 	start := time.Now()
 	had := s.created
+	s.services.Close(ctx)
 	// A pooled container no session took holds nobody's work; a
 	// handed-over workspace exports by its own marker, once its container
 	// is gone (endHandedOverLocked).

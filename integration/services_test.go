@@ -1,0 +1,225 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/tools"
+)
+
+// servicesProfile installs Redis from Debian's packages, server and
+// client, in one profile: the workspace runs redis-cli, its service
+// redis-server. The file's path is fixed so that its image, built once,
+// is reused by later runs (a profile's image key includes its file).
+const servicesProfile = `profiles:
+  svc-redis:
+    description: Redis from Debian, for services
+    image: PY_IMAGE
+    setup:
+      - apt-get update && apt-get install -y --no-install-recommends redis-server redis-tools && rm -rf /var/lib/apt/lists/*
+    egress:
+      setup: ["${APT_MIRROR_HOST}"]
+    limits: {disk: 96m}
+`
+
+// servicesProfileFile writes servicesProfile at its fixed path.
+func servicesProfileFile(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(os.TempDir(), "wink-mcp-services-test")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "profiles.yaml")
+	text := strings.ReplaceAll(servicesProfile, "PY_IMAGE", pythonImage)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// startService calls workspace_service start and decodes its result.
+func (p *proc) startService(args map[string]any) (tools.WorkspaceServiceResult, string, bool) {
+	p.t.Helper()
+	args["action"] = "start"
+	res := p.call("workspace_service", args)
+	var out tools.WorkspaceServiceResult
+	if !res.IsError {
+		decodeStructured(p.t, res, &out)
+	}
+	return out, textOf(res), res.IsError
+}
+
+// redisService is a Redis service on port, ready when the port answers.
+func redisService(name string, port int) map[string]any {
+	return map[string]any{"name": name, "profile": "svc-redis", "ports": []int{port}, "ready_port": port,
+		"command": []string{"redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}}
+}
+
+// TestServicesBesideTheWorkspace runs Redis services beside two
+// workspaces of one HTTP server: each workspace reaches its own at
+// 127.0.0.1:PORT with redis-cli, and never the other's (same name, same
+// port); the service's container has the workspace's hardening and no
+// network; a service that never becomes ready is reported with its last
+// log lines and removed; one that floods its log stays within its disk;
+// ports and names outside the workspace are refused; nothing is left
+// after the sessions end.
+func TestServicesBesideTheWorkspace(t *testing.T) {
+	file := servicesProfileFile(t)
+	p := start(t, startOptions{transport: "http", image: pythonImage,
+		args: []string{"--profiles", file, "--profile", "svc-redis", "--warm", "0"},
+		env:  []string{"APT_MIRROR_HOST=" + aptMirrorHost(t)}})
+	a, b := p.sibling(nil, ""), p.sibling(nil, "")
+
+	begin := time.Now()
+	started, text, failed := a.startService(redisService("cache", 6379))
+	if failed {
+		t.Fatalf("starting Redis beside workspace a: %s", text)
+	}
+	t.Logf("Redis service ready in %d ms (%s with the profile's build, if it was not cached)", started.Service.ReadyMS, time.Since(begin))
+	if _, text, failed := b.startService(redisService("cache", 6379)); failed {
+		t.Fatalf("starting Redis beside workspace b: %s", text)
+	}
+
+	// Each workspace reaches its own service, by raw TCP on its loopback.
+	out := a.run("sh", "-c", "redis-cli -p 6379 set owner a && redis-cli -p 6379 incr n && redis-cli -p 6379 incr n && redis-cli -h 127.0.0.1 -p 6379 get owner")
+	if got := strings.Fields(out.Stdout); strings.Join(got, " ") != "OK 1 2 a" {
+		t.Errorf("redis-cli in workspace a: %q %q", out.Stdout, out.Stderr)
+	}
+	out = b.run("sh", "-c", "redis-cli -p 6379 get owner; redis-cli -p 6379 set owner b; redis-cli -p 6379 get n")
+	if got := strings.Fields(out.Stdout); strings.Join(got, " ") != "OK" {
+		t.Errorf("workspace b sees a's data, or its own service failed: %q %q", out.Stdout, out.Stderr)
+	}
+	if out := a.run("redis-cli", "-p", "6379", "get", "owner"); strings.TrimSpace(out.Stdout) != "a" {
+		t.Errorf("workspace a's service after b wrote to its own: %q", out.Stdout)
+	}
+
+	// A small test suite against the service, in Python over a raw socket.
+	suite := `import socket, sys
+def cmd(*args):
+    s = socket.create_connection(("127.0.0.1", 6379), timeout=5)
+    s.sendall(("*%d\r\n" % len(args) + "".join("$%d\r\n%s\r\n" % (len(a), a) for a in args)).encode())
+    r = s.recv(4096).decode(); s.close(); return r
+assert cmd("PING") == "+PONG\r\n", cmd("PING")
+assert cmd("RPUSH", "q", "x") == ":1\r\n"
+assert cmd("LPOP", "q") == "$1\r\nx\r\n"
+print("suite passed")
+`
+	if out := a.shell(map[string]any{"command": []string{"python3", "-c", suite}}); strings.TrimSpace(out.Stdout) != "suite passed" {
+		t.Errorf("the test suite against the service: %q %q", out.Stdout, out.Stderr)
+	}
+
+	// The service's container: the workspace's hardening, no network.
+	svc := started.Service.Container
+	got, err := podman(t, "inspect", "--format", "{{.HostConfig.NetworkMode}} {{.HostConfig.CapAdd}} {{.Config.User}} {{.HostConfig.Memory}} {{.HostConfig.PidsLimit}} {{index .Config.Labels \"io.wink-mcp.service-of\"}}", svc)
+	fields := strings.Fields(got)
+	if err != nil || len(fields) != 6 || fields[0] != "none" || fields[1] != "[]" || strings.HasPrefix(fields[2], "0:") || fields[2] == "" ||
+		fields[3] == "0" || fields[4] == "0" || fields[5] == "" {
+		t.Errorf("service container %s: %q %v; want network none, no capabilities, a non-root user, limits, the service label", svc, got, err)
+	}
+	if caps, _ := podman(t, "exec", svc, "grep", "CapEff", "/proc/1/status"); !strings.Contains(caps, "0000000000000000") {
+		t.Errorf("service's effective capabilities: %q", caps)
+	}
+	if links, _ := podman(t, "exec", svc, "ls", "/sys/class/net"); strings.TrimSpace(links) != "lo" {
+		t.Errorf("service's network devices: %q; want only lo", links)
+	}
+
+	// What the model may not open: ports outside the range, the proxy's
+	// port, a name that is no service, a port the service did not declare.
+	for _, c := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"name": "ssh", "profile": "svc-redis", "command": []string{"true"}, "ports": []int{22}}, "ports[0]: 22 is outside 1024-65535"},
+		{map[string]any{"name": "proxy", "profile": "svc-redis", "command": []string{"true"}, "ports": []int{3128}}, "egress proxy port"},
+		{map[string]any{"name": "dup", "profile": "svc-redis", "command": []string{"true"}, "ports": []int{6379}, "ready_port": 6379}, "ports: 6379 is already service cache's port"},
+		{map[string]any{"name": "Bad_Name", "profile": "svc-redis", "command": []string{"true"}, "ports": []int{7000}, "ready_port": 7000}, "name: \"Bad_Name\" is not a service name"},
+		{map[string]any{"name": "nope", "profile": "no-such", "command": []string{"true"}, "ports": []int{7000}, "ready_port": 7000}, "profile: profile \"no-such\" does not exist"},
+		{map[string]any{"name": "x", "profile": "svc-redis", "command": []string{"true"}, "ports": []int{7000}, "ready_port": 7001}, "ready.port: 7001 is not one of the service's ports"},
+		{map[string]any{"name": "x", "profile": "svc-redis", "command": []string{"true"}, "ports": []int{7000}, "host": "10.0.0.1"}, "host"},
+	} {
+		if _, text, failed := a.startService(c.args); !failed || !strings.Contains(text, c.want) {
+			t.Errorf("start %v: %q; want a tool error with %q", c.args, text, c.want)
+		}
+	}
+	forged := `import socket
+for line in ["wink-service cache 6380\n", "wink-service other 6379\n", "wink-service ../cache 6379\n"]:
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+    s.sendall(line.encode()); print(s.recv(200).decode().strip()); s.close()
+`
+	out = a.shell(map[string]any{"command": []string{"python3", "-c", forged}})
+	lines := strings.Split(strings.TrimSpace(out.Stdout), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "serves ports [6379], not 6380") || !strings.Contains(lines[1], "no such service \"other\"") ||
+		!strings.Contains(lines[2], "no such service") {
+		t.Errorf("forged service requests on the tunnel: %q %q; want each refused", out.Stdout, out.Stderr)
+	}
+
+	// A service that never becomes ready is reported, with its log, and removed.
+	begin = time.Now()
+	_, text, failed = a.startService(map[string]any{"name": "never", "profile": "svc-redis", "ports": []int{7000}, "ready_port": 7000,
+		"ready_timeout_seconds": 3, "command": []string{"sh", "-c", "echo warming-up-forever; sleep 600"}})
+	if !failed || !strings.Contains(text, "was not ready (port 7000 accepting a connection) within 3s") || !strings.Contains(text, "warming-up-forever") {
+		t.Errorf("a service that never becomes ready: %q", text)
+	}
+	if took := time.Since(begin); took > 90*time.Second {
+		t.Errorf("the refusal of a service that never became ready took %s", took)
+	}
+	_, text, failed = a.startService(map[string]any{"name": "crash", "profile": "svc-redis", "ports": []int{7000}, "ready_port": 7000,
+		"command": []string{"sh", "-c", "echo bad config >&2; exit 3"}})
+	if !failed || !strings.Contains(text, "ended (exit code 3) before it was ready") || !strings.Contains(text, "bad config") {
+		t.Errorf("a service whose command fails: %q", text)
+	}
+
+	// A service that floods its log: bounded by its own disk, the workspace unharmed.
+	if _, text, failed := a.startService(map[string]any{"name": "flood", "profile": "svc-redis", "ports": []int{7001}, "ready_port": 7001,
+		"command": []string{"sh", "-c", "yes flood-line-of-some-length-to-fill-the-disk & exec python3 -m http.server 7001 --bind 127.0.0.1"}}); failed {
+		t.Fatalf("starting the flooding service: %s", text)
+	}
+	var logs tools.WorkspaceServiceResult
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		res := a.call("workspace_service", map[string]any{"action": "logs", "name": "flood", "limit": 64})
+		if res.IsError {
+			t.Fatalf("logs: %s", textOf(res))
+		}
+		decodeStructured(t, res, &logs)
+		if logs.Dropped > 0 {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if logs.Dropped == 0 || logs.Total > 96<<20 || !strings.HasPrefix(logs.Data, "flood-line") {
+		t.Errorf("flooding service's log: total %d, dropped %d, page %q; want it bounded by its 96 MB disk", logs.Total, logs.Dropped, logs.Data)
+	}
+	if out := a.run("sh", "-c", "echo fine > f && cat f && redis-cli -p 6379 get owner"); strings.Join(strings.Fields(out.Stdout), " ") != "fine a" {
+		t.Errorf("workspace a beside the flooding service: %q %q", out.Stdout, out.Stderr)
+	}
+	res := a.call("workspace_service", map[string]any{"action": "list"})
+	if text := textOf(res); res.IsError || !strings.Contains(text, "cache (profile svc-redis): running, at 127.0.0.1:6379") || !strings.Contains(text, "flood") {
+		t.Errorf("list: %s", text)
+	}
+	if res := a.call("workspace_service", map[string]any{"action": "stop", "name": "flood"}); res.IsError {
+		t.Errorf("stop: %s", textOf(res))
+	}
+	if res := a.call("workspace_service", map[string]any{"action": "logs", "name": "flood"}); !res.IsError || !strings.Contains(textOf(res), "no such service \"flood\": the workspace has cache") {
+		t.Errorf("logs of a stopped service: %s", textOf(res))
+	}
+
+	// The services end with their sessions: nothing is left.
+	a.endSession()
+	b.endSession()
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		left, err := podman(t, "ps", "-a", "--filter", "label=io.wink-mcp.service-of", "--filter", "name="+p.prefix, "--format", "{{.Names}}")
+		if err == nil && strings.TrimSpace(left) == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("service containers left after the sessions ended: %q %v", left, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
