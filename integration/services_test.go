@@ -223,3 +223,55 @@ for line in ["wink-service cache 6380\n", "wink-service other 6379\n", "wink-ser
 		time.Sleep(500 * time.Millisecond)
 	}
 }
+
+// TestServicesCountInQuotasAndGoWithADeadServer: a service's container
+// counts in its principal's --quota-memory like a workspace's (a second
+// service past it is refused, naming the quota); stopping one gives its
+// share back; and when the server is killed, the next server's orphan
+// sweep removes the services' containers with the workspace's.
+func TestServicesCountInQuotasAndGoWithADeadServer(t *testing.T) {
+	file := servicesProfileFile(t)
+	tokenFile := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokenFile, []byte(testToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts := startOptions{transport: "http", image: pythonImage, env: []string{"APT_MIRROR_HOST=" + aptMirrorHost(t)},
+		args: []string{"--profiles", file, "--profile", "svc-redis", "--warm", "0", "--auth-token-file", tokenFile,
+			"--memory", "256m", "--quota-memory", "512m"}}
+	p := launch(t, opts)
+	p.connect(map[string]string{"Authorization": "Bearer " + testToken})
+	workspace := p.container()
+	first, text, failed := p.startService(redisService("one", 6379))
+	if failed {
+		t.Fatalf("the first service, within the quota: %s", text)
+	}
+	if _, text, failed := p.startService(redisService("two", 6380)); !failed || !strings.Contains(text, "memory quota") || !strings.Contains(text, "--quota-memory") {
+		t.Errorf("a service past the principal's memory quota: %q; want the quota's refusal", text)
+	}
+	if res := p.call("workspace_service", map[string]any{"action": "stop", "name": "one"}); res.IsError {
+		t.Fatalf("stop: %s", textOf(res))
+	}
+	if containerExists(t, first.Service.Container) {
+		t.Errorf("service container %s still exists after stop", first.Service.Container)
+	}
+	second, text, failed := p.startService(redisService("two", 6380))
+	if failed {
+		t.Fatalf("a service once the first gave its share back: %s", text)
+	}
+	if out := p.run("redis-cli", "-p", "6380", "ping"); strings.TrimSpace(out.Stdout) != "PONG" {
+		t.Errorf("redis-cli against the second service: %q %q", out.Stdout, out.Stderr)
+	}
+
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p.waitExit(10 * time.Second)
+	opts.cache = p.cache
+	next := launch(t, opts)
+	next.waitLog(30*time.Second, "orphan sweep done", nil)
+	for _, name := range []string{workspace, second.Service.Container} {
+		if containerExists(t, name) {
+			t.Errorf("%s survived the dead server's sweep", name)
+		}
+	}
+}
