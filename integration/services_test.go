@@ -29,12 +29,19 @@ const servicesProfile = `profiles:
 // servicesProfileFile writes servicesProfile at its fixed path.
 func servicesProfileFile(t *testing.T) string {
 	t.Helper()
+	return writeServicesProfile(t, "profiles.yaml", servicesProfile)
+}
+
+// writeServicesProfile writes text, its images named, at a fixed path
+// anyone may read.
+func writeServicesProfile(t *testing.T, name, text string) string {
+	t.Helper()
 	dir := filepath.Join(os.TempDir(), "wink-mcp-services-test")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "profiles.yaml")
-	text := strings.ReplaceAll(servicesProfile, "PY_IMAGE", pythonImage)
+	path := filepath.Join(dir, name)
+	text = strings.ReplaceAll(text, "PY_IMAGE", pythonImage)
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -273,5 +280,31 @@ func TestServicesCountInQuotasAndGoWithADeadServer(t *testing.T) {
 		if containerExists(t, name) {
 			t.Errorf("%s survived the dead server's sweep", name)
 		}
+	}
+}
+
+// TestRootlessServices: under rootless Podman a Redis service runs beside
+// the workspace (a profile without a disk limit, which rootless Podman
+// cannot mount), the workspace reaches it, the service has no network
+// device, and nothing is left once the session ends.
+func TestRootlessServices(t *testing.T) {
+	u := needRootless(t)
+	text := strings.Replace(servicesProfile, "    limits: {disk: 96m}\n", "", 1)
+	file := writeServicesProfile(t, "rootless.yaml", text)
+	p := start(t, startOptions{as: u, image: pythonImage, env: append(u.shellEnv(t), "APT_MIRROR_HOST="+aptMirrorHost(t)),
+		args: append([]string{"--profiles", file, "--profile", "svc-redis"}, rootlessArgs...)})
+	started, text, failed := p.startService(redisService("cache", 6379))
+	if failed {
+		t.Fatalf("starting Redis under rootless Podman: %s", text)
+	}
+	if out := p.run("sh", "-c", "redis-cli -p 6379 set k rootless && redis-cli -p 6379 get k"); strings.Join(strings.Fields(out.Stdout), " ") != "OK rootless" {
+		t.Errorf("redis-cli under rootless Podman: %q %q", out.Stdout, out.Stderr)
+	}
+	if got, err := u.podman("inspect", "--format", "{{.HostConfig.NetworkMode}} {{.HostConfig.CapAdd}}", started.Service.Container); err != nil || strings.TrimSpace(got) != "none []" {
+		t.Errorf("rootless service container: %q %v; want no network and no capabilities", got, err)
+	}
+	p.endSession()
+	if left := u.containersNamed(t, p.prefix); len(left) > 0 {
+		t.Errorf("containers left: %v", left)
 	}
 }

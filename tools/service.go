@@ -176,9 +176,9 @@ func WorkspaceService(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"then reachable as raw TCP at 127.0.0.1:PORT inside the workspace, and from nowhere else: it has no network of its own " +
 			"and sees neither the workspace's files nor other workspaces. logs pages its output as job action=output does; stop " +
 			"ends it and deletes its data. Up to 4 services; they count in the server's quotas, and end with the session, with " +
-			"the workspace's container (idle, reset, profile restart). A checkpoint holds the workspace's files only, never a " +
+			"the workspace's container (idle, podman_shell stop, a profile restart). A checkpoint holds the workspace's files only, never a " +
 			"service's data.",
-		annotations: annotate(false, false, false),
+		annotations: annotate(false, true, false), // stop deletes the service's data
 		handle:      runService,
 	})
 }

@@ -364,9 +364,20 @@ func (r *Room) unknownLocked(name string) error {
 }
 
 // Close ends every service, for good: the workspace ended.
-func (r *Room) Close(ctx context.Context) {
+func (r *Room) Close(ctx context.Context) { r.endAll(ctx, true) }
+
+// Reset ends every service but leaves the room open: the workspace's
+// container went (idle, stop, a profile restart), and with it the
+// listeners on its ports.
+func (r *Room) Reset(ctx context.Context) { r.endAll(ctx, false) }
+
+// endAll ends every running service at once and, with closing, every
+// later Start.
+func (r *Room) endAll(ctx context.Context, closing bool) {
 	r.mu.Lock()
-	r.closed = true
+	if closing {
+		r.closed = true
+	}
 	var all []*service
 	for name, svc := range r.byName {
 		if svc != nil {
@@ -381,18 +392,6 @@ func (r *Room) Close(ctx context.Context) {
 	}
 	wg.Wait()
 	if len(all) > 0 {
-		r.d.Log.Info("services ended with their workspace", "event", "services_ended", "session", r.d.Session(), "count", len(all))
+		r.d.Log.Info("services ended with their workspace's container", "event", "services_ended", "session", r.d.Session(), "count", len(all))
 	}
-}
-
-// Reset ends every service but leaves the room open: the workspace's
-// container went (idle, reset), and with it the listeners on its ports.
-func (r *Room) Reset(ctx context.Context) {
-	r.mu.Lock()
-	closed := r.closed
-	r.mu.Unlock()
-	r.Close(ctx)
-	r.mu.Lock()
-	r.closed = closed
-	r.mu.Unlock()
 }
