@@ -308,3 +308,51 @@ func TestRootlessServices(t *testing.T) {
 		t.Errorf("containers left: %v", left)
 	}
 }
+
+// postgresProfile installs PostgreSQL from Debian's packages (server and
+// psql); its service runs initdb and postgres as the workspace's non-root
+// user on the service's own /workspace.
+const postgresProfile = `profiles:
+  svc-postgres:
+    description: PostgreSQL from Debian, for services
+    image: PY_IMAGE
+    setup:
+      - apt-get update && apt-get install -y --no-install-recommends postgresql && rm -rf /var/lib/apt/lists/*
+    egress:
+      setup: ["${APT_MIRROR_HOST}"]
+`
+
+// TestPostgresServiceBesideTheWorkspace: a PostgreSQL service, ready when
+// pg_isready says so (the command check), and a small SQL test suite the
+// workspace runs with psql against it.
+func TestPostgresServiceBesideTheWorkspace(t *testing.T) {
+	file := writeServicesProfile(t, "postgres.yaml", postgresProfile)
+	p := start(t, startOptions{image: pythonImage, env: []string{"APT_MIRROR_HOST=" + aptMirrorHost(t)},
+		args: []string{"--profiles", file, "--profile", "svc-postgres", "--warm", "0"}})
+	bin := "/usr/lib/postgresql/15/bin"
+	started, text, failed := p.startService(map[string]any{"name": "db", "profile": "svc-postgres", "ports": []int{5432},
+		"command": []string{"sh", "-c", bin + "/initdb -D /workspace/pg -U postgres --auth=trust >/dev/null && exec " + bin +
+			"/postgres -D /workspace/pg -k /tmp -h 127.0.0.1 -p 5432"},
+		"ready_command": []string{"pg_isready", "-h", "127.0.0.1", "-p", "5432"}, "ready_timeout_seconds": 120})
+	if failed {
+		t.Fatalf("starting PostgreSQL: %s", text)
+	}
+	t.Logf("PostgreSQL ready in %d ms", started.Service.ReadyMS)
+	suite := `\set ON_ERROR_STOP on
+CREATE TABLE items (id serial PRIMARY KEY, name text NOT NULL, price numeric NOT NULL);
+INSERT INTO items (name, price) VALUES ('a', 1.50), ('b', 2.25), ('c', 3.00);
+DO $$ BEGIN
+  ASSERT (SELECT count(*) FROM items) = 3, 'three rows';
+  ASSERT (SELECT sum(price) FROM items) = 6.75, 'their sum';
+  ASSERT (SELECT current_user) = 'postgres', 'the role initdb made';
+END $$;
+SELECT 'suite passed';
+`
+	out := p.shell(map[string]any{"command": []string{"psql", "-h", "127.0.0.1", "-U", "postgres", "-tA", "-f", "-"}, "stdin": suite})
+	if !strings.Contains(out.Stdout, "suite passed") || out.ExitCode != 0 {
+		t.Errorf("the SQL suite through psql: exit %d %q %q", out.ExitCode, out.Stdout, out.Stderr)
+	}
+	if uid, err := podman(t, "exec", started.Service.Container, "sh", "-c", "stat -c %u /workspace/pg && id -u"); strings.Join(strings.Fields(uid), " ") != "65534 65534" {
+		t.Errorf("PostgreSQL's data and process: uids %q %v; want the workspace's non-root 65534", uid, err)
+	}
+}

@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/yamux"
@@ -81,10 +82,14 @@ func (c serviceContainer) JobOutput(ctx context.Context, req wire.JobOutputArgs)
 	return c.s.jobs.JobOutput(ctx, req)
 }
 
-func (c serviceContainer) Run(ctx context.Context, argv []string, timeout time.Duration) (int, error) {
-	res, err := c.s.Exec(ctx, ExecRequest{Argv: argv, Timeout: timeout, Grace: time.Second})
-	return res.ExitCode, err
+func (c serviceContainer) Run(ctx context.Context, argv []string, timeout time.Duration) (int, string, error) {
+	res, err := c.s.Exec(ctx, ExecRequest{Argv: argv, Timeout: timeout, Grace: time.Second, Capture: true, OutputLimit: readyOutputLimit})
+	return res.ExitCode, strings.TrimSpace(res.Stdout + res.Stderr), err
 }
+
+// readyOutputLimit is how much of a readiness command's output a failed
+// start quotes.
+const readyOutputLimit = 300
 
 func (c serviceContainer) Tunnel(ctx context.Context) (*yamux.Session, error) {
 	return c.s.ensureTunnel(ctx)

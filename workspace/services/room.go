@@ -39,8 +39,9 @@ type Container interface {
 	StartJob(ctx context.Context, req jobs.Request) (wire.JobStartResult, error)
 	JobStatus(ctx context.Context, id string) (wire.JobInfo, error)
 	JobOutput(ctx context.Context, req wire.JobOutputArgs) (wire.JobOutputResult, error)
-	// Run runs a readiness command and returns its exit code.
-	Run(ctx context.Context, argv []string, timeout time.Duration) (int, error)
+	// Run runs a readiness command and returns its exit code and the
+	// start of its output.
+	Run(ctx context.Context, argv []string, timeout time.Duration) (int, string, error)
 	// Tunnel returns the container's tunnel, whose streams reach its ports.
 	Tunnel(ctx context.Context) (*yamux.Session, error)
 	// Name is the container's name, as the engine lists it.
@@ -192,6 +193,7 @@ func (r *Room) awaitReady(ctx context.Context, svc *service) error {
 	ready := svc.spec.Ready
 	ctx, cancel := context.WithTimeout(ctx, ready.Timeout)
 	defer cancel()
+	last := ""
 	for {
 		st, err := svc.c.JobStatus(ctx, svc.job)
 		if err == nil && st.State != wire.JobRunning {
@@ -202,8 +204,16 @@ func (r *Room) awaitReady(ctx context.Context, svc *service) error {
 				conn.Close()
 				return nil
 			}
-		} else if code, err := svc.c.Run(ctx, ready.Command, ready.Timeout); err == nil && code == 0 {
-			return nil
+		} else {
+			code, out, err := svc.c.Run(ctx, ready.Command, ready.Timeout)
+			switch {
+			case err == nil && code == 0:
+				return nil
+			case err == nil:
+				last = fmt.Sprintf("; its last try exited %d: %q", code, out)
+			case ctx.Err() == nil:
+				last = "; its last try failed: " + err.Error()
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -211,7 +221,7 @@ func (r *Room) awaitReady(ctx context.Context, svc *service) error {
 			if ready.Port == 0 {
 				what = fmt.Sprintf("%q exiting 0", strings.Join(ready.Command, " "))
 			}
-			return fmt.Errorf("service %s was not ready (%s) within %s", svc.spec.Name, what, ready.Timeout)
+			return fmt.Errorf("service %s was not ready (%s) within %s%s", svc.spec.Name, what, ready.Timeout, last)
 		case <-time.After(readyPoll):
 		}
 	}
