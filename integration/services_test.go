@@ -2,6 +2,7 @@ package integration
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,6 +25,11 @@ const servicesProfile = `profiles:
     egress:
       setup: ["${APT_MIRROR_HOST}"]
     limits: {disk: 96m}
+    services:
+      declared:
+        command: [redis-server, --port, "6390", --bind, 127.0.0.1, --save, ""]
+        ports: [6390]
+        ready: {port: 6390, timeout: 60s}
 `
 
 // servicesProfileFile writes servicesProfile at its fixed path.
@@ -102,6 +108,25 @@ func TestServicesBesideTheWorkspace(t *testing.T) {
 	}
 	if out := a.run("redis-cli", "-p", "6379", "get", "owner"); strings.TrimSpace(out.Stdout) != "a" {
 		t.Errorf("workspace a's service after b wrote to its own: %q", out.Stdout)
+	}
+
+	// The service the profile declares: listed, and started by its name alone.
+	if text := textOf(b.call("workspace_service", map[string]any{"action": "list"})); !strings.Contains(text, "declared (profile svc-redis): declared by the profile, not running") {
+		t.Errorf("list before starting the declared service: %s", text)
+	}
+	if _, text, failed := b.startService(map[string]any{"name": "declared"}); failed {
+		t.Errorf("starting the declared service by name: %s", text)
+	} else if out := b.run("redis-cli", "-p", "6390", "ping"); strings.TrimSpace(out.Stdout) != "PONG" {
+		t.Errorf("redis-cli against the declared service: %q %q", out.Stdout, out.Stderr)
+	}
+	if _, text, failed := b.startService(map[string]any{"name": "undeclared"}); !failed || !strings.Contains(text, `name: the workspace's profile declares no service "undeclared" (it declares declared)`) {
+		t.Errorf("a name alone the profile does not declare: %q", text)
+	}
+	doctor := exec.Command(winkBin, "doctor", "--profiles", file, "--podman-url", "unix://"+podmanSocket, "--image", pythonImage, "--cache-dir", t.TempDir())
+	doctor.Env = append(os.Environ(), "APT_MIRROR_HOST="+aptMirrorHost(t))
+	doc, _ := doctor.CombinedOutput()
+	if !strings.Contains(string(doc), "services declared (valid, started by workspace_service): svc-redis: declared (svc-redis, ports [6390])") {
+		t.Errorf("doctor does not list the declared service:\n%s", doc)
 	}
 
 	// A small test suite against the service, in Python over a raw socket.

@@ -23,7 +23,7 @@ const (
 // WorkspaceServiceParams are workspace_service's arguments.
 type WorkspaceServiceParams struct {
 	Action              string            `json:"action" jsonschema:"enum=start,enum=stop,enum=list,enum=logs" jsonschema_description:"start: make a service's container from a profile, run its command and wait for its readiness check; stop: end it and delete its data; list: the running services; logs: a page of a service's output, as job action=output pages a job's."`
-	Name                string            `json:"name,omitempty" jsonschema:"maxLength=31" jsonschema_description:"The service's name (lowercase letters, digits, dashes). Required except for list."`
+	Name                string            `json:"name,omitempty" jsonschema:"maxLength=31" jsonschema_description:"The service's name (lowercase letters, digits, dashes). Required except for list. start with a name alone starts the service the workspace's profile declares (list shows them)."`
 	Profile             string            `json:"profile,omitempty" jsonschema:"maxLength=64" jsonschema_description:"start: the profile whose image the service runs (its setup installs the software, e.g. redis-server)."`
 	Command             []string          `json:"command,omitempty" jsonschema:"maxItems=64" jsonschema_description:"start: the program and its arguments, run in the foreground in the service's container (e.g. [\"redis-server\", \"--port\", \"6379\"])."`
 	Env                 map[string]string `json:"env,omitempty" jsonschema_description:"start: environment variables for the command (at most 32)."`
@@ -65,9 +65,8 @@ func (p *WorkspaceServiceParams) Validate() error {
 	if p.Action == ServiceLogs && p.Offset != 0 && p.Line != 0 {
 		return fmt.Errorf("offset and line: give one of them, not both")
 	}
-	if p.Action == ServiceStart {
-		spec := p.spec()
-		return spec.Check()
+	if spec := p.spec(); p.Action == ServiceStart && !spec.NameOnly() {
+		return spec.Check() // a name alone starts the one the profile declares
 	}
 	return nil
 }
@@ -87,6 +86,7 @@ type ServiceView struct {
 	Running   bool   `json:"running" jsonschema_description:"Its command still runs."`
 	ExitCode  *int   `json:"exit_code,omitempty" jsonschema_description:"Once its command ended: its status."`
 	ReadyMS   int64  `json:"ready_ms" jsonschema_description:"How long it took from start to ready."`
+	Declared  bool   `json:"declared,omitempty" jsonschema_description:"list: the workspace's profile declares it and it does not run; start it by its name alone."`
 }
 
 // WorkspaceServiceResult is workspace_service's result.
@@ -107,7 +107,9 @@ func (r WorkspaceServiceResult) Text() string {
 	var b strings.Builder
 	view := func(v ServiceView) {
 		state := "running"
-		if !v.Running {
+		if v.Declared {
+			state = "declared by the profile, not running (start it by name)"
+		} else if !v.Running {
 			state = "not running"
 			if v.ExitCode != nil {
 				state = fmt.Sprintf("exited %d", *v.ExitCode)
@@ -162,7 +164,7 @@ type Services interface {
 
 func serviceView(in services.Info) *ServiceView {
 	return &ServiceView{Name: in.Name, Profile: in.Profile, Ports: in.Ports, Container: in.Container, Running: in.Running,
-		ExitCode: in.Exit, ReadyMS: in.ReadyIn.Milliseconds()}
+		ExitCode: in.Exit, ReadyMS: in.ReadyIn.Milliseconds(), Declared: in.Declared}
 }
 
 // WorkspaceService returns the workspace_service tool.
@@ -171,7 +173,7 @@ func WorkspaceService(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 		name:  "workspace_service",
 		title: "Run a service beside the workspace",
 		description: "Run a service (a database, a cache) in a container of its own beside the workspace, made from a profile whose " +
-			"setup installs it. start runs its command and waits for its readiness check (a port accepting a connection, or a " +
+			"setup installs it, or one the workspace's profile declares (start it by its name alone). start runs its command and waits for its readiness check (a port accepting a connection, or a " +
 			"command exiting 0); a service not ready in time is removed and reported with its last log lines. Each of its ports is " +
 			"then reachable as raw TCP at 127.0.0.1:PORT inside the workspace, and from nowhere else: it has no network of its own " +
 			"and sees neither the workspace's files nor other workspaces. logs pages its output as job action=output does; stop " +

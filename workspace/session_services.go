@@ -34,6 +34,19 @@ func newServices(s *Session) *services.Room {
 			}
 			return s.call(ctx, op, args, result, nil)
 		},
+		Declared: func() []services.Spec {
+			s.mu.Lock()
+			p := s.profile
+			s.mu.Unlock()
+			if p == nil {
+				return nil
+			}
+			specs := make([]services.Spec, len(p.Services))
+			for i, d := range p.Services {
+				specs[i] = d.Spec
+			}
+			return specs
+		},
 		Log:     s.m.log,
 		Session: s.who.hash,
 	})

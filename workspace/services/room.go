@@ -59,6 +59,9 @@ type Deps struct {
 	// Call sends one request to the workspace's agent, starting its
 	// container if needed (the port forwards).
 	Call func(ctx context.Context, op string, args, result any) error
+	// Declared returns the services the workspace's profile declares,
+	// which Start starts by name alone.
+	Declared func() []Spec
 	// Log receives the services' events; Session is what logs call the
 	// workspace.
 	Log     *slog.Logger
@@ -95,6 +98,8 @@ type Info struct {
 	// Running says its command still runs; Exit is its code when not.
 	Running bool
 	Exit    *int
+	// Declared marks a service the profile declares that does not run.
+	Declared bool
 }
 
 // New returns a workspace's services, none running.
@@ -105,6 +110,13 @@ func New(d Deps) *Room { return &Room{d: d, byName: map[string]*service{}} }
 // that does not become ready in time, or whose command ends, is removed
 // and reported with its last log lines.
 func (r *Room) Start(ctx context.Context, spec Spec) (Info, error) {
+	if spec.NameOnly() {
+		declared, err := r.declared(spec.Name)
+		if err != nil {
+			return Info{}, err
+		}
+		spec = declared
+	}
 	if err := spec.Check(); err != nil {
 		return Info{}, err
 	}
@@ -124,6 +136,31 @@ func (r *Room) Start(ctx context.Context, spec Spec) (Info, error) {
 	}
 	r.byName[spec.Name] = svc
 	return svc.info(), nil
+}
+
+// declared returns the service the profile declares by name.
+func (r *Room) declared(name string) (Spec, error) {
+	var names []string
+	for _, d := range r.declaredSpecs() {
+		if d.Name == name {
+			d.Command, d.Ports = slices.Clone(d.Command), slices.Clone(d.Ports)
+			return d, nil
+		}
+		names = append(names, d.Name)
+	}
+	if len(names) == 0 {
+		return Spec{}, fmt.Errorf("name: the workspace's profile declares no service %q (it declares none): give profile, command, ports "+
+			"and ready_port or ready_command to start one", name)
+	}
+	return Spec{}, fmt.Errorf("name: the workspace's profile declares no service %q (it declares %s): give profile, command, ports "+
+		"and ready_port or ready_command to start one", name, strings.Join(names, ", "))
+}
+
+func (r *Room) declaredSpecs() []Spec {
+	if r.d.Declared == nil {
+		return nil
+	}
+	return r.d.Declared()
 }
 
 // reserve takes spec's name and ports, within MaxServices.
@@ -309,13 +346,20 @@ func (r *Room) Stop(ctx context.Context, name string) (Info, error) {
 	return info, nil
 }
 
-// List describes the running services, by name.
+// List describes the running services, by name, then those the profile
+// declares that do not run.
 func (r *Room) List(ctx context.Context) []Info {
 	r.mu.Lock()
 	var all []*service
 	for _, svc := range r.byName {
 		if svc != nil {
 			all = append(all, svc)
+		}
+	}
+	var idle []Info
+	for _, d := range r.declaredSpecs() {
+		if _, on := r.byName[d.Name]; !on {
+			idle = append(idle, Info{Name: d.Name, Profile: d.Profile, Ports: d.Ports, Declared: true})
 		}
 	}
 	r.mu.Unlock()
@@ -328,7 +372,7 @@ func (r *Room) List(ctx context.Context) []Info {
 		}
 		infos = append(infos, info)
 	}
-	return infos
+	return append(infos, idle...)
 }
 
 // Logs returns a page of a service's log, as a job's output pages.

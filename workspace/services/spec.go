@@ -139,3 +139,10 @@ func (r *Ready) check(ports []int) error {
 	}
 	return nil
 }
+
+// NameOnly says s names a service and nothing else: Room.Start takes the
+// rest from the workspace profile's declaration.
+func (s *Spec) NameOnly() bool {
+	return s.Profile == "" && len(s.Command) == 0 && len(s.Env) == 0 && len(s.Ports) == 0 &&
+		s.Ready.Port == 0 && len(s.Ready.Command) == 0 && s.Ready.Timeout == 0
+}
