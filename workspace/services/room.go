@@ -74,6 +74,7 @@ type Room struct {
 	mu     sync.Mutex
 	byName map[string]*service // nil while one starts
 	closed bool
+	conns  chan struct{} // a place for each open connection to a service
 }
 
 // service is one running service.
@@ -103,7 +104,9 @@ type Info struct {
 }
 
 // New returns a workspace's services, none running.
-func New(d Deps) *Room { return &Room{d: d, byName: map[string]*service{}} }
+func New(d Deps) *Room {
+	return &Room{d: d, byName: map[string]*service{}, conns: make(chan struct{}, MaxConns)}
+}
 
 // Start makes the service's container, runs its command and waits for its
 // readiness check, then listens on its ports in the workspace. A service

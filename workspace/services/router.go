@@ -22,6 +22,10 @@ const (
 	peekWait = 10 * time.Second
 	// dialWait bounds reaching a service's port through its tunnel.
 	dialWait = 10 * time.Second
+	// MaxConns is how many connections to its services one workspace may
+	// have open at once; past it a connection is refused, so a workspace
+	// that opens them without end holds no more of the server than that.
+	MaxConns = 128
 )
 
 // servicePrefix starts a stream that asks for a service (wire.ServiceRequest).
@@ -114,6 +118,14 @@ func (r *Room) carry(c net.Conn, br *bufio.Reader) {
 	var port int
 	if _, err := fmt.Sscanf(line, wire.ServiceRequest, &name, &port); err != nil {
 		_, _ = io.WriteString(c, "error: malformed service request\n")
+		return
+	}
+	select {
+	case r.conns <- struct{}{}:
+		defer func() { <-r.conns }()
+	default:
+		r.d.Log.Info("service connection refused", "event", "service_refused", "session", r.d.Session(), "service", name, "port", port, "reason", "too many connections")
+		_, _ = fmt.Fprintf(c, "error: the workspace has %d connections to its services open, the most it may; close some\n", MaxConns)
 		return
 	}
 	up, err := r.Dial(context.Background(), name, port)
