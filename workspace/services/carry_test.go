@@ -73,8 +73,8 @@ func (e *echoContainer) Run(context.Context, []string, time.Duration) (int, stri
 	return 0, "", nil
 }
 func (e *echoContainer) Tunnel(context.Context) (*yamux.Session, error) { return e.mux, nil }
-func (e *echoContainer) Name() string                                    { return "echo" }
-func (e *echoContainer) End(context.Context)                             {}
+func (e *echoContainer) Name() string                                   { return "echo" }
+func (e *echoContainer) End(context.Context)                            {}
 
 // A workspace's connection to its service carries bytes both ways once the
 // server says ok; past MaxConns open ones, the next is refused with the
