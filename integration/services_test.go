@@ -381,3 +381,24 @@ SELECT 'suite passed';
 		t.Errorf("PostgreSQL's data and process: uids %q %v; want the workspace's non-root 65534", uid, err)
 	}
 }
+
+// TestServicesEndWithAnIdleWorkspace: when the idle clean-up removes the
+// workspace's container, its services go with it (the listeners on their
+// ports were in that container), and the next call finds none running.
+func TestServicesEndWithAnIdleWorkspace(t *testing.T) {
+	file := servicesProfileFile(t)
+	p := start(t, startOptions{image: pythonImage, env: []string{"APT_MIRROR_HOST=" + aptMirrorHost(t)},
+		args: []string{"--profiles", file, "--profile", "svc-redis", "--warm", "0", "--idle-timeout", "3s"}})
+	workspace := p.container()
+	started, text, failed := p.startService(redisService("cache", 6379))
+	if failed {
+		t.Fatalf("starting Redis: %s", text)
+	}
+	waitUntil(t, 30*time.Second, "the idle workspace and its service to go", func() bool {
+		return !containerExists(t, workspace) && !containerExists(t, started.Service.Container)
+	})
+	res := p.call("workspace_service", map[string]any{"action": "list"})
+	if text := textOf(res); res.IsError || !strings.Contains(text, "declared (profile svc-redis): declared by the profile") || strings.Contains(text, "cache") {
+		t.Errorf("list after the idle clean-up: %s", text)
+	}
+}
