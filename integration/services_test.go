@@ -316,7 +316,9 @@ func TestRootlessServices(t *testing.T) {
 	u := needRootless(t)
 	text := strings.Replace(servicesProfile, "    limits: {disk: 96m}\n", "", 1)
 	file := writeServicesProfile(t, "rootless.yaml", text)
-	p := start(t, startOptions{as: u, image: pythonImage, env: append(u.shellEnv(t), "APT_MIRROR_HOST="+aptMirrorHost(t)),
+	// Over HTTP: a stdio client kills its server 5 s after closing its
+	// input, less than two rootless removals take on a loaded machine.
+	p := start(t, startOptions{transport: "http", as: u, image: pythonImage, env: append(u.shellEnv(t), "APT_MIRROR_HOST="+aptMirrorHost(t)),
 		args: append([]string{"--profiles", file, "--profile", "svc-redis"}, rootlessArgs...)})
 	started, text, failed := p.startService(redisService("cache", 6379))
 	if failed {
@@ -329,9 +331,7 @@ func TestRootlessServices(t *testing.T) {
 		t.Errorf("rootless service container: %q %v; want no network and no capabilities", got, err)
 	}
 	p.endSession()
-	if left := u.containersNamed(t, p.prefix); len(left) > 0 {
-		t.Errorf("containers left: %v", left)
-	}
+	waitUntil(t, 90*time.Second, "the workspace's and its service's containers to go", func() bool { return len(u.containersNamed(t, p.prefix)) == 0 })
 }
 
 // postgresProfile installs PostgreSQL from Debian's packages (server and
@@ -400,5 +400,40 @@ func TestServicesEndWithAnIdleWorkspace(t *testing.T) {
 	res := p.call("workspace_service", map[string]any{"action": "list"})
 	if text := textOf(res); res.IsError || !strings.Contains(text, "declared (profile svc-redis): declared by the profile") || strings.Contains(text, "cache") {
 		t.Errorf("list after the idle clean-up: %s", text)
+	}
+}
+
+// TestAServiceWhoseContainerWentIsNotMadeAgain: a service's container
+// removed from outside is reported gone (a connection to it fails, list
+// says why), never made again empty behind the model's back; stop then
+// cleans up and the name can be started again.
+func TestAServiceWhoseContainerWentIsNotMadeAgain(t *testing.T) {
+	file := servicesProfileFile(t)
+	p := start(t, startOptions{image: pythonImage, env: []string{"APT_MIRROR_HOST=" + aptMirrorHost(t)},
+		args: []string{"--profiles", file, "--profile", "svc-redis", "--warm", "0"}})
+	started, text, failed := p.startService(redisService("cache", 6379))
+	if failed {
+		t.Fatalf("starting Redis: %s", text)
+	}
+	if out, err := podman(t, "rm", "-f", "-t", "0", started.Service.Container); err != nil {
+		t.Fatalf("removing the service's container: %v %s", err, out)
+	}
+	if out := p.run("sh", "-c", "timeout 20 redis-cli -p 6379 ping; echo exit=$?"); strings.Contains(out.Stdout, "PONG") {
+		t.Errorf("a removed service answered: %q", out.Stdout)
+	}
+	res := p.call("workspace_service", map[string]any{"action": "list"})
+	if text := textOf(res); !strings.Contains(text, "cache (profile svc-redis): not running: the service's container is gone") {
+		t.Errorf("list after the service's container went: %s", text)
+	}
+	if containerExists(t, started.Service.Container) {
+		t.Errorf("the service's container %s was made again", started.Service.Container)
+	}
+	if res := p.call("workspace_service", map[string]any{"action": "stop", "name": "cache"}); res.IsError {
+		t.Errorf("stop of a gone service: %s", textOf(res))
+	}
+	if _, text, failed := p.startService(redisService("cache", 6379)); failed {
+		t.Errorf("starting the name again: %s", text)
+	} else if out := p.run("redis-cli", "-p", "6379", "ping"); strings.TrimSpace(out.Stdout) != "PONG" {
+		t.Errorf("the new service: %q %q", out.Stdout, out.Stderr)
 	}
 }

@@ -86,6 +86,7 @@ type ServiceView struct {
 	Running   bool   `json:"running" jsonschema_description:"Its command still runs."`
 	ExitCode  *int   `json:"exit_code,omitempty" jsonschema_description:"Once its command ended: its status."`
 	ReadyMS   int64  `json:"ready_ms" jsonschema_description:"How long it took from start to ready."`
+	Problem   string `json:"problem,omitempty" jsonschema_description:"list: why its state could not be read (its container went); stop it and start it again."`
 	Declared  bool   `json:"declared,omitempty" jsonschema_description:"list: the workspace's profile declares it and it does not run; start it by its name alone."`
 }
 
@@ -107,9 +108,12 @@ func (r WorkspaceServiceResult) Text() string {
 	var b strings.Builder
 	view := func(v ServiceView) {
 		state := "running"
-		if v.Declared {
+		switch {
+		case v.Declared:
 			state = "declared by the profile, not running (start it by name)"
-		} else if !v.Running {
+		case v.Problem != "":
+			state = "not running: " + v.Problem
+		case !v.Running:
 			state = "not running"
 			if v.ExitCode != nil {
 				state = fmt.Sprintf("exited %d", *v.ExitCode)
@@ -164,7 +168,7 @@ type Services interface {
 
 func serviceView(in services.Info) *ServiceView {
 	return &ServiceView{Name: in.Name, Profile: in.Profile, Ports: in.Ports, Container: in.Container, Running: in.Running,
-		ExitCode: in.Exit, ReadyMS: in.ReadyIn.Milliseconds(), Declared: in.Declared}
+		ExitCode: in.Exit, ReadyMS: in.ReadyIn.Milliseconds(), Declared: in.Declared, Problem: in.Problem}
 }
 
 // WorkspaceService returns the workspace_service tool.

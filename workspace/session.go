@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -392,6 +393,13 @@ func (s *Session) ensure(ctx context.Context) (*wire.Client, error) {
 			s.dropChannelLocked()
 		default:
 			return s.client, nil
+		}
+	}
+	if s.serviceOf != "" && !s.startedAt.IsZero() {
+		// A service's container is made once (its channel is down
+		// here): one made again would not run the service's command.
+		if _, running, err := s.m.eng.Running(ctx, s.name); err != nil || !running || !s.created {
+			return nil, cmp.Or(err, services.ErrGone)
 		}
 	}
 	if !s.created {

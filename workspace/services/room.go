@@ -30,6 +30,9 @@ var (
 	ErrClosed = errors.New("the workspace has ended: its services are gone")
 	// ErrUnknown names a service the workspace does not have.
 	ErrUnknown = errors.New("no such service")
+	// ErrGone is wrapped by a Container's errors once its container
+	// stopped or went: a service is never made again behind its back.
+	ErrGone = errors.New("the service's container is gone (it stopped or was removed); stop the service and start it again")
 )
 
 // Container is a service's own container, made by Deps.Make.
@@ -101,6 +104,8 @@ type Info struct {
 	Exit    *int
 	// Declared marks a service the profile declares that does not run.
 	Declared bool
+	// Problem says why its state could not be read (its container went).
+	Problem string
 }
 
 // New returns a workspace's services, none running.
@@ -239,6 +244,9 @@ func (r *Room) awaitReady(ctx context.Context, svc *service) error {
 		if err == nil && st.State != wire.JobRunning {
 			return fmt.Errorf("service %s's command ended (%s) before it was ready", svc.spec.Name, describeEnd(st))
 		}
+		if errors.Is(err, ErrGone) {
+			return fmt.Errorf("service %s: %w", svc.spec.Name, err)
+		}
 		if ready.Port != 0 {
 			if conn, err := dialPort(ctx, svc.c, ready.Port); err == nil {
 				conn.Close()
@@ -370,7 +378,10 @@ func (r *Room) List(ctx context.Context) []Info {
 	infos := make([]Info, 0, len(all))
 	for _, svc := range all {
 		info := svc.info()
-		if st, err := svc.c.JobStatus(ctx, svc.job); err == nil && st.State != wire.JobRunning {
+		switch st, err := svc.c.JobStatus(ctx, svc.job); {
+		case err != nil:
+			info.Running, info.Problem = false, err.Error()
+		case st.State != wire.JobRunning:
 			info.Running, info.Exit = false, st.ExitCode
 		}
 		infos = append(infos, info)
