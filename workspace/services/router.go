@@ -75,7 +75,7 @@ func (l *routedListener) route(c net.Conn) {
 		return
 	}
 	select {
-	case l.conns <- &peekedConn{Conn: c, r: br}:
+	case l.conns <- unread(c, br):
 	case <-l.done:
 		c.Close()
 	}
@@ -96,13 +96,27 @@ func (l *routedListener) Close() error {
 	return l.Listener.Close()
 }
 
-// peekedConn reads first what route peeked.
+// peekedConn reads first the bytes read ahead of it, then from its
+// stream directly: the proxy's copies take no extra step.
 type peekedConn struct {
 	net.Conn
-	r *bufio.Reader
+	head []byte
 }
 
-func (p *peekedConn) Read(b []byte) (int, error) { return p.r.Read(b) }
+// unread returns c with what br read ahead of it put back.
+func unread(c net.Conn, br *bufio.Reader) net.Conn {
+	ahead, _ := br.Peek(br.Buffered())
+	return &peekedConn{Conn: c, head: append([]byte(nil), ahead...)}
+}
+
+func (p *peekedConn) Read(b []byte) (int, error) {
+	if len(p.head) > 0 {
+		n := copy(b, p.head)
+		p.head = p.head[n:]
+		return n, nil
+	}
+	return p.Conn.Read(b)
+}
 
 // carry answers a stream that asks for a service: it names the service
 // and the port, both this workspace's, or is refused with the reason.
@@ -138,7 +152,7 @@ func (r *Room) carry(c net.Conn, br *bufio.Reader) {
 	if _, err := io.WriteString(c, wire.ServiceOK); err != nil {
 		return
 	}
-	wire.Splice(&peekedConn{Conn: c, r: br}, up)
+	wire.Splice(unread(c, br), up)
 }
 
 // Dial connects to port of the workspace's service name: only a running
