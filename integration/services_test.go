@@ -380,6 +380,21 @@ SELECT 'suite passed';
 	if uid, err := podman(t, "exec", started.Service.Container, "sh", "-c", "stat -c %u /workspace/pg && id -u"); strings.Join(strings.Fields(uid), " ") != "65534 65534" {
 		t.Errorf("PostgreSQL's data and process: uids %q %v; want the workspace's non-root 65534", uid, err)
 	}
+
+	// A checkpoint holds the workspace's files, not the service's data: a
+	// restore brings back the files and leaves the service and its rows.
+	p.run("sh", "-c", "echo before > notes.txt")
+	if res := p.call("workspace_checkpoint", map[string]any{"message": "before the rows"}); res.IsError {
+		t.Fatalf("checkpoint: %s", textOf(res))
+	}
+	p.run("sh", "-c", "echo after > notes.txt && psql -h 127.0.0.1 -U postgres -c \"INSERT INTO items (name, price) VALUES ('d', 1)\"")
+	if res := p.call("workspace_restore", map[string]any{"checkpoint": "c1"}); res.IsError {
+		t.Fatalf("restore: %s", textOf(res))
+	}
+	out = p.run("sh", "-c", "cat notes.txt; psql -h 127.0.0.1 -U postgres -tA -c 'SELECT count(*) FROM items'")
+	if got := strings.Fields(out.Stdout); strings.Join(got, " ") != "before 4" {
+		t.Errorf("after a restore: %q %q; want the file restored and the service's four rows untouched", out.Stdout, out.Stderr)
+	}
 }
 
 // TestServicesEndWithAnIdleWorkspace: when the idle clean-up removes the
