@@ -111,6 +111,9 @@ func TestServicesBesideTheWorkspace(t *testing.T) {
 	}
 
 	// The service the profile declares: listed, and started by its name alone.
+	if text := b.promptText(); !strings.Contains(text, "(declares services: declared at 127.0.0.1:6390; start one with `workspace_service` and its name)") {
+		t.Errorf("the prompt does not name the declared service:\n%s", text)
+	}
 	if text := textOf(b.call("workspace_service", map[string]any{"action": "list"})); !strings.Contains(text, "declared (profile svc-redis): declared by the profile, not running") {
 		t.Errorf("list before starting the declared service: %s", text)
 	}
