@@ -60,6 +60,9 @@ type Agent struct {
 	// jobs serves the job operations.
 	jobs *jobs
 
+	// forwards are the loopback ports of services beside the workspace.
+	forwards forwards
+
 	// watch follows the changes commands make (see OpWatch).
 	watch *watcher
 
@@ -249,6 +252,10 @@ func (a *Agent) handle(ctx context.Context, req wire.Request, report func(wire.P
 		result, werr = dispatch(req.Args, a.jobs.forgetJob)
 	case wire.OpDiskSpace:
 		result, werr = a.disks.space()
+	case wire.OpServiceForward:
+		result, werr = dispatch(req.Args, a.forwards.forward)
+	case wire.OpServiceUnforward:
+		result, werr = dispatch(req.Args, a.forwards.unforward)
 	default:
 		werr = wire.Errorf(wire.CodeBadRequest, "unknown operation %q", req.Op)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/wink-mcp/wink-mcp/checkpoints"
+	"github.com/wink-mcp/wink-mcp/profiles"
 )
 
 // profiles says which profiles the file holds and whether their images
@@ -38,9 +39,28 @@ func (d *doctor) profiles(ctx context.Context) Result {
 		}
 	}
 	detail := fmt.Sprintf("%s is valid: %s", f.Path, strings.Join(parts, "; "))
+	if declared := declaredServices(f.Names(), f.Profiles); declared != "" {
+		detail += "; services declared (valid, started by workspace_service): " + declared
+	}
 	if len(unbuilt) > 0 {
 		return Result{Status: Warn, Detail: detail, Fix: "the first session of " + strings.Join(unbuilt, ", ") +
 			" waits for its setup; build ahead with `wink-mcp profiles build`"}
 	}
 	return Result{Status: OK, Detail: detail}
+}
+
+// declaredServices lists, profile by profile, the services the profiles
+// declare, "" for none.
+func declaredServices(names []string, all map[string]*profiles.Profile) string {
+	var parts []string
+	for _, name := range names {
+		var svcs []string
+		for _, s := range all[name].Services {
+			svcs = append(svcs, fmt.Sprintf("%s (%s, ports %v)", s.Name, s.Profile, s.Ports))
+		}
+		if len(svcs) > 0 {
+			parts = append(parts, name+": "+strings.Join(svcs, ", "))
+		}
+	}
+	return strings.Join(parts, "; ")
 }

@@ -85,6 +85,7 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*File,
 			f.Profiles[name] = p
 		}
 	}
+	r.checkServiceProfiles(f)
 	if f.Default != "" && f.Profiles[f.Default] == nil && r.raw[f.Default] == nil {
 		r.fail(defaultNode, "", "default", "names no profile of this file (%v)", f.Names())
 	}
@@ -109,6 +110,8 @@ type reader struct {
 	lookup func(string) (string, bool)
 	raw    map[string]*raw
 	errs   []error
+	// serviceRefs are the declared services' profiles, checked last.
+	serviceRefs []serviceRef
 }
 
 // fail records an error at node n, in profile (may be "") and field.
@@ -196,7 +199,7 @@ func (r *reader) profile(name string, k, v *yaml.Node) {
 		return
 	}
 	if v.Kind != yaml.MappingNode {
-		r.fail(v, name, "profile", "must be a mapping of fields (description, extends, image, setup, env, workdir, limits, egress, mounts, ca_bundle)")
+		r.fail(v, name, "profile", "must be a mapping of fields (description, extends, image, setup, env, workdir, limits, egress, mounts, ca_bundle, services)")
 		return
 	}
 	rp := &raw{node: k, p: Profile{Name: name, File: r.path, FileID: r.fileID, Line: k.Line}}
@@ -252,8 +255,10 @@ func (r *reader) profile(name string, k, v *yaml.Node) {
 			if s, ok := r.str(v, name, field); ok {
 				p.CABundle = r.caBundle(s, v, name)
 			}
+		case "services":
+			p.Services = r.services(v, name)
 		default:
-			r.fail(k, name, field, "unknown field; a profile has description, extends, image, setup, env, workdir, limits, egress, egress_cache, mounts and ca_bundle")
+			r.fail(k, name, field, "unknown field; a profile has description, extends, image, setup, env, workdir, limits, egress, egress_cache, mounts, ca_bundle and services")
 		}
 	})
 }

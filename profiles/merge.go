@@ -40,6 +40,9 @@ func merge(parent, child *Profile) *Profile {
 	out.Image = cmp.Or(child.Image, parent.Image)
 	out.Workdir = cmp.Or(child.Workdir, parent.Workdir)
 	out.CABundle = cmp.Or(child.CABundle, parent.CABundle)
+	if out.Services == nil {
+		out.Services = parent.Services
+	}
 	out.Setup = append(append([]string{}, parent.Setup...), child.Setup...)
 	out.SetupSource = append(append([]string{}, parent.SetupSource...), child.SetupSource...)
 	out.Env = maps.Clone(parent.Env)

@@ -56,6 +56,9 @@ type Profile struct {
 	// folder) the profile's setup and sessions trust besides the server's
 	// --ca-bundle; "" for none.
 	CABundle string
+	// Services are the services its sessions may start by name (see
+	// docs/services.md); what it extends declares them when it does not.
+	Services []Service
 	// File and Line are where the profile is defined.
 	File string
 	Line int

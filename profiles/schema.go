@@ -18,17 +18,32 @@ type fileSchema struct {
 }
 
 type profileSchema struct {
-	Description string            `json:"description,omitempty" jsonschema:"maxLength=500" jsonschema_description:"What the profile is for; the workspace prompt lists it."`
-	Extends     string            `json:"extends,omitempty" jsonschema_description:"A profile whose values this one starts from: its setup commands, egress patterns and mounts come first, its env is merged, the rest is replaced."`
-	Image       string            `json:"image,omitempty" jsonschema_description:"The base image (default: the server's)."`
-	Setup       []string          `json:"setup,omitempty" jsonschema:"maxItems=64" jsonschema_description:"Shell commands run once, in order, as root in a hardened container from the image; the result is cached as the profile's image. ${NAME} is wink-mcp's variable: write $NAME or $${NAME} for the shell's."`
-	Env         map[string]string `json:"env,omitempty" jsonschema_description:"Environment of the setup commands and of every command; stored in the image, so no secrets (see --env-pass)."`
-	Workdir     string            `json:"workdir,omitempty" jsonschema_description:"The default working directory of commands, under /workspace."`
-	Limits      limitsSchema      `json:"limits,omitempty"`
-	Egress      egressSchema      `json:"egress,omitempty"`
-	EgressCache []string          `json:"egress_cache,omitempty" jsonschema_description:"Hosts (as --egress-cache, inside the server's --egress or this profile's egress.session) whose immutable artefacts the proxy keeps in the server's shared cache for this profile's sessions, besides --egress-cache."`
-	Mounts      []string          `json:"mounts,omitempty" jsonschema_description:"Host folders shown in the profile's sessions besides the server's --mount ones, in --mount's form (HOST_PATH[:WORKSPACE_PATH][:OPTIONS]), under an --allowed-root."`
-	CABundle    string            `json:"ca_bundle,omitempty" jsonschema_description:"A PEM file of CA certificates (a private registry's) the setup commands, the sessions and the egress proxy trust besides the server's --ca-bundle; relative to this file's folder."`
+	Description string                   `json:"description,omitempty" jsonschema:"maxLength=500" jsonschema_description:"What the profile is for; the workspace prompt lists it."`
+	Extends     string                   `json:"extends,omitempty" jsonschema_description:"A profile whose values this one starts from: its setup commands, egress patterns and mounts come first, its env is merged, the rest is replaced."`
+	Image       string                   `json:"image,omitempty" jsonschema_description:"The base image (default: the server's)."`
+	Setup       []string                 `json:"setup,omitempty" jsonschema:"maxItems=64" jsonschema_description:"Shell commands run once, in order, as root in a hardened container from the image; the result is cached as the profile's image. ${NAME} is wink-mcp's variable: write $NAME or $${NAME} for the shell's."`
+	Env         map[string]string        `json:"env,omitempty" jsonschema_description:"Environment of the setup commands and of every command; stored in the image, so no secrets (see --env-pass)."`
+	Workdir     string                   `json:"workdir,omitempty" jsonschema_description:"The default working directory of commands, under /workspace."`
+	Limits      limitsSchema             `json:"limits,omitempty"`
+	Egress      egressSchema             `json:"egress,omitempty"`
+	EgressCache []string                 `json:"egress_cache,omitempty" jsonschema_description:"Hosts (as --egress-cache, inside the server's --egress or this profile's egress.session) whose immutable artefacts the proxy keeps in the server's shared cache for this profile's sessions, besides --egress-cache."`
+	Mounts      []string                 `json:"mounts,omitempty" jsonschema_description:"Host folders shown in the profile's sessions besides the server's --mount ones, in --mount's form (HOST_PATH[:WORKSPACE_PATH][:OPTIONS]), under an --allowed-root."`
+	CABundle    string                   `json:"ca_bundle,omitempty" jsonschema_description:"A PEM file of CA certificates (a private registry's) the setup commands, the sessions and the egress proxy trust besides the server's --ca-bundle; relative to this file's folder."`
+	Services    map[string]serviceSchema `json:"services,omitempty" jsonschema_description:"Services (a database, a cache) the profile's sessions start by name with workspace_service, each a container of its own beside the workspace (see docs/services.md); names are 1-31 lowercase letters, digits and dashes."`
+}
+
+type serviceSchema struct {
+	Profile string            `json:"profile,omitempty" jsonschema_description:"The profile whose image the service runs (default: this one)."`
+	Command []string          `json:"command" jsonschema:"minItems=1,maxItems=64" jsonschema_description:"The program and its arguments, run in the foreground."`
+	Env     map[string]string `json:"env,omitempty" jsonschema_description:"Environment of the command."`
+	Ports   []int             `json:"ports" jsonschema:"minItems=1,maxItems=4" jsonschema_description:"TCP ports (1024-65535, not 3128) the command serves, each also at 127.0.0.1:PORT in the workspace."`
+	Ready   readySchema       `json:"ready"`
+}
+
+type readySchema struct {
+	Port    int      `json:"port,omitempty" jsonschema_description:"Ready when this port (one of ports) accepts a connection."`
+	Command []string `json:"command,omitempty" jsonschema_description:"Ready when this command, run in the service's container, exits 0."`
+	Timeout string   `json:"timeout,omitempty" jsonschema_description:"How long to wait for readiness, such as 60s (default 60s, at most 5m)."`
 }
 
 type limitsSchema struct {

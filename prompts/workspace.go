@@ -57,6 +57,8 @@ type Info struct {
 	// Kept names the kept workspace the session works in, "" when its
 	// workspace ends with it.
 	Kept string
+	// NoServices says workspace_service is refused here (Kubernetes).
+	NoServices bool
 	// Profiles are the toolchains the session may switch to with
 	// workspace_profile; Profile is the one it uses ("" for none).
 	Profiles []Profile
@@ -81,6 +83,8 @@ type Info struct {
 // Profile is a profile the prompt lists.
 type Profile struct {
 	Name, Description string
+	// Services are the services it declares, as "NAME at 127.0.0.1:PORT".
+	Services []string
 }
 
 // Text renders the guidance: what the sandbox is, then a table of the live settings.
@@ -140,6 +144,12 @@ func Text(info Info) string {
 		}
 		for _, p := range info.Profiles {
 			fmt.Fprintf(&b, "  - `%s`: %s\n", p.Name, p.Description)
+			if len(p.Services) > 0 && !info.NoServices {
+				fmt.Fprintf(&b, "    (declares services: %s; start one with `workspace_service` and its name)\n", strings.Join(p.Services, ", "))
+			}
+		}
+		if !info.NoServices {
+			b.WriteString("- `workspace_service` runs a database or cache (from a profile whose setup installs it) in a container of its own beside this one, reachable as `127.0.0.1:PORT` here; it ends with the session, and a checkpoint never holds its data.\n")
 		}
 	}
 	if len(info.Mounts) > 0 || info.ClientRoots {

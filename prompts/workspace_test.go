@@ -189,3 +189,24 @@ func TestPromptTakesAProfile(t *testing.T) {
 		t.Errorf("a server without profiles took a profile: %v", err)
 	}
 }
+
+// The prompt names workspace_service and the services each profile
+// declares, except where services are refused (Kubernetes).
+func TestTextNamesServices(t *testing.T) {
+	info := Info{Image: "i", Workspace: "/workspace", Profile: "app",
+		Profiles: []Profile{{Name: "app", Description: "the app", Services: []string{"cache at 127.0.0.1:6379"}}, {Name: "plain"}}}
+	text := Text(info)
+	for _, want := range []string{"(declares services: cache at 127.0.0.1:6379; start one with `workspace_service` and its name)",
+		"`workspace_service` runs a database or cache", "a checkpoint never holds its data"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the prompt lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Count(text, "declares services") != 1 {
+		t.Errorf("a profile without services is said to declare some:\n%s", text)
+	}
+	info.NoServices = true
+	if text := Text(info); strings.Contains(text, "workspace_service") {
+		t.Errorf("the prompt offers services where they are refused:\n%s", text)
+	}
+}

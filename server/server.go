@@ -167,11 +167,16 @@ func New(cfg Config) (*Server, error) {
 	info := prompts.Info{Image: cfg.Workspace.ImageChoices()[0], Workspace: workspace.Root, ShellTimeoutSeconds: int(cfg.MaxCommandTimeout / time.Second),
 		Mounts: promptMounts(mgr.Mounts()), ClientRoots: cfg.Workspace.MountRoots, Egress: cfg.Workspace.Egress, EgressAsk: cfg.Workspace.EgressAsk, Kept: cfg.KeptWorkspace,
 		IdleTimeout: cfg.Workspace.IdleTimeout, MaxJobAge: cfg.Workspace.MaxJobAge, ExportOnExit: cfg.Workspace.ExportDir != "", EgressMaxBytes: cfg.Workspace.EgressMaxBytes}
+	info.NoServices = cfg.Workspace.Engine != nil && cfg.Workspace.Engine.Service().Pods
 	var profileList []tools.Profile
 	var profileNames []string
 	for _, p := range cfg.Workspace.Profiles.All() {
 		profileList = append(profileList, tools.Profile{Name: p.Name, Description: p.Description})
-		info.Profiles = append(info.Profiles, prompts.Profile{Name: p.Name, Description: p.Description})
+		declared := []string{}
+		for _, svc := range p.Services {
+			declared = append(declared, fmt.Sprintf("%s at 127.0.0.1:%d", svc.Name, svc.Ports[0]))
+		}
+		info.Profiles = append(info.Profiles, prompts.Profile{Name: p.Name, Description: p.Description, Services: declared})
 		profileNames = append(profileNames, p.Name)
 	}
 	s.instructSessions(hooks, info)

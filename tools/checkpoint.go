@@ -83,7 +83,8 @@ func WorkspaceCheckpoint(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 		description: "Save the whole of /workspace (the changes to mounted host folders included) as a checkpoint you can go back " +
 			"to with workspace_restore: every file's content and mode, symlinks, fifos and empty directories. Take one before a " +
 			"risky change. Running commands keep running; a file one is writing at that moment is saved as it is then. Only what " +
-			"changed since the last checkpoint is stored again.",
+			"changed since the last checkpoint is stored again. A checkpoint holds /workspace only: the data of services " +
+			"(workspace_service) is never in it, and a restore leaves them as they are.",
 		annotations: annotate(false, false, false),
 		handle: func(ctx context.Context, ws Checkpointer, p WorkspaceCheckpointParams) (WorkspaceCheckpointResult, error) {
 			cp, err := ws.Checkpoint(ctx, p.Message)

@@ -46,6 +46,7 @@ func TestTextsShowModelWrittenTextSafely(t *testing.T) {
 		"workspace_checkpoint_diff":   {none: "the patch quotes names the way git does"},
 		"workspace_port":              {none: "ports and URLs only"},
 		"workspace_egress":            {none: "patterns from the server, its profiles and the user's answers; a dropped pattern the model named is quoted"},
+		"workspace_service":           {none: "names checked against the name rules, profiles from the server's profiles file; logs are the service's output, shown as it wrote them"},
 		"workspace_restore":           {none: "ids and counts only"},
 		"workspace_checkpoint_delete": {none: "ids the schema checked"},
 		"workspace_handoff":           {none: "a handle and a workspace name the server made"},

@@ -28,7 +28,7 @@ func Interfaces() []reflect.Type {
 		reflect.TypeFor[Commands](), reflect.TypeFor[Container](), reflect.TypeFor[JobStarter](),
 		reflect.TypeFor[PythonRunner](), reflect.TypeFor[JobControl](),
 		reflect.TypeFor[FolderChanges](), reflect.TypeFor[PortPreviews](), reflect.TypeFor[Checkpointer](),
-		reflect.TypeFor[Handoffs](), reflect.TypeFor[Forks](), reflect.TypeFor[StateReporter](), reflect.TypeFor[ProfileSwitcher](), reflect.TypeFor[EgressPolicy](),
+		reflect.TypeFor[Handoffs](), reflect.TypeFor[Forks](), reflect.TypeFor[StateReporter](), reflect.TypeFor[ProfileSwitcher](), reflect.TypeFor[EgressPolicy](), reflect.TypeFor[Services](),
 	}
 }
 
@@ -53,6 +53,7 @@ func All(workspaceFor WorkspaceFor, log *slog.Logger, opts Options) ([]server.Se
 		func() (server.ServerTool, error) { return WorkspaceDiff(workspaceFor) },
 		func() (server.ServerTool, error) { return WorkspacePort(workspaceFor) },
 		func() (server.ServerTool, error) { return WorkspaceEgress(workspaceFor) },
+		func() (server.ServerTool, error) { return WorkspaceService(workspaceFor) },
 		func() (server.ServerTool, error) { return WorkspaceCheckpoint(workspaceFor) },
 		func() (server.ServerTool, error) { return WorkspaceCheckpoints(workspaceFor) },
 		func() (server.ServerTool, error) { return WorkspaceRestore(workspaceFor) },

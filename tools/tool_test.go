@@ -13,6 +13,7 @@ var someArgs = map[string]string{
 	"job":                         `{"action":"list"}`,
 	"workspace_port":              `{"action":"list"}`,
 	"workspace_egress":            `{"action":"list"}`,
+	"workspace_service":           `{"action":"list"}`,
 	"workspace_checkpoint":        `{}`,
 	"workspace_checkpoints":       `{}`,
 	"workspace_restore":           `{"checkpoint":"c1"}`,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"time"
 
 	"github.com/hashicorp/yamux"
@@ -58,13 +59,14 @@ func (s *Session) openTunnelLocked(ctx context.Context) error {
 		return fmt.Errorf("the egress proxy in %s did not start: %w", s.name, err)
 	}
 	s.tunnel = mux
+	streams := s.services.Listener(mux) // streams asking for a service go to it, the rest to the proxy
 	s.m.log.Info("tunnel opened", "session", s.who.hash(), "container", s.name, "path", path, "via", detail)
 	if s.proxy == nil {
-		go refuseEgress(mux, egressOff(s.setupBase != "", s.profile)) // the tunnel carries port previews only
+		go refuseEgress(streams, egressOff(s.setupBase != "", s.profile)) // the tunnel carries port previews only
 		return nil
 	}
 	go func() {
-		if err := s.proxy.Serve(mux); err != nil {
+		if err := s.proxy.Serve(streams); err != nil {
 			s.m.log.Debug("egress tunnel ended", "session", s.who.hash(), "err", err)
 		}
 	}()
@@ -85,9 +87,9 @@ func egressOff(setup bool, p *profiles.Profile) string {
 
 // refuseEgress answers every proxy connection of a tunnel opened for port
 // previews in a container without egress with egressOff.
-func refuseEgress(mux *yamux.Session, egressOff string) {
+func refuseEgress(streams net.Listener, egressOff string) {
 	for {
-		st, err := mux.AcceptStream()
+		st, err := streams.Accept()
 		if err != nil {
 			return
 		}

@@ -332,6 +332,7 @@ func (m *Manager) newSession(id, key string) *Session {
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.mounts.s = s
 	s.ports = s.newPorts()
+	s.services = newServices(s)
 	s.handoffs = &handoffs{s: s}
 	s.forks = &forks{s: s}
 	s.profileSwitch = &profileSwitch{s: s}

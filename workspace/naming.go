@@ -73,6 +73,9 @@ func (s *Session) labels() map[string]string {
 	if s.roaming != nil {
 		l[LabelRoaming] = s.roaming.name
 	}
+	if s.serviceOf != "" {
+		l[LabelServiceOf] = s.serviceOf
+	}
 	return l
 }
 

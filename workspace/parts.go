@@ -18,5 +18,6 @@ func (s *Session) Parts() []any {
 		s.forks,
 		s.profileSwitch,
 		s.egressPolicy,
+		s.services,
 	}
 }

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/workspace/folders"
 	"github.com/wink-mcp/wink-mcp/workspace/jobs"
 	"github.com/wink-mcp/wink-mcp/workspace/ports"
+	"github.com/wink-mcp/wink-mcp/workspace/services"
 	"github.com/wink-mcp/wink-mcp/workspace/touched"
 	"github.com/wink-mcp/wink-mcp/workspace/watch"
 )
@@ -146,6 +148,11 @@ type Session struct {
 	// folders shows what the session changed in its mounted host folders
 	// (package folders).
 	folders *folders.Part
+	// services are the containers beside this one (package services);
+	// serviceOf, in a service's own session, is its workspace's key.
+	services  *services.Room
+	serviceOf string
+
 	// ranCommands says a command ran, so the files may hold more than the
 	// tools wrote.
 	ranCommands atomic.Bool
@@ -391,6 +398,13 @@ func (s *Session) ensure(ctx context.Context) (*wire.Client, error) {
 			s.dropChannelLocked()
 		default:
 			return s.client, nil
+		}
+	}
+	if s.serviceOf != "" && !s.startedAt.IsZero() {
+		// A service's container is made once (its channel is down
+		// here): one made again would not run the service's command.
+		if _, running, err := s.m.eng.Running(ctx, s.name); err != nil || !running || !s.created {
+			return nil, cmp.Or(err, services.ErrGone)
 		}
 	}
 	if !s.created {

@@ -43,7 +43,11 @@ func (s *Session) removeLocked(ctx context.Context) error {
 		return nil
 	}
 	s.jobs.StopAll(ctx, s.client)
+	// The listeners on the services' ports go with the container, so the
+	// services go too, removed beside it.
+	servicesGone := goAlong(func() { s.services.Reset(ctx) })
 	err := s.m.eng.Remove(ctx, s.name)
+	<-servicesGone
 	s.dropChannelLocked()
 	if err != nil {
 		return err
@@ -131,6 +135,8 @@ func (s *Session) end(ctx context.Context) {
 	}
 	start := time.Now()
 	had := s.created
+	servicesGone := goAlong(func() { s.services.Close(ctx) }) // removed beside the workspace's container
+	defer func() { <-servicesGone }()
 	// A pooled container no session took holds nobody's work; a
 	// handed-over workspace exports by its own marker, once its container
 	// is gone (endHandedOverLocked).
@@ -207,4 +213,15 @@ func (s *Session) end(ctx context.Context) {
 	if had {
 		logEvent(s.m.log, EventRemoved, s, start, "reason", "session ended")
 	}
+}
+
+// goAlong runs f in a goroutine of its own and returns what closes when it
+// returns.
+func goAlong(f func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	return done
 }

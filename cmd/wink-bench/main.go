@@ -24,6 +24,7 @@ type config struct {
 	sessions, sessionOps    int
 	httpSamples, burst      int
 	egressSamples           int
+	serviceSamples          int
 	only                    string
 	baselineBin             string // another build, measured beside bin where a measurement offers it
 	// The Kubernetes rows' cluster: its kubeconfig, the namespace of the
@@ -49,12 +50,13 @@ func main() {
 	flag.IntVar(&cfg.sessions, "sessions", 20, "concurrent sessions in the load measurement")
 	flag.IntVar(&cfg.sessionOps, "session-ops", 100, "calls per concurrent session")
 	flag.IntVar(&cfg.egressSamples, "egress-samples", 5, "downloads through the egress proxy, and directly")
+	flag.IntVar(&cfg.serviceSamples, "service-samples", 10, "services started and stopped (workspace_service)")
 	flag.StringVar(&cfg.baselineBin, "baseline-bin", "", "another wink-mcp binary (an older build) whose initialize rows are measured beside -bin's, as baselines")
 	flag.StringVar(&cfg.kubeconfig, "kubeconfig", "/var/lib/wink-mcp/cluster/admin.kubeconfig", "kubeconfig of the cluster the Kubernetes rows are measured on (make cluster's test node)")
 	flag.StringVar(&cfg.namespace, "namespace", "wink-bench", "namespace of the Kubernetes rows' Pods, made if missing")
 	flag.StringVar(&cfg.clusterContainerd, "cluster-containerd", "/run/wink-mcp/cluster/containerd/containerd.sock", "the test node's containerd socket, into which the agent image is imported")
 	flag.IntVar(&cfg.kubernetesColdSamples, "kubernetes-cold-samples", 10, "new sessions timed for the Kubernetes first call without a pool (each makes a Pod)")
-	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints, egress, egress-cache, fork, initialize, kubernetes, profiles or watch), print it and write it to -out")
+	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints, egress, egress-cache, fork, initialize, kubernetes, profiles, services or watch), print it and write it to -out")
 	flag.Parse()
 	if err := run(cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "wink-bench: %v\n", err)
@@ -116,6 +118,11 @@ func run(cfg config) error {
 	if cfg.only == "fork" {
 		fmt.Fprintf(os.Stderr, "measuring forks of a workspace of 10,000 files / 100 MB...\n")
 		rep.Measurements = measureForks(ctx, cfg)
+		return rep.write(cfg.out)
+	}
+	if cfg.only == "services" {
+		fmt.Fprintf(os.Stderr, "measuring services beside the workspace...\n")
+		rep.Measurements = measureServices(ctx, cfg)
 		return rep.write(cfg.out)
 	}
 	if cfg.only == "profiles" {

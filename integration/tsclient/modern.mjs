@@ -62,6 +62,7 @@ const calls = [
   ["workspace_diff", {}],
   ["workspace_port", { action: "list" }],
   ["workspace_egress", { action: "list" }],
+  ["workspace_service", { action: "list" }],
   ["workspace_checkpoint", { message: "modern" }],
   ["workspace_checkpoints", {}],
   ["workspace_checkpoint_diff", { from: "c1" }],

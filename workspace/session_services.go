@@ -1,0 +1,113 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/yamux"
+
+	"github.com/wink-mcp/wink-mcp/wire"
+	"github.com/wink-mcp/wink-mcp/workspace/jobs"
+	"github.com/wink-mcp/wink-mcp/workspace/services"
+)
+
+// LabelServiceOf marks a service's container with the key of the
+// workspace it serves; the rest of its labels are a session's, so the
+// sweeps that find a dead server's containers find its services too.
+const LabelServiceOf = "io.wink-mcp.service-of"
+
+// errServicesOnPods refuses services on Kubernetes, where they are not built.
+var errServicesOnPods = errors.New("services run beside workspaces on Podman only; with --engine kubernetes they are not built yet")
+
+// newServices returns s's services room (package services):
+// each service a session of its own, never in the manager's list, made,
+// counted and ended through this session.
+func newServices(s *Session) *services.Room {
+	mk := serviceMaker{s: s}
+	return services.New(services.Deps{
+		Make: mk.make,
+		Call: func(ctx context.Context, op string, args, result any) error {
+			if _, err := s.ensureTunnel(ctx); err != nil { // the agent's listeners carry through the tunnel
+				return err
+			}
+			return s.call(ctx, op, args, result, nil)
+		},
+		Declared: func() []services.Spec {
+			s.mu.Lock()
+			p := s.profile
+			s.mu.Unlock()
+			if p == nil {
+				return nil
+			}
+			specs := make([]services.Spec, len(p.Services))
+			for i, d := range p.Services {
+				specs[i] = d.Spec
+			}
+			return specs
+		},
+		Log:     s.m.log,
+		Session: s.who.hash,
+	})
+}
+
+// serviceMaker makes the containers of one session's services.
+type serviceMaker struct{ s *Session }
+
+// make starts the container of the service name from profile: a session
+// container's spec and hardening (no capabilities, the workspace's user,
+// its limits checked after creation, no network device), no host folders
+// and no egress, counted in the principal's quotas as a container.
+func (mk serviceMaker) make(ctx context.Context, name, profile string) (services.Container, error) {
+	s, m := mk.s, mk.s.m
+	if m.eng.Service().Pods {
+		return nil, errServicesOnPods
+	}
+	p, err := m.cfg.Profiles.Get(profile)
+	if err != nil {
+		return nil, errors.New("profile: " + err.Error())
+	}
+	child := m.newSession(s.who.id()+"\x00service "+name, s.key+"-svc-"+name)
+	child.principal, child.stdio, child.serviceOf = s.principal, s.stdio, s.key
+	child.profileSwitch.setLocked(p)
+	child.proxy = nil            // no egress: a service's own allowlist is not built yet
+	child.mounts.resolved = true // no host folders
+	if _, err := child.Start(ctx); err != nil {
+		child.end(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return serviceContainer{child}, nil
+}
+
+// serviceContainer is a service's container as package services sees it.
+type serviceContainer struct{ s *Session }
+
+func (c serviceContainer) StartJob(ctx context.Context, req jobs.Request) (wire.JobStartResult, error) {
+	return c.s.jobs.StartJob(ctx, req)
+}
+
+func (c serviceContainer) JobStatus(ctx context.Context, id string) (wire.JobInfo, error) {
+	return c.s.jobs.JobStatus(ctx, id)
+}
+
+func (c serviceContainer) JobOutput(ctx context.Context, req wire.JobOutputArgs) (wire.JobOutputResult, error) {
+	return c.s.jobs.JobOutput(ctx, req)
+}
+
+func (c serviceContainer) Run(ctx context.Context, argv []string, timeout time.Duration) (int, string, error) {
+	res, err := c.s.Exec(ctx, ExecRequest{Argv: argv, Timeout: timeout, Grace: time.Second, Capture: true, OutputLimit: readyOutputLimit})
+	return res.ExitCode, strings.TrimSpace(res.Stdout + res.Stderr), err
+}
+
+// readyOutputLimit is how much of a readiness command's output a failed
+// start quotes.
+const readyOutputLimit = 300
+
+func (c serviceContainer) Tunnel(ctx context.Context) (*yamux.Session, error) {
+	return c.s.ensureTunnel(ctx)
+}
+
+func (c serviceContainer) Name() string { return c.s.name }
+
+func (c serviceContainer) End(ctx context.Context) { c.s.end(ctx) }
