@@ -25,8 +25,9 @@ const proxyListenWait = 5 * time.Second
 // container's loopback to the server, a stream each, until the tunnel ends
 // or ctx is done. The server decides what each connection may reach; the
 // agent only moves bytes. A direct tunnel (the server's socket) is not
-// escaped; one over an exec session's streams is.
-func (a *Agent) serveTunnel(ctx context.Context, in, out *os.File, direct bool) error {
+// escaped; one over an exec session's streams is. A direct tunnel with a
+// nonce gives each connection a socket of its own (see streamSockets).
+func (a *Agent) serveTunnel(ctx context.Context, in, out *os.File, direct bool, nonce string) error {
 	var from io.Reader = in
 	if !direct {
 		from = wire.UnescapeReader(in)
@@ -54,7 +55,11 @@ func (a *Agent) serveTunnel(ctx context.Context, in, out *os.File, direct bool) 
 	if err := announce(sess); err != nil {
 		return err
 	}
-	a.log.Info("egress proxy listening", "addr", ln.Addr().String(), "direct", direct)
+	var own *streamSockets
+	if direct && nonce != "" {
+		own = newStreamSockets(nonce)
+	}
+	a.log.Info("egress proxy listening", "addr", ln.Addr().String(), "direct", direct, "own_sockets", own != nil)
 	go servePorts(sess)
 	for {
 		c, err := ln.Accept()
@@ -64,7 +69,7 @@ func (a *Agent) serveTunnel(ctx context.Context, in, out *os.File, direct bool) 
 			}
 			return fmt.Errorf("accepting a proxy connection: %w", err)
 		}
-		go carry(c.(*net.TCPConn), sess)
+		go carry(c.(*net.TCPConn), sess, own)
 	}
 }
 
@@ -103,10 +108,18 @@ func announce(sess *yamux.Session) error {
 	return nil
 }
 
-// carry moves one connection's bytes through a stream of its own, each
-// direction closed when its sender is done.
-func carry(c *net.TCPConn, sess *yamux.Session) {
+// carry moves one connection's bytes through a socket of its own when
+// own is set and the server takes it, else through a stream of the
+// tunnel, each direction closed when its sender is done.
+func carry(c *net.TCPConn, sess *yamux.Session, own *streamSockets) {
 	defer c.Close()
+	if own != nil {
+		if u, err := own.dial(); err == nil {
+			defer u.Close()
+			spliceInKernel(c, u)
+			return
+		}
+	}
 	stream, err := sess.OpenStream()
 	if err != nil {
 		wire.Refuse(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"+

@@ -3,6 +3,8 @@ package wire
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net"
@@ -47,6 +49,27 @@ const (
 	TunnelNonceEnv    = "WINK_TUNNEL_NONCE"
 	TunnelSocketHello = "wink-tunnel %s\n"
 )
+
+// Over the socket each proxied connection also gets a Unix connection of
+// its own rather than a stream multiplexed on the tunnel: the server
+// listens, for each tunnel, on the socket TunnelStreamsPath names (in
+// the same directory), the agent connects to it for each connection made
+// to its proxy, writes TunnelStreamHello with the tunnel's nonce, and then
+// the connection carries that proxied connection's bytes as they are,
+// which lets both ends splice them between sockets in the kernel rather
+// than copy them through frames. The tunnel itself still carries the
+// agent's announcement, port previews, and any connection whose own
+// socket fails.
+const TunnelStreamHello = "wink-stream %s\n"
+
+// TunnelStreamsPath is where, in the container, the server listens for
+// the connections of the tunnel whose nonce is nonce: a name of its own
+// per tunnel, so a tunnel that supersedes another never takes over its
+// socket.
+func TunnelStreamsPath(nonce string) string {
+	sum := sha256.Sum256([]byte(nonce))
+	return TunnelSocketDir + "/streams-" + hex.EncodeToString(sum[:8]) + ".sock"
+}
 
 // TunnelReady is what the agent writes on a tunnel's first stream once
 // its proxy listens.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"time"
 
 	"github.com/hashicorp/yamux"
@@ -58,13 +59,17 @@ func (s *Session) openTunnelLocked(ctx context.Context) error {
 		return fmt.Errorf("the egress proxy in %s did not start: %w", s.name, err)
 	}
 	s.tunnel = mux
+	var conns net.Listener = mux
+	if sock, direct := stream.(engine.SocketTunnel); direct {
+		conns = wire.JoinListeners(mux, sock.Streams())
+	}
 	s.m.log.Info("tunnel opened", "session", s.who.hash(), "container", s.name, "path", path, "via", detail)
 	if s.proxy == nil {
-		go refuseEgress(mux, egressOff(s.setupBase != "", s.profile)) // the tunnel carries port previews only
+		go refuseEgress(conns, egressOff(s.setupBase != "", s.profile)) // the tunnel carries port previews only
 		return nil
 	}
 	go func() {
-		if err := s.proxy.Serve(mux); err != nil {
+		if err := s.proxy.Serve(conns); err != nil {
 			s.m.log.Debug("egress tunnel ended", "session", s.who.hash(), "err", err)
 		}
 	}()
@@ -85,9 +90,9 @@ func egressOff(setup bool, p *profiles.Profile) string {
 
 // refuseEgress answers every proxy connection of a tunnel opened for port
 // previews in a container without egress with egressOff.
-func refuseEgress(mux *yamux.Session, egressOff string) {
+func refuseEgress(conns net.Listener, egressOff string) {
 	for {
-		st, err := mux.AcceptStream()
+		st, err := conns.Accept()
 		if err != nil {
 			return
 		}
