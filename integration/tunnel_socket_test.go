@@ -26,6 +26,18 @@ for greeting in (b"wink-tunnel 00000000000000000000000000000000\n", b"\x00" * 40
     s.connect(d + "/tunnel.sock")
     s.sendall(greeting)
     s.close()
+streams = [e for e in os.listdir(d) if e.startswith("streams-")]
+print("streams sockets", len(streams))
+for greeting in (b"wink-stream 00000000000000000000000000000000\n", b"wink-tunnel 00000000000000000000000000000000\n", b"\x00" * 4096):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    s.connect(d + "/" + streams[0])
+    s.sendall(greeting + b"GET http://localhost:1/ HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    try:
+        print("streams answered", repr(s.recv(100)))
+    except OSError as e:
+        print("streams answered error", e.errno)
+    s.close()
 print("inode", os.stat(d + "/tunnel.sock").st_ino)
 with open("/proc/self/mountinfo") as f:
     for line in f:
@@ -33,10 +45,38 @@ with open("/proc/self/mountinfo") as f:
             print("mount", line.split()[5])
 `
 
+// streamsOpen counts the connected sockets on a streams socket in the
+// container's network namespace, where the server's end of each is too
+// (a Unix connection's accepted end belongs to its connecting end's
+// namespace).
+const streamsOpen = `def streams_open():
+    with open("/proc/net/unix") as f:
+        return sum(1 for line in f if "/streams-" in line and line.split()[5] == "03")
+`
+
+// holdProxy counts the streams sockets' connections before, while and
+// after a connection to the proxy is open.
+const holdProxy = streamsOpen + `import socket, time
+def settle(want):
+    for _ in range(50):
+        if streams_open() == want:
+            break
+        time.sleep(0.1)
+    return streams_open()
+print("before", settle(0))
+s = socket.create_connection(("127.0.0.1", 3128), timeout=30)
+s.sendall(b"GET http://localhost:1/ HTTP/1.1\r\n")
+print("open", settle(1))
+s.close()
+print("after", settle(0))
+`
+
 // On local Podman the tunnel rides the container's own socket, which the
 // model can neither replace nor add to, which another session's container
 // does not have, and which a process of the container connecting on its
-// own does not disturb; a download and a port preview go through it.
+// own does not disturb; a download and a port preview go through it. Each
+// proxied connection gets a socket of its own beside it, which takes no
+// connection that does not say the tunnel's nonce.
 func TestEgressTunnelSocket(t *testing.T) {
 	port := httpServerOnLoopback(t, "through the socket")
 	p := start(t, startOptions{transport: "http", image: pythonImage, args: []string{"--warm", "0", "--egress", "localhost:" + port}})
@@ -48,10 +88,19 @@ func TestEgressTunnelSocket(t *testing.T) {
 		t.Fatalf("the tunnel's log record: %v, want path socket", rec)
 	}
 	probe := py(t, p, socketProbe)
-	for _, want := range []string{"entries ['tunnel.sock']", "plant failed 30", "unlink failed 30", "rename failed 30", "mount ro,"} {
+	for _, want := range []string{"entries ['streams-", ".sock', 'tunnel.sock']", "streams sockets 1", "plant failed 30", "unlink failed 30", "rename failed 30", "mount ro,"} {
 		if !strings.Contains(probe, want) {
 			t.Errorf("the probe lacks %q:\n%s", want, probe)
 		}
+	}
+	if n := strings.Count(probe, "streams answered b''\n") + strings.Count(probe, "streams answered error 104\n"); n != 3 {
+		t.Errorf("connections to the streams socket without the nonce: %d of 3 closed unanswered:\n%s", n, probe)
+	}
+
+	// A connection to the proxy is one to the server's streams socket (its
+	// server's end, which names the socket, is counted), gone when it closes.
+	if out := py(t, p, holdProxy); out != "before 0\nopen 1\nafter 0\n" {
+		t.Errorf("connected ends on the streams socket before, while and after a proxy connection:\n%s", out)
 	}
 	// The tunnel still carries the session's connections.
 	if out := rawProxy(t, p, get); !strings.Contains(out, "through the socket") {
@@ -69,7 +118,7 @@ func TestEgressTunnelSocket(t *testing.T) {
 		first, _, _ := strings.Cut(after, "\n")
 		return first
 	}
-	if !strings.Contains(second, "entries ['tunnel.sock']") || inode(second) == "" || inode(second) == inode(probe) {
+	if !strings.Contains(second, "streams sockets 1") || inode(second) == "" || inode(second) == inode(probe) {
 		t.Errorf("the second container's socket (inode %q) against the first's (%q):\n%s", inode(second), inode(probe), second)
 	}
 	if out := other.run("sh", "-c", "find / -xdev -name '*.sock' 2>/dev/null; grep -c wink-tunnel /proc/self/mountinfo"); strings.TrimSpace(out.Stdout) != "1" {
@@ -78,7 +127,7 @@ func TestEgressTunnelSocket(t *testing.T) {
 }
 
 // A rootless Podman's container (its user a subordinate uid of the
-// server's user) reaches the socket too.
+// server's user) reaches the socket too, and the streams socket.
 func TestRootlessEgressTunnelSocket(t *testing.T) {
 	u := needRootless(t)
 	port := httpServerOnLoopback(t, "rootless through the socket")
@@ -88,5 +137,8 @@ func TestRootlessEgressTunnelSocket(t *testing.T) {
 	}
 	if rec := p.waitLog(10*time.Second, "tunnel opened", nil); rec["path"] != "socket" {
 		t.Fatalf("the tunnel's log record: %v, want path socket", rec)
+	}
+	if out := py(t, p, holdProxy); out != "before 0\nopen 1\nafter 0\n" {
+		t.Errorf("connected ends on the streams socket before, while and after a proxy connection:\n%s", out)
 	}
 }
