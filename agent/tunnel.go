@@ -116,6 +116,7 @@ func carry(c *net.TCPConn, sess *yamux.Session, own *streamSockets) {
 	if own != nil {
 		if u, err := own.dial(); err == nil {
 			defer u.Close()
+			_ = c.SetWriteBuffer(wire.StreamSocketBuffer)
 			spliceInKernel(c, u)
 			return
 		}

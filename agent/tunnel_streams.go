@@ -34,6 +34,7 @@ func (s *streamSockets) dial() (*net.UnixConn, error) {
 		return nil, err
 	}
 	u := c.(*net.UnixConn)
+	_ = u.SetWriteBuffer(wire.StreamSocketBuffer)
 	_ = u.SetWriteDeadline(time.Now().Add(streamDialWait))
 	if _, err := io.WriteString(u, s.hello); err != nil {
 		u.Close()

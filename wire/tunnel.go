@@ -62,6 +62,13 @@ const (
 // socket fails.
 const TunnelStreamHello = "wink-stream %s\n"
 
+// StreamSocketBuffer is the send buffer each end asks for on a proxied
+// connection's own socket. A Unix stream socket holds at most its
+// sender's buffer in flight (the kernel's default, 208 KiB, made a
+// download stop and wake its reader every 100 KiB or so); the kernel caps
+// what is asked at net.core.wmem_max.
+const StreamSocketBuffer = 4 << 20
+
 // TunnelStreamsPath is where, in the container, the server listens for
 // the connections of the tunnel whose nonce is nonce: a name of its own
 // per tunnel, so a tunnel that supersedes another never takes over its

@@ -72,6 +72,7 @@ func (t *tunnelStreams) acceptLoop() {
 				return
 			}
 			sc := &streamConn{UnixConn: c.(*net.UnixConn), t: t}
+			_ = sc.SetWriteBuffer(wire.StreamSocketBuffer)
 			if !t.track(sc) {
 				return
 			}
