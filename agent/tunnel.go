@@ -26,7 +26,7 @@ const proxyListenWait = 5 * time.Second
 // or ctx is done. The server decides what each connection may reach; the
 // agent only moves bytes. A direct tunnel (the server's socket) is not
 // escaped; one over an exec session's streams is. A direct tunnel with a
-// nonce gives each connection a socket of its own (see streamSockets).
+// nonce hands each connection to the server whole (see streamSockets).
 func (a *Agent) serveTunnel(ctx context.Context, in, out *os.File, direct bool, nonce string) error {
 	var from io.Reader = in
 	if !direct {
@@ -58,6 +58,7 @@ func (a *Agent) serveTunnel(ctx context.Context, in, out *os.File, direct bool, 
 	var own *streamSockets
 	if direct && nonce != "" {
 		own = newStreamSockets(nonce)
+		defer own.close()
 	}
 	a.log.Info("egress proxy listening", "addr", ln.Addr().String(), "direct", direct, "own_sockets", own != nil)
 	go servePorts(sess)
@@ -108,17 +109,14 @@ func announce(sess *yamux.Session) error {
 	return nil
 }
 
-// carry moves one connection's bytes through a socket of its own when
-// own is set and the server takes it, else through a stream of the
-// tunnel, each direction closed when its sender is done.
+// carry hands the connection to the server when own is set and the
+// server takes it, else moves its bytes through a stream of the tunnel,
+// each direction closed when its sender is done.
 func carry(c *net.TCPConn, sess *yamux.Session, own *streamSockets) {
 	defer c.Close()
 	if own != nil {
-		if u, err := own.dial(); err == nil {
-			defer u.Close()
-			_ = c.SetWriteBuffer(wire.StreamSocketBuffer)
-			spliceInKernel(c, u)
-			return
+		if err := own.hand(c); err == nil {
+			return // the server holds the connection now
 		}
 	}
 	stream, err := sess.OpenStream()

@@ -6,56 +6,85 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/wink-mcp/wink-mcp/wire"
 )
 
-// streamDialWait bounds connecting to, and greeting, a tunnel's streams
-// socket; past it the connection takes a stream of the tunnel instead.
-const streamDialWait = 2 * time.Second
+// handWait bounds connecting to, greeting, and handing a connection over
+// on a tunnel's streams socket; past it the connection takes a stream of
+// the tunnel instead.
+const handWait = 2 * time.Second
 
-// streamSockets connects each proxied connection of a direct tunnel to
-// the server on a Unix connection of its own (wire.TunnelStreamsPath),
-// so its bytes cross between the two sockets in the kernel (splice)
-// instead of being framed, copied and unframed on the tunnel.
+// streamSockets hands each proxied connection of a direct tunnel to the
+// server whole: the connection's own descriptor, sent over the tunnel's
+// streams socket (wire.TunnelStreamsPath). The server then reads and
+// writes the client's socket itself, and the agent neither copies nor
+// even sees a byte of it.
 type streamSockets struct {
 	path, hello string
+	mu          sync.Mutex
+	ch          *net.UnixConn // nil until dialled, and after a failure
 }
 
 func newStreamSockets(nonce string) *streamSockets {
 	return &streamSockets{path: wire.TunnelStreamsPath(nonce), hello: fmt.Sprintf(wire.TunnelStreamHello, nonce)}
 }
 
+// hand sends c's descriptor to the server. On success the server holds
+// the connection and the caller closes only its own descriptor.
+func (s *streamSockets) hand(c *net.TCPConn) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		ch, err := s.dial()
+		if err != nil {
+			return err
+		}
+		s.ch = ch
+	}
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var sendErr error
+	_ = s.ch.SetWriteDeadline(time.Now().Add(handWait))
+	if err := rc.Control(func(fd uintptr) {
+		_, _, sendErr = s.ch.WriteMsgUnix([]byte{0}, unix.UnixRights(int(fd)), nil)
+	}); err != nil {
+		sendErr = err
+	}
+	if sendErr != nil {
+		s.ch.Close()
+		s.ch = nil
+	}
+	return sendErr
+}
+
 // dial connects to the streams socket and greets the server.
 func (s *streamSockets) dial() (*net.UnixConn, error) {
-	c, err := net.DialTimeout("unix", s.path, streamDialWait)
+	c, err := net.DialTimeout("unix", s.path, handWait)
 	if err != nil {
 		return nil, err
 	}
 	u := c.(*net.UnixConn)
-	_ = u.SetWriteBuffer(wire.StreamSocketBuffer)
-	_ = u.SetWriteDeadline(time.Now().Add(streamDialWait))
+	_ = u.SetWriteDeadline(time.Now().Add(handWait))
 	if _, err := io.WriteString(u, s.hello); err != nil {
 		u.Close()
 		return nil, err
 	}
-	_ = u.SetWriteDeadline(time.Time{})
 	return u, nil
 }
 
-// spliceInKernel carries bytes both ways between c and u until both
-// directions are done, closing each write side when its sender is done.
-// io.Copy between a TCP and a Unix stream socket splices on Linux
-// (TCPConn's ReadFrom and WriteTo): the bytes never enter this process.
-func spliceInKernel(c *net.TCPConn, u *net.UnixConn) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = io.Copy(u, c)
-		_ = u.CloseWrite()
-	}()
-	_, _ = io.Copy(c, u)
-	_ = c.CloseWrite()
-	<-done
+// close ends the streams socket's connection.
+func (s *streamSockets) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch != nil {
+		s.ch.Close()
+		s.ch = nil
+	}
 }

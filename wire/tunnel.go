@@ -50,24 +50,17 @@ const (
 	TunnelSocketHello = "wink-tunnel %s\n"
 )
 
-// Over the socket each proxied connection also gets a Unix connection of
-// its own rather than a stream multiplexed on the tunnel: the server
-// listens, for each tunnel, on the socket TunnelStreamsPath names (in
-// the same directory), the agent connects to it for each connection made
-// to its proxy, writes TunnelStreamHello with the tunnel's nonce, and then
-// the connection carries that proxied connection's bytes as they are,
-// which lets both ends splice them between sockets in the kernel rather
-// than copy them through frames. The tunnel itself still carries the
-// agent's announcement, port previews, and any connection whose own
-// socket fails.
+// Over the socket each proxied connection is also handed to the server
+// whole rather than carried as a stream multiplexed on the tunnel: the
+// server listens, for each tunnel, on the socket TunnelStreamsPath names
+// (in the same directory); the agent connects to it once, writes
+// TunnelStreamHello with the tunnel's nonce, and then sends the
+// descriptor of each connection made to its proxy (SCM_RIGHTS, one a
+// message). The server reads and writes the client's socket itself, so
+// the bytes cross no process between the server and the client. The
+// tunnel itself still carries the agent's announcement, port previews,
+// and any connection the server does not take.
 const TunnelStreamHello = "wink-stream %s\n"
-
-// StreamSocketBuffer is the send buffer each end asks for on a proxied
-// connection's own socket. A Unix stream socket holds at most its
-// sender's buffer in flight (the kernel's default, 208 KiB, made a
-// download stop and wake its reader every 100 KiB or so); the kernel caps
-// what is asked at net.core.wmem_max.
-const StreamSocketBuffer = 4 << 20
 
 // TunnelStreamsPath is where, in the container, the server listens for
 // the connections of the tunnel whose nonce is nonce: a name of its own

@@ -68,6 +68,7 @@ func (e *Engine) openSocketTunnel(ctx context.Context, name string, ln *net.Unix
 	if err != nil {
 		return nil, err
 	}
+	streams.serve()
 	relay, err := e.openExec(ctx, name, engine.TunnelSocketArgv(), []string{wire.TunnelNonceEnv + "=" + nonce})
 	if err != nil {
 		streams.Close()
