@@ -57,10 +57,13 @@ type egressRows struct {
 	// included); goDirect is Go's http.Get of the same URL in this process;
 	// ceiling is the same bytes into a bare `podman exec -i`.
 	call, goDirect, ceiling measurement
+	// attach is through, with the tunnel on the exec attach (the path of
+	// ssh, podman machine and --files-on-podman-host).
+	attach measurement
 }
 
 func (r egressRows) all() []measurement {
-	return []measurement{r.through, r.direct, r.call, r.goDirect, r.ceiling}
+	return []measurement{r.through, r.direct, r.call, r.goDirect, r.ceiling, r.attach}
 }
 
 // measureEgress downloads egressBytes, n times each way, from a server on
@@ -75,9 +78,10 @@ func measureEgress(ctx context.Context, cfg config, n int) egressRows {
 		call:     measurement{Name: fmt.Sprintf("egress: the whole podman_shell call around the %d MB download (python3's start included)", mb)},
 		goDirect: measurement{Name: "reference: Go's http.Get of the same download in this process"},
 		ceiling:  measurement{Name: "reference: the same bytes into `podman exec -i` (Podman's attach path, CLI start included)"},
+		attach:   measurement{Name: fmt.Sprintf("egress: %d MB through the proxy with the tunnel on the exec attach (--files-on-podman-host yes), timed by its client", mb)},
 	}
 	fail := func(err error) egressRows {
-		for _, m := range []*measurement{&r.through, &r.direct, &r.call, &r.goDirect, &r.ceiling} {
+		for _, m := range []*measurement{&r.through, &r.direct, &r.call, &r.goDirect, &r.ceiling, &r.attach} {
 			*m = failed(m.Name, err)
 		}
 		return r
@@ -108,10 +112,13 @@ func measureEgress(ctx context.Context, cfg config, n int) egressRows {
 		return fail(err)
 	}
 	defer s.close()
+	download := func(s *session) (time.Duration, error) {
+		return s.clientTimed(ctx, egressDownload, "127.0.0.1", "3128", url, fmt.Sprint(egressBytes))
+	}
 	var took []time.Duration
 	runs := 0
 	r.call = timed(r.call.Name, n, func() error {
-		d, err := s.clientTimed(ctx, egressDownload, "127.0.0.1", "3128", url, fmt.Sprint(egressBytes))
+		d, err := download(s)
 		if err == nil && runs > 0 { // the first, untimed, warms up
 			took = append(took, d)
 		}
@@ -147,6 +154,16 @@ func measureEgress(ctx context.Context, cfg config, n int) egressRows {
 		}
 		return nil
 	})
+	viaAttach, err := startSessionIn(ctx, cfg, "", "--egress", ln.Addr().String(), "--files-on-podman-host", "yes")
+	if err == nil {
+		err = viaAttach.prepare(ctx)
+	}
+	if err != nil {
+		r.attach = failed(r.attach.Name, err)
+		return r
+	}
+	defer viaAttach.close()
+	r.attach = timedBy(r.attach.Name, n, func() (time.Duration, error) { return download(viaAttach) })
 	return r
 }
 
