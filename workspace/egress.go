@@ -89,18 +89,16 @@ func egressOff(setup bool, p *profiles.Profile) string {
 }
 
 // refuseEgress answers every proxy connection of a tunnel opened for port
-// previews in a container without egress with egressOff.
+// previews in a container without egress with egressOff, as a proxy
+// refuses (wire.Refuse: after the request's head, and reading what is left,
+// so a connection handed over whole is not reset under its client).
 func refuseEgress(conns net.Listener, egressOff string) {
 	for {
-		st, err := conns.Accept()
+		c, err := conns.Accept()
 		if err != nil {
 			return
 		}
-		go func() {
-			defer st.Close()
-			_ = st.SetWriteDeadline(time.Now().Add(5 * time.Second))
-			_, _ = io.WriteString(st, egressOff)
-		}()
+		go wire.Refuse(c, egressOff)
 	}
 }
 
