@@ -14,8 +14,6 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
-
-	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // Limits of one session's proxy.
@@ -356,7 +354,7 @@ func (s *Session) connect(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	defer cc.carrying()()
-	wire.Splice(down, upstream)
+	carryConnect(cc, down, upstream)
 	s.logAllowed(t, "connect", cc.total()-before, start)
 }
 

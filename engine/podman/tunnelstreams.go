@@ -213,6 +213,10 @@ type streamConn struct {
 	once sync.Once
 }
 
+// NetConn is the client's TCP socket itself, for moving a CONNECT's bytes
+// in the kernel (closing stays with Close).
+func (c *streamConn) NetConn() net.Conn { return c.TCPConn }
+
 // Close closes the connection.
 func (c *streamConn) Close() error {
 	c.once.Do(func() {
