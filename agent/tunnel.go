@@ -60,7 +60,7 @@ func (a *Agent) serveTunnel(ctx context.Context, in, out *os.File, direct bool, 
 		own = newStreamSockets(nonce)
 		defer own.close()
 	}
-	a.log.Info("egress proxy listening", "addr", ln.Addr().String(), "direct", direct, "own_sockets", own != nil)
+	a.log.Info("egress proxy listening", "addr", ln.Addr().String(), "direct", direct, "hands_over", own != nil)
 	go servePorts(sess)
 	for {
 		c, err := ln.Accept()
