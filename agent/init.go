@@ -91,7 +91,7 @@ func (a *Agent) RunInit(ctx context.Context) error {
 			})
 			defer stop()
 			if hello.Tunnel {
-				err = a.serveTunnel(connCtx, in, out, hello.Direct)
+				err = a.serveTunnel(connCtx, in, out, hello.Direct, hello.Nonce)
 			} else {
 				err = a.ServeConn(connCtx, struct {
 					io.Reader

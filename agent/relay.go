@@ -19,6 +19,10 @@ type channelHello struct {
 	// Direct marks a tunnel over the server's socket (RelaySocket), whose
 	// bytes are not escaped.
 	Direct bool `json:"direct,omitempty"`
+	// Nonce is a direct tunnel's nonce, which the agent says on each
+	// connection it makes to the tunnel's streams socket
+	// (wire.TunnelStreamsPath).
+	Nonce string `json:"nonce,omitempty"`
 }
 
 // Relay hands the agent the exec session's standard input and output, so

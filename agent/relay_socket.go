@@ -18,7 +18,9 @@ import (
 // server's own directory for this container): it connects, says the nonce
 // the server gave it (wire.TunnelNonceEnv) so the server knows this
 // connection from any other in the container, and hands the connection to
-// the agent as the tunnel's both streams. It then lives, as the exec
+// the agent as the tunnel's both streams, with the nonce, which the agent
+// says again on each proxied connection's own socket (see
+// wire.TunnelStreamHello). It then lives, as the exec
 // session does, as long as the tunnel.
 func RelaySocket(ctx context.Context, path, nonce string, dialWait time.Duration) error {
 	if nonce == "" {
@@ -43,7 +45,7 @@ func RelaySocket(ctx context.Context, path, nonce string, dialWait time.Duration
 		return err
 	}
 	defer agent.Close()
-	if err := send(agent, channelHello{PID: os.Getpid(), Tunnel: true, Direct: true}, []*os.File{f, f}); err != nil {
+	if err := send(agent, channelHello{PID: os.Getpid(), Tunnel: true, Direct: true, Nonce: nonce}, []*os.File{f, f}); err != nil {
 		return fmt.Errorf("handing the tunnel to the agent: %w", err)
 	}
 	f.Close()

@@ -25,8 +25,9 @@ const proxyListenWait = 5 * time.Second
 // container's loopback to the server, a stream each, until the tunnel ends
 // or ctx is done. The server decides what each connection may reach; the
 // agent only moves bytes. A direct tunnel (the server's socket) is not
-// escaped; one over an exec session's streams is.
-func (a *Agent) serveTunnel(ctx context.Context, in, out *os.File, direct bool) error {
+// escaped; one over an exec session's streams is. A direct tunnel with a
+// nonce hands each connection to the server whole (see streamSockets).
+func (a *Agent) serveTunnel(ctx context.Context, in, out *os.File, direct bool, nonce string) error {
 	var from io.Reader = in
 	if !direct {
 		from = wire.UnescapeReader(in)
@@ -54,7 +55,12 @@ func (a *Agent) serveTunnel(ctx context.Context, in, out *os.File, direct bool) 
 	if err := announce(sess); err != nil {
 		return err
 	}
-	a.log.Info("egress proxy listening", "addr", ln.Addr().String(), "direct", direct)
+	var own *streamSockets
+	if direct && nonce != "" {
+		own = newStreamSockets(nonce)
+		defer own.close()
+	}
+	a.log.Info("egress proxy listening", "addr", ln.Addr().String(), "direct", direct, "hands_over", own != nil)
 	go servePorts(sess)
 	for {
 		c, err := ln.Accept()
@@ -64,7 +70,7 @@ func (a *Agent) serveTunnel(ctx context.Context, in, out *os.File, direct bool) 
 			}
 			return fmt.Errorf("accepting a proxy connection: %w", err)
 		}
-		go carry(c.(*net.TCPConn), sess)
+		go carry(c.(*net.TCPConn), sess, own)
 	}
 }
 
@@ -103,10 +109,16 @@ func announce(sess *yamux.Session) error {
 	return nil
 }
 
-// carry moves one connection's bytes through a stream of its own, each
-// direction closed when its sender is done.
-func carry(c *net.TCPConn, sess *yamux.Session) {
+// carry hands the connection to the server when own is set and the
+// server takes it, else moves its bytes through a stream of the tunnel,
+// each direction closed when its sender is done.
+func carry(c *net.TCPConn, sess *yamux.Session, own *streamSockets) {
 	defer c.Close()
+	if own != nil {
+		if err := own.hand(c); err == nil {
+			return // the server holds the connection now
+		}
+	}
 	stream, err := sess.OpenStream()
 	if err != nil {
 		wire.Refuse(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"+

@@ -17,7 +17,9 @@ import (
 // Go 1.19 downloading 155 modules opened 3, at most 2 at once (HTTP/2).
 // So a connection past the limit waits for one to close before it is turned
 // away; one waiting costs a stream of the tunnel and no descriptor of the
-// host's, which each open connection (dialled) does.
+// host's, which each open connection (dialled) does, or, on a tunnel's
+// socket path, the descriptor of the client's socket the agent handed
+// over (at most 1,024 a tunnel).
 const (
 	// DefaultMaxConns is --egress-max-conns's default.
 	DefaultMaxConns = 256

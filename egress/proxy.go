@@ -367,7 +367,7 @@ func (s *Session) connect(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	defer cc.carrying()()
-	wire.Splice(down, upstream)
+	carryConnect(cc, down, upstream)
 	s.logAllowed(t, "connect", cc.total()-before, start)
 }
 

@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"slices"
 	"strings"
 
@@ -55,6 +56,11 @@ func TunnelSocketArgv() []string {
 type SocketTunnel interface {
 	// ViaSocket names the host directory the socket is in.
 	ViaSocket() string
+	// Streams accepts the connections the agent makes on the tunnel's
+	// streams socket (wire.TunnelStreamsPath), one for each connection
+	// made to its proxy, checked and carrying that connection's bytes as
+	// they are; the tunnel's end closes it and every connection it gave.
+	Streams() net.Listener
 }
 
 // Errors an Engine's methods wrap.

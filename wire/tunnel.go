@@ -3,6 +3,8 @@ package wire
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net"
@@ -47,6 +49,27 @@ const (
 	TunnelNonceEnv    = "WINK_TUNNEL_NONCE"
 	TunnelSocketHello = "wink-tunnel %s\n"
 )
+
+// Over the socket each proxied connection is also handed to the server
+// whole rather than carried as a stream multiplexed on the tunnel: the
+// server listens, for each tunnel, on the socket TunnelStreamsPath names
+// (in the same directory); the agent connects to it once, writes
+// TunnelStreamHello with the tunnel's nonce, and then sends the
+// descriptor of each connection made to its proxy (SCM_RIGHTS, one a
+// message). The server reads and writes the client's socket itself, so
+// the bytes cross no process between the server and the client. The
+// tunnel itself still carries the agent's announcement, port previews,
+// and any connection the server does not take.
+const TunnelStreamHello = "wink-stream %s\n"
+
+// TunnelStreamsPath is where, in the container, the server listens for
+// the connections of the tunnel whose nonce is nonce: a name of its own
+// per tunnel, so a tunnel that supersedes another never takes over its
+// socket.
+func TunnelStreamsPath(nonce string) string {
+	sum := sha256.Sum256([]byte(nonce))
+	return TunnelSocketDir + "/streams-" + hex.EncodeToString(sum[:8]) + ".sock"
+}
 
 // TunnelReady is what the agent writes on a tunnel's first stream once
 // its proxy listens.

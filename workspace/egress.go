@@ -59,14 +59,19 @@ func (s *Session) openTunnelLocked(ctx context.Context) error {
 		return fmt.Errorf("the egress proxy in %s did not start: %w", s.name, err)
 	}
 	s.tunnel = mux
-	streams := s.services.Listener(mux) // streams asking for a service go to it, the rest to the proxy
+	// Streams asking for a service go to it; the rest, and the
+	// connections the agent hands over whole, to the proxy.
+	var conns net.Listener = s.services.Listener(mux)
+	if sock, direct := stream.(engine.SocketTunnel); direct {
+		conns = wire.JoinListeners(conns, sock.Streams())
+	}
 	s.m.log.Info("tunnel opened", "session", s.who.hash(), "container", s.name, "path", path, "via", detail)
 	if s.proxy == nil {
-		go refuseEgress(streams, egressOff(s.setupBase != "", s.profile)) // the tunnel carries port previews only
+		go refuseEgress(conns, egressOff(s.setupBase != "", s.profile)) // the tunnel carries port previews only
 		return nil
 	}
 	go func() {
-		if err := s.proxy.Serve(streams); err != nil {
+		if err := s.proxy.Serve(conns); err != nil {
 			s.m.log.Debug("egress tunnel ended", "session", s.who.hash(), "err", err)
 		}
 	}()
@@ -86,18 +91,16 @@ func egressOff(setup bool, p *profiles.Profile) string {
 }
 
 // refuseEgress answers every proxy connection of a tunnel opened for port
-// previews in a container without egress with egressOff.
-func refuseEgress(streams net.Listener, egressOff string) {
+// previews in a container without egress with egressOff, as a proxy
+// refuses (wire.Refuse: after the request's head, and reading what is left,
+// so a connection handed over whole is not reset under its client).
+func refuseEgress(conns net.Listener, egressOff string) {
 	for {
-		st, err := streams.Accept()
+		c, err := conns.Accept()
 		if err != nil {
 			return
 		}
-		go func() {
-			defer st.Close()
-			_ = st.SetWriteDeadline(time.Now().Add(5 * time.Second))
-			_, _ = io.WriteString(st, egressOff)
-		}()
+		go wire.Refuse(c, egressOff)
 	}
 }
 

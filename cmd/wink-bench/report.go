@@ -136,7 +136,7 @@ func (r report) markdown() string {
 		fmt.Fprintf(&b, "On Kubernetes, read_file is %.0f times faster than one new exec per read through client-go, at p50.\n", r.KubernetesReadSpeedup)
 	}
 	if r.EgressShare > 0 {
-		fmt.Fprintf(&b, "A download through the egress proxy runs at %.0f%% of the same download made directly on this machine, at p50 (target: at least 80%%, %s).\n",
+		fmt.Fprintf(&b, "A download through the egress proxy runs at %.0f%% of the same download made directly on this machine, each timed by the same client, at p50 (target: at least 80%%, %s).\n",
 			100*r.EgressShare, map[bool]string{true: "met", false: "missed"}[r.EgressShareMet])
 	}
 	if c := r.Checkpoints; c != nil && len(c.LaterAddedBytes) > 0 {

@@ -60,19 +60,27 @@ func (e *Engine) OpenTunnel(ctx context.Context, name string) (io.ReadWriteClose
 }
 
 // openSocketTunnel starts the relay that connects to the container's
-// socket, and takes its connection.
+// socket, and takes its connection; the tunnel's streams socket listens
+// before the relay starts.
 func (e *Engine) openSocketTunnel(ctx context.Context, name string, ln *net.UnixListener) (io.ReadWriteCloser, error) {
 	nonce := newNonce()
+	streams, err := listenStreams(e.tunnels.dir(name), nonce)
+	if err != nil {
+		return nil, err
+	}
+	streams.serve()
 	relay, err := e.openExec(ctx, name, engine.TunnelSocketArgv(), []string{wire.TunnelNonceEnv + "=" + nonce})
 	if err != nil {
+		streams.Close()
 		return nil, err
 	}
 	conn, err := accept(ctx, ln, nonce)
 	if err != nil {
+		streams.Close()
 		relay.Close()
 		return nil, err
 	}
-	return &socketTunnel{Conn: conn, relay: relay, dir: e.tunnels.dir(name)}, nil
+	return &socketTunnel{Conn: conn, relay: relay, dir: e.tunnels.dir(name), streams: streams}, nil
 }
 
 // openExec runs argv in the container, with env added to its environment,

@@ -210,16 +210,21 @@ func newNonce() string {
 // relay, which lasts as long as it.
 type socketTunnel struct {
 	net.Conn
-	relay io.Closer
-	dir   string
+	relay   io.Closer
+	dir     string
+	streams *tunnelStreams
 }
 
 // ViaSocket names the socket's directory (engine.SocketTunnel).
 func (s *socketTunnel) ViaSocket() string { return s.dir }
 
-// Close closes the socket, then the relay's exec session.
+// Streams is the listener of the proxied connections' own sockets
+// (engine.SocketTunnel).
+func (s *socketTunnel) Streams() net.Listener { return s.streams }
+
+// Close closes the socket and its streams, then the relay's exec session.
 func (s *socketTunnel) Close() error {
-	err := s.Conn.Close()
+	err := errors.Join(s.Conn.Close(), s.streams.Close())
 	return errors.Join(err, s.relay.Close())
 }
 
