@@ -18,6 +18,13 @@ import (
 // server's answer for one service connection.
 const forwardDialTimeout = 10 * time.Second
 
+// forwardSource is the address service connections come from to the
+// proxy port: carry keeps them on the tunnel's streams, where the server
+// routes a service request, rather than handing them to the server as a
+// proxy connection. Another process may connect from it too; its
+// connection then only takes the slower path, checked the same way.
+var forwardSource = net.IPv4(127, 0, 0, 2)
+
 // forwards are the ports of the container's loopback on which services
 // beside the workspace answer (wire.OpServiceForward): each connection
 // goes to the agent's proxy port, names its service on the first line,
@@ -76,7 +83,8 @@ func (f *forwards) unforward(args wire.ServiceForwardArgs) (*wire.ServiceForward
 // service request names; a refusal closes it.
 func carryToService(c net.Conn, request string) {
 	defer c.Close()
-	up, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(wire.ProxyPort)), forwardDialTimeout)
+	dialer := net.Dialer{Timeout: forwardDialTimeout, LocalAddr: &net.TCPAddr{IP: forwardSource}}
+	up, err := dialer.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(wire.ProxyPort)))
 	if err != nil {
 		return
 	}

@@ -109,12 +109,13 @@ func announce(sess *yamux.Session) error {
 	return nil
 }
 
-// carry hands the connection to the server when own is set and the
-// server takes it, else moves its bytes through a stream of the tunnel,
-// each direction closed when its sender is done.
+// carry hands the connection to the server when own is set, the
+// connection is a proxy client's (not a service's, from forwardSource)
+// and the server takes it, else moves its bytes through a stream of the
+// tunnel, each direction closed when its sender is done.
 func carry(c *net.TCPConn, sess *yamux.Session, own *streamSockets) {
 	defer c.Close()
-	if own != nil {
+	if from, ok := c.RemoteAddr().(*net.TCPAddr); own != nil && !(ok && from.IP.Equal(forwardSource)) {
 		if err := own.hand(c); err == nil {
 			return // the server holds the connection now
 		}

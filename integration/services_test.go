@@ -180,16 +180,26 @@ print("suite passed")
 			t.Errorf("start %v: %q; want a tool error with %q", c.args, text, c.want)
 		}
 	}
+	// A forged request from the address the agent's forwarder uses takes
+	// the tunnel's streams, where the server's router refuses each; from
+	// any other address the agent hands the connection to the proxy,
+	// which refuses it as no HTTP. Either way nothing is reached.
 	forged := `import socket
-for line in ["wink-service cache 6380\n", "wink-service other 6379\n", "wink-service ../cache 6379\n"]:
-    s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
-    s.sendall(line.encode()); print(s.recv(200).decode().strip()); s.close()
+for src in ["127.0.0.2", "127.0.0.1"]:
+    for line in ["wink-service cache 6380\n", "wink-service other 6379\n", "wink-service ../cache 6379\n", "wink-service cache 6379\n"]:
+        s = socket.create_connection(("127.0.0.1", 3128), timeout=5, source_address=(src, 0))
+        s.sendall(line.encode()); print(src, repr(s.recv(200).decode())); s.close()
 `
 	out = a.shell(map[string]any{"command": []string{"python3", "-c", forged}})
 	lines := strings.Split(strings.TrimSpace(out.Stdout), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[0], "serves ports [6379], not 6380") || !strings.Contains(lines[1], "no such service \"other\"") ||
-		!strings.Contains(lines[2], "no such service") {
-		t.Errorf("forged service requests on the tunnel: %q %q; want each refused", out.Stdout, out.Stderr)
+	if len(lines) != 8 || !strings.Contains(lines[0], "serves ports [6379], not 6380") || !strings.Contains(lines[1], `no such service "other"`) ||
+		!strings.Contains(lines[2], "no such service") || !strings.Contains(lines[3], "'ok\\n'") {
+		t.Errorf("service requests from the forwarder's address: %q %q; want the three forged refused, the fourth served", out.Stdout, out.Stderr)
+	}
+	for _, line := range lines[min(4, len(lines)):] {
+		if !strings.HasPrefix(line, "127.0.0.1 ") || strings.Contains(line, "'ok") {
+			t.Errorf("a service request from another address reached something: %q", line)
+		}
 	}
 
 	// A service that never becomes ready is reported, with its log, and removed.
