@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -102,11 +101,7 @@ type fileStamp struct {
 }
 
 func stampOf(info os.FileInfo) fileStamp {
-	st := fileStamp{size: info.Size(), mtime: info.ModTime()}
-	if sys, ok := info.Sys().(*syscall.Stat_t); ok {
-		st.ino = sys.Ino
-	}
-	return st
+	return fileStamp{size: info.Size(), mtime: info.ModTime(), ino: inode(info)}
 }
 
 // cacheFill is one download filling a key; done closes when it ends,
