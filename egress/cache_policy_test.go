@@ -8,21 +8,21 @@ import (
 // A cache pattern must be inside the allowlist: a host it names that no
 // allow pattern reaches is named at start.
 func TestUncoveredCachePatterns(t *testing.T) {
-	allow, err := ParsePolicy([]string{"proxy.golang.org", "*.npmjs.org", "deb.example:8443"})
+	allow, err := ParsePolicy([]string{"goproxy.example", "*.npm.example", "deb.example:8443"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for pattern, want := range map[string]bool{
-		"proxy.golang.org":      true,
-		"registry.npmjs.org":    true,
-		"*.npmjs.org":           true,
-		"*.a.npmjs.org":         true,
-		"npmjs.org":             false,
-		"*.golang.org":          false,
-		"deb.example:8443":      true,
-		"deb.example":           false, // 443 is not allowed there
-		"proxy.golang.org:8443": false,
-		"sum.golang.org":        false,
+		"goproxy.example":      true,
+		"registry.npm.example": true,
+		"*.npm.example":        true,
+		"*.a.npm.example":      true,
+		"npm.example":          false,
+		"*.goproxy.example":    false,
+		"deb.example:8443":     true,
+		"deb.example":          false, // 443 is not allowed there
+		"goproxy.example:8443": false,
+		"sum.goproxy.example":  false,
 	} {
 		cache, err := ParseCachePolicy([]string{pattern})
 		if err != nil {

@@ -58,8 +58,8 @@ func TestTextSaysWhatTheNetworkReaches(t *testing.T) {
 	if !strings.Contains(sealed, "There is no network access") || !strings.Contains(sealed, "| network | none |") {
 		t.Errorf("a sealed workspace does not say so:\n%s", sealed)
 	}
-	open := Text(Info{Image: "i", Workspace: "/workspace", Egress: []string{"pypi.org", "*.npmjs.org"}})
-	for _, want := range []string{"HTTP proxy", "HTTPS_PROXY", "403", "| network | HTTP proxy to `pypi.org`, `*.npmjs.org` only |"} {
+	open := Text(Info{Image: "i", Workspace: "/workspace", Egress: []string{"pypi.org", "*.npm.example"}})
+	for _, want := range []string{"HTTP proxy", "HTTPS_PROXY", "403", "| network | HTTP proxy to `pypi.org`, `*.npm.example` only |"} {
 		if !strings.Contains(open, want) {
 			t.Errorf("an egress workspace's text lacks %q:\n%s", want, open)
 		}
