@@ -53,11 +53,26 @@ dist:
 	done
 	$(MAKE) cross
 
+# The integration tests of the Kubernetes engine spend most of their time
+# waiting for the test node (Pods, Leases, replicas), so they run in a
+# second process beside the rest of the integration package; their output
+# (bin/test-kubernetes.log) is shown when both are done.
+CLUSTER_TESTS := ^(TestCluster|TestKubernetes)
 test: build cross cluster hydra
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet $(BUILDFLAGS) ./...
 	$(MAKE) lint
-	WINK_BIN=$(abspath $(BIN)) $(GO) test $(BUILDFLAGS) -count=1 -parallel 8 -timeout 40m ./...
+	@set -u; export WINK_BIN=$(abspath $(BIN)); \
+	echo "go test -run '$(CLUSTER_TESTS)' ./integration > bin/test-kubernetes.log (in the background)"; \
+	$(GO) test $(BUILDFLAGS) -count=1 -timeout 40m -run '$(CLUSTER_TESTS)' ./integration > bin/test-kubernetes.log 2>&1 & cluster=$$!; \
+	rest=0; \
+	echo "go test $$($(GO) list ./... | grep -v /integration$$ | wc -l) packages but integration"; \
+	$(GO) test $(BUILDFLAGS) -count=1 -timeout 20m $$($(GO) list ./... | grep -v /integration$$) || rest=1; \
+	echo "go test -skip '$(CLUSTER_TESTS)' ./integration"; \
+	$(GO) test $(BUILDFLAGS) -count=1 -parallel 8 -timeout 40m -skip '$(CLUSTER_TESTS)' ./integration || rest=1; \
+	wait $$cluster || rest=1; \
+	echo "--- the Kubernetes engine's integration tests (bin/test-kubernetes.log):"; cat bin/test-kubernetes.log; \
+	exit $$rest
 	$(MAKE) fuzz
 
 # Every test that needs neither Podman nor root: all packages but
