@@ -28,6 +28,14 @@ func registerHandleResources(s *Server) {
 		func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 			return readHandleResource(ctx, s, req)
 		})
+	s.mcp.AddResourceTemplate(
+		mcp.NewResourceTemplate(HandleDigestTemplate, "Workspace digest",
+			mcp.WithTemplateDescription("The workspace digest of a workspace handle, Markdown (see the 2025 digest resource and workspace_digest); "+
+				"workspace is the reference workspace_open returned (wsr_...)."),
+			mcp.WithTemplateMIMEType("text/markdown")),
+		func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+			return readHandleResource(ctx, s, req)
+		})
 }
 
 // readHandleResource reads a resource of a handle's workspace for a
@@ -53,6 +61,13 @@ func readHandleResource(ctx context.Context, s *Server, req mcp.ReadResourceRequ
 		return nil, err
 	}
 	defer end()
+	if r.digest {
+		ws, err := s.sessionWorkspace(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return digestContents(ctx, ws, req.Params.URI)
+	}
 	if !r.file {
 		ws, err := s.sessionWorkspace(ctx)
 		if err != nil {
@@ -63,7 +78,7 @@ func readHandleResource(ctx context.Context, s *Server, req mcp.ReadResourceRequ
 	return fileContents(ctx, s, r.path, req.Params.URI)
 }
 
-// listHandleResources answers a 2026-07-28 resources/list: the snapshot
+// listHandleResources answers a 2026-07-28 resources/list: the snapshot, the digest
 // and the touched files of the handle its _meta names, nothing without
 // one; a 2025 session's list is left as it is.
 func listHandleResources(s *Server) mcpserver.OnAfterListResourcesFunc {
@@ -93,6 +108,9 @@ func listHandleResources(s *Server) mcpserver.OnAfterListResourcesFunc {
 		snapshot := handleResource{ref: ref}
 		result.Resources = append(result.Resources, mcp.NewResource(snapshot.uri(), "Workspace snapshot",
 			mcp.WithResourceDescription("The files this workspace's tools and commands wrote, edited or removed."), mcp.WithMIMEType("application/json")))
+		digest := handleResource{ref: ref, digest: true}
+		result.Resources = append(result.Resources, mcp.NewResource(digest.uri(), "Workspace digest",
+			mcp.WithResourceDescription("The workspace's digest: its layout, commands and caveats (workspace_digest)."), mcp.WithMIMEType("text/markdown")))
 		for _, f := range touched.Snapshot() {
 			if f.Deleted || f.Folded > 0 {
 				continue

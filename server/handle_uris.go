@@ -30,6 +30,8 @@ const (
 	HandleFilesTemplate = handleResourcesPrefix + "{workspace}/files/{+path}"
 	// HandleSnapshotTemplate names a handle's snapshot of touched files.
 	HandleSnapshotTemplate = handleResourcesPrefix + "{workspace}/snapshot"
+	// HandleDigestTemplate names a handle's workspace digest.
+	HandleDigestTemplate = handleResourcesPrefix + "{workspace}/digest"
 	// maxHandleURI is the longest handle resource URI read: the prefix,
 	// a reference, "/files/" and a path of wspath.MaxLength characters
 	// each escaped as %XX.
@@ -48,16 +50,20 @@ func refOf(handle string) string {
 }
 
 // handleResource is one resource of a handle's workspace: its snapshot,
-// or one of its files.
+// its digest, or one of its files.
 type handleResource struct {
-	ref  string
-	file bool   // a file; false for the snapshot
-	path string // the file's clean path under /workspace
+	ref    string
+	file   bool   // a file; false for the snapshot or the digest
+	digest bool   // the workspace digest
+	path   string // the file's clean path under /workspace
 }
 
 // uri returns the resource's canonical URI, each segment of its path
 // %-escaped, so that parseHandleURI gives back exactly this path.
 func (r handleResource) uri() string {
+	if r.digest {
+		return handleResourcesPrefix + r.ref + "/digest"
+	}
 	if !r.file {
 		return handleResourcesPrefix + r.ref + "/snapshot"
 	}
@@ -92,12 +98,15 @@ func parseHandleURI(uri string) (handleResource, error) {
 		return handleResource{}, fmt.Errorf("uri: %q does not hold a workspace reference: one is %s and %d letters, digits, '-' or '_', as workspace_open returned it",
 			truncateURI(uri), refPrefix, refLength-len(refPrefix))
 	}
-	if what == "snapshot" {
+	switch what {
+	case "snapshot":
 		return handleResource{ref: ref}, nil
+	case "digest":
+		return handleResource{ref: ref, digest: true}, nil
 	}
 	escaped, ok := strings.CutPrefix(what, "files/")
 	if !ok {
-		return handleResource{}, fmt.Errorf("uri: %q names neither a file (%s) nor the snapshot (%s)", truncateURI(uri), HandleFilesTemplate, HandleSnapshotTemplate)
+		return handleResource{}, fmt.Errorf("uri: %q names neither a file (%s), the snapshot (%s) nor the digest (%s)", truncateURI(uri), HandleFilesTemplate, HandleSnapshotTemplate, HandleDigestTemplate)
 	}
 	raw, err := url.PathUnescape(escaped)
 	if err != nil {
@@ -127,8 +136,12 @@ func validRef(ref string) bool {
 }
 
 // affects reports whether a change of paths ("" for anything) touches r:
-// the snapshot always, a file when it or a directory above it changed.
+// the snapshot always, a file when it or a directory above it changed,
+// the digest never (it changes by workspace_digest alone).
 func (r handleResource) affects(paths []string) bool {
+	if r.digest {
+		return false
+	}
 	if !r.file {
 		return true
 	}

@@ -15,7 +15,7 @@ func TestParseHandleURIRefusesHostileURIs(t *testing.T) {
 	base := handleResourcesPrefix + ref
 	for _, uri := range []string{
 		"", "wink://workspace/files/a", "wink://workspace/snapshot", "file:///etc/passwd",
-		base, base + "/", base + "/files/", base + "/files", base + "/snapshot/x", base + "/other/a",
+		base, base + "/", base + "/files/", base + "/files", base + "/snapshot/x", base + "/digest/x", base + "/other/a",
 		base + "/files/../../etc/passwd", base + "/files/%2e%2e/%2e%2e/etc/passwd", base + "/files/a/%2E%2E/%2E%2E/x",
 		base + "/files/..%2F..%2Fetc", base + "/files//etc/passwd", base + "/files/%2Fetc%2Fpasswd",
 		base + "/files/a%zz", base + "/files/a%00b", base + "/files/a\x00b", base + "/files/caf\u00e9",
@@ -49,6 +49,7 @@ func TestParseHandleURIAcceptsItsOwn(t *testing.T) {
 	base := handleResourcesPrefix + ref
 	for uri, want := range map[string]handleResource{
 		base + "/snapshot":           {ref: ref},
+		base + "/digest":             {ref: ref, digest: true},
 		base + "/files/a.txt":        {ref: ref, file: true, path: "a.txt"},
 		base + "/files/src%2Fa.py":   {ref: ref, file: true, path: "src/a.py"},
 		base + "/files/./src//a.py":  {ref: ref, file: true, path: "src/a.py"},
@@ -97,5 +98,8 @@ func TestHandleResourceAffects(t *testing.T) {
 	}
 	if !(handleResource{ref: "r"}).affects([]string{"anything"}) {
 		t.Error("the snapshot is not affected by a change")
+	}
+	if (handleResource{ref: "r", digest: true}).affects([]string{""}) {
+		t.Error("the digest is affected by a file's change")
 	}
 }

@@ -127,5 +127,5 @@ func showTemplatesOfEra(ctx context.Context, _ any, _ *mcp.ListResourceTemplates
 
 // isHandleTemplate reports whether a template is one of a handle's.
 func isHandleTemplate(raw string) bool {
-	return raw == HandleFilesTemplate || raw == HandleSnapshotTemplate
+	return raw == HandleFilesTemplate || raw == HandleSnapshotTemplate || raw == HandleDigestTemplate
 }

@@ -9,13 +9,16 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/wink-mcp/wink-mcp/digest"
 	"github.com/wink-mcp/wink-mcp/prompts"
+	"github.com/wink-mcp/wink-mcp/tools"
 	"github.com/wink-mcp/wink-mcp/workspace"
 )
 
 // promptInfo is the workspace prompt's settings for the request's session:
 // its own mounts once its container has been made (client roots included),
-// the configured ones before, and its image (plannedInfo).
+// the configured ones before, its workspace digest, and its image
+// (plannedInfo).
 func (s *Server) promptInfo(ctx context.Context, base prompts.Info) prompts.Info {
 	if session := mcpserver.ClientSessionFromContext(ctx); session != nil && session.SessionID() != "" {
 		if ws, err := s.mgr.Session(session.SessionID()); err == nil {
@@ -24,6 +27,11 @@ func (s *Server) promptInfo(ctx context.Context, base prompts.Info) prompts.Info
 				base.Mounts, base.ClientRoots = promptMounts(info.Mounts), false
 			}
 			base.Unenforced, base.Kept = info.Unenforced, info.Kept
+			if d, ok := tools.PartOf[tools.Digests](ws); ok {
+				if dg, err := d.Digest(ctx); err == nil {
+					base.Digest, base.DigestGenerated = dg.Text, dg.Source == digest.Generated
+				}
+			}
 		}
 	}
 	return s.plannedInfo(ctx, base)

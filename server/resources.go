@@ -21,6 +21,8 @@ import (
 const (
 	// SnapshotURI is the session's snapshot of touched files, as JSON.
 	SnapshotURI = "wink://workspace/snapshot"
+	// DigestURI is the session's workspace digest, Markdown.
+	DigestURI = "wink://workspace/digest"
 	// filesURIPrefix starts the URI of a workspace file.
 	filesURIPrefix = tools.FilesURIPrefix
 	// FilesURITemplate names any workspace file; {+path} keeps the path's
@@ -94,6 +96,18 @@ func (s *Server) registerResources() {
 			}
 			return snapshotContents(ws, SnapshotURI, fileURI)
 		})
+	s.mcp.AddResource(
+		mcp.NewResource(DigestURI, "Workspace digest",
+			mcp.WithResourceDescription("A short, task-agnostic summary of the repository in /workspace (layout, the commands that build, test, lint and format it, caveats): "+
+				"this session's latest, else the one saved for the repository with workspace_digest, else a placeholder the server generated from the mounted folder's files."),
+			mcp.WithMIMEType("text/markdown")),
+		func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+			ws, err := s.sessionWorkspace(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return digestContents(ctx, ws, DigestURI)
+		})
 	s.mcp.AddResourceTemplate(
 		mcp.NewResourceTemplate(FilesURITemplate, "Workspace file",
 			mcp.WithTemplateDescription("A text file in this session's /workspace, by path (the snapshot lists the touched ones with their URIs)."),
@@ -129,6 +143,19 @@ func snapshotContents(ws *workspace.Session, uri string, uriOf func(path string)
 		return nil, err
 	}
 	return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: "application/json", Text: string(b)}}, nil
+}
+
+// digestContents is the digest resource of ws at uri.
+func digestContents(ctx context.Context, ws *workspace.Session, uri string) ([]mcp.ResourceContents, error) {
+	d, err := partOf[tools.Digests](ws)
+	if err != nil {
+		return nil, err
+	}
+	dg, err := d.Digest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: "text/markdown", Text: dg.Text}}, nil
 }
 
 // readSessionFile reads a file of a 2025 session's workspace by its URI.

@@ -53,6 +53,7 @@ func TestTextsShowModelWrittenTextSafely(t *testing.T) {
 		"workspace_attach":            {none: "a workspace name checked against the name rules"},
 		"workspace_fork":              {none: "handles and workspace names the server made"},
 		"workspace_profile":           {none: "names and images from the server's profiles file"},
+		"workspace_digest":            {none: "the digest is a document, shown as saved: digest.Check refuses control characters (but newlines and tabs) and bidi overrides in it; its repository name is cleaned the same way"},
 	}
 	all, err := All(func(context.Context) (any, error) { return nil, nil }, slog.New(slog.DiscardHandler), Options{Profiles: []Profile{{Name: "p"}}})
 	if err != nil {

@@ -21,6 +21,7 @@ const (
 	svgHandoff  = `<path d="M4 12h12M12 6l6 6-6 6"/><path d="M20 4v16"/>`
 	svgFork     = `<circle cx="6" cy="5" r="2"/><circle cx="18" cy="5" r="2"/><circle cx="12" cy="19" r="2"/><path d="M6 7v2a3 3 0 0 0 3 3h6a3 3 0 0 0 3-3V7M12 12v5"/>`
 	svgDatabase = `<ellipse cx="12" cy="5" rx="8" ry="3"/><path d="M4 5v14c0 2 4 3 8 3s8-1 8-3V5M4 12c0 2 4 3 8 3s8-1 8-3"/>`
+	svgDigest   = `<path d="M5 3h14v18H5z"/><path d="M8 8h8M8 12h8M8 16h5"/>`
 	svgProfile  = `<path d="M4 7h16M4 12h16M4 17h16"/><circle cx="8" cy="7" r="2"/><circle cx="16" cy="12" r="2"/><circle cx="10" cy="17" r="2"/>`
 	// svgServer is wink-mcp's own icon: a box (the container) with an eye.
 	svgServer = `<path d="M3 7l9-4 9 4v10l-9 4-9-4z"/><path d="M7 12c2-3 8-3 10 0-2 3-8 3-10 0z"/><circle cx="12" cy="12" r="1"/>`
@@ -33,7 +34,7 @@ var toolIcons = map[string]string{
 	"workspace_changes": svgDiff, "workspace_diff": svgDiff, "workspace_port": svgPort, "workspace_egress": svgPort, "workspace_checkpoint": svgSave,
 	"workspace_checkpoints": svgSave, "workspace_restore": svgSave, "workspace_checkpoint_diff": svgDiff,
 	"workspace_checkpoint_delete": svgSave, "workspace_handoff": svgHandoff, "workspace_attach": svgHandoff,
-	"workspace_fork":    svgFork,
+	"workspace_fork": svgFork, "workspace_digest": svgDigest,
 	"workspace_profile": svgProfile, "workspace_info": svgServer, "workspace_service": svgDatabase,
 }
 

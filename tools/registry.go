@@ -28,7 +28,7 @@ func Interfaces() []reflect.Type {
 		reflect.TypeFor[Commands](), reflect.TypeFor[Container](), reflect.TypeFor[JobStarter](),
 		reflect.TypeFor[PythonRunner](), reflect.TypeFor[JobControl](),
 		reflect.TypeFor[FolderChanges](), reflect.TypeFor[PortPreviews](), reflect.TypeFor[Checkpointer](),
-		reflect.TypeFor[Handoffs](), reflect.TypeFor[Forks](), reflect.TypeFor[StateReporter](), reflect.TypeFor[ProfileSwitcher](), reflect.TypeFor[EgressPolicy](), reflect.TypeFor[Services](),
+		reflect.TypeFor[Handoffs](), reflect.TypeFor[Forks](), reflect.TypeFor[StateReporter](), reflect.TypeFor[ProfileSwitcher](), reflect.TypeFor[EgressPolicy](), reflect.TypeFor[Services](), reflect.TypeFor[Digests](),
 	}
 }
 
@@ -63,6 +63,7 @@ func All(workspaceFor WorkspaceFor, log *slog.Logger, opts Options) ([]server.Se
 		func() (server.ServerTool, error) { return WorkspaceAttach(workspaceFor) },
 		func() (server.ServerTool, error) { return WorkspaceFork(workspaceFor) },
 		func() (server.ServerTool, error) { return WorkspaceInfo(workspaceFor) },
+		func() (server.ServerTool, error) { return WorkspaceDigest(workspaceFor) },
 	}
 	if len(opts.Profiles) > 0 {
 		constructors = append(constructors, func() (server.ServerTool, error) { return WorkspaceProfile(workspaceFor, opts.Profiles) })

@@ -23,6 +23,7 @@ var someArgs = map[string]string{
 	"workspace_attach":            `{"handle":"h"}`,
 	"workspace_fork":              `{"count":1}`,
 	"workspace_info":              `{}`,
+	"workspace_digest":            `{"action":"get"}`,
 	"workspace_profile":           `{"name":"p"}`,
 }
 

@@ -335,6 +335,7 @@ func (m *Manager) newSession(id, key string) *Session {
 	s.services = newServices(s)
 	s.handoffs = &handoffs{s: s}
 	s.forks = &forks{s: s}
+	s.digests = &digests{s: s}
 	s.profileSwitch = &profileSwitch{s: s}
 	s.jobs = s.newJobs()
 	s.checkpoints = s.newCheckpoints()

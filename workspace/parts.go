@@ -19,5 +19,6 @@ func (s *Session) Parts() []any {
 		s.profileSwitch,
 		s.egressPolicy,
 		s.services,
+		s.digests,
 	}
 }

@@ -66,6 +66,8 @@ type Session struct {
 	handoffs *handoffs
 	// forks copies the workspace into forks (a part of its own).
 	forks *forks
+	// digests is its workspace digest (workspace_digest).
+	digests *digests
 	// profileSwitch changes the session's profile (a part of its own, see
 	// Parts); the profile itself stays here, with the life cycle that
 	// makes containers from it.
