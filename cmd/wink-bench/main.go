@@ -56,7 +56,7 @@ func main() {
 	flag.StringVar(&cfg.namespace, "namespace", "wink-bench", "namespace of the Kubernetes rows' Pods, made if missing")
 	flag.StringVar(&cfg.clusterContainerd, "cluster-containerd", "/run/wink-mcp/cluster/containerd/containerd.sock", "the test node's containerd socket, into which the agent image is imported")
 	flag.IntVar(&cfg.kubernetesColdSamples, "kubernetes-cold-samples", 10, "new sessions timed for the Kubernetes first call without a pool (each makes a Pod)")
-	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints, egress, egress-cache, fork, initialize, kubernetes, profiles, services or watch), print it and write it to -out")
+	flag.StringVar(&cfg.only, "only", "", "run only this measurement ("+strings.Join(onlyNames(), ", ")+"), print it and write it to -out")
 	flag.Parse()
 	if err := run(cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "wink-bench: %v\n", err)
@@ -67,68 +67,14 @@ func main() {
 func run(cfg config) error {
 	ctx := context.Background()
 	rep := report{Machine: describeMachine(cfg), Command: strings.Join(append([]string{"wink-bench"}, os.Args[1:]...), " ")}
-	if cfg.only == "checkpoints" {
-		fmt.Fprintf(os.Stderr, "measuring checkpoints and restores...\n")
-		first, later, restore, figs := measureCheckpoints(ctx, cfg)
-		rep.Measurements, rep.Checkpoints = []measurement{first, later, restore}, &figs
-		return rep.write(cfg.out)
-	}
-	if cfg.only == "watch" {
-		fmt.Fprintf(os.Stderr, "measuring the watch's cost to a command writing 10,000 files...\n")
-		watched, unwatched := measureWatchCost(ctx, cfg)
-		fmt.Fprintf(os.Stderr, "measuring file calls during a rename storm...\n")
-		stormWatched, stormUnwatched := measureStormCalls(ctx, cfg)
-		rep.Measurements = []measurement{watched, unwatched, stormWatched, stormUnwatched}
-		return rep.write(cfg.out)
-	}
-	if cfg.only == "initialize" {
-		fmt.Fprintf(os.Stderr, "measuring initialize of new processes...\n")
-		rep.Measurements = measureInitialize(ctx, cfg)
-		return rep.write(cfg.out)
-	}
-	if cfg.only == "kubernetes" {
-		k, err := connectKubernetes(ctx, cfg)
-		if err != nil {
+	if cfg.only != "" {
+		measureOnly, ok := onlyMeasurements[cfg.only]
+		if !ok {
+			return fmt.Errorf("-only %q: not a measurement; one of %s", cfg.only, strings.Join(onlyNames(), ", "))
+		}
+		if err := measureOnly(ctx, cfg, &rep); err != nil {
 			return err
 		}
-		rep.Machine["kubernetes"] = k.version
-		fmt.Fprintf(os.Stderr, "measuring the Kubernetes engine...\n")
-		rows, err := measureKubernetes(ctx, cfg, k)
-		if err != nil {
-			return err
-		}
-		rep.Measurements = rows.all()
-		rep.setKubernetesSpeedup(rows)
-		return rep.write(cfg.out)
-	}
-	if cfg.only == "egress" {
-		fmt.Fprintf(os.Stderr, "measuring egress throughput...\n")
-		egress := measureEgress(ctx, cfg, cfg.egressSamples)
-		preview := measurePortPreview(ctx, cfg, cfg.egressSamples)
-		rep.Measurements = append(egress.all(), preview)
-		rep.setEgressShare(egress.through, egress.direct)
-		return rep.write(cfg.out)
-	}
-	if cfg.only == "egress-cache" {
-		fmt.Fprintf(os.Stderr, "measuring the egress artefact cache...\n")
-		first, cached := measureEgressCache(ctx, cfg, cfg.egressSamples)
-		rep.Measurements = []measurement{first, cached}
-		return rep.write(cfg.out)
-	}
-	if cfg.only == "fork" {
-		fmt.Fprintf(os.Stderr, "measuring forks of a workspace of 10,000 files / 100 MB...\n")
-		rep.Measurements = measureForks(ctx, cfg)
-		return rep.write(cfg.out)
-	}
-	if cfg.only == "services" {
-		fmt.Fprintf(os.Stderr, "measuring services beside the workspace...\n")
-		rep.Measurements = measureServices(ctx, cfg)
-		return rep.write(cfg.out)
-	}
-	if cfg.only == "profiles" {
-		fmt.Fprintf(os.Stderr, "measuring first calls with a profile...\n")
-		cached, uncached := measureProfiles(ctx, cfg)
-		rep.Measurements = []measurement{cached, uncached}
 		return rep.write(cfg.out)
 	}
 
@@ -270,9 +216,18 @@ func (r *report) setEgressShare(through, direct measurement) {
 	}
 }
 
-// write prints the report as markdown and saves it as JSON to out.
+// write prints the report as markdown and how it compares with the
+// results out held before (the committed ones, for the default out), and
+// saves it as JSON to out.
 func (r report) write(out string) error {
 	fmt.Print(r.markdown())
+	committed, ok, err := readReport(out)
+	switch {
+	case err != nil:
+		fmt.Printf("Not compared with %s: %v\n", out, err)
+	case ok:
+		fmt.Print(comparison(committed, r))
+	}
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
