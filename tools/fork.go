@@ -64,11 +64,7 @@ func WorkspaceFork(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"handle expires (default 15 minutes).",
 		annotations: annotate(false, false, false),
 		handle: func(ctx context.Context, ws Forks, p WorkspaceForkParams) (WorkspaceForkResult, error) {
-			ttl := workspace.DefaultHandoffTTL
-			if p.ExpiresInSeconds > 0 {
-				ttl = time.Duration(p.ExpiresInSeconds) * time.Second
-			}
-			forks, err := ws.Fork(ctx, p.Count, p.Checkpoint, ttl)
+			forks, err := ws.Fork(ctx, p.Count, p.Checkpoint, handleTTL(p.ExpiresInSeconds))
 			if err != nil {
 				return WorkspaceForkResult{}, err
 			}

@@ -33,6 +33,15 @@ func (r WorkspaceHandoffResult) Text() string {
 		"This session now has a fresh, empty workspace.", r.Handle, what, r.Expires.Format(time.RFC3339))
 }
 
+// handleTTL is how long a one-time handle works: expires_in_seconds, or
+// workspace.DefaultHandoffTTL when it is not given.
+func handleTTL(expiresInSeconds int) time.Duration {
+	if expiresInSeconds > 0 {
+		return time.Duration(expiresInSeconds) * time.Second
+	}
+	return workspace.DefaultHandoffTTL
+}
+
 // Handoffs is what workspace_handoff and workspace_attach take of a
 // session's workspace.
 type Handoffs interface {
@@ -55,11 +64,7 @@ func WorkspaceHandoff(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			"its container, and otherwise stays on disk as a kept workspace the user can list and remove (wink-mcp workspaces).",
 		annotations: annotate(false, true, false),
 		handle: func(ctx context.Context, ws Handoffs, p WorkspaceHandoffParams) (WorkspaceHandoffResult, error) {
-			ttl := workspace.DefaultHandoffTTL
-			if p.ExpiresInSeconds > 0 {
-				ttl = time.Duration(p.ExpiresInSeconds) * time.Second
-			}
-			h, err := ws.Handoff(ctx, ttl)
+			h, err := ws.Handoff(ctx, handleTTL(p.ExpiresInSeconds))
 			return WorkspaceHandoffResult{Handle: h.Handle, Expires: h.Expires, KeptContainer: h.KeptContainer, Workspace: h.Workspace}, err
 		},
 	})
