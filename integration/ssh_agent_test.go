@@ -360,3 +360,52 @@ func TestRootlessSSHAgentGitClone(t *testing.T) {
 		t.Fatalf("the clone's README: %q, want %q", got.Stdout, host.token)
 	}
 }
+
+// sshSocketProbe runs in the workspace: it asks the agent at
+// SSH_AUTH_SOCK for its keys (SSH_AGENTC_REQUEST_IDENTITIES), leaves a
+// marker named by its argument beside the socket, and lists every marker
+// and agent socket the container can find.
+const sshSocketProbe = `import os, socket, struct, subprocess, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(os.environ["SSH_AUTH_SOCK"])
+s.sendall(struct.pack(">IB", 1, 11))
+head = b""
+while len(head) < 9:
+    head += s.recv(9 - len(head))
+print("answer", head[4], "keys", struct.unpack(">I", head[5:9])[0])
+open(os.path.join(os.path.dirname(os.environ["SSH_AUTH_SOCK"]), "marker-" + sys.argv[1]), "w").close()
+found = subprocess.run(["sh", "-c", "find / \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o \\( -name 'marker-*' -o -name agent.sock \\) -print 2>/dev/null | sort"], capture_output=True, text=True).stdout
+print("found", " ".join(found.split()))
+`
+
+// Each session's container has its own ssh-agent socket: a second
+// container (another session of the same server, with the same
+// --ssh-agent) finds only its own, and nothing the first left beside it.
+func TestSSHAgentSocketIsEachContainersOwn(t *testing.T) {
+	agent := startTestSSHAgent(t, nil)
+	known := filepath.Join(t.TempDir(), "known_hosts")
+	must(t, os.WriteFile(known, []byte("localhost "+strings.TrimSpace(agent.pub)+"\n"), 0o644))
+	port := httpServerOnLoopback(t, "reached")
+	p := start(t, startOptions{transport: "http", image: pythonImage, env: []string{"SSH_AUTH_SOCK=" + agent.socket},
+		args: []string{"--warm", "0", "--ssh-agent", "--ssh-known-hosts", known, "--egress", "localhost:" + port}})
+	q := p.sibling(nil, "")
+	probe := func(s *proc, name string) string {
+		out := s.shell(map[string]any{"command": []string{"python3", "-c", sshSocketProbe, name}, "timeout_seconds": 60})
+		if out.ExitCode != 0 {
+			t.Fatalf("the probe in %s: exit %d\n%s%s", name, out.ExitCode, out.Stdout, out.Stderr)
+		}
+		return out.Stdout
+	}
+	first := probe(p, "first")
+	second := probe(q, "second")
+	for name, out := range map[string]string{"first": first, "second": second} {
+		want := "answer 12 keys 1\nfound /tmp/.wink-ssh/agent.sock /tmp/.wink-ssh/marker-" + name + "\n"
+		if out != want {
+			t.Errorf("the %s container: %q, want %q", name, out, want)
+		}
+	}
+	if p.container() == q.container() {
+		t.Fatal("the two sessions share a container")
+	}
+}
