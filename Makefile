@@ -113,13 +113,14 @@ fuzz:
 	$(GO) test $(BUILDFLAGS) -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./schema
 	$(GO) test $(BUILDFLAGS) -run '^$$' -fuzz '^FuzzFrames$$' -fuzztime $(FUZZTIME) ./wire
 
-# The whole reliability suite with the 10-minute load soak; writes
+# The whole reliability suite with the 10-minute load soak (and the ssh
+# test, whose attacks make the ssh-agent row); writes
 # reliability-results.json and regenerates the figures of docs/reliability.md.
 # `make test` runs the same suite with a 30-second soak.
 SOAK ?= 10m
 reliability: build
 	CI=true WINK_SOAK=$(SOAK) WINK_RELIABILITY_OUT=$(abspath reliability-results.json) WINK_BIN=$(abspath $(BIN)) \
-		$(GO) test $(BUILDFLAGS) -count=1 -timeout 60m -run '^TestReliability' -v ./integration
+		$(GO) test $(BUILDFLAGS) -count=1 -timeout 60m -run '^(TestReliability|TestSSHAgentGitClone$$)' -v ./integration
 	$(MAKE) fuzz FUZZTIME=60s
 	WINK_BIN=$(abspath $(BIN)) $(GO) test $(BUILDFLAGS) -count=1 -run '^TestDocsReliabilitySection$$' ./integration -update
 

@@ -36,5 +36,17 @@ func (d *doctor) egressCache(context.Context) Result {
 	if err != nil {
 		return Result{Status: Fail, Detail: hosts + "; " + err.Error(), Fix: "give --egress-cache-dir a directory this user can read"}
 	}
-	return Result{Status: OK, Detail: fmt.Sprintf("%s; %s writable, %d entries, %d MiB of %d MiB (--egress-cache-size)", hosts, dir, entries, bytes>>20, c.EgressCacheBytes>>20)}
+	r := Result{Status: OK, Detail: fmt.Sprintf("%s; %s writable, %d entries, %d MiB of %d MiB (--egress-cache-size)", hosts, dir, entries, bytes>>20, c.EgressCacheBytes>>20)}
+	free, err := d.host.freeBytes(dir)
+	grow := max(c.EgressCacheBytes-bytes, 0)
+	switch {
+	case err != nil:
+		r.Detail += fmt.Sprintf("; free space unknown: %v", err)
+	case free < uint64(grow):
+		r.Status, r.Detail = Warn, r.Detail+fmt.Sprintf("; its disk has %d MiB free, less than the %d MiB the cache may still grow by: once the disk is full it stores no new entry (the kept ones are still served)", free>>20, grow>>20)
+		r.Fix = "free space there, lower --egress-cache-size, or move --egress-cache-dir to a larger disk"
+	default:
+		r.Detail += fmt.Sprintf(", %d MiB free on its disk", free>>20)
+	}
+	return r
 }

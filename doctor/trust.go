@@ -47,7 +47,12 @@ func (d *doctor) trust(context.Context) Result {
 		case err != nil:
 			return Result{Status: Fail, Detail: strings.Join(parts, "; ") + "; " + err.Error(), Fix: "follow the error; a removed CA directory is made again at start"}
 		default:
-			parts = append(parts, fmt.Sprintf("CA in %s (key 0600) valid until %s", filepath.Join(d.cfg.CacheDir, egress.CADirName), ca.NotAfter().Format(time.DateOnly)))
+			dir := filepath.Join(d.cfg.CacheDir, egress.CADirName)
+			if info, err := os.Stat(dir); err == nil && info.Mode().Perm()&0o077 != 0 {
+				return Result{Status: Fail, Detail: fmt.Sprintf("the egress CA's directory %s has mode %04o: other users may list it, or replace the CA and its key with ones they know", dir, info.Mode().Perm()),
+					Fix: "chmod 700 " + dir + " (wink-mcp makes it so), or remove it to make a new CA at the next start"}
+			}
+			parts = append(parts, fmt.Sprintf("CA in %s (directory 0700, key 0600) valid until %s", dir, ca.NotAfter().Format(time.DateOnly)))
 			if time.Until(ca.NotAfter()) < caWarnBefore {
 				warns = append(warns, "the CA ends within 30 days; remove its directory and restart to make a new one")
 			}

@@ -51,8 +51,14 @@ func TestTrustCheck(t *testing.T) {
 	if r := (&doctor{cfg: cfg}).trust(context.Background()); r.Status != Fail || !strings.Contains(r.Detail, "no PEM certificate") {
 		t.Fatalf("an empty bundle: %+v", r)
 	}
-	os.Chmod(filepath.Join(cfg.CacheDir, egress.CADirName, "ca-key.pem"), 0o644)
+	caDir := filepath.Join(cfg.CacheDir, egress.CADirName)
+	os.Chmod(caDir, 0o755)
 	cfg.CABundle = ""
+	if r := (&doctor{cfg: cfg}).trust(context.Background()); r.Status != Fail || !strings.Contains(r.Detail, "mode 0755") || !strings.Contains(r.Fix, "chmod 700 "+caDir) {
+		t.Fatalf("a CA directory others may list: %+v", r)
+	}
+	os.Chmod(caDir, 0o700)
+	os.Chmod(filepath.Join(caDir, "ca-key.pem"), 0o644)
 	if r := (&doctor{cfg: cfg}).trust(context.Background()); r.Status != Fail || !strings.Contains(r.Detail, "chmod 600") {
 		t.Fatalf("a key others may read: %+v", r)
 	}

@@ -33,7 +33,8 @@ func (in *Injection) caches(t *target) bool {
 // host is not cached at all or the path names no artefact). A request
 // carrying a credential (the client's or the proxy's), a range, a
 // condition or a cookie bypasses it, as does any path that is not in its
-// one canonical form.
+// one canonical form. Answers verified under different roots (Trust)
+// have different keys.
 func (in *Injection) cacheKey(req *http.Request, t *target, c *Credential) (key, why string) {
 	if !in.caches(t) || !artefact(req.URL.Path) {
 		return "", ""
@@ -56,6 +57,11 @@ func (in *Injection) cacheKey(req *http.Request, t *target, c *Credential) (key,
 	key = "https://" + net.JoinHostPort(t.host, strconv.Itoa(t.port)) + path
 	if req.URL.RawQuery != "" || req.URL.ForceQuery {
 		key += "?" + req.URL.RawQuery
+	}
+	if in.Trust != "" {
+		// Before the URL, with a space no request target holds: no
+		// request of another trust can spell this key.
+		key = "trust " + in.Trust + " " + key
 	}
 	return key, ""
 }

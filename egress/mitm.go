@@ -27,6 +27,12 @@ type Injection struct {
 	Authority   *Authority
 	// Roots verify the upstream hosts (nil: the system's).
 	Roots *x509.CertPool
+	// Trust names the roots Roots holds beyond those every session of the
+	// server trusts ("" for none; a digest of a profile's ca_bundle). The
+	// artefact cache keeps what it fetched under each Trust apart: an
+	// answer only verified with a CA one profile trusts (a TLS-inspecting
+	// proxy's, say) never reaches a session that does not trust it.
+	Trust string
 	// Artefacts, when set, is the artefact cache and the hosts it keeps
 	// artefacts of, which the proxy intercepts too (see serveCached).
 	Artefacts *ArtefactCache

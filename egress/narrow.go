@@ -48,6 +48,51 @@ func (n *Narrowing) Dropped(pattern string) bool {
 	return n.dropped[pattern]
 }
 
+// Narrowed is what a Narrowing took away, as a kept workspace records it
+// so that the next session on it starts without it.
+type Narrowed struct {
+	Locked  bool     `json:"locked,omitempty"`
+	Dropped []string `json:"dropped,omitempty"`
+}
+
+// Taken returns what n took away so far, its patterns sorted.
+func (n *Narrowing) Taken() Narrowed {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	t := Narrowed{Locked: n.locked}
+	for p := range n.dropped {
+		t.Dropped = append(t.Dropped, p)
+	}
+	slices.Sort(t.Dropped)
+	return t
+}
+
+// Take takes away what t took too (an earlier session's, recorded, or
+// that of a session taking this one's workspace over): it adds to what n
+// took, cuts the open connections it no longer allows (returning how
+// many) and never gives anything back.
+func (n *Narrowing) Take(t Narrowed) int {
+	n.mu.Lock()
+	n.locked = n.locked || t.Locked
+	for _, p := range t.Dropped {
+		if n.dropped == nil {
+			n.dropped = map[string]bool{}
+		}
+		n.dropped[p] = true
+	}
+	cut := n.takeLocked(func(c *liveConn) bool { return n.locked || n.dropped[c.pattern] })
+	n.mu.Unlock()
+	return cutAll(cut)
+}
+
+// Union is what a and b took away together.
+func (a Narrowed) Union(b Narrowed) Narrowed {
+	out := Narrowed{Locked: a.Locked || b.Locked, Dropped: slices.Concat(a.Dropped, b.Dropped)}
+	slices.Sort(out.Dropped)
+	out.Dropped = slices.Compact(out.Dropped)
+	return out
+}
+
 // Lock refuses every connection from now on and cuts the open ones; it
 // returns how many it cut.
 func (n *Narrowing) Lock() int {
@@ -115,14 +160,14 @@ func (n *Narrowing) track(rule Rule, cut func()) (forget func(), ok bool) {
 func lockRefusal(host string, port int) *refusal {
 	return &refusal{status: http.StatusForbidden, host: host, port: port,
 		reason: "egress is locked for the rest of this session (workspace_egress lock)",
-		remedy: "Nothing can unlock it: a new session starts with the server's egress again."}
+		remedy: "Nothing can unlock it: not a restart, an attach, a handoff or a fork of a kept workspace either; only a new workspace starts with the server's egress again."}
 }
 
 // droppedRefusal is the answer to a connection that only dropped rules allow.
 func droppedRefusal(host string, port int, pattern string) *refusal {
 	return &refusal{status: http.StatusForbidden, host: host, port: port,
 		reason: fmt.Sprintf("%s was dropped for the rest of this session (workspace_egress drop)", pattern),
-		remedy: "Nothing can allow it again in this session: a new session starts with the server's egress again."}
+		remedy: "Nothing can allow it again: not a restart, an attach, a handoff or a fork of a kept workspace either; only a new workspace starts with the server's egress again."}
 }
 
 // Grant is one pattern a session may reach through, and where it came from.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -221,4 +222,44 @@ func rawCONNECT(t *testing.T, proxy, hostPort string) (string, string) {
 	all, _ := io.ReadAll(c)
 	status, body, _ := strings.Cut(string(all), "\r\n\r\n")
 	return status, body
+}
+
+// What a Narrowing took is recorded sorted, taken again by another (a
+// later session on a kept workspace) with the open connections it no
+// longer allows cut, and never given back by taking less.
+func TestNarrowingTakenAndTakenAgain(t *testing.T) {
+	first := NewNarrowing()
+	first.drop("b.example")
+	first.drop("a.example")
+	got := first.Taken()
+	if got.Locked || !slices.Equal(got.Dropped, []string{"a.example", "b.example"}) {
+		t.Fatalf("taken = %+v", got)
+	}
+	next := NewNarrowing()
+	cuts := 0
+	forgetA, ok := next.track(Rule{Pattern: "a.example"}, func() { cuts++ })
+	if !ok {
+		t.Fatal("a.example refused before anything was taken")
+	}
+	defer forgetA()
+	if _, ok := next.track(Rule{Pattern: "c.example"}, func() { cuts += 100 }); !ok {
+		t.Fatal("c.example refused before anything was taken")
+	}
+	if n := next.Take(got); n != 1 || cuts != 1 {
+		t.Errorf("taking the record cut %d (cuts %d), want the a.example connection only", n, cuts)
+	}
+	if _, ok := next.track(Rule{Pattern: "b.example"}, func() {}); ok {
+		t.Error("b.example allowed after its drop was taken")
+	}
+	next.Take(Narrowed{}) // taking nothing gives nothing back
+	if !next.Dropped("a.example") || next.Locked() {
+		t.Errorf("after taking nothing: %+v", next.Taken())
+	}
+	if n := next.Take(Narrowed{Locked: true}); n != 1 || !next.Locked() {
+		t.Errorf("taking a lock cut %d, locked %v", n, next.Locked())
+	}
+	u := Narrowed{Dropped: []string{"x", "a"}}.Union(Narrowed{Locked: true, Dropped: []string{"a", "b"}})
+	if !u.Locked || !slices.Equal(u.Dropped, []string{"a", "b", "x"}) {
+		t.Errorf("union = %+v", u)
+	}
 }

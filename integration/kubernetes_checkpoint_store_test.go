@@ -266,3 +266,36 @@ func TestKubernetesCheckpointStoreLockOutlivesLease(t *testing.T) {
 	})
 	b.endSession()
 }
+
+// A kept workspace's egress lock on Kubernetes is recorded in its
+// checkpoint store, which every server shares: A locks it and is killed
+// with SIGKILL, and B, opening the same workspace, refuses what A's
+// --egress allowed, naming the lock.
+func TestKubernetesKeptEgressLockAcrossServers(t *testing.T) {
+	cs, _ := needCluster(t)
+	prefix := "wk" + randomHex(4)
+	name := "locked" + randomHex(4)
+	keptWorkspaceObjects(t, cs, name)
+	shared := t.TempDir()
+	port := httpServerOnLoopback(t, "reached")
+	args := []string{"--workspace", name, "--checkpoint-dir", shared, "--warm", "0", "--egress", "localhost:" + port}
+	get := func(p *proc) string {
+		return rawProxy(t, p, "GET http://localhost:"+port+"/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+	}
+	a := startKubernetes(t, cs, prefix, t.TempDir(), args...)
+	if out := get(a); !strings.Contains(out, "reached") {
+		t.Fatalf("before the lock: %q", out)
+	}
+	if res := a.call("workspace_egress", map[string]any{"action": "lock"}); res.IsError {
+		t.Fatalf("lock: %s", textOf(res))
+	}
+	if err := a.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	a.waitExit(10 * time.Second)
+	b := startKubernetes(t, cs, prefix, t.TempDir(), args...)
+	if out := get(b); !strings.Contains(out, "403") || !strings.Contains(out, "egress is locked") {
+		t.Errorf("through B after A locked the kept workspace: %q", out)
+	}
+	b.endSession()
+}

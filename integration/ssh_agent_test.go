@@ -231,6 +231,16 @@ func TestSSHAgentGitClone(t *testing.T) {
 		t.Fatalf("sshd did not log the key's log-in:\n%s", good.log.String())
 	}
 
+	// Each attack below is counted for the reliability figures.
+	tried, broken := 0, 0
+	attack := func(what string, held bool, detail string) {
+		t.Helper()
+		tried++
+		if !held {
+			broken++
+			t.Errorf("%s: %s", what, detail)
+		}
+	}
 	// The model turns host key checking off to reach a host whose key the
 	// known_hosts does not name: the connection goes through (the egress
 	// allows it) but the agent refuses the binding, so no signature is made
@@ -238,18 +248,17 @@ func TestSSHAgentGitClone(t *testing.T) {
 	rogueURL := fmt.Sprintf("ssh://%s@127.0.0.1:%s%s/repo.git", rogue.user, rogue.port, rogue.dir)
 	stolen := p.shell(map[string]any{"command": []string{"git", "clone", "-q", rogueURL, "rogue"}, "timeout_seconds": 60,
 		"env": map[string]any{"GIT_SSH_COMMAND": "ssh -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes"}})
-	if stolen.ExitCode == 0 || strings.Contains(rogue.log.String(), "Accepted publickey") {
-		t.Fatalf("a host the known_hosts does not vouch for got a log-in: exit %d\n%s\nsshd: %s", stolen.ExitCode, stolen.Stderr, rogue.log.String())
-	}
+	attack("a host the known_hosts does not vouch for, host key checking off", stolen.ExitCode != 0 && !strings.Contains(rogue.log.String(), "Accepted publickey"),
+		fmt.Sprintf("a log-in: exit %d\n%s\nsshd: %s", stolen.ExitCode, stolen.Stderr, rogue.log.String()))
 	if !strings.Contains(rogue.log.String(), "Connection from 127.0.0.1") {
 		t.Fatalf("the rogue connection did not reach sshd (the test would prove nothing):\n%s", rogue.log.String())
 	}
 	p.waitLog(10*time.Second, "ssh-agent request refused", nil)
 	// Strict host key checking stays on by default: the same clone without
 	// the model's options fails before any log-in.
-	if strict := p.run("git", "clone", "-q", rogueURL, "rogue2"); strict.ExitCode == 0 || !strings.Contains(strict.Stderr, "Host key verification failed") {
-		t.Fatalf("a clone from an unknown host key: exit %d %q", strict.ExitCode, strict.Stderr)
-	}
+	strict := p.run("git", "clone", "-q", rogueURL, "rogue2")
+	attack("a clone from an unknown host key", strict.ExitCode != 0 && strings.Contains(strict.Stderr, "Host key verification failed"),
+		fmt.Sprintf("exit %d %q", strict.ExitCode, strict.Stderr))
 
 	// The container may list the key, but not add, remove or lock any.
 	probe := p.run("sh", "-c", `ssh-add -l; echo "list=$?"
@@ -266,10 +275,13 @@ for name, kind in (("lock", 22), ("unlock", 23)):
         r += s.recv(5 - len(r))
     print("%s=%d" % (name, r[4]))' 
 echo "sock=$SSH_AUTH_SOCK"`)
-	for _, want := range []string{"wink-test-user (ED25519)", "list=0", "add=1", "removeall=1", "remove=1", "lock=5", "unlock=5", "sock=/tmp/.wink-ssh/agent.sock"} {
+	for _, want := range []string{"wink-test-user (ED25519)", "list=0", "sock=/tmp/.wink-ssh/agent.sock"} {
 		if !strings.Contains(probe.Stdout, want) {
 			t.Errorf("the agent probe lacks %q:\n%s%s", want, probe.Stdout, probe.Stderr)
 		}
+	}
+	for _, want := range []string{"add=1", "removeall=1", "remove=1", "lock=5", "unlock=5"} {
+		attack("the agent refuses "+want, strings.Contains(probe.Stdout, want), probe.Stdout+probe.Stderr)
 	}
 	if keys := agent.keys(t); strings.Count(keys, "\n") != 1 || !strings.Contains(keys, "wink-test-user") {
 		t.Errorf("the server's agent after the probe: %q", keys)
@@ -303,16 +315,13 @@ for pid in os.listdir("/proc"):
                 pass
 print("control:", any("environ" in c for c in control), "found:", hits)
 `, reverse("/tmp/.wink-ssh/agent.sock")+" "+reverse(agent.keyLine))
-	if strings.TrimSpace(found) != "control: True found: []" {
-		t.Fatalf("the container holds the private key: %s", found)
-	}
+	attack("the private key, searched for in every file and process of the container", strings.TrimSpace(found) == "control: True found: []", found)
 
 	// The ssh files are read-only mounts, checked like every other.
 	mounts := p.run("sh", "-c", "grep -E ' /etc/(wink-mcp/ssh_known_hosts|ssh/ssh_config.d/wink-mcp.conf) ' /proc/self/mountinfo | awk '{print $5, $6}'; "+
 		"echo x >> /etc/wink-mcp/ssh_known_hosts; echo \"write=$?\"")
-	if strings.Count(mounts.Stdout, " ro,") != 2 || !strings.Contains(mounts.Stdout, "write=") || strings.Contains(mounts.Stdout, "write=0") {
-		t.Fatalf("the ssh files' mounts: %q %q", mounts.Stdout, mounts.Stderr)
-	}
+	attack("a write to the known_hosts", strings.Count(mounts.Stdout, " ro,") == 2 && strings.Contains(mounts.Stdout, "write=") && !strings.Contains(mounts.Stdout, "write=0"),
+		fmt.Sprintf("the ssh files' mounts: %q %q", mounts.Stdout, mounts.Stderr))
 
 	// Without --ssh-agent nothing changes: no variable, no socket, no
 	// ssh_config, and the proxy refuses the agent's address.
@@ -321,12 +330,14 @@ print("control:", any("environ" in c for c in control), "found:", hits)
 	if !strings.Contains(none.Stdout, "sock=none") {
 		t.Errorf("without --ssh-agent: %q", none.Stdout)
 	}
-	if out := rawProxy(t, plain, "CONNECT ssh-agent.wink-mcp.invalid:22 HTTP/1.1\r\nHost: ssh-agent.wink-mcp.invalid:22\r\n\r\n"); !strings.Contains(out, "403") || !strings.Contains(out, "--ssh-agent") {
-		t.Errorf("the agent's address without --ssh-agent: %q", out)
-	}
+	out := rawProxy(t, plain, "CONNECT ssh-agent.wink-mcp.invalid:22 HTTP/1.1\r\nHost: ssh-agent.wink-mcp.invalid:22\r\n\r\n")
+	attack("the agent's address from a server without --ssh-agent", strings.Contains(out, "403") && strings.Contains(out, "--ssh-agent"), out)
 	if ls := plain.run("sh", "-c", "ls -d /tmp/.wink-ssh /etc/ssh/ssh_config.d/wink-mcp.conf /etc/wink-mcp/ssh_known_hosts 2>/dev/null | wc -l"); strings.TrimSpace(ls.Stdout) != "0" {
 		t.Errorf("without --ssh-agent the container has ssh files: %q", ls.Stdout)
 	}
+	recordPromise(promiseFigure{Class: "ssh-agent: from a real container, a host the known_hosts does not vouch for (host key checking off, then on), adding, removing (one, all), locking and unlocking keys, the private key searched for in every file and process, a write to the known_hosts, and the agent's address from a server without --ssh-agent",
+		Tried: tried, Broken: broken,
+		Measured: fmt.Sprintf("%d of %d attempts got a signature, changed the agent, found the key or wrote the ssh files", broken, tried)})
 }
 
 // A rootless Podman's session clones over ssh through its server's agent
@@ -347,5 +358,54 @@ func TestRootlessSSHAgentGitClone(t *testing.T) {
 	}
 	if got := p.run("cat", "clone/README"); strings.TrimSpace(got.Stdout) != host.token {
 		t.Fatalf("the clone's README: %q, want %q", got.Stdout, host.token)
+	}
+}
+
+// sshSocketProbe runs in the workspace: it asks the agent at
+// SSH_AUTH_SOCK for its keys (SSH_AGENTC_REQUEST_IDENTITIES), leaves a
+// marker named by its argument beside the socket, and lists every marker
+// and agent socket the container can find.
+const sshSocketProbe = `import os, socket, struct, subprocess, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(os.environ["SSH_AUTH_SOCK"])
+s.sendall(struct.pack(">IB", 1, 11))
+head = b""
+while len(head) < 9:
+    head += s.recv(9 - len(head))
+print("answer", head[4], "keys", struct.unpack(">I", head[5:9])[0])
+open(os.path.join(os.path.dirname(os.environ["SSH_AUTH_SOCK"]), "marker-" + sys.argv[1]), "w").close()
+found = subprocess.run(["sh", "-c", "find / \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o \\( -name 'marker-*' -o -name agent.sock \\) -print 2>/dev/null | sort"], capture_output=True, text=True).stdout
+print("found", " ".join(found.split()))
+`
+
+// Each session's container has its own ssh-agent socket: a second
+// container (another session of the same server, with the same
+// --ssh-agent) finds only its own, and nothing the first left beside it.
+func TestSSHAgentSocketIsEachContainersOwn(t *testing.T) {
+	agent := startTestSSHAgent(t, nil)
+	known := filepath.Join(t.TempDir(), "known_hosts")
+	must(t, os.WriteFile(known, []byte("localhost "+strings.TrimSpace(agent.pub)+"\n"), 0o644))
+	port := httpServerOnLoopback(t, "reached")
+	p := start(t, startOptions{transport: "http", image: pythonImage, env: []string{"SSH_AUTH_SOCK=" + agent.socket},
+		args: []string{"--warm", "0", "--ssh-agent", "--ssh-known-hosts", known, "--egress", "localhost:" + port}})
+	q := p.sibling(nil, "")
+	probe := func(s *proc, name string) string {
+		out := s.shell(map[string]any{"command": []string{"python3", "-c", sshSocketProbe, name}, "timeout_seconds": 60})
+		if out.ExitCode != 0 {
+			t.Fatalf("the probe in %s: exit %d\n%s%s", name, out.ExitCode, out.Stdout, out.Stderr)
+		}
+		return out.Stdout
+	}
+	first := probe(p, "first")
+	second := probe(q, "second")
+	for name, out := range map[string]string{"first": first, "second": second} {
+		want := "answer 12 keys 1\nfound /tmp/.wink-ssh/agent.sock /tmp/.wink-ssh/marker-" + name + "\n"
+		if out != want {
+			t.Errorf("the %s container: %q, want %q", name, out, want)
+		}
+	}
+	if p.container() == q.container() {
+		t.Fatal("the two sessions share a container")
 	}
 }

@@ -98,7 +98,7 @@ type EgressPolicy interface {
 	// DropEgress drops a pattern for the rest of the session.
 	DropEgress(pattern string) (workspace.EgressReport, error)
 	// LockEgress takes all egress away for the rest of the session.
-	LockEgress() workspace.EgressReport
+	LockEgress() (workspace.EgressReport, error)
 }
 
 // refuseAdding answers, before the schema's checks, any call that is not
@@ -136,7 +136,8 @@ func WorkspaceEgress(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 		title: "List or narrow the workspace's network access",
 		description: "List what the workspace may reach through its egress proxy (each pattern and who allowed it), or take access away " +
 			"for the rest of the session: drop removes one pattern, lock removes all (for example: install the dependencies, then lock). " +
-			"Either cuts the open connections it no longer allows, and nothing in the session undoes it. This tool never adds a host: " +
+			"Either cuts the open connections it no longer allows, and nothing undoes it: in a kept workspace it also holds for every later session " +
+			"on it (a restart, an attach, a handoff, its forks). This tool never adds a host: " +
 			"that is the user's decision.",
 		annotations: annotate(false, true, true),
 		screen:      refuseAdding,
@@ -147,7 +148,7 @@ func WorkspaceEgress(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 			case EgressDrop:
 				rep, err = ws.DropEgress(p.Pattern)
 			case EgressLock:
-				rep = ws.LockEgress()
+				rep, err = ws.LockEgress()
 			default:
 				rep = ws.EgressReport()
 			}

@@ -22,9 +22,9 @@ func (f *fakeEgress) DropEgress(p string) (workspace.EgressReport, error) {
 	return workspace.EgressReport{On: true, Cut: 2, Grants: []egress.Grant{{Pattern: p, Source: "s", Dropped: true}}}, nil
 }
 
-func (f *fakeEgress) LockEgress() workspace.EgressReport {
+func (f *fakeEgress) LockEgress() (workspace.EgressReport, error) {
 	f.calls = append(f.calls, "lock")
-	return workspace.EgressReport{On: true, Locked: true}
+	return workspace.EgressReport{On: true, Locked: true}, nil
 }
 
 // Whatever shape an attempt to add a host takes, it gets the one refusal

@@ -164,6 +164,9 @@ func (f *forks) copies(ctx context.Context, count int, checkpoint string, ttl ti
 		if err := reserve(root, name, s.principal, expires, s.meter.Used()); err != nil {
 			return err
 		}
+		if err := addNarrowed(root, s.egressPolicy.narrowing.Taken()); err != nil { // a fork never has back what its source took away
+			return err
+		}
 		return writeJSON(filepath.Join(root, forkRecordFile), rec)
 	})
 	if err != nil {

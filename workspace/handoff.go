@@ -106,7 +106,10 @@ func (h *handoffs) Handoff(ctx context.Context, ttl time.Duration) (Handoff, err
 	fresh := m.newSession(s.who.id(), newWarmKey())
 	fresh.who.serve(s.who.id(), s.who.hash())
 	fresh.principal, fresh.stdio = s.principal, s.stdio
-	fresh.handoffs.useMeter(h.egressMeter()) // the session's count goes on; the workspace handed over shares it until attached
+	// The session's count goes on (the workspace handed over shares it
+	// until attached), and what it took away from its egress stays away.
+	fresh.handoffs.useMeter(h.egressMeter())
+	fresh.egressPolicy.narrowing.Take(s.egressPolicy.narrowing.Taken())
 	if s.stdio {
 		// It waits on the disk within the session's disk limit.
 		fresh.handoffs.handedOver = h.handedOverAfter(keptRoot(m.cfg.CacheDir, name), fromHandoff)
@@ -208,6 +211,7 @@ func (h *handoffs) Attach(ctx context.Context, handle string) (Attached, error) 
 		m.sessions[s.who.id()] = taken
 		m.mu.Unlock()
 		h.takeMeterOf(taken)
+		h.keepNarrowingIn(taken)
 		s.end(ctx)
 		m.log.Info("workspace attached", "event", "attach", "session", taken.who.hash(), "container", taken.name)
 		return Attached{KeptContainer: true, Info: taken.Info()}, nil
@@ -225,6 +229,7 @@ func (h *handoffs) Attach(ctx context.Context, handle string) (Attached, error) 
 		return Attached{}, err
 	}
 	h.takeMeterOf(taken)
+	h.keepNarrowingIn(taken)
 	s.end(ctx)
 	m.log.Info("workspace attached", "event", "attach", "session", taken.who.hash(), "workspace", name)
 	return Attached{Workspace: name, Info: taken.Info()}, nil

@@ -189,17 +189,18 @@ func (h *handoffs) persist(ctx context.Context, name string, expires time.Time) 
 	s := h.s
 	h.retire(ctx)
 	used := h.egressMeter().Used()
+	narrowed := s.egressPolicy.narrowing.Taken()
 	if s.kept != nil {
 		s.kept.stopRecordingEgress() // reserve writes the record
 		// Reserved before the lock goes, so that no name opens it between.
-		err := reserve(s.kept.root, s.kept.name, s.principal, expires, used)
+		err := errors.Join(reserve(s.kept.root, s.kept.name, s.principal, expires, used), addNarrowed(s.kept.root, narrowed))
 		s.kept.release(used)
 		return err
 	}
 	root := keptRoot(s.m.cfg.CacheDir, name)
 	// Reserved before the files move: nothing sweeps a workspace whose
 	// handle works, whatever moment a kill comes.
-	if err := reserve(root, name, s.principal, expires, used); err != nil {
+	if err := errors.Join(reserve(root, name, s.principal, expires, used), addNarrowed(root, narrowed)); err != nil {
 		return fmt.Errorf("keeping the workspace for its handle: %w", err)
 	}
 	if err := h.moveTo(root); err != nil {

@@ -87,7 +87,8 @@ func (m *Manager) newHeldSession(id, hash string, opts SessionOptions, held *eng
 	}
 	s := m.newSession(id, hash)
 	s.principal, s.stdio, s.storeDir = opts.Principal, opts.Stdio, dir
-	s.kept = &keptWorkspace{name: opts.Workspace, held: held, lock: lock}
+	s.kept = &keptWorkspace{name: opts.Workspace, held: held, lock: lock, store: dir}
+	s.egressPolicy.restoreNarrowing()                // what its earlier sessions took away stays away
 	if _, err := s.checkpoints.Store(); err != nil { // finds a restore its last holder did not finish
 		lock.Close()
 		return nil, err

@@ -320,6 +320,7 @@ func (m *Manager) newKeptSession(id, hash string, opts SessionOptions, held *eng
 		return nil, err
 	}
 	k.recordEgress(s.meter, m.log)
+	s.egressPolicy.restoreNarrowing() // what its earlier sessions took away stays away
 	m.log.Info("kept workspace opened", "event", "workspace_opened", "session", hash, "workspace", k.name)
 	return s, nil
 }

@@ -53,6 +53,9 @@ type keptWorkspace struct {
 	// (kept_engine.go): it has no root or record on this disk, and lock
 	// is its checkpoint store's (kept_store.go).
 	held *engine.Held
+	// store is the checkpoint store of a workspace its engine holds,
+	// where its records are kept (kept_narrowing.go).
+	store string
 }
 
 func (k *keptWorkspace) sessionDir() string { return filepath.Join(k.root, keptSessionDir) }

@@ -2,6 +2,8 @@ package workspace
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 
 	"github.com/wink-mcp/wink-mcp/egress"
 )
@@ -29,10 +31,13 @@ type EgressReport struct {
 // egressPolicy is the part of a session that lists its egress and takes
 // from it what the model drops or locks (tools.EgressPolicy), for the
 // rest of the session: its Narrowing is shared by every proxy the
-// session makes, whatever its profile.
+// session makes, whatever its profile. In a kept workspace it is recorded
+// (kept_narrowing.go), so that no later session on it has it back.
 type egressPolicy struct {
 	s         *Session
 	narrowing *egress.Narrowing
+	// recording orders the writes of the record.
+	recording sync.Mutex
 }
 
 // proxy returns the session's current egress proxy, nil without one.
@@ -52,7 +57,8 @@ func (e *egressPolicy) EgressReport() EgressReport {
 }
 
 // DropEgress drops pattern (as EgressReport lists it) for the rest of the
-// session and cuts the connections it carried.
+// session (and of a kept workspace, recorded before it returns) and cuts
+// the connections it carried.
 func (e *egressPolicy) DropEgress(pattern string) (EgressReport, error) {
 	p := e.proxy()
 	if p == nil {
@@ -65,15 +71,21 @@ func (e *egressPolicy) DropEgress(pattern string) (EgressReport, error) {
 	e.s.m.log.Info("egress pattern dropped", "event", "egress_narrowed", "session", e.s.who.hash(), "pattern", pattern, "cut", cut)
 	r := e.EgressReport()
 	r.Cut = cut
+	if err := e.record(); err != nil {
+		return r, fmt.Errorf("%s is dropped: %w", pattern, err)
+	}
 	return r, nil
 }
 
-// LockEgress refuses every connection for the rest of the session and
-// cuts the open ones.
-func (e *egressPolicy) LockEgress() EgressReport {
+// LockEgress refuses every connection for the rest of the session (and
+// of a kept workspace, recorded before it returns) and cuts the open ones.
+func (e *egressPolicy) LockEgress() (EgressReport, error) {
 	cut := e.narrowing.Lock()
 	e.s.m.log.Info("egress locked", "event", "egress_narrowed", "session", e.s.who.hash(), "cut", cut)
 	r := e.EgressReport()
 	r.Cut = cut
-	return r
+	if err := e.record(); err != nil {
+		return r, fmt.Errorf("egress is locked: %w", err)
+	}
+	return r, nil
 }

@@ -1,7 +1,9 @@
 package workspace
 
 import (
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -50,6 +52,8 @@ type trust struct {
 type trustFiles struct {
 	bundle, extra string
 	roots         *x509.CertPool
+	// trust names the roots beyond the server's (egress.Injection.Trust).
+	trust string
 }
 
 // newTrust makes the CA (with credentials) and writes the files the
@@ -110,6 +114,8 @@ func newTrust(cfg *Config) (*trust, error) {
 		if t.byProfile[name], err = writeTrustFiles(filepath.Join(dir, "profile-"+name), system, slices.Concat(extra, b), caPEM); err != nil {
 			return nil, err
 		}
+		sum := sha256.Sum256(b)
+		t.byProfile[name].trust = hex.EncodeToString(sum[:])
 	}
 	return t, nil
 }
@@ -215,5 +221,6 @@ func (t *trust) injection(profile string) *egress.Injection {
 	if len(set) == 0 && artefacts == nil {
 		return nil
 	}
-	return &egress.Injection{Credentials: set, Authority: t.ca, Roots: t.files(profile).roots, Artefacts: artefacts}
+	f := t.files(profile)
+	return &egress.Injection{Credentials: set, Authority: t.ca, Roots: f.roots, Trust: f.trust, Artefacts: artefacts}
 }

@@ -1,11 +1,20 @@
 package workspace
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wink-mcp/wink-mcp/egress"
+	"github.com/wink-mcp/wink-mcp/profiles"
 )
 
 // Without the flags nothing changes; with them the bundle files are
@@ -87,4 +96,49 @@ func TestTrustConfigRefusals(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("a shared cache directory: %v", err)
 	}
+}
+
+// A profile's ca_bundle gives its sessions' proxies a trust of their own
+// (the artefact cache keeps its entries apart); profiles with the same
+// bundle share one, and sessions without one have the server's.
+func TestTrustNamesEachProfilesExtraRoots(t *testing.T) {
+	dir := t.TempDir()
+	pemA, pemB := dir+"/a.pem", dir+"/b.pem"
+	for path, seed := range map[string]string{pemA: "a", pemB: "b"} {
+		if err := os.WriteFile(path, testCAPEM(t, seed), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.CacheDir = t.TempDir()
+	cfg.EgressCache = []string{"cache.example.com"}
+	cfg.Profiles = &profiles.File{Profiles: map[string]*profiles.Profile{
+		"a": {Name: "a", CABundle: pemA}, "a2": {Name: "a2", CABundle: pemA}, "b": {Name: "b", CABundle: pemB}, "plain": {Name: "plain"}}}
+	tr, err := newTrust(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust := func(p string) string { return tr.injection(p).Trust }
+	if trust("") != "" || trust("plain") != "" {
+		t.Errorf("sessions without a ca_bundle: %q, %q", trust(""), trust("plain"))
+	}
+	if trust("a") == "" || trust("a") != trust("a2") || trust("a") == trust("b") {
+		t.Errorf("a %q, a2 %q, b %q", trust("a"), trust("a2"), trust("b"))
+	}
+}
+
+// testCAPEM returns a self-signed CA certificate in PEM, named after seed.
+func testCAPEM(t *testing.T, seed string) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA " + seed},
+		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
