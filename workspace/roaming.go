@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"errors"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -18,8 +19,9 @@ import (
 // its name, and moves between servers as a kept workspace's does
 // (session_adopt.go): the holder asked for it closes its channel and
 // leaves the container running, the next adopts it. Its files and running
-// jobs go with the container; its checkpoints stay in this server's
-// cache directory and go with the session. A server that closes leaves
+// jobs go with the container; its checkpoints go with it too when the
+// servers share a checkpoint directory (roaming_store.go), else they stay
+// in this server's cache directory and go with the session. A server that closes leaves
 // the containers of its roaming workspaces for the next server
 // (serverClosing), as one killed does; its sweep keeps a dead server's
 // container while the workspace's lease was renewed within the idle
@@ -49,6 +51,9 @@ type roamingWorkspace struct {
 	// handedOverUntil, when not 0, is when the handoff of the workspace
 	// expires (UnixNano): its container waits for the taker until then.
 	handedOverUntil atomic.Int64
+	// storeLock, when set, is the lock of the workspace's checkpoint
+	// store in the shared checkpoint directory (roaming_store.go).
+	storeLock *os.File
 }
 
 // holdRoaming takes the roaming workspace opts names from store, the
@@ -63,7 +68,7 @@ func holdRoaming(m *Manager, store engine.KeptStore, hash string, opts SessionOp
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*m.cfg.APITimeout+keptHoldWait*1e9)
 	defer cancel()
-	return store.HoldKept(ctx, engine.KeptAsk{
+	held, err := store.HoldKept(ctx, engine.KeptAsk{
 		Name:      opts.Roaming,
 		Holder:    holderName(m, hash),
 		Gone:      m.inst.holderGone,
@@ -72,6 +77,11 @@ func holdRoaming(m *Manager, store engine.KeptStore, hash string, opts SessionOp
 		Roaming:   true,
 		Idle:      idle,
 	})
+	if err != nil {
+		return nil, err
+	}
+	awaitRoamingStore(&m.cfg, opts.Roaming)
+	return held, nil
 }
 
 // engineHold returns the label that names the workspace the engine holds
@@ -113,9 +123,8 @@ func handOverRoaming(ctx context.Context, h *handoffs, ttl time.Duration) (Hando
 	if !ok {
 		return Handoff{}, errors.New("this engine cannot hand over a workspace any server may serve")
 	}
-	if s.checkpoints.HasCheckpoints() {
-		return Handoff{}, errors.New("this workspace has checkpoints, which stay in this server's cache while the workspace may go to any replica: " +
-			"restore or delete them (workspace_checkpoint_delete) before handing it over, or keep the workspace (workspace_open with `name`)")
+	if s.checkpoints.HasCheckpoints() && !roamingStoresShared(&m.cfg) {
+		return Handoff{}, errRoamingCheckpointsStay
 	}
 	ho := Handoff{Handle: keep.NewHandle(), Expires: time.Now().Add(ttl).UTC(), KeptContainer: true}
 	fresh := m.newSession(s.who.id(), newWarmKey())
