@@ -233,7 +233,7 @@ func (s *Server) bindHandle(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandle
 		_ = json.Unmarshal(args, &decoded) // an object: takeHandleArg made it
 		req.Params.Arguments, req.Params.RawArguments = decoded, args
 		result, err := next(context.WithValue(ctx, handleSessionKey{}, session), req)
-		s.shared.changedByHandoff(ctx, req.Params.Name, handle, result)
+		s.shared.changedByHandoff(ctx, req.Params.Name, handle, session, result)
 		return result, err
 	}
 }

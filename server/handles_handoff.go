@@ -54,14 +54,25 @@ func (sh *sharedHandles) openHandedOver(ctx context.Context, handle, session str
 
 // changedByHandoff forgets the record of handle when call, a tool of a
 // handle's workspace that succeeded, was workspace_handoff or
-// workspace_attach: the handle now names a workspace of this process only.
-func (sh *sharedHandles) changedByHandoff(ctx context.Context, call string, handle string, result *mcp.CallToolResult) {
+// workspace_attach: the handle now names another workspace. After a
+// roaming workspace's handoff, that is the fresh roaming one the session
+// goes on with (workspace.RoamingNameOf), on which the handle is
+// recorded, so any server serves it still; otherwise it is a workspace of
+// this process only.
+func (sh *sharedHandles) changedByHandoff(ctx context.Context, call, handle, session string, result *mcp.CallToolResult) {
 	if call != toolWorkspaceHandoff && call != toolWorkspaceAttach || result == nil || result.IsError {
 		return
 	}
+	ctx = context.WithoutCancel(ctx)
 	if rec := sh.handles.recordOf(handle, principalFrom(ctx)); rec != nil {
-		sh.forget(context.WithoutCancel(ctx), rec)
+		sh.forget(ctx, rec)
 		sh.handles.setRecord(handle, nil)
+	}
+	ws, err := sh.mgr.Session(session)
+	if name := workspace.RoamingNameOf(ws); err == nil && name != "" {
+		if err := sh.record(ctx, handle, principalFrom(ctx), name, "", true); err != nil {
+			sh.log.Warn("recording a handle on the fresh roaming workspace after a handoff; it is served by this server only", "err", err)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,10 @@ type roamingWorkspace struct {
 	// handedOverUntil, when not 0, is when the handoff of the workspace
 	// expires (UnixNano): its container waits for the taker until then.
 	handedOverUntil atomic.Int64
+	// onWanted is what its server is told when another asks for the
+	// workspace (engine.KeptAsk.OnWanted); the fresh workspace a handoff
+	// leaves the session is asked for the same way.
+	onWanted func()
 	// storeLock, when set, is the lock of the workspace's checkpoint
 	// store in the shared checkpoint directory (roaming_store.go).
 	storeLock *os.File
@@ -114,10 +119,11 @@ func leavesForNextServer(s *Session) bool {
 // handOverRoaming is handoffs.Handoff for a session with a roaming
 // workspace: the handoff is recorded where every server finds it
 // (engine.RoamingHandoffs), the session goes on with a fresh, empty
-// workspace of this server's, and the roaming one's container is left
-// running, its lease let go, for whichever server the handle is given to
-// (or removed by this server once the handoff expires untaken).
-func handOverRoaming(ctx context.Context, h *handoffs, ttl time.Duration) (Handoff, error) {
+// workspace that is roaming too (freshRoaming), and the roaming one's
+// container is left running, its lease let go, for whichever server the
+// handle is given to (or removed by this server once the handoff expires
+// untaken).
+func handOverRoaming(ctx context.Context, h *handoffs, ttl time.Duration) (_ Handoff, err error) {
 	s, m := h.s, h.s.m
 	store, ok := m.eng.(engine.RoamingHandoffs)
 	if !ok {
@@ -127,9 +133,16 @@ func handOverRoaming(ctx context.Context, h *handoffs, ttl time.Duration) (Hando
 		return Handoff{}, errRoamingCheckpointsStay
 	}
 	ho := Handoff{Handle: keep.NewHandle(), Expires: time.Now().Add(ttl).UTC(), KeptContainer: true}
-	fresh := m.newSession(s.who.id(), newWarmKey())
-	fresh.who.serve(s.who.id(), s.who.hash())
-	fresh.principal, fresh.stdio = s.principal, s.stdio
+	fresh, err := freshRoaming(m, s)
+	if err != nil {
+		return Handoff{}, err
+	}
+	defer func() {
+		if err != nil { // never given to the session: its lease and store go
+			endRoamingStore(fresh, false)
+			fresh.roaming.held.Release(context.WithoutCancel(ctx))
+		}
+	}()
 	fresh.handoffs.useMeter(h.egressMeter())
 	m.mu.Lock()
 	if m.parkLimit != nil {
@@ -146,7 +159,7 @@ func handOverRoaming(ctx context.Context, h *handoffs, ttl time.Duration) (Hando
 	// Not under m.mu: an API call. A record whose session ends meanwhile
 	// names a handle nobody was given, and goes when it expires.
 	rec := engine.HandoffRecord{Digest: engine.HandleDigest(ho.Handle), Principal: s.principal, Profile: profileName(s.profile), Expires: ho.Expires}
-	err := store.PutHandoff(ctx, s.roaming.name, rec)
+	err = store.PutHandoff(ctx, s.roaming.name, rec)
 	m.mu.Lock()
 	m.parking--
 	switch {
@@ -163,4 +176,35 @@ func handOverRoaming(ctx context.Context, h *handoffs, ttl time.Duration) (Hando
 	s.end(ctx)
 	m.log.Info("workspace handed over", "event", "handoff", "session", s.who.hash(), "container", s.name, "roaming", true, "expires", ho.Expires)
 	return ho, nil
+}
+
+// freshRoaming returns the fresh, empty workspace the session s goes on
+// with once its roaming workspace is handed over: a roaming one of its
+// own (a new name, its lease held, its checkpoint store), so that the
+// handle stays served by any server; its caller records the handle on it
+// (RoamingNameOf). Its caller holds no lock: it makes API calls.
+func freshRoaming(m *Manager, s *Session) (*Session, error) {
+	store, _ := m.eng.(engine.KeptStore)
+	name := engine.NewRoamingName()
+	held, err := holdRoaming(m, store, s.who.hash(), SessionOptions{Roaming: name, Principal: s.principal, OnWanted: s.roaming.onWanted})
+	if err != nil {
+		return nil, fmt.Errorf("making the fresh workspace the handle goes on with: %w", err)
+	}
+	fresh := m.newSession(s.who.id(), newWarmKey())
+	fresh.who.serve(s.who.id(), s.who.hash())
+	fresh.principal, fresh.stdio = s.principal, s.stdio
+	fresh.roaming = &roamingWorkspace{name: name, held: held, onWanted: s.roaming.onWanted}
+	if err := openRoamingStore(&m.cfg, fresh); err != nil {
+		held.Release(context.Background())
+		return nil, err
+	}
+	return fresh, nil
+}
+
+// RoamingNameOf is the name of s's roaming workspace, "" when it has none.
+func RoamingNameOf(s *Session) string {
+	if s == nil || s.roaming == nil {
+		return ""
+	}
+	return s.roaming.name
 }
