@@ -21,7 +21,8 @@ import (
 
 // roamingPods returns the Pods, not being deleted, of roaming workspaces
 // (a handle's own workspace on Kubernetes) whose names begin with prefix,
-// each with the cache directory of the server that owns it.
+// or of the roaming workspace named prefix, each with the owner lock of
+// the server that holds it.
 func roamingPods(t *testing.T, cs *kubernetes.Clientset, prefix string) (pods []corev1.Pod, locks []string) {
 	t.Helper()
 	list, err := cs.CoreV1().Pods(testNamespace).List(context.Background(), metav1.ListOptions{})
@@ -31,7 +32,7 @@ func roamingPods(t *testing.T, cs *kubernetes.Clientset, prefix string) (pods []
 	for _, p := range list.Items {
 		var labels map[string]string
 		_ = json.Unmarshal([]byte(p.Annotations["io.wink-mcp/labels"]), &labels)
-		if labels["io.wink-mcp.roaming"] != "" && strings.HasPrefix(p.Name, prefix) && p.DeletionTimestamp == nil {
+		if roams := labels["io.wink-mcp.roaming"]; roams != "" && (strings.HasPrefix(p.Name, prefix) || roams == prefix) && p.DeletionTimestamp == nil {
 			pods, locks = append(pods, p), append(locks, labels["io.wink-mcp.lock"])
 		}
 	}
@@ -132,7 +133,9 @@ func roamingNameOf(pod corev1.Pod) string {
 // holder SIGKILLed, the survivor keeps the Pod and serves the handle,
 // the job still running; the survivor stopped (SIGTERM), it leaves the
 // Pod for a third replica, which adopts it. Closed, its Pod, Lease and
-// checkpoints go, the checkpoints deleted once.
+// checkpoints go, the checkpoints deleted once. While the survivor waits
+// after A's SIGKILL, B and C hand other roaming workspaces over
+// (roamingHandoffs).
 func TestKubernetesRoamingHandle(t *testing.T) {
 	cs, _ := needCluster(t)
 	base := "wr" + randomHex(4)
@@ -155,6 +158,7 @@ func TestKubernetesRoamingHandle(t *testing.T) {
 		t.Fatalf("the background job: %+v", shell)
 	}
 	first, lock := roamingPod(t, cs, base)
+	mine := roamingNameOf(first)
 	if !ownedBy(lock, a) {
 		t.Fatalf("the Pod's owner lock is %s, want under A's cache %s", lock, a.cache)
 	}
@@ -167,7 +171,7 @@ func TestKubernetesRoamingHandle(t *testing.T) {
 	if shell.Stdout != "from-a\n" {
 		t.Errorf("the file written through A, read through B: %q", shell.Stdout)
 	}
-	pod, lock := roamingPod(t, cs, base)
+	pod, lock := roamingPod(t, cs, mine)
 	if pod.UID != first.UID || !ownedBy(lock, b) {
 		t.Fatalf("after the move to B: Pod %s (UID %s, owner lock %s), want UID %s owned by B", pod.Name, pod.UID, lock, first.UID)
 	}
@@ -198,21 +202,25 @@ func TestKubernetesRoamingHandle(t *testing.T) {
 			t.Errorf("another principal on replica %s: %q, want exactly %q", r.prefix, text, unknown)
 		}
 	}
-
 	// The holder (A, after the last move) SIGKILLed: B's sweep keeps its
 	// Pod, and B's next call adopts it, the job still running.
-	if _, lock := roamingPod(t, cs, base); !ownedBy(lock, a) {
+	c := launchReplica(t, cs, base+"c", t.TempDir(), tokenFile, "--checkpoint-dir", shared)
+	viaC := modernClient(t, c.p.url, testToken)
+	if _, lock := roamingPod(t, cs, mine); !ownedBy(lock, a) {
 		t.Fatalf("A does not hold the Pod before its SIGKILL (owner lock %s)", lock)
 	}
 	if err := a.p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
+	killed := time.Now()
 	a.p.waitExit(10 * time.Second)
+	// Meanwhile B and C hand other roaming workspaces over.
+	handedStores := roamingHandoffs(t, cs, shared, b, c, other)
 	// Past A's Lease (15 s) and a sweep (every 10 s) of B's before the
 	// call: the sweep must have kept the Pod.
-	time.Sleep(30 * time.Second)
+	time.Sleep(time.Until(killed.Add(30 * time.Second)))
 	took := structuredCall(t, viaB, "job", map[string]any{"workspace": handle, "action": "output", "id": job}, &out)
-	pod, lock = roamingPod(t, cs, base)
+	pod, lock = roamingPod(t, cs, mine)
 	if pod.UID != first.UID || !ownedBy(lock, b) {
 		t.Fatalf("after A's SIGKILL: Pod %s (UID %s, owner lock %s), want UID %s owned by B", pod.Name, pod.UID, lock, first.UID)
 	}
@@ -220,7 +228,7 @@ func TestKubernetesRoamingHandle(t *testing.T) {
 	if out.Job == nil || out.Job.State != "running" {
 		t.Fatalf("the job after A's SIGKILL, through B: %+v", out.Job)
 	}
-	t.Logf("first call through B after A's SIGKILL, 30 s later: %v (same Pod, job running)", took.Round(10*time.Millisecond))
+	t.Logf("first call through B after A's SIGKILL, %v later: %v (same Pod, job running)", time.Since(killed).Round(time.Second), took.Round(10*time.Millisecond))
 	for _, rec := range b.p.logs.records() {
 		if rec["event"] == "orphan_removed" {
 			t.Errorf("B swept a container: %v", rec)
@@ -228,16 +236,14 @@ func TestKubernetesRoamingHandle(t *testing.T) {
 	}
 
 	// B stopped (SIGTERM): it leaves the Pod of the open handle running
-	// and lets its Lease go; C, started after, adopts it on its first call.
-	c := launchReplica(t, cs, base+"c", t.TempDir(), tokenFile, "--checkpoint-dir", shared)
-	viaC := modernClient(t, c.p.url, testToken)
+	// and lets its Lease go; C adopts it on its next call.
 	sendSignal(t, b.p, syscall.SIGTERM)
 	b.p.waitExit(60 * time.Second)
 	took = structuredCall(t, viaC, "job", map[string]any{"workspace": handle, "action": "status", "id": job}, &out)
 	if out.Job == nil || out.Job.State != "running" {
 		t.Fatalf("the job after B's shutdown, through C: %+v", out.Job)
 	}
-	if pod, lock := roamingPod(t, cs, base); pod.UID != first.UID || !ownedBy(lock, c) {
+	if pod, lock := roamingPod(t, cs, mine); pod.UID != first.UID || !ownedBy(lock, c) {
 		t.Fatalf("after B's shutdown: Pod %s (UID %s, owner lock %s), want UID %s owned by C", pod.Name, pod.UID, lock, first.UID)
 	}
 	t.Logf("first call through C after B's shutdown: %v (same Pod, job running)", took.Round(10*time.Millisecond))
@@ -257,7 +263,7 @@ func TestKubernetesRoamingHandle(t *testing.T) {
 		pods, _ := roamingPods(t, cs, base)
 		return len(pods) == 0 && len(roamingLeases(t, cs)) == leasesBefore
 	})
-	checkStoresDeletedOnce(t, shared, stores, a, b, c)
+	checkStoresDeletedOnce(t, shared, append(stores, handedStores...), a, b, c)
 }
 
 // TestKubernetesRoamingHandleIdle: with two replicas running and a short
@@ -284,6 +290,9 @@ func TestKubernetesRoamingHandleIdle(t *testing.T) {
 	var cp tools.WorkspaceCheckpointResult
 	moved := openHandle(t, viaA, map[string]any{})
 	structuredCall(t, viaA, "workspace_checkpoint", map[string]any{"workspace": moved}, &cp)
+	if text, isError := callTool(t, viaB, "ls", map[string]any{"path": ".", "workspace": moved}); isError {
+		t.Fatalf("the handle through B: %s", text)
+	}
 	if text, isError := callTool(t, viaB, "workspace_checkpoints", map[string]any{"workspace": moved}); isError || !strings.Contains(text, cp.Checkpoint.ID) {
 		t.Fatalf("the handle's checkpoints through B: %s", text)
 	}
@@ -351,11 +360,11 @@ func TestKubernetesRoamingHandleIdle(t *testing.T) {
 	}
 	started := time.Now()
 	d := launchReplica(t, cs, base+"d", t.TempDir(), tokenFile, idle...)
-	defer func() { t.Logf("the next replica's start-up sweep: everything gone %v after its start", time.Since(started).Round(time.Second)) }()
 	waitUntil(t, 30*time.Second, "the next replica's start-up sweep to remove the idle workspace", func() bool {
 		pods, _ := roamingPods(t, cs, base)
 		return len(pods) == 0 && len(roamingLeases(t, cs)) == leasesBefore && len(roamingStores(t, shared)) == 0
 	})
+	t.Logf("the next replica's start-up sweep: everything gone %v after its start", time.Since(started).Round(time.Second))
 	leases = 0
 	for _, rec := range d.p.logs.records() {
 		if rec["msg"] == "removed the Lease of a roaming workspace idle past its idle timeout" {

@@ -23,7 +23,7 @@ import (
 // exactly one gets it: its handle's record replaces the handoff's. A
 // record edited to another principal than the Lease's is refused. While
 // it waits, the Lease is kept (not idle) and its Pod awaits adoption.
-// (A crowd on a real API server: integration.TestKubernetesRoamingHandoff.)
+// (A crowd on a real API server: integration.TestKubernetesRoamingHandle (roamingHandoffs).)
 func TestRoamingHandoffIsTakenOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -63,7 +63,7 @@ func TestRoamingHandoffIsTakenOnce(t *testing.T) {
 	// The fake API server keeps no resourceVersions and serves one call
 	// at a time: this crowd checks that one record replaces the other;
 	// the race itself (takers that all read before any writes) is
-	// integration.TestKubernetesRoamingHandoff's, on a real API server.
+	// integration.TestKubernetesRoamingHandle (roamingHandoffs)'s, on a real API server.
 	const takers = 8
 	var wins atomic.Int32
 	var won engine.HandleRecord
