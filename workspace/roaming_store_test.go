@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/wink-mcp/wink-mcp/engine"
 )
@@ -92,4 +93,36 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestRoamingHandoffWithCheckpointsNeedsASharedStore: a roaming
+// workspace with checkpoints is refused a handoff, naming
+// --checkpoint-dir, when the servers share no checkpoint directory (its
+// checkpoints would stay behind); with one, the checkpoints are no reason
+// to refuse it.
+func TestRoamingHandoffWithCheckpointsNeedsASharedStore(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		m, fake, _ := newTestManager(t, func(c *Config) {
+			if shared {
+				c.CheckpointDir = t.TempDir()
+			}
+		})
+		s, err := m.Session("roams")
+		if err != nil {
+			t.Fatal(err)
+		}
+		echo(t, s, "sh", "-c", "echo kept > a.txt")
+		if _, err := s.checkpoints.Checkpoint(ctx, ""); err != nil {
+			t.Fatal(err)
+		}
+		s.roaming = &roamingWorkspace{name: engine.NewRoamingName()}
+		m.eng = roamingLeases{Engine: fake}
+		_, err = handOverRoaming(ctx, s.handoffs, time.Minute)
+		refused := errors.Is(err, errRoamingCheckpointsStay)
+		if refused == shared || !shared && !strings.Contains(err.Error(), "--checkpoint-dir") {
+			t.Errorf("shared store %v: the handoff's error %v; want it refused naming --checkpoint-dir only without one", shared, err)
+		}
+		s.roaming = nil
+		m.eng = fake
+	}
 }

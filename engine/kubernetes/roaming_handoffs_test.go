@@ -3,16 +3,22 @@ package kubernetes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/wink-mcp/wink-mcp/engine"
 )
@@ -27,7 +33,7 @@ import (
 func TestRoamingHandoffIsTakenOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	client := fake.NewClientset()
+	client := versionedLeases(fake.NewClientset())
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	a, b := newWithClient(testOptions, client, log), newUnprobed(testOptions, client, log)
 	name := engine.NewRoamingName()
@@ -60,10 +66,10 @@ func TestRoamingHandoffIsTakenOnce(t *testing.T) {
 	if _, _, err := b.TakeHandoff(ctx, handoff.Digest, "p2", other); !errors.Is(err, engine.ErrNoHandleRecord) {
 		t.Fatalf("another principal's take: %v; want ErrNoHandleRecord", err)
 	}
-	// The fake API server keeps no resourceVersions and serves one call
-	// at a time: this crowd checks that one record replaces the other;
-	// the race itself (takers that all read before any writes) is
-	// integration.TestKubernetesRoamingHandle (roamingHandoffs)'s, on a real API server.
+	// The fake API server checks the Leases' resourceVersions here
+	// (versionedLeases), as a real one does (integration.
+	// TestKubernetesRoamingHandle's roamingHandoffs): of takers that read
+	// the same version, one update wins.
 	const takers = 8
 	var wins atomic.Int32
 	var won engine.HandleRecord
@@ -164,4 +170,34 @@ func TestRoamingHandoffGivenBack(t *testing.T) {
 	if names, err := b.RoamingNames(ctx); err != nil || len(names) != 1 || names[0] != name {
 		t.Errorf("RoamingNames: %v, %v; want [%s]", names, err, name)
 	}
+}
+
+// versionedLeases makes client's updates of Leases carry and check a
+// resourceVersion, as a real API server's do (the fake's tracker keeps
+// none): an update naming another version than the stored one fails
+// with a conflict (one naming none is unconditional), and each update
+// stores the next version. The fake
+// runs a call's reactors under one lock, so the check and the write are
+// one step.
+func versionedLeases(client *fake.Clientset) *fake.Clientset {
+	gvr := coordinationv1.SchemeGroupVersion.WithResource("leases")
+	client.PrependReactor("update", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		update := action.(k8stesting.UpdateAction)
+		lease, ok := update.GetObject().(*coordinationv1.Lease)
+		if !ok {
+			return false, nil, nil
+		}
+		stored, err := client.Tracker().Get(gvr, update.GetNamespace(), lease.Name)
+		if err != nil {
+			return false, nil, nil // the tracker says NotFound
+		}
+		current := stored.(*coordinationv1.Lease).ResourceVersion
+		if lease.ResourceVersion != "" && lease.ResourceVersion != current { // "": an unconditional update
+			return true, nil, apierrors.NewConflict(gvr.GroupResource(), lease.Name, fmt.Errorf("version %q, stored %q", lease.ResourceVersion, current))
+		}
+		n, _ := strconv.Atoi(current)
+		lease.ResourceVersion = strconv.Itoa(n + 1)
+		return false, nil, nil // the tracker stores it
+	})
+	return client
 }
