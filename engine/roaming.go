@@ -53,7 +53,17 @@ type RoamingHandoffs interface {
 	// and has not expired, replaces it with the record of the handle that
 	// takes it (handle, whose Workspace, Profile and Roaming it sets) in
 	// one write that fails if anything changed since it was read: of
-	// several takers, one gets it. ErrNoHandleRecord when there is none
-	// it may take (never given, taken, expired, another principal's).
-	TakeHandoff(ctx context.Context, digest, principal string, handle HandleRecord) (HandleRecord, error)
+	// several takers, one gets it. It returns the handle's record and
+	// the handoff's it replaced. ErrNoHandleRecord when there is none it
+	// may take (never given, taken, expired, another principal's).
+	TakeHandoff(ctx context.Context, digest, principal string, handle HandleRecord) (HandleRecord, HandoffRecord, error)
+	// GiveBackHandoff undoes a TakeHandoff whose taker could not open the
+	// workspace: the handle's record taken goes and the handoff's record
+	// handoff is back, in one write, so the handoff works again until it
+	// expires. Nothing when taken's record is no longer there.
+	GiveBackHandoff(ctx context.Context, taken HandleRecord, handoff HandoffRecord) error
+	// RoamingNames returns the names of the roaming workspaces that exist
+	// (their lease does): a roaming workspace's checkpoint store whose
+	// name is not among them belongs to a workspace that ended.
+	RoamingNames(ctx context.Context) ([]string, error)
 }

@@ -117,16 +117,16 @@ func (s *Server) openHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		opts = s.shared.keptOptions(handle, name, profile, principalFrom(ctx), stdio)
 	}
 	came := ""
+	var taken *takenHandoff
 	if handoff != "" {
 		// Handed over on any replica (a roaming workspace's), else in this process.
-		rec, taken, err := s.shared.takeRoamingHandoff(ctx, handle, handoff)
-		if err != nil {
+		if taken, err = s.shared.takeRoamingHandoff(ctx, handle, handoff); err != nil {
 			_, _, _ = s.handles.close(handle, principalFrom(ctx))
 			s.views.ended(session)
 			return mcp.NewToolResultError("workspace_open: handoff: " + err.Error()), nil
 		}
-		if taken {
-			opts = s.shared.ownOptions(handle, rec.Workspace, rec.Profile, principalFrom(ctx), stdio)
+		if taken != nil {
+			opts = s.shared.ownOptions(handle, taken.handle.Workspace, taken.handle.Profile, principalFrom(ctx), stdio)
 			handoff, came = "", " with the handed-over workspace's running container and background jobs"
 		}
 	}
@@ -136,6 +136,10 @@ func (s *Server) openHandle(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		_, _, _ = s.handles.close(handle, principalFrom(ctx))
 		s.views.ended(session)
 		s.mgr.EndSession(ctx, session)
+		s.shared.giveBack(ctx, taken)
+		if taken != nil {
+			return mcp.NewToolResultError("workspace_open: handoff: " + err.Error() + " (the handoff was given back: it works again, here once this is mended or on another server, until it expires)"), nil
+		}
 		return mcp.NewToolResultError("workspace_open: " + err.Error()), nil
 	}
 	if handoff != "" {
@@ -229,7 +233,7 @@ func (s *Server) bindHandle(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandle
 		_ = json.Unmarshal(args, &decoded) // an object: takeHandleArg made it
 		req.Params.Arguments, req.Params.RawArguments = decoded, args
 		result, err := next(context.WithValue(ctx, handleSessionKey{}, session), req)
-		s.shared.changedByHandoff(ctx, req.Params.Name, handle, result)
+		s.shared.changedByHandoff(ctx, req.Params.Name, handle, session, result)
 		return result, err
 	}
 }

@@ -280,7 +280,11 @@ func (m *Manager) Session(id string) (*Session, error) {
 		s.profileSwitch.setLocked(profile)
 	}
 	if held != nil {
-		s.roaming, held = &roamingWorkspace{name: opts.Roaming, held: held}, nil
+		s.roaming = &roamingWorkspace{name: opts.Roaming, held: held, onWanted: opts.OnWanted}
+		if err := openRoamingStore(&m.cfg, s); err != nil {
+			return nil, err // held is released
+		}
+		held = nil
 	}
 	shareEgressQuota(s, m.cfg.Quotas)
 	m.sessions[id] = s

@@ -67,6 +67,9 @@ func (m *Manager) SweepOrphans(ctx context.Context) (int, error) {
 	if err := m.liveness.forgetDeadInstances(ctx, deadByLock); err != nil {
 		errs = append(errs, err)
 	}
+	if err := sweepRoamingStores(ctx, m); err != nil { // after the idle roaming workspaces' leases went
+		errs = append(errs, err)
+	}
 	if err := m.handedOverDisk.sweep(ctx); err != nil {
 		errs = append(errs, err)
 	}

@@ -3,6 +3,8 @@ package workspace
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -18,8 +20,9 @@ import (
 // its name, and moves between servers as a kept workspace's does
 // (session_adopt.go): the holder asked for it closes its channel and
 // leaves the container running, the next adopts it. Its files and running
-// jobs go with the container; its checkpoints stay in this server's
-// cache directory and go with the session. A server that closes leaves
+// jobs go with the container; its checkpoints go with it too when the
+// servers share a checkpoint directory (roaming_store.go), else they stay
+// in this server's cache directory and go with the session. A server that closes leaves
 // the containers of its roaming workspaces for the next server
 // (serverClosing), as one killed does; its sweep keeps a dead server's
 // container while the workspace's lease was renewed within the idle
@@ -49,6 +52,13 @@ type roamingWorkspace struct {
 	// handedOverUntil, when not 0, is when the handoff of the workspace
 	// expires (UnixNano): its container waits for the taker until then.
 	handedOverUntil atomic.Int64
+	// onWanted is what its server is told when another asks for the
+	// workspace (engine.KeptAsk.OnWanted); the fresh workspace a handoff
+	// leaves the session is asked for the same way.
+	onWanted func()
+	// storeLock, when set, is the lock of the workspace's checkpoint
+	// store in the shared checkpoint directory (roaming_store.go).
+	storeLock *os.File
 }
 
 // holdRoaming takes the roaming workspace opts names from store, the
@@ -63,7 +73,7 @@ func holdRoaming(m *Manager, store engine.KeptStore, hash string, opts SessionOp
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*m.cfg.APITimeout+keptHoldWait*1e9)
 	defer cancel()
-	return store.HoldKept(ctx, engine.KeptAsk{
+	held, err := store.HoldKept(ctx, engine.KeptAsk{
 		Name:      opts.Roaming,
 		Holder:    holderName(m, hash),
 		Gone:      m.inst.holderGone,
@@ -72,6 +82,11 @@ func holdRoaming(m *Manager, store engine.KeptStore, hash string, opts SessionOp
 		Roaming:   true,
 		Idle:      idle,
 	})
+	if err != nil {
+		return nil, err
+	}
+	awaitRoamingStore(&m.cfg, opts.Roaming)
+	return held, nil
 }
 
 // engineHold returns the label that names the workspace the engine holds
@@ -104,23 +119,30 @@ func leavesForNextServer(s *Session) bool {
 // handOverRoaming is handoffs.Handoff for a session with a roaming
 // workspace: the handoff is recorded where every server finds it
 // (engine.RoamingHandoffs), the session goes on with a fresh, empty
-// workspace of this server's, and the roaming one's container is left
-// running, its lease let go, for whichever server the handle is given to
-// (or removed by this server once the handoff expires untaken).
-func handOverRoaming(ctx context.Context, h *handoffs, ttl time.Duration) (Handoff, error) {
+// workspace that is roaming too (freshRoaming), and the roaming one's
+// container is left running, its lease let go, for whichever server the
+// handle is given to (or removed by this server once the handoff expires
+// untaken).
+func handOverRoaming(ctx context.Context, h *handoffs, ttl time.Duration) (_ Handoff, err error) {
 	s, m := h.s, h.s.m
 	store, ok := m.eng.(engine.RoamingHandoffs)
 	if !ok {
 		return Handoff{}, errors.New("this engine cannot hand over a workspace any server may serve")
 	}
-	if s.checkpoints.HasCheckpoints() {
-		return Handoff{}, errors.New("this workspace has checkpoints, which stay in this server's cache while the workspace may go to any replica: " +
-			"restore or delete them (workspace_checkpoint_delete) before handing it over, or keep the workspace (workspace_open with `name`)")
+	if s.checkpoints.HasCheckpoints() && !roamingStoresShared(&m.cfg) {
+		return Handoff{}, errRoamingCheckpointsStay
 	}
 	ho := Handoff{Handle: keep.NewHandle(), Expires: time.Now().Add(ttl).UTC(), KeptContainer: true}
-	fresh := m.newSession(s.who.id(), newWarmKey())
-	fresh.who.serve(s.who.id(), s.who.hash())
-	fresh.principal, fresh.stdio = s.principal, s.stdio
+	fresh, err := freshRoaming(m, s)
+	if err != nil {
+		return Handoff{}, err
+	}
+	defer func() {
+		if err != nil { // never given to the session: its lease and store go
+			endRoamingStore(fresh, false)
+			fresh.roaming.held.Release(context.WithoutCancel(ctx))
+		}
+	}()
 	fresh.handoffs.useMeter(h.egressMeter())
 	m.mu.Lock()
 	if m.parkLimit != nil {
@@ -137,7 +159,7 @@ func handOverRoaming(ctx context.Context, h *handoffs, ttl time.Duration) (Hando
 	// Not under m.mu: an API call. A record whose session ends meanwhile
 	// names a handle nobody was given, and goes when it expires.
 	rec := engine.HandoffRecord{Digest: engine.HandleDigest(ho.Handle), Principal: s.principal, Profile: profileName(s.profile), Expires: ho.Expires}
-	err := store.PutHandoff(ctx, s.roaming.name, rec)
+	err = store.PutHandoff(ctx, s.roaming.name, rec)
 	m.mu.Lock()
 	m.parking--
 	switch {
@@ -154,4 +176,35 @@ func handOverRoaming(ctx context.Context, h *handoffs, ttl time.Duration) (Hando
 	s.end(ctx)
 	m.log.Info("workspace handed over", "event", "handoff", "session", s.who.hash(), "container", s.name, "roaming", true, "expires", ho.Expires)
 	return ho, nil
+}
+
+// freshRoaming returns the fresh, empty workspace the session s goes on
+// with once its roaming workspace is handed over: a roaming one of its
+// own (a new name, its lease held, its checkpoint store), so that the
+// handle stays served by any server; its caller records the handle on it
+// (RoamingNameOf). Its caller holds no lock: it makes API calls.
+func freshRoaming(m *Manager, s *Session) (*Session, error) {
+	store, _ := m.eng.(engine.KeptStore)
+	name := engine.NewRoamingName()
+	held, err := holdRoaming(m, store, s.who.hash(), SessionOptions{Roaming: name, Principal: s.principal, OnWanted: s.roaming.onWanted})
+	if err != nil {
+		return nil, fmt.Errorf("making the fresh workspace the handle goes on with: %w", err)
+	}
+	fresh := m.newSession(s.who.id(), newWarmKey())
+	fresh.who.serve(s.who.id(), s.who.hash())
+	fresh.principal, fresh.stdio = s.principal, s.stdio
+	fresh.roaming = &roamingWorkspace{name: name, held: held, onWanted: s.roaming.onWanted}
+	if err := openRoamingStore(&m.cfg, fresh); err != nil {
+		held.Release(context.Background())
+		return nil, err
+	}
+	return fresh, nil
+}
+
+// RoamingNameOf is the name of s's roaming workspace, "" when it has none.
+func RoamingNameOf(s *Session) string {
+	if s == nil || s.roaming == nil {
+		return ""
+	}
+	return s.roaming.name
 }

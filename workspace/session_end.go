@@ -178,10 +178,9 @@ func (s *Session) end(ctx context.Context) {
 	case s.roaming != nil:
 		// Its container was removed or left for the next server; the
 		// lease goes, or stays for that server (engine.KeptAsk.Roaming).
+		// Its checkpoints stay for that server, or go with it (roaming_store.go).
 		s.deleteFilesLocked()
-		if err := removeAll(s.storeDir); err != nil {
-			s.m.log.Warn("deleting the session's checkpoints", "session", s.who.hash(), "err", err)
-		}
+		endRoamingStore(s, leavesForNextServer(s))
 		s.roaming.held.Release(ctx)
 	case s.kept != nil && s.kept.held != nil:
 		// Its files are on the engine's volume and its checkpoints in the

@@ -35,7 +35,8 @@ const (
 // checkpointDirUsage is --checkpoint-dir's help, for the server and for
 // `wink-mcp workspaces`.
 const checkpointDirUsage = "directory holding the checkpoints of the kept workspaces of --engine kubernetes, one store each, " +
-	"which every replica must share (a volume mounted into every replica and into no workspace Pod; default: <cache-dir>/checkpoints)"
+	"which every replica must share (a volume mounted into every replica and into no workspace Pod; default: <cache-dir>/checkpoints); " +
+	"when set, a roaming workspace's (a 2026-07-28 handle's, opened without a name) are kept there too and follow it between replicas"
 
 // kubernetesStartTimeout bounds a workspace Pod's way to Running, image
 // pull included (the kubelet pulls; --pull-timeout is Podman's).

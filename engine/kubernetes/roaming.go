@@ -168,6 +168,24 @@ func handleFromLease(l *coordinationv1.Lease, value, digest string) (engine.Hand
 	return rec, nil
 }
 
+// RoamingNames lists the roaming workspaces whose Lease exists (engine.RoamingHandoffs).
+func (k keptWorkspaces) RoamingNames(ctx context.Context) (_ []string, err error) {
+	client, c, end, err := k.e.call(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end(&err)
+	list, err := client.CoordinationV1().Leases(k.e.opts.Namespace).List(c, metav1.ListOptions{LabelSelector: RoamingLabel + "=true"})
+	if err != nil {
+		return nil, fmt.Errorf("listing the roaming workspaces' Leases: %w", err)
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, l := range list.Items {
+		names = append(names, strings.TrimPrefix(l.Name, roamingPrefix))
+	}
+	return names, nil
+}
+
 // forgetIdleRoaming deletes the Leases of roaming workspaces that nobody
 // holds (or whose holder stopped renewing) and that were last renewed
 // longer ago than their idle timeout: their handles have expired, and

@@ -70,13 +70,14 @@ func (k keptWorkspaces) PutHandoff(ctx context.Context, name string, rec engine.
 }
 
 // TakeHandoff takes the handoff of digest for principal (engine.RoamingHandoffs).
-func (k keptWorkspaces) TakeHandoff(ctx context.Context, digest, principal string, handle engine.HandleRecord) (_ engine.HandleRecord, err error) {
+func (k keptWorkspaces) TakeHandoff(ctx context.Context, digest, principal string, handle engine.HandleRecord) (_ engine.HandleRecord, _ engine.HandoffRecord, err error) {
+	none := engine.HandoffRecord{}
 	if !engine.IsHandleDigest(digest) || !engine.IsHandleDigest(handle.Digest) {
-		return engine.HandleRecord{}, engine.ErrNoHandleRecord
+		return engine.HandleRecord{}, none, engine.ErrNoHandleRecord
 	}
 	client, c, end, err := k.e.call(ctx)
 	if err != nil {
-		return engine.HandleRecord{}, err
+		return engine.HandleRecord{}, none, err
 	}
 	defer end(&err)
 	leases := client.CoordinationV1().Leases(k.e.opts.Namespace)
@@ -84,7 +85,7 @@ func (k keptWorkspaces) TakeHandoff(ctx context.Context, digest, principal strin
 	for range takeHandoffTries {
 		list, err := leases.List(c, metav1.ListOptions{LabelSelector: RoamingLabel + "=true"})
 		if err != nil {
-			return engine.HandleRecord{}, fmt.Errorf("listing the roaming workspaces' Leases for a handoff: %w", err)
+			return engine.HandleRecord{}, none, fmt.Errorf("listing the roaming workspaces' Leases for a handoff: %w", err)
 		}
 		var lease *coordinationv1.Lease
 		for i := range list.Items {
@@ -93,23 +94,23 @@ func (k keptWorkspaces) TakeHandoff(ctx context.Context, digest, principal strin
 			}
 		}
 		if lease == nil {
-			return engine.HandleRecord{}, engine.ErrNoHandleRecord
+			return engine.HandleRecord{}, none, engine.ErrNoHandleRecord
 		}
 		rec, err := handoffFromLease(lease, digest)
 		if err != nil {
 			k.e.log.Warn("a handoff record is not served", "err", err)
-			return engine.HandleRecord{}, engine.ErrNoHandleRecord
+			return engine.HandleRecord{}, none, engine.ErrNoHandleRecord
 		}
 		if rec.Principal != principal || !time.Now().Before(rec.Expires) {
-			return engine.HandleRecord{}, engine.ErrNoHandleRecord
+			return engine.HandleRecord{}, none, engine.ErrNoHandleRecord
 		}
 		handle.Workspace, handle.Profile, handle.Roaming = strings.TrimPrefix(lease.Name, roamingPrefix), rec.Profile, true
 		if err := handle.Check(); err != nil {
-			return engine.HandleRecord{}, err
+			return engine.HandleRecord{}, none, err
 		}
 		value, err := json.Marshal(handle)
 		if err != nil {
-			return engine.HandleRecord{}, err
+			return engine.HandleRecord{}, none, err
 		}
 		// The Lease as read, its resourceVersion with it: an update
 		// fails if anything changed since.
@@ -126,13 +127,57 @@ func (k keptWorkspaces) TakeHandoff(ctx context.Context, digest, principal strin
 		case apierrors.IsConflict(err):
 			continue // changed since read: taken by another, or a renewal; read again
 		case apierrors.IsNotFound(err):
-			return engine.HandleRecord{}, engine.ErrNoHandleRecord
+			return engine.HandleRecord{}, none, engine.ErrNoHandleRecord
 		case err != nil:
-			return engine.HandleRecord{}, fmt.Errorf("taking a handoff from Lease %s: %w", lease.Name, err)
+			return engine.HandleRecord{}, none, fmt.Errorf("taking a handoff from Lease %s: %w", lease.Name, err)
 		}
-		return handle, nil
+		return handle, rec, nil
 	}
-	return engine.HandleRecord{}, errors.New("taking a handoff: its roaming workspace's Lease kept changing while it was taken; try again")
+	return engine.HandleRecord{}, none, errors.New("taking a handoff: its roaming workspace's Lease kept changing while it was taken; try again")
+}
+
+// GiveBackHandoff puts the handoff back in place of the handle's record
+// taken replaced (engine.RoamingHandoffs), in one update carrying the
+// version read.
+func (k keptWorkspaces) GiveBackHandoff(ctx context.Context, taken engine.HandleRecord, handoff engine.HandoffRecord) (err error) {
+	if !engine.IsRoamingName(taken.Workspace) || !engine.IsHandleDigest(taken.Digest) || !engine.IsHandleDigest(handoff.Digest) {
+		return fmt.Errorf("giving back a handoff of roaming workspace %q: not a roaming workspace or a digest", taken.Workspace)
+	}
+	value, err := json.Marshal(handoff)
+	if err != nil {
+		return err
+	}
+	client, c, end, err := k.e.call(ctx)
+	if err != nil {
+		return err
+	}
+	defer end(&err)
+	leases := client.CoordinationV1().Leases(k.e.opts.Namespace)
+	for range takeHandoffTries {
+		l, err := leases.Get(c, roamingObjectName(taken.Workspace), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("giving back a handoff on the Lease of roaming workspace %q: %w", taken.Workspace, err)
+		}
+		if _, ok := l.Annotations[handleAnnotation(taken.Digest)]; !ok {
+			return nil
+		}
+		setAnnotation(&l.ObjectMeta, handleAnnotation(taken.Digest), nil)
+		setAnnotation(&l.ObjectMeta, handoffAnnotation(handoff.Digest), ptr.To(string(value)))
+		_, err = leases.Update(c, l, metav1.UpdateOptions{})
+		switch {
+		case apierrors.IsConflict(err):
+			continue // renewed or let go meanwhile: read it again
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("giving back a handoff on the Lease of roaming workspace %q: %w", taken.Workspace, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("giving back a handoff: the Lease of roaming workspace %q kept changing", taken.Workspace)
 }
 
 // handoffFromLease decodes and checks a handoff's annotation: its record
