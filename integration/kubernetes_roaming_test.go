@@ -141,8 +141,10 @@ func TestKubernetesRoamingHandle(t *testing.T) {
 	base := "wr" + randomHex(4)
 	tokenFile, other := twoTokens(t)
 	shared := t.TempDir()
-	a := launchReplica(t, cs, base+"a", t.TempDir(), tokenFile, "--checkpoint-dir", shared)
-	b := launchReplica(t, cs, base+"b", t.TempDir(), tokenFile, "--checkpoint-dir", shared)
+	// An egress allowlist, so that the workspace has egress to drop.
+	egress := []string{"--checkpoint-dir", shared, "--egress", "localhost:1", "--egress", "localhost:2"}
+	a := launchReplica(t, cs, base+"a", t.TempDir(), tokenFile, egress...)
+	b := launchReplica(t, cs, base+"b", t.TempDir(), tokenFile, egress...)
 	viaA, viaB := modernClient(t, a.p.url, testToken), modernClient(t, b.p.url, testToken)
 	leasesBefore := len(roamingLeases(t, cs))
 
@@ -151,6 +153,8 @@ func TestKubernetesRoamingHandle(t *testing.T) {
 	structuredCall(t, viaA, "podman_shell", map[string]any{"workspace": handle, "command": []string{"sh", "-c", "echo from-a > moved.txt"}}, &shell)
 	var cp tools.WorkspaceCheckpointResult
 	structuredCall(t, viaA, "workspace_checkpoint", map[string]any{"workspace": handle, "message": "through A"}, &cp)
+	var narrowed tools.WorkspaceEgressResult
+	structuredCall(t, viaA, "workspace_egress", map[string]any{"workspace": handle, "action": "drop", "pattern": "localhost:2"}, &narrowed)
 	structuredCall(t, viaA, "podman_shell", map[string]any{"workspace": handle, "background": true,
 		"command": []string{"sh", "-c", "i=0; while :; do echo tick $i; i=$((i+1)); sleep 0.2; done"}}, &shell)
 	job := shell.Job
@@ -180,6 +184,13 @@ func TestKubernetesRoamingHandle(t *testing.T) {
 	if len(list.Checkpoints) != 1 || list.Checkpoints[0].ID != cp.Checkpoint.ID || list.Checkpoints[0].Message != "through A" {
 		t.Errorf("the checkpoints through B: %+v; want A's %s", list.Checkpoints, cp.Checkpoint.ID)
 	}
+	// What A took away from the workspace's egress stays away through B.
+	structuredCall(t, viaB, "workspace_egress", map[string]any{"workspace": handle, "action": "list"}, &narrowed)
+	for _, g := range narrowed.Grants {
+		if g.Dropped != (g.Pattern == "localhost:2") {
+			t.Errorf("the egress through B after A dropped localhost:2: %+v", narrowed.Grants)
+		}
+	}
 	if stores := roamingStores(t, shared); len(stores) != 1 || stores[0] != roamingNameOf(pod) {
 		t.Errorf("the shared checkpoint stores %v; want the workspace's %s", stores, roamingNameOf(pod))
 	}
@@ -204,7 +215,7 @@ func TestKubernetesRoamingHandle(t *testing.T) {
 	}
 	// The holder (A, after the last move) SIGKILLed: B's sweep keeps its
 	// Pod, and B's next call adopts it, the job still running.
-	c := launchReplica(t, cs, base+"c", t.TempDir(), tokenFile, "--checkpoint-dir", shared)
+	c := launchReplica(t, cs, base+"c", t.TempDir(), tokenFile, egress...)
 	viaC := modernClient(t, c.p.url, testToken)
 	if _, lock := roamingPod(t, cs, mine); !ownedBy(lock, a) {
 		t.Fatalf("A does not hold the Pod before its SIGKILL (owner lock %s)", lock)

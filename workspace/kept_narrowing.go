@@ -52,33 +52,66 @@ func addNarrowed(dir string, t egress.Narrowed) error {
 	return writeJSON(filepath.Join(dir, narrowingFile), had.Union(t))
 }
 
-// restoreNarrowing takes away from the session what its kept workspace's
-// earlier sessions took away from their egress.
+// narrowingRecord is where the session's workspace records what its
+// sessions took away from their egress, and what to call the workspace
+// in an error: its kept workspace's records, or its roaming workspace's
+// shared checkpoint store (roaming_store.go); "" when its workspace ends
+// with it, so the session's memory is the record.
+func (e *egressPolicy) narrowingRecord() (dir, what string) {
+	s := e.s
+	switch {
+	case s.kept != nil:
+		return s.kept.narrowingDir(), fmt.Sprintf("kept workspace %q", s.kept.name)
+	case s.roaming != nil && s.roaming.storeLock != nil:
+		return s.storeDir, fmt.Sprintf("roaming workspace %s", s.roaming.name)
+	}
+	return "", ""
+}
+
+// errNarrowingNotKept refuses to narrow the egress of a roaming workspace
+// whose servers share no checkpoint directory: the next replica to serve
+// its handle would not know, and give back what was taken away.
+var errNarrowingNotKept = errors.New("this workspace's handle may be served by any replica, and the replicas share no --checkpoint-dir to record what is " +
+	"taken away from its egress, so the next replica would give it back: nothing was changed. Ask the user to start the replicas with a shared " +
+	"--checkpoint-dir, or work in a kept workspace (workspace_open with name)")
+
+// canNarrow refuses a narrowing that could not outlive a move of the
+// session's workspace to another replica.
+func (e *egressPolicy) canNarrow() error {
+	if s := e.s; s.roaming != nil && s.roaming.storeLock == nil {
+		return errNarrowingNotKept
+	}
+	return nil
+}
+
+// restoreNarrowing takes away from the session what its workspace's
+// earlier sessions (here, after a restart, or on another replica) took
+// away from their egress.
 func (e *egressPolicy) restoreNarrowing() {
-	k := e.s.kept
-	if k == nil {
+	dir, what := e.narrowingRecord()
+	if dir == "" {
 		return
 	}
-	t, err := readNarrowed(k.narrowingDir())
+	t, err := readNarrowed(dir)
 	if err != nil {
-		e.s.m.log.Warn("a kept workspace's egress record is unreadable: its egress is locked", "workspace", k.name, "err", err)
+		e.s.m.log.Warn("a workspace's egress record is unreadable: its egress is locked", "workspace", what, "err", err)
 	}
 	e.narrowing.Take(t)
 }
 
-// record writes what the session took away from its egress into its kept
-// workspace's record, if it has one, before the call that took it
-// returns.
+// record writes what the session took away from its egress into its
+// workspace's record, if it has one (narrowingRecord), before the call
+// that took it returns.
 func (e *egressPolicy) record() error {
-	k := e.s.kept
-	if k == nil {
+	dir, what := e.narrowingRecord()
+	if dir == "" {
 		return nil
 	}
 	e.recording.Lock()
 	defer e.recording.Unlock()
-	if err := addNarrowed(k.narrowingDir(), e.narrowing.Taken()); err != nil {
-		return fmt.Errorf("it holds for this session, but recording it with kept workspace %q failed, so a later session on that workspace would not have it: %w; "+
-			"ask the user to check the disk of wink-mcp's cache directory", k.name, err)
+	if err := addNarrowed(dir, e.narrowing.Taken()); err != nil {
+		return fmt.Errorf("it holds for this session, but recording it with %s failed, so a later session on that workspace would not have it: %w; "+
+			"ask the user to check the disk of wink-mcp's cache (or checkpoint) directory", what, err)
 	}
 	return nil
 }

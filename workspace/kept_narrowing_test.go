@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -172,4 +173,24 @@ func TestANarrowingRecordOnlyGrowsAndADamagedOneLocks(t *testing.T) {
 	if !logs.contains("its egress is locked") {
 		t.Errorf("no warning about the damaged record: %s", logs)
 	}
+}
+
+// A roaming workspace whose replicas share no checkpoint directory
+// refuses a drop or a lock, changing nothing: the next replica to serve
+// its handle would give it back.
+func TestARoamingWorkspaceWithoutASharedStoreRefusesToNarrow(t *testing.T) {
+	m, _, _ := newTestManager(t, func(c *Config) { c.Egress = []string{"localhost:1"} })
+	m.Register("s1", SessionOptions{Stdio: true})
+	s, _ := m.Session("s1")
+	s.roaming = &roamingWorkspace{name: "roam-x"} // no store lock: nothing shared
+	if _, err := s.egressPolicy.LockEgress(); !errors.Is(err, errNarrowingNotKept) {
+		t.Errorf("lock: %v, want %v", err, errNarrowingNotKept)
+	}
+	if _, err := s.egressPolicy.DropEgress("localhost:1"); err == nil {
+		t.Error("drop: no error") // errNarrowingNotKept, or no egress before a container
+	}
+	if r := s.egressPolicy.EgressReport(); r.Locked || slices.ContainsFunc(r.Grants, func(g egress.Grant) bool { return g.Dropped }) {
+		t.Errorf("a refused narrowing changed the egress: %+v", r)
+	}
+	s.roaming = nil
 }

@@ -284,6 +284,7 @@ func (m *Manager) Session(id string) (*Session, error) {
 		if err := openRoamingStore(&m.cfg, s); err != nil {
 			return nil, err // held is released
 		}
+		s.egressPolicy.restoreNarrowing() // what it took away on another replica stays away
 		held = nil
 	}
 	shareEgressQuota(s, m.cfg.Quotas)

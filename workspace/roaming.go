@@ -198,6 +198,12 @@ func freshRoaming(m *Manager, s *Session) (*Session, error) {
 		held.Release(context.Background())
 		return nil, err
 	}
+	// What the session took away from its egress stays away in the
+	// workspace it goes on with, on whichever replica serves it next.
+	fresh.egressPolicy.narrowing.Take(s.egressPolicy.narrowing.Taken())
+	if err := fresh.egressPolicy.record(); err != nil {
+		m.log.Error("recording the fresh roaming workspace's egress narrowing", "session", s.who.hash(), "err", err)
+	}
 	return fresh, nil
 }
 

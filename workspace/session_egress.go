@@ -64,6 +64,9 @@ func (e *egressPolicy) DropEgress(pattern string) (EgressReport, error) {
 	if p == nil {
 		return e.EgressReport(), ErrNoEgress
 	}
+	if err := e.canNarrow(); err != nil {
+		return e.EgressReport(), err
+	}
 	cut, err := p.Drop(pattern)
 	if err != nil {
 		return e.EgressReport(), err
@@ -80,6 +83,9 @@ func (e *egressPolicy) DropEgress(pattern string) (EgressReport, error) {
 // LockEgress refuses every connection for the rest of the session (and
 // of a kept workspace, recorded before it returns) and cuts the open ones.
 func (e *egressPolicy) LockEgress() (EgressReport, error) {
+	if err := e.canNarrow(); err != nil {
+		return e.EgressReport(), err
+	}
 	cut := e.narrowing.Lock()
 	e.s.m.log.Info("egress locked", "event", "egress_narrowed", "session", e.s.who.hash(), "cut", cut)
 	r := e.EgressReport()
