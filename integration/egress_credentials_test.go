@@ -102,16 +102,7 @@ func serveHeaders(t *testing.T, cert tls.Certificate, handler http.HandlerFunc) 
 // another host, nor another host asked inside the credential's connection
 // carries it; the value is in no log, checkpoint, patch or process list.
 func TestEgressCredentialsInjected(t *testing.T) {
-	caPEM, cert := testCA(t)
-	other := serveHeaders(t, cert, nil)
-	api := serveHeaders(t, cert, func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/redirect" {
-			http.Redirect(w, r, "https://127.0.0.1:"+other.port+"/landed", http.StatusFound)
-			return
-		}
-		fmt.Fprint(w, "reached "+r.URL.Path)
-	})
-	bundle, creds := writeTrustFiles(t, t.TempDir(), caPEM, api.port, "")
+	api, other, bundle, creds := credentialServers(t)
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	// --env-pass API_TOKEN would show the value: the placeholder hides it.
 	p := start(t, startOptions{image: pythonImage, env: []string{"WINK_TEST_API_TOKEN=" + credSecret, "API_TOKEN=" + credSecret},
@@ -276,6 +267,26 @@ opener = urllib.request.build_opener(proxy, urllib.request.HTTPSHandler(context=
 req = urllib.request.Request(sys.stdin.read().strip(), headers={"Authorization": "Bearer " + os.environ.get("API_TOKEN", "none")})
 print(opener.open(req, timeout=30).read().decode())
 `, url)
+}
+
+// credentialServers starts the two HTTPS servers of the credential tests,
+// under a CA of their own: api, the credential's host, which answers
+// "reached PATH" and redirects /redirect to other, which records what
+// it is sent; and writes the bundle of that CA and a credentials file
+// for api (writeTrustFiles).
+func credentialServers(t *testing.T) (api, other *headerServer, bundle, creds string) {
+	t.Helper()
+	caPEM, cert := testCA(t)
+	other = serveHeaders(t, cert, nil)
+	api = serveHeaders(t, cert, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/redirect" {
+			http.Redirect(w, r, "https://127.0.0.1:"+other.port+"/landed", http.StatusFound)
+			return
+		}
+		fmt.Fprint(w, "reached "+r.URL.Path)
+	})
+	bundle, creds = writeTrustFiles(t, t.TempDir(), caPEM, api.port, "")
+	return api, other, bundle, creds
 }
 
 // writeTrustFiles writes the private CA's bundle and a credentials file

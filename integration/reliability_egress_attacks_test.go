@@ -64,16 +64,7 @@ except (ssl.SSLError, OSError):
 // then one for another host, another TLS server name, a redirect to
 // another host, and the placeholder sent to another host directly.
 func TestReliabilityEgressCredentialsFromAContainer(t *testing.T) {
-	caPEM, cert := testCA(t)
-	other := serveHeaders(t, cert, nil)
-	api := serveHeaders(t, cert, func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/redirect" {
-			http.Redirect(w, r, "https://127.0.0.1:"+other.port+"/landed", http.StatusFound)
-			return
-		}
-		fmt.Fprint(w, "reached "+r.URL.Path)
-	})
-	bundle, creds := writeTrustFiles(t, t.TempDir(), caPEM, api.port, "")
+	api, other, bundle, creds := credentialServers(t)
 	p := start(t, startOptions{image: pythonImage, env: []string{"WINK_TEST_API_TOKEN=" + credSecret},
 		args: []string{"--warm", "0", "--credentials", creds, "--ca-bundle", bundle,
 			"--egress", "localhost:" + api.port, "--egress", "127.0.0.1:" + other.port}})
