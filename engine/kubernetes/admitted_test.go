@@ -34,6 +34,13 @@ func newWithClient(opts Options, client *fake.Clientset, log *slog.Logger) *Engi
 
 // newUnprobed returns an Engine that uses client and has not probed the
 // cluster's network yet.
+// twoReplicas returns two engines on one fake API server, as two
+// replicas see it: a, probed, and b, not.
+func twoReplicas(client *fake.Clientset) (a, b *Engine) {
+	log := slog.New(slog.DiscardHandler)
+	return newWithClient(testOptions, client, log), newUnprobed(testOptions, client, log)
+}
+
 func newUnprobed(opts Options, client k8s.Interface, log *slog.Logger) *Engine {
 	e := New(opts, log)
 	e.client = client

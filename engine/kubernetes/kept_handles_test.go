@@ -24,8 +24,7 @@ func TestHandleRecordsOnTheKeptClaim(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	client := fake.NewClientset()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, b := newWithClient(testOptions, client, log), newUnprobed(testOptions, client, log) // two replicas
+	a, b := twoReplicas(client)
 	held, err := a.HoldKept(ctx, engine.KeptAsk{Name: "proj", Holder: "A", Principal: "p1", DiskBytes: 1 << 30})
 	if err != nil {
 		t.Fatal(err)
@@ -117,8 +116,7 @@ func TestKeptWorkspaceIsHandedToTheServerThatWantsIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	client := fake.NewClientset()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, b := newWithClient(testOptions, client, log), newUnprobed(testOptions, client, log)
+	a, b := twoReplicas(client)
 	wanted := make(chan struct{}, 4)
 	ask := engine.KeptAsk{Name: "proj", Holder: "A", Principal: "p1", DiskBytes: 1 << 30, OnWanted: func() { wanted <- struct{}{} }}
 	heldA, err := a.HoldKept(ctx, ask)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,8 +32,7 @@ func TestRoamingHandoffIsTakenOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	client := versionedLeases(fake.NewClientset())
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, b := newWithClient(testOptions, client, log), newUnprobed(testOptions, client, log)
+	a, b := twoReplicas(client)
 	name := engine.NewRoamingName()
 	held, err := a.HoldKept(ctx, engine.KeptAsk{Name: name, Holder: "A", Principal: "p1", Roaming: true, Idle: time.Minute})
 	if err != nil {
@@ -130,8 +127,7 @@ func TestRoamingHandoffGivenBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	client := fake.NewClientset()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, b := newWithClient(testOptions, client, log), newUnprobed(testOptions, client, log)
+	a, b := twoReplicas(client)
 	name := engine.NewRoamingName()
 	held, err := a.HoldKept(ctx, engine.KeptAsk{Name: name, Holder: "A", Principal: "p1", Roaming: true, Idle: time.Minute})
 	if err != nil {

@@ -28,8 +28,7 @@ func TestRoamingWorkspaceMovesWithItsRecord(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	client := fake.NewClientset()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, b := newWithClient(testOptions, client, log), newUnprobed(testOptions, client, log)
+	a, b := twoReplicas(client)
 	name := engine.NewRoamingName()
 	wanted := make(chan struct{}, 4)
 	ask := engine.KeptAsk{Name: name, Holder: "A", Principal: "p1", Roaming: true, Idle: time.Hour, OnWanted: func() { wanted <- struct{}{} }}
