@@ -168,32 +168,7 @@ print(t.recv(4096).decode(errors="replace"))
 		t.Fatal(err)
 	}
 	keyLine := strings.Split(string(keyPEM), "\n")[1]
-	found := pyStdin(t, p, `import os, sys
-needles = [n[::-1].encode() for n in sys.stdin.read().split()]
-hits, control = [], []
-def look(path, data):
-    for i, n in enumerate(needles):
-        if n in data:
-            (control if i == 0 else hits).append(path)
-for root, dirs, files in os.walk("/"):
-    if root == "/":
-        dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev")]
-    for f in files:
-        path = os.path.join(root, f)
-        try:
-            if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) < 64 << 20:
-                look(path, open(path, "rb").read())
-        except OSError:
-            pass
-for pid in os.listdir("/proc"):
-    if pid.isdigit():
-        for part in ("environ", "cmdline"):
-            try:
-                look("/proc/%s/%s" % (pid, part), open("/proc/%s/%s" % (pid, part), "rb").read())
-            except OSError:
-                pass
-print("control:", any("environ" in c for c in control), "found:", hits)
-`, reverse("wink-placeholder")+" "+reverse(credSecret)+" "+reverse(keyLine))
+	found := searchContainer(t, p, "wink-placeholder", credSecret, keyLine)
 	// The placeholder, in every process's environment, shows the search reads them.
 	if strings.TrimSpace(found) != "control: True found: []" {
 		t.Fatalf("the container holds the value or the CA's key: %s", found)
@@ -360,4 +335,49 @@ func reverse(s string) string {
 		r[i], r[j] = r[j], r[i]
 	}
 	return string(r)
+}
+
+// searchScript looks for needles (on stdin, apart by spaces, reversed, so that
+// no call carries them as they are) in every file of the container but
+// /proc, /sys and /dev, and in every process's environment and command
+// line; the first needle is a control, which must be found in an
+// environment, to show that the search reads them. It prints
+// "control: True found: []" when only the control was found.
+const searchScript = `import os, sys
+needles = [n[::-1].encode() for n in sys.stdin.read().split()]
+hits, control = [], []
+def look(path, data):
+    for i, n in enumerate(needles):
+        if n in data:
+            (control if i == 0 else hits).append(path)
+for root, dirs, files in os.walk("/"):
+    if root == "/":
+        dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev")]
+    for f in files:
+        path = os.path.join(root, f)
+        try:
+            if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) < 64 << 20:
+                look(path, open(path, "rb").read())
+        except OSError:
+            pass
+for pid in os.listdir("/proc"):
+    if pid.isdigit():
+        for part in ("environ", "cmdline"):
+            try:
+                look("/proc/%s/%s" % (pid, part), open("/proc/%s/%s" % (pid, part), "rb").read())
+            except OSError:
+                pass
+print("control:", any("environ" in c for c in control), "found:", hits)
+`
+
+// searchContainer runs searchScript in p's container for needles,
+// control the one a process's environment must hold, and returns what it
+// printed.
+func searchContainer(t *testing.T, p *proc, control string, needles ...string) string {
+	t.Helper()
+	in := reverse(control)
+	for _, n := range needles {
+		in += " " + reverse(n)
+	}
+	return pyStdin(t, p, searchScript, in)
 }

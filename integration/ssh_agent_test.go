@@ -289,32 +289,7 @@ echo "sock=$SSH_AUTH_SOCK"`)
 
 	// The private key nowhere in the container: files, every process's
 	// environment and command line (the searcher gets it reversed).
-	found := pyStdin(t, p, `import os, sys
-needles = [n[::-1].encode() for n in sys.stdin.read().split()]
-hits, control = [], []
-def look(path, data):
-    for i, n in enumerate(needles):
-        if n in data:
-            (control if i == 0 else hits).append(path)
-for root, dirs, files in os.walk("/"):
-    if root == "/":
-        dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev")]
-    for f in files:
-        path = os.path.join(root, f)
-        try:
-            if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) < 64 << 20:
-                look(path, open(path, "rb").read())
-        except OSError:
-            pass
-for pid in os.listdir("/proc"):
-    if pid.isdigit():
-        for part in ("environ", "cmdline"):
-            try:
-                look("/proc/%s/%s" % (pid, part), open("/proc/%s/%s" % (pid, part), "rb").read())
-            except OSError:
-                pass
-print("control:", any("environ" in c for c in control), "found:", hits)
-`, reverse("/tmp/.wink-ssh/agent.sock")+" "+reverse(agent.keyLine))
+	found := searchContainer(t, p, "/tmp/.wink-ssh/agent.sock", agent.keyLine)
 	attack("the private key, searched for in every file and process of the container", strings.TrimSpace(found) == "control: True found: []", found)
 
 	// The ssh files are read-only mounts, checked like every other.
