@@ -56,7 +56,7 @@ func main() {
 	flag.StringVar(&cfg.namespace, "namespace", "wink-bench", "namespace of the Kubernetes rows' Pods, made if missing")
 	flag.StringVar(&cfg.clusterContainerd, "cluster-containerd", "/run/wink-mcp/cluster/containerd/containerd.sock", "the test node's containerd socket, into which the agent image is imported")
 	flag.IntVar(&cfg.kubernetesColdSamples, "kubernetes-cold-samples", 10, "new sessions timed for the Kubernetes first call without a pool (each makes a Pod)")
-	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints, egress, egress-cache, fork, initialize, kubernetes, profiles, services or watch), print it and write it to -out")
+	flag.StringVar(&cfg.only, "only", "", "run only this measurement (checkpoints, egress, egress-cache, fork, initialize, kubernetes, preview, profiles, services or watch), print it and write it to -out")
 	flag.Parse()
 	if err := run(cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "wink-bench: %v\n", err)
@@ -105,8 +105,13 @@ func run(cfg config) error {
 		fmt.Fprintf(os.Stderr, "measuring egress throughput...\n")
 		egress := measureEgress(ctx, cfg, cfg.egressSamples)
 		preview := measurePortPreview(ctx, cfg, cfg.egressSamples)
-		rep.Measurements = append(egress.all(), preview)
+		rep.Measurements = append(egress.all(), preview.all()...)
 		rep.setEgressShare(egress.through, egress.direct)
+		return rep.write(cfg.out)
+	}
+	if cfg.only == "preview" {
+		fmt.Fprintf(os.Stderr, "measuring port previews...\n")
+		rep.Measurements = measurePortPreview(ctx, cfg, cfg.egressSamples).all()
 		return rep.write(cfg.out)
 	}
 	if cfg.only == "egress-cache" {
@@ -246,7 +251,8 @@ func run(cfg config) error {
 	rep.Measurements = append([]measurement{protocol, reads, viaMCPGo, writes, edits, greps, shells, baseline, watched, unwatched, stormWatched, stormUnwatched}, initializes...)
 	rep.Measurements = append(rep.Measurements,
 		first, firstLazy, firstLater, profileCached, profileUncached, load, httpWarm, httpCold, burstWarm, burstCold, burst2, fixed)
-	rep.Measurements = append(append(rep.Measurements, egress.all()...), portPreview, cacheFirst, cacheHit, ckFirst, ckLater, ckRestore)
+	rep.Measurements = append(append(rep.Measurements, egress.all()...), portPreview.all()...)
+	rep.Measurements = append(rep.Measurements, cacheFirst, cacheHit, ckFirst, ckLater, ckRestore)
 	rep.Measurements = append(rep.Measurements, forks...)
 	rep.Measurements = append(rep.Measurements, kube.all()...)
 	rep.setKubernetesSpeedup(kube)
