@@ -97,9 +97,16 @@ func previewHolders(t *testing.T, container string) string {
 	if err != nil {
 		t.Fatalf("podman inspect %s: %v", container, err)
 	}
-	out, err := exec.Command("nsenter", "-t", strings.TrimSpace(string(pid)), "-n", "ss", "-tnpH", "state", "established", "( dport = :8000 )").Output()
+	return previewHoldersIn(t, strings.TrimSpace(string(pid)))
+}
+
+// previewHoldersIn is previewHolders in the network namespace of the
+// process pid.
+func previewHoldersIn(t *testing.T, pid string) string {
+	t.Helper()
+	out, err := exec.Command("nsenter", "-t", pid, "-n", "ss", "-tnpH", "state", "established", "( dport = :8000 )").Output()
 	if err != nil {
-		t.Fatalf("ss in %s's network namespace: %v", container, err)
+		t.Fatalf("ss in the network namespace of %s: %v", pid, err)
 	}
 	return string(out)
 }
