@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/yamux"
@@ -61,7 +63,7 @@ func (a *Agent) serveTunnel(ctx context.Context, in, out *os.File, direct bool, 
 		defer own.close()
 	}
 	a.log.Info("egress proxy listening", "addr", ln.Addr().String(), "direct", direct, "hands_over", own != nil)
-	go servePorts(sess)
+	go servePorts(sess, own)
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -134,22 +136,24 @@ func carry(c *net.TCPConn, sess *yamux.Session, own *streamSockets) {
 const portDialTimeout = 5 * time.Second
 
 // servePorts answers the port previews the server opens: each stream names
-// a port of the container's loopback, and carries a connection to it.
-func servePorts(sess *yamux.Session) {
+// a port of the container's loopback, and carries a connection to it, or,
+// when the server asks with a token and own is set, hands the connection
+// itself to the server (see wire.PortHandRequest).
+func servePorts(sess *yamux.Session, own *streamSockets) {
 	for {
 		st, err := sess.AcceptStream()
 		if err != nil {
 			return
 		}
-		go servePort(st)
+		go servePort(st, own)
 	}
 }
 
-func servePort(st *yamux.Stream) {
+func servePort(st *yamux.Stream, own *streamSockets) {
 	defer st.Close()
 	_ = st.SetReadDeadline(time.Now().Add(portDialTimeout))
-	var port int
-	if _, err := fmt.Fscanf(st, wire.PortRequest, &port); err != nil || port < 1 || port > 65535 {
+	port, token, ok := readPortRequest(st)
+	if !ok {
 		_, _ = io.WriteString(st, "error: malformed port request\n")
 		return
 	}
@@ -160,10 +164,33 @@ func servePort(st *yamux.Stream) {
 		return
 	}
 	defer c.Close()
+	if token != "" && own != nil {
+		if err := own.handPort(c.(*net.TCPConn), token); err == nil {
+			_, _ = io.WriteString(st, wire.PortHanded) // the server holds the connection now
+			return
+		}
+	}
 	if _, err := io.WriteString(st, wire.PortOK); err != nil {
 		return
 	}
 	wire.Splice(c, st)
+}
+
+// readPortRequest reads a port request's line (wire.PortRequest or
+// wire.PortHandRequest) and returns its port and token, "" for none.
+func readPortRequest(r io.Reader) (port int, token string, ok bool) {
+	line, err := bufio.NewReaderSize(io.LimitReader(oneByte{r}, 128), 16).ReadString('\n')
+	if err != nil {
+		return 0, "", false
+	}
+	if n, _ := fmt.Sscanf(line, wire.PortHandRequest, &port, &token); n == 2 {
+		if len(token) != wire.PortTokenLen || strings.Trim(token, "0123456789abcdef") != "" {
+			return 0, "", false
+		}
+	} else if _, err := fmt.Sscanf(line, wire.PortRequest, &port); err != nil {
+		return 0, "", false
+	}
+	return port, token, port >= 1 && port <= 65535
 }
 
 type closerFunc func() error

@@ -34,9 +34,19 @@ func newStreamSockets(nonce string) *streamSockets {
 	return &streamSockets{path: wire.TunnelStreamsPath(nonce), hello: fmt.Sprintf(wire.TunnelStreamHello, nonce)}
 }
 
-// hand sends c's descriptor to the server. On success the server holds
-// the connection and the caller closes only its own descriptor.
-func (s *streamSockets) hand(c *net.TCPConn) error {
+// hand sends c's descriptor to the server as a proxy connection. On
+// success the server holds the connection and the caller closes only its
+// own descriptor.
+func (s *streamSockets) hand(c *net.TCPConn) error { return s.send(c, []byte{0}) }
+
+// handPort sends the descriptor of c, a connection to a previewed port,
+// to the server with the token its request named (wire.PortHandRequest).
+func (s *streamSockets) handPort(c *net.TCPConn, token string) error {
+	return s.send(c, append([]byte{wire.PortHandTag}, token...))
+}
+
+// send sends c's descriptor to the server with msg as the message's bytes.
+func (s *streamSockets) send(c *net.TCPConn, msg []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ch == nil {
@@ -53,7 +63,7 @@ func (s *streamSockets) hand(c *net.TCPConn) error {
 	var sendErr error
 	_ = s.ch.SetWriteDeadline(time.Now().Add(handWait))
 	if err := rc.Control(func(fd uintptr) {
-		_, _, sendErr = s.ch.WriteMsgUnix([]byte{0}, unix.UnixRights(int(fd)), nil)
+		_, _, sendErr = s.ch.WriteMsgUnix(msg, unix.UnixRights(int(fd)), nil)
 	}); err != nil {
 		sendErr = err
 	}

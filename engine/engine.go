@@ -61,6 +61,19 @@ type SocketTunnel interface {
 	// made to its proxy, checked and carrying that connection's bytes as
 	// they are; the tunnel's end closes it and every connection it gave.
 	Streams() net.Listener
+	// Ports takes the port previews' connections the agent hands over
+	// on the same socket (wire.PortHandRequest).
+	Ports() PortHandover
+}
+
+// PortHandover takes the connections to previewed ports in a container
+// that its agent hands over whole, each one the server asked for.
+type PortHandover interface {
+	// Expect readies the hand-over of one connection to port: token goes
+	// in the request to the agent; await returns the connection handed
+	// with it (or an error once ctx ends or what came was refused), and
+	// cancel forgets the token, closing a connection that came too late.
+	Expect(port int) (token string, await func(ctx context.Context) (net.Conn, error), cancel func())
 }
 
 // Errors an Engine's methods wrap.

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
@@ -145,7 +146,8 @@ func TestEgressTunnelSocket(t *testing.T) {
 }
 
 // A rootless Podman's container (its user a subordinate uid of the
-// server's user) reaches the socket too, and the streams socket.
+// server's user) reaches the socket too, and the streams socket, which
+// takes a port preview's connection as well.
 func TestRootlessEgressTunnelSocket(t *testing.T) {
 	u := needRootless(t)
 	port := httpServerOnLoopback(t, "rootless through the socket")
@@ -153,7 +155,37 @@ func TestRootlessEgressTunnelSocket(t *testing.T) {
 	if out := rawProxy(t, p, "GET http://localhost:"+port+"/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"); !strings.Contains(out, "rootless through the socket") {
 		t.Fatalf("through the proxy: %q", out)
 	}
-	if rec := p.waitLog(10*time.Second, "tunnel opened", nil); rec["path"] != "socket" {
+	rec := p.waitLog(10*time.Second, "tunnel opened", nil)
+	if rec["path"] != "socket" {
 		t.Fatalf("the tunnel's log record: %v, want path socket", rec)
+	}
+	url := openPort(t, p, 8000)
+	p.shell(map[string]any{"command": []string{"python3", "-c", previewServer}, "background": true})
+	waitUntil(t, 10*time.Second, "the workspace's server through the URL", func() bool {
+		status, _ := fetch(url + "big")
+		return status == http.StatusOK
+	})
+	pid, err := u.podman("inspect", "-f", "{{.State.Pid}}", rec["container"].(string))
+	if err != nil {
+		t.Fatalf("podman inspect: %v %s", err, pid)
+	}
+	held := make(chan string, 1)
+	go func() { _, body := fetch(url + "hold"); held <- body }()
+	server := fmt.Sprintf("pid=%d,", p.cmd.Process.Pid)
+	var holders string
+	waitUntil(t, 3*time.Second, "the held connection", func() bool {
+		holders = previewHoldersIn(t, strings.TrimSpace(pid))
+		return strings.Contains(holders, "pid=")
+	})
+	if !strings.Contains(holders, server) || strings.Count(holders, "pid=") != 1 {
+		t.Errorf("the preview connection's holders, want only the server (%s):\n%s", server, holders)
+	}
+	if body := <-held; body != "hd" {
+		t.Errorf("through the preview: %q", body)
+	}
+	for _, rec := range p.logs.records() {
+		if rec["msg"] == "a port preview's connection was not handed over; it rides the tunnel" {
+			t.Errorf("the preview's hand-over failed: %v", rec)
+		}
 	}
 }

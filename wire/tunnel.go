@@ -37,6 +37,20 @@ const (
 	PortOK      = "ok\n"
 )
 
+// Over the socket (below) the server asks for a port preview's
+// connection whole instead: PortHandRequest names the port and a token of
+// PortTokenLen hex digits; the agent connects to the port, sends the
+// connection's descriptor on the tunnel's streams socket with
+// PortHandTag and the token as the message's bytes, and answers
+// PortHanded on the stream. When it cannot hand the connection over it
+// answers PortOK and carries it on the stream as before.
+const (
+	PortHandRequest = "port %d hand %s\n"
+	PortHanded      = "handed\n"
+	PortHandTag     = 'p'
+	PortTokenLen    = 32
+)
+
 // On a local Podman the tunnel may instead ride a Unix socket the server
 // listens on, in a directory of its own bind-mounted read-only into the
 // container at TunnelSocketDir: the relay connects to it, writes

@@ -62,8 +62,10 @@ func (s *Session) openTunnelLocked(ctx context.Context) error {
 	// Streams asking for a service go to it; the rest, and the
 	// connections the agent hands over whole, to the proxy.
 	var conns net.Listener = s.services.Listener(mux)
+	s.tunnelPorts = nil
 	if sock, direct := stream.(engine.SocketTunnel); direct {
 		conns = wire.JoinListeners(conns, sock.Streams())
+		s.tunnelPorts = sock.Ports()
 	}
 	s.m.log.Info("tunnel opened", "session", s.who.hash(), "container", s.name, "path", path, "via", detail)
 	if s.proxy == nil {

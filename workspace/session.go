@@ -82,6 +82,9 @@ type Session struct {
 	// through tunnel, which lives as long as the channel.
 	proxy  *egress.Session
 	tunnel *yamux.Session
+	// tunnelPorts takes the port previews' connections the agent hands
+	// over beside tunnel (nil when the tunnel rides no socket).
+	tunnelPorts ports.Handover
 	// meter counts the session's egress against --egress-max-bytes; every
 	// proxy the session makes counts into it (see handoffs.useMeter).
 	meter *egress.Meter

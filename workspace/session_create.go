@@ -309,5 +309,5 @@ func (s *Session) dropChannelLocked() {
 	if s.tunnel != nil {
 		s.tunnel.Close()
 	}
-	s.client, s.stream, s.tunnel = nil, nil, nil
+	s.client, s.stream, s.tunnel, s.tunnelPorts = nil, nil, nil, nil
 }

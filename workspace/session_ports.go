@@ -24,8 +24,14 @@ type PortInfo = ports.PortInfo
 // through the session's tunnel (whose start counts as a call, see enter)
 // and serves the workspace_port tool itself (Parts).
 func (s *Session) newPorts() *ports.Room {
-	return ports.New(ports.Deps{Tunnel: s.ensureTunnel, Life: s.life, Log: s.m.log, Session: s.who.hash,
-		Hosts: s.m.cfg.PreviewHosts, Origins: s.m.cfg.PreviewOrigins, Closed: ErrSessionEnded})
+	return ports.New(ports.Deps{Tunnel: s.ensureTunnel, Handover: func(mux *yamux.Session) ports.Handover {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.tunnel != mux || s.tunnelPorts == nil {
+			return nil
+		}
+		return s.tunnelPorts
+	}, Life: s.life, Log: s.m.log, Session: s.who.hash, Hosts: s.m.cfg.PreviewHosts, Origins: s.m.cfg.PreviewOrigins, Closed: ErrSessionEnded})
 }
 
 // ensureTunnel returns the container's tunnel, starting the container and

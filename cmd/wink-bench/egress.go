@@ -27,7 +27,7 @@ const egressDownload = `import socket, sys, time
 host, port, url, want = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 start = time.perf_counter()
 s = socket.create_connection((host, port))
-s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % url).encode())
+s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (url, url.split("/")[2])).encode())
 buf, got, head = bytearray(1 << 20), 0, b""
 while True:
     n = s.recv_into(buf)

@@ -162,7 +162,7 @@ func run(cfg config) error {
 	egress := measureEgress(ctx, cfg, cfg.egressSamples)
 	portPreview := measurePortPreview(ctx, cfg, cfg.egressSamples)
 	fmt.Fprintf(os.Stderr, "measuring the egress artefact cache...\n")
-	cacheFirst, cacheHit := measureEgressCache(ctx, cfg, cfg.egressSamples)
+	cache := measureEgressCache(ctx, cfg, cfg.egressSamples)
 	fmt.Fprintf(os.Stderr, "measuring checkpoints and restores...\n")
 	ckFirst, ckLater, ckRestore, ckFigs := measureCheckpoints(ctx, cfg)
 	rep.Checkpoints = &ckFigs
@@ -192,7 +192,8 @@ func run(cfg config) error {
 	rep.Measurements = append([]measurement{protocol, reads, viaMCPGo, writes, edits, greps, shells, baseline, watched, unwatched, stormWatched, stormUnwatched}, initializes...)
 	rep.Measurements = append(rep.Measurements,
 		first, firstLazy, firstLater, profileCached, profileUncached, load, httpWarm, httpCold, burstWarm, burstCold, burst2, fixed)
-	rep.Measurements = append(append(rep.Measurements, egress.all()...), portPreview, cacheFirst, cacheHit, ckFirst, ckLater, ckRestore)
+	rep.Measurements = append(append(rep.Measurements, egress.all()...), portPreview.all()...)
+	rep.Measurements = append(append(rep.Measurements, cache...), ckFirst, ckLater, ckRestore)
 	rep.Measurements = append(rep.Measurements, forks...)
 	rep.Measurements = append(rep.Measurements, kube.all()...)
 	rep.setKubernetesSpeedup(kube)

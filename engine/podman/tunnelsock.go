@@ -222,6 +222,10 @@ func (s *socketTunnel) ViaSocket() string { return s.dir }
 // (engine.SocketTunnel).
 func (s *socketTunnel) Streams() net.Listener { return s.streams }
 
+// Ports takes the port previews' connections handed over on the same
+// socket (engine.SocketTunnel).
+func (s *socketTunnel) Ports() engine.PortHandover { return &s.streams.ports }
+
 // Close closes the socket and its streams, then the relay's exec session.
 func (s *socketTunnel) Close() error {
 	err := errors.Join(s.Conn.Close(), s.streams.Close())

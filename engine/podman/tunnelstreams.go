@@ -40,6 +40,7 @@ type tunnelStreams struct {
 	once  sync.Once
 	mu    sync.Mutex
 	open  map[*streamConn]struct{}
+	ports portHandovers
 }
 
 // listenStreams listens on the streams socket of the tunnel whose nonce is
@@ -57,6 +58,7 @@ func listenStreams(dir, nonce string) (*tunnelStreams, error) {
 	}
 	t := &tunnelStreams{ln: ln, want: fmt.Sprintf(wire.TunnelStreamHello, nonce), port: wire.ProxyPort, ready: make(chan net.Conn),
 		done: make(chan struct{}), held: make(chan struct{}, maxHandedConns), open: map[*streamConn]struct{}{}}
+	t.ports.t = t
 	return t, nil
 }
 
@@ -98,10 +100,8 @@ func (t *tunnelStreams) acceptLoop() {
 // take makes fd a connection and hands it to Accept, if it is the client
 // end of a connection to the proxy's port on the container's loopback.
 func (t *tunnelStreams) take(fd int) bool {
-	f := os.NewFile(uintptr(fd), "proxied")
-	c, err := net.FileConn(f)
-	f.Close()
-	if err != nil {
+	c := fdConn(fd)
+	if c == nil {
 		return false
 	}
 	tc, ok := c.(*net.TCPConn)
@@ -109,22 +109,49 @@ func (t *tunnelStreams) take(fd int) bool {
 		c.Close()
 		return false
 	}
-	sc := &streamConn{TCPConn: tc, t: t}
-	t.mu.Lock()
-	select {
-	case <-t.done:
-		t.mu.Unlock()
-		tc.Close()
+	sc, ok := t.hold(tc)
+	if !ok {
 		return false
-	default:
 	}
-	t.open[sc] = struct{}{}
-	t.mu.Unlock()
 	select {
 	case t.ready <- sc:
 	case <-t.done: // Close closes it
 	}
 	return true
+}
+
+// takePort gives fd to the port preview that asked for it with token (see
+// portHandovers.take).
+func (t *tunnelStreams) takePort(fd int, token string) bool {
+	return t.ports.take(fdConn(fd), token)
+}
+
+// fdConn makes the descriptor fd a connection, nil (fd closed) when it is
+// not a socket.
+func fdConn(fd int) net.Conn {
+	f := os.NewFile(uintptr(fd), "handed")
+	c, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
+// hold makes tc a connection the listener closes when it closes, unless
+// it is closed already (then tc is closed too).
+func (t *tunnelStreams) hold(tc *net.TCPConn) (*streamConn, bool) {
+	sc := &streamConn{TCPConn: tc, t: t}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	select {
+	case <-t.done:
+		tc.Close()
+		return nil, false
+	default:
+	}
+	t.open[sc] = struct{}{}
+	return sc, true
 }
 
 // Accept returns the next connection handed over.

@@ -6,6 +6,8 @@ import (
 	"net"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wink-mcp/wink-mcp/wire"
 )
 
 // receive takes the descriptors ch carries, one a message (the kernel
@@ -22,13 +24,14 @@ func (t *tunnelStreams) receive(ch *net.UnixConn) {
 		}
 	}()
 	oob := make([]byte, unix.CmsgSpace(4))
+	msg := make([]byte, 1+wire.PortTokenLen)
 	for {
 		select { // wait for a place before reading: the agent's next hand-over waits, then takes the tunnel
 		case t.held <- struct{}{}:
 		case <-t.done:
 			return
 		}
-		_, oobn, _, _, err := ch.ReadMsgUnix(make([]byte, 1), oob)
+		n, oobn, _, _, err := ch.ReadMsgUnix(msg, oob)
 		var fds []int
 		if msgs, perr := unix.ParseSocketControlMessage(oob[:oobn]); perr == nil {
 			for _, m := range msgs {
@@ -39,7 +42,11 @@ func (t *tunnelStreams) receive(ch *net.UnixConn) {
 		}
 		handed := false
 		for _, fd := range fds {
-			if !handed {
+			if handed {
+				unix.Close(fd)
+			} else if n == len(msg) && msg[0] == wire.PortHandTag {
+				handed = t.takePort(fd, string(msg[1:]))
+			} else if n == 1 && msg[0] == 0 {
 				handed = t.take(fd)
 			} else {
 				unix.Close(fd)

@@ -32,6 +32,10 @@ const (
 	portStartTimeout = 2 * time.Minute
 	// portAnswerTimeout bounds the agent's answer to a port request.
 	portAnswerTimeout = 10 * time.Second
+	// portHandWait bounds the wait for a connection the agent said it
+	// handed over (the tunnel's places all taken, say); past it the
+	// connection is asked for again on a stream of the tunnel.
+	portHandWait = 2 * time.Second
 )
 
 // ErrTooManyPorts refuses a port past MaxPorts.
@@ -42,6 +46,10 @@ type Deps struct {
 	// Tunnel returns the container's tunnel, starting the container and
 	// opening the tunnel when needed.
 	Tunnel func(ctx context.Context) (*yamux.Session, error)
+	// Handover returns what takes the connections the agent at the end
+	// of tunnel hands over whole, nil when it hands over none (the
+	// connections then ride the tunnel's streams).
+	Handover func(tunnel *yamux.Session) Handover
 	// Life ends when the session does; a preview starts the container
 	// for a connection under it.
 	Life context.Context
@@ -55,6 +63,15 @@ type Deps struct {
 	// Closed is the error OpenPort returns once the room is closed: the
 	// session ended.
 	Closed error
+}
+
+// Handover takes the connections to a container's ports that its agent
+// hands over whole (engine.PortHandover).
+type Handover interface {
+	// Expect readies the hand-over of one connection to port: token goes
+	// in the request to the agent, await returns the connection handed
+	// with it, and cancel forgets the token.
+	Expect(port int) (token string, await func(ctx context.Context) (net.Conn, error), cancel func())
 }
 
 // Room is one session's open ports, the part of its workspace the

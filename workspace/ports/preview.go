@@ -11,8 +11,11 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hashicorp/yamux"
 
 	"github.com/wink-mcp/wink-mcp/hostguard"
 	"github.com/wink-mcp/wink-mcp/wire"
@@ -29,6 +32,17 @@ const (
 	// previewIdleTimeout closes a browser's idle keep-alive connections.
 	previewIdleTimeout = 2 * time.Minute
 )
+
+// copyBuffers are a preview's response copy buffers: 256 KiB, an eighth
+// of the reads and writes of the reverse proxy's own 32 KiB for a large
+// download, at most 16 MiB for one port's 64 connections.
+var copyBuffers = &bufferPool{pool: sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}}
+
+// bufferPool is an httputil.BufferPool over a sync.Pool.
+type bufferPool struct{ pool sync.Pool }
+
+func (b *bufferPool) Get() []byte  { return *b.pool.Get().(*[]byte) }
+func (b *bufferPool) Put(p []byte) { b.pool.Put(&p) }
 
 // portError is why a request could not reach the container's port, as the
 // page says it.
@@ -55,6 +69,7 @@ func (s *Room) previewServer(f *portForward) *http.Server {
 			pr.Out.Host = pr.In.Host // the server in the container sees the Host the browser sent
 		},
 		Transport:     f.transport,
+		BufferPool:    copyBuffers,
 		FlushInterval: -1, // event streams and hot reloads go through at once
 		ErrorLog:      log.New(io.Discard, "", 0),
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
@@ -81,8 +96,9 @@ func (s *Room) previewServer(f *portForward) *http.Server {
 	}
 }
 
-// dialPort opens a stream to the container's port through the tunnel,
-// starting the container if needed.
+// dialPort connects to the container's port, starting the container if
+// needed: the agent's own connection, handed over, when the tunnel rides
+// a socket, else (or when the hand-over fails) a stream of the tunnel.
 func (s *Room) dialPort(port int) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(s.d.Life, portStartTimeout)
 	mux, err := s.d.Tunnel(ctx)
@@ -90,28 +106,81 @@ func (s *Room) dialPort(port int) (net.Conn, error) {
 	if err != nil {
 		return nil, &portError{http.StatusBadGateway, "the workspace could not be reached: " + err.Error()}
 	}
+	if s.d.Handover != nil {
+		if h := s.d.Handover(mux); h != nil {
+			c, err := s.handedPort(mux, h, port)
+			if c != nil || err != nil {
+				return c, err
+			}
+		}
+	}
+	st, answer, err := askPort(mux, port, fmt.Sprintf(wire.PortRequest, port))
+	if err != nil {
+		return nil, err
+	}
+	if answer != wire.PortOK {
+		st.Close()
+		return nil, noServer(port, answer)
+	}
+	_ = st.SetDeadline(time.Time{})
+	return st, nil
+}
+
+// handedPort asks the agent to hand over its connection to port: the
+// connection, or nil and no error when the agent carries it on the tunnel
+// instead, or the hand-over failed (the caller then asks for a stream).
+func (s *Room) handedPort(mux *yamux.Session, h Handover, port int) (net.Conn, error) {
+	token, await, cancel := h.Expect(port)
+	defer cancel()
+	st, answer, err := askPort(mux, port, fmt.Sprintf(wire.PortHandRequest, port, token))
+	if err != nil {
+		return nil, err
+	}
+	switch answer {
+	case wire.PortOK: // the agent could not hand it over: the stream carries it
+		_ = st.SetDeadline(time.Time{})
+		return st, nil
+	case wire.PortHanded:
+		st.Close()
+		ctx, stop := context.WithTimeout(s.d.Life, portHandWait)
+		defer stop()
+		c, err := await(ctx)
+		if err != nil {
+			s.d.Log.Warn("a port preview's connection was not handed over; it rides the tunnel", "session", s.d.Session(), "port", port, "err", err)
+			return nil, nil
+		}
+		return c, nil
+	default:
+		st.Close()
+		return nil, noServer(port, answer)
+	}
+}
+
+// askPort opens a stream of the tunnel, writes request (for port), and
+// reads the agent's one-line answer.
+func askPort(mux *yamux.Session, port int, request string) (*yamux.Stream, string, error) {
 	st, err := mux.OpenStream()
 	if err != nil {
-		return nil, &portError{http.StatusBadGateway, "the workspace's tunnel failed: " + err.Error()}
+		return nil, "", &portError{http.StatusBadGateway, "the workspace's tunnel failed: " + err.Error()}
 	}
 	_ = st.SetDeadline(time.Now().Add(portAnswerTimeout))
 	answer, err := func() (string, error) {
-		if _, err := fmt.Fprintf(st, wire.PortRequest, port); err != nil {
+		if _, err := io.WriteString(st, request); err != nil {
 			return "", err
 		}
 		return bufio.NewReader(io.LimitReader(st, 4096)).ReadString('\n')
 	}()
 	if err != nil {
 		st.Close()
-		return nil, &portError{http.StatusGatewayTimeout, fmt.Sprintf("the workspace did not answer for port %d: %v", port, err)}
+		return nil, "", &portError{http.StatusGatewayTimeout, fmt.Sprintf("the workspace did not answer for port %d: %v", port, err)}
 	}
-	if answer != wire.PortOK {
-		st.Close()
-		why := strings.TrimSpace(strings.TrimPrefix(answer, "error:"))
-		return nil, &portError{http.StatusBadGateway, fmt.Sprintf("nothing answers on port %d in the workspace (%s); start the server there, listening on 127.0.0.1 or 0.0.0.0", port, why)}
-	}
-	_ = st.SetDeadline(time.Time{})
-	return st, nil
+	return st, answer, nil
+}
+
+// noServer is the page for an agent's answer that nothing listens.
+func noServer(port int, answer string) error {
+	why := strings.TrimSpace(strings.TrimPrefix(answer, "error:"))
+	return &portError{http.StatusBadGateway, fmt.Sprintf("nothing answers on port %d in the workspace (%s); start the server there, listening on 127.0.0.1 or 0.0.0.0", port, why)}
 }
 
 // previewPage answers a request with the preview's own error page.
