@@ -47,6 +47,11 @@ func Load(path string, lookup func(string) (string, bool)) (*File, error) {
 
 // Parse checks the profiles file data, read from path (which errors name).
 func Parse(path string, data []byte, lookup func(string) (string, bool)) (*File, error) {
+	return parse(path, fileID(path), data, lookup)
+}
+
+// parse is Parse with the file's identity (Profile.FileID) given.
+func parse(path, id string, data []byte, lookup func(string) (string, bool)) (*File, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, fmt.Errorf("%s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
@@ -59,7 +64,7 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*File,
 	if doc.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("%s:%d: the file must be a mapping with a profiles: key", path, doc.Line)
 	}
-	r.fileID = fileID(path)
+	r.fileID = id
 	f := &File{Path: path, ID: r.fileID, Profiles: map[string]*Profile{}}
 	var defaultNode *yaml.Node
 	r.pairs(doc, "", func(key string, k, v *yaml.Node) {

@@ -194,6 +194,9 @@ type Config struct {
 	// ProfileMounts are the host folders each profile (by name) shows in
 	// its sessions besides Mounts.
 	ProfileMounts map[string][]Mount
+	// Detection is what --detect found in the host folders (nil when it
+	// did not look); the prompt and workspace_profile say it.
+	Detection *Detection
 	// PassedEnv are variables of the server's environment set in every
 	// session's container (--env-pass); never logged.
 	PassedEnv map[string]string
