@@ -39,6 +39,7 @@ type serveOptions struct {
 	profilesFile  string
 	noBuiltins    bool
 	detect        string
+	repo          string
 	credentials   string
 	ssh           sshOptions
 	envPass       []string
@@ -98,6 +99,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.str(&opts.profilesFile, "profiles", "a YAML file of profiles: toolchains (image, setup commands cached as an image, env, limits, egress) sessions choose with workspace_profile or ?profile=NAME", "WINK_PROFILES")
 	b.boolean(&opts.noBuiltins, "no-builtin-profiles", "offer only the profiles file's profiles, not the built-in general, python, node, go and rust", "WINK_NO_BUILTIN_PROFILES")
 	b.str(&opts.detect, "detect", "what the --mount folders' language markers (go.mod, package.json, ...) do: ask (the prompt and workspace_profile name the profile that fits), auto (sessions start in it) or off", "WINK_DETECT")
+	b.str(&opts.repo, "repo", "a repository every session's workspace starts with, https://HOST/PATH[#REF], cloned into /workspace/NAME through the egress proxy (its host must be in --egress; a private one's token in --credentials)", "WINK_REPO")
 	b.str(&w.Profile, "profile", "the profile of sessions that choose none (default: the profiles file's default:, else none)", "WINK_PROFILE")
 	b.list(&opts.envPass, "env-pass", "pass this server's environment variables whose names match (* globs; repeatable) into every command; a command can read and print them", "WINK_ENV_PASS")
 	b.boolean(&opts.gitIdentity, "git-identity", "give the containers git's user.name and user.email from this machine's git configuration (nothing else of it)", "WINK_GIT_IDENTITY")
@@ -183,6 +185,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 		return cfg, opts, err
 	}
 	if err := resolveProfiles(w, opts, lookup); err != nil {
+		return cfg, opts, err
+	}
+	if err := resolveRepo(w, opts.repo); err != nil {
 		return cfg, opts, err
 	}
 	if err := resolveTrust(w, opts.credentials, lookup); err != nil {
