@@ -60,7 +60,7 @@ func bareRepo(t *testing.T, root, name string) {
 // into the workspace as the session's first step, through the egress
 // proxy, which adds the credentials file's token (the container never
 // holds it); the ref is checked out; the model's work on it shows in
-// git status and diff. Without the credential the first call
+// git status and diff; a profile's repo is cloned alike. Without the credential the first call
 // says why the clone failed; a hostile ref never starts the server.
 func TestRepoClonedThroughTheProxy(t *testing.T) {
 	root, srv, caPEM := gitServer(t)
@@ -91,6 +91,16 @@ func TestRepoClonedThroughTheProxy(t *testing.T) {
 	}
 	if !fetched {
 		t.Fatalf("the server saw no authorised clone: %v", srv.requests())
+	}
+
+	// A profile's repo, its host in the profile's own egress.session: the
+	// remote's default branch.
+	file := filepath.Join(t.TempDir(), "profiles.yaml")
+	must(t, os.WriteFile(file, []byte("profiles:\n  tool:\n    repo: https://"+host+"/tool.git\n    egress:\n      session: [\""+host+"\"]\n"), 0o644))
+	pr := start(t, startOptions{image: pythonImage, env: []string{"WINK_TEST_API_TOKEN=" + credSecret},
+		args: []string{"--warm", "0", "--credentials", creds, "--ca-bundle", bundle, "--profiles", file, "--profile", "tool", "--no-builtin-profiles"}})
+	if out := pr.run("cat", "tool/version.txt"); out.ExitCode != 0 || out.Stdout != "two\n" {
+		t.Fatalf("the profile's clone: %+v", out)
 	}
 
 	// Without the credential: the first call says the clone failed and why.

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/wink-mcp/wink-mcp/egress"
+	"github.com/wink-mcp/wink-mcp/workspace/repo"
 )
 
 // MaxFileBytes bounds a profiles file.
@@ -204,7 +205,7 @@ func (r *reader) profile(name string, k, v *yaml.Node) {
 		return
 	}
 	if v.Kind != yaml.MappingNode {
-		r.fail(v, name, "profile", "must be a mapping of fields (description, extends, image, setup, env, workdir, limits, egress, mounts, ca_bundle, services)")
+		r.fail(v, name, "profile", "must be a mapping of fields (description, extends, image, setup, env, workdir, limits, egress, mounts, ca_bundle, repo, services)")
 		return
 	}
 	rp := &raw{node: k, p: Profile{Name: name, File: r.path, FileID: r.fileID, Line: k.Line}}
@@ -262,8 +263,16 @@ func (r *reader) profile(name string, k, v *yaml.Node) {
 			}
 		case "services":
 			p.Services = r.services(v, name)
+		case "repo":
+			if s, ok := r.str(v, name, field); ok {
+				if rp, err := repo.Parse(s); err != nil {
+					r.fail(v, name, field, "%v", err)
+				} else {
+					p.Repo, p.RepoLine = &rp, v.Line
+				}
+			}
 		default:
-			r.fail(k, name, field, "unknown field; a profile has description, extends, image, setup, env, workdir, limits, egress, egress_cache, mounts, ca_bundle and services")
+			r.fail(k, name, field, "unknown field; a profile has description, extends, image, setup, env, workdir, limits, egress, egress_cache, mounts, ca_bundle, repo and services")
 		}
 	})
 }

@@ -5,9 +5,19 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/workspace/repo"
 )
+
+// sessionRepo is the repository a session under profile p starts with:
+// the profile's, else the server's (nil for none).
+func sessionRepo(p *profiles.Profile, server *repo.Repo) *repo.Repo {
+	if p != nil && p.Repo != nil {
+		return p.Repo
+	}
+	return server
+}
 
 // cloneTimeout bounds each step of a repository's clone.
 const cloneTimeout = 10 * 60 * 1000 // ms

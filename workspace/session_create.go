@@ -246,7 +246,7 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 		if err := makeWorkdir(ctx, s.client, s.profile); err != nil {
 			return fail(err)
 		}
-		if err := cloneRepo(ctx, s.client, m.cfg.Repo); err != nil {
+		if err := cloneRepo(ctx, s.client, sessionRepo(s.profile, m.cfg.Repo)); err != nil {
 			return fail(err)
 		}
 	}

@@ -58,13 +58,14 @@ func Parse(spec string) (Repo, error) {
 			return Repo{}, fmt.Errorf("%q holds a space, a control or a non-ASCII character; percent-encode it in the URL", spec)
 		}
 	}
+	if !strings.HasPrefix(raw, "https://") {
+		return Repo{}, fmt.Errorf("%q: only https:// URLs are cloned (through the egress proxy); for ssh or git@HOST:PATH, clone in the session with --ssh-agent", raw)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return Repo{}, fmt.Errorf("the URL: %w", err)
 	}
 	switch {
-	case u.Scheme != "https":
-		return Repo{}, fmt.Errorf("%q: only https:// URLs are cloned (through the egress proxy); for ssh, clone in the session with --ssh-agent", raw)
 	case u.User != nil:
 		return Repo{}, fmt.Errorf("%q: a user or token in the URL is refused, since the model could read it; put the host's token in --credentials, which the proxy adds", redact(u))
 	case u.Hostname() == "":
