@@ -9,7 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/wink-mcp/wink-mcp/profiles"
@@ -28,7 +30,33 @@ const (
 // from lookup (the server's environment) and else from this machine's
 // own configuration; those left out are logged with the reason.
 func builtinProfiles(lookup func(string) (string, bool)) (*profiles.File, []profiles.Unavailable) {
-	return profiles.Builtin(registryLookup(lookup, machineRegistry))
+	return profiles.Builtin(registryLookup(lookup, machineRegistries(lookup)))
+}
+
+// machineRegistries reads, at once, the machine's registries the
+// server's environment does not name (npm takes about half a second to
+// answer), and returns them by variable.
+func machineRegistries(lookup func(string) (string, bool)) func(string) string {
+	names := []string{"WINK_GO_PROXY", "WINK_NPM_REGISTRY", "WINK_APT_MIRROR_HOST"}
+	found := make([]string, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		if v, ok := lookup(name); ok && v != "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			found[i] = machineRegistry(name)
+		}()
+	}
+	wg.Wait()
+	return func(name string) string {
+		if i := slices.Index(names, name); i >= 0 {
+			return found[i]
+		}
+		return ""
+	}
 }
 
 // registryLookup gives the built-in profiles' variables: each is the
