@@ -20,6 +20,18 @@ import (
 // behind such a proxy would give it.
 const machineCABundle = "/etc/ssl/certs/ca-certificates.crt"
 
+// init asks npm for its registry once for every server the tests
+// start: a server whose environment names none asks npm itself, which
+// costs each start about half a second (docs/toolchains.md).
+func init() {
+	if os.Getenv("WINK_NPM_REGISTRY") != "" || os.Getenv("npm_config_registry") != "" {
+		return
+	}
+	if out, err := exec.Command("npm", "config", "get", "registry").Output(); err == nil && strings.HasPrefix(string(out), "https://") {
+		os.Setenv("WINK_NPM_REGISTRY", strings.TrimSpace(string(out)))
+	}
+}
+
 // builtinProject is one small real project of integration/testdata/projects,
 // the built-in profile its markers ask for, the registry its build
 // reaches ("" for none) and the command that builds and tests it.
