@@ -53,7 +53,7 @@ func TestPathCompletion(t *testing.T) {
 func TestPromptProfileArgument(t *testing.T) {
 	file, _ := profilesFile(t, "profiles:\n  py:\n    description: Python\n    image: PY_IMAGE\n  pyro:\n    description: more Python\n    image: PY_IMAGE\n  node:\n    description: Node.js\n    image: IMAGE\n")
 	eachTransport(t, func(t *testing.T, tr string) {
-		p := start(t, startOptions{transport: tr, args: []string{"--profiles", file, "--lazy"}})
+		p := start(t, startOptions{transport: tr, args: []string{"--profiles", file, "--lazy", "--no-builtin-profiles"}})
 		ctx := context.Background()
 		list, err := p.client.ListPrompts(ctx, mcp.ListPromptsRequest{})
 		if err != nil || len(list.Prompts) != 1 || len(list.Prompts[0].Arguments) != 1 || list.Prompts[0].Arguments[0].Name != "profile" {

@@ -287,7 +287,7 @@ func TestTypeScriptSDKClientGetsASession(t *testing.T) {
 		t.Fatal(err)
 	}
 	profiles, _ := profilesFile(t, "profiles:\n  py:\n    description: Python\n    image: IMAGE\n  pyro:\n    description: more Python\n    image: IMAGE\n  node:\n    description: Node.js\n    image: IMAGE\n")
-	p := launch(t, startOptions{transport: "http", args: []string{"--auth-token-file", tokenFile, "--profiles", profiles}})
+	p := launch(t, startOptions{transport: "http", args: []string{"--auth-token-file", tokenFile, "--profiles", profiles, "--no-builtin-profiles"}})
 	type started struct {
 		SessionID, Container, Protocol string
 		Links, Logs, Completions       []string

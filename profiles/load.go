@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/wink-mcp/wink-mcp/egress"
+	"github.com/wink-mcp/wink-mcp/workspace/repo"
 )
 
 // MaxFileBytes bounds a profiles file.
@@ -47,6 +48,11 @@ func Load(path string, lookup func(string) (string, bool)) (*File, error) {
 
 // Parse checks the profiles file data, read from path (which errors name).
 func Parse(path string, data []byte, lookup func(string) (string, bool)) (*File, error) {
+	return parse(path, fileID(path), data, lookup)
+}
+
+// parse is Parse with the file's identity (Profile.FileID) given.
+func parse(path, id string, data []byte, lookup func(string) (string, bool)) (*File, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, fmt.Errorf("%s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
@@ -59,7 +65,7 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*File,
 	if doc.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("%s:%d: the file must be a mapping with a profiles: key", path, doc.Line)
 	}
-	r.fileID = fileID(path)
+	r.fileID = id
 	f := &File{Path: path, ID: r.fileID, Profiles: map[string]*Profile{}}
 	var defaultNode *yaml.Node
 	r.pairs(doc, "", func(key string, k, v *yaml.Node) {
@@ -199,7 +205,7 @@ func (r *reader) profile(name string, k, v *yaml.Node) {
 		return
 	}
 	if v.Kind != yaml.MappingNode {
-		r.fail(v, name, "profile", "must be a mapping of fields (description, extends, image, setup, env, workdir, limits, egress, mounts, ca_bundle, services)")
+		r.fail(v, name, "profile", "must be a mapping of fields (description, extends, image, setup, env, workdir, limits, egress, mounts, ca_bundle, repo, services)")
 		return
 	}
 	rp := &raw{node: k, p: Profile{Name: name, File: r.path, FileID: r.fileID, Line: k.Line}}
@@ -257,8 +263,16 @@ func (r *reader) profile(name string, k, v *yaml.Node) {
 			}
 		case "services":
 			p.Services = r.services(v, name)
+		case "repo":
+			if s, ok := r.str(v, name, field); ok {
+				if rp, err := repo.Parse(s); err != nil {
+					r.fail(v, name, field, "%v", err)
+				} else {
+					p.Repo, p.RepoLine = &rp, v.Line
+				}
+			}
 		default:
-			r.fail(k, name, field, "unknown field; a profile has description, extends, image, setup, env, workdir, limits, egress, egress_cache, mounts, ca_bundle and services")
+			r.fail(k, name, field, "unknown field; a profile has description, extends, image, setup, env, workdir, limits, egress, egress_cache, mounts, ca_bundle, repo and services")
 		}
 	})
 }

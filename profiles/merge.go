@@ -40,6 +40,9 @@ func merge(parent, child *Profile) *Profile {
 	out.Image = cmp.Or(child.Image, parent.Image)
 	out.Workdir = cmp.Or(child.Workdir, parent.Workdir)
 	out.CABundle = cmp.Or(child.CABundle, parent.CABundle)
+	if out.Repo == nil {
+		out.Repo, out.RepoLine = parent.Repo, parent.RepoLine
+	}
 	if out.Services == nil {
 		out.Services = parent.Services
 	}

@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/workspace/repo"
 )
 
 // Profile is one resolved profile: what it extends already merged in.
@@ -56,6 +58,10 @@ type Profile struct {
 	// folder) the profile's setup and sessions trust besides the server's
 	// --ca-bundle; "" for none.
 	CABundle string
+	// Repo is the repository its sessions start with (replacing the
+	// server's --repo), nil for none; RepoLine is where the file gives it.
+	Repo     *repo.Repo
+	RepoLine int
 	// Services are the services its sessions may start by name (see
 	// docs/services.md); what it extends declares them when it does not.
 	Services []Service

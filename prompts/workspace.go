@@ -66,6 +66,9 @@ type Info struct {
 	// Chosen is the profile the user picked for the task with the
 	// prompt's profile argument, "" when none was picked.
 	Chosen string
+	// Detected says in a sentence what the server found in the host
+	// folders about the toolchain they need, "" when it did not look.
+	Detected string
 	// CommandTimeoutSeconds is podman_shell's timeout when a call gives
 	// none (the profile's), 0 for the tool's default of 30 seconds.
 	CommandTimeoutSeconds int
@@ -145,6 +148,9 @@ func Text(info Info) string {
 			fmt.Fprintf(&b, "- Toolchains come as profiles; the user chose `%s` for this task, and the workspace already uses it. The profiles:\n", info.Chosen)
 		default:
 			fmt.Fprintf(&b, "- Toolchains come as profiles; the workspace uses %s, and the user chose `%s` for this task: before anything else, switch to it with `workspace_profile` (name `%s`; files stay). The profiles:\n", current, info.Chosen, info.Chosen)
+		}
+		if info.Detected != "" && info.Chosen == "" {
+			fmt.Fprintf(&b, "  %s\n", info.Detected)
 		}
 		for _, p := range info.Profiles {
 			fmt.Fprintf(&b, "  - `%s`: %s\n", p.Name, p.Description)

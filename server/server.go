@@ -179,6 +179,9 @@ func New(cfg Config) (*Server, error) {
 		info.Profiles = append(info.Profiles, prompts.Profile{Name: p.Name, Description: p.Description, Services: declared})
 		profileNames = append(profileNames, p.Name)
 	}
+	if d := cfg.Workspace.Detection; d != nil {
+		info.Detected = d.Sentence()
+	}
 	s.instructSessions(hooks, info)
 	s.mcp = mcpserver.NewMCPServer("wink-mcp", Version(),
 		mcpserver.WithToolCapabilities(true),
@@ -202,7 +205,7 @@ func New(cfg Config) (*Server, error) {
 		mcpserver.WithTaskHooks(s.taskHooks()),
 		mcpserver.WithExtensions(map[string]any{tasksExtension: map[string]any{}}),
 	)
-	all, err := tools.All(s.workspaceFor, log, tools.Options{MaxCommandTimeout: cfg.MaxCommandTimeout, Profiles: profileList})
+	all, err := tools.All(s.workspaceFor, log, tools.Options{MaxCommandTimeout: cfg.MaxCommandTimeout, Profiles: profileList, Detected: info.Detected})
 	if err != nil {
 		mgr.Close(context.Background())
 		return nil, err

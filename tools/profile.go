@@ -72,12 +72,18 @@ type ProfileSwitcher interface {
 // the setup ran, whether a container was replaced), and a build that takes
 // minutes reports progress on it. Over HTTP, `?profile=NAME` on the URL
 // picks one for a client that knows before the session starts.
-func WorkspaceProfile(workspaceFor WorkspaceFor, profiles []Profile) (server.ServerTool, error) {
+//
+// detected, when not "", says what the server found in the host folders
+// about the toolchain they need; the description ends with it.
+func WorkspaceProfile(workspaceFor WorkspaceFor, profiles []Profile, detected string) (server.ServerTool, error) {
 	var list strings.Builder
 	names := make([]any, 0, len(profiles))
 	for _, p := range profiles {
 		fmt.Fprintf(&list, "\n- %s: %s", p.Name, p.Description)
 		names = append(names, p.Name)
+	}
+	if detected != "" {
+		list.WriteString("\n" + detected)
 	}
 	return build(workspaceFor, definition[ProfileSwitcher, WorkspaceProfileParams, WorkspaceProfileResult]{
 		name:  "workspace_profile",

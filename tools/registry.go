@@ -16,6 +16,10 @@ type Options struct {
 	// Profiles are the profiles sessions may choose; without any there is
 	// no workspace_profile tool.
 	Profiles []Profile
+	// Detected says in a sentence what the server found in the host
+	// folders about the toolchain they need ("" when it did not look);
+	// workspace_profile's description ends with it.
+	Detected string
 }
 
 // Interfaces are the interfaces the tools take of a session's workspace,
@@ -66,7 +70,7 @@ func All(workspaceFor WorkspaceFor, log *slog.Logger, opts Options) ([]server.Se
 		func() (server.ServerTool, error) { return WorkspaceDigest(workspaceFor) },
 	}
 	if len(opts.Profiles) > 0 {
-		constructors = append(constructors, func() (server.ServerTool, error) { return WorkspaceProfile(workspaceFor, opts.Profiles) })
+		constructors = append(constructors, func() (server.ServerTool, error) { return WorkspaceProfile(workspaceFor, opts.Profiles, opts.Detected) })
 	}
 	out := make([]server.ServerTool, 0, len(constructors))
 	for _, c := range constructors {

@@ -16,6 +16,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/quota"
 	"github.com/wink-mcp/wink-mcp/workspace/mounts"
+	"github.com/wink-mcp/wink-mcp/workspace/repo"
 )
 
 // Defaults of Config.
@@ -194,6 +195,12 @@ type Config struct {
 	// ProfileMounts are the host folders each profile (by name) shows in
 	// its sessions besides Mounts.
 	ProfileMounts map[string][]Mount
+	// Repo is the repository every session's workspace starts with
+	// (--repo), cloned as its container's first step; nil for none.
+	Repo *repo.Repo
+	// Detection is what --detect found in the host folders (nil when it
+	// did not look); the prompt and workspace_profile say it.
+	Detection *Detection
 	// PassedEnv are variables of the server's environment set in every
 	// session's container (--env-pass); never logged.
 	PassedEnv map[string]string

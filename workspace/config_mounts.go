@@ -2,8 +2,10 @@ package workspace
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
+	"github.com/wink-mcp/wink-mcp/profiles/detect"
 	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
 
@@ -58,4 +60,29 @@ func (c Config) CheckMounts() ([]MountInfo, string, error) {
 // overlays says whether some session may mount a folder as an overlay.
 func (c Config) overlays() bool {
 	return c.MountRoots || slices.ContainsFunc(c.allMounts(), func(m Mount) bool { return m.Mode == "" || m.Mode == MountOverlay })
+}
+
+// Detection is what the server found in a host folder about the
+// toolchain it needs (package profiles/detect).
+type Detection struct {
+	// Folder is the folder as sessions see it (/workspace/NAME).
+	Folder string
+	// Finding is what was found there and why.
+	Finding detect.Finding
+	// Started says sessions start in Finding.Profile (--detect auto);
+	// otherwise the finding is only offered to the model.
+	Started bool
+}
+
+// Sentence says the detection in one sentence for the model.
+func (d *Detection) Sentence() string {
+	f := d.Finding
+	switch {
+	case !f.Found():
+		return fmt.Sprintf("No toolchain was recognised in %s: %s.", d.Folder, f.Reason)
+	case d.Started:
+		return fmt.Sprintf("The workspace starts in the `%s` profile, found in %s: %s.", f.Profile, d.Folder, f.Reason)
+	default:
+		return fmt.Sprintf("Found in %s: %s. Switch to it with `workspace_profile` (name `%s`) before building, unless the task needs another.", d.Folder, f.Reason, f.Profile)
+	}
 }

@@ -37,6 +37,9 @@ type serveOptions struct {
 	warm          string
 	filesOnHost   string
 	profilesFile  string
+	noBuiltins    bool
+	detect        string
+	repo          string
 	credentials   string
 	ssh           sshOptions
 	envPass       []string
@@ -57,7 +60,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	cfg := server.Config{Workspace: workspace.DefaultConfig(), ShutdownTimeout: server.DefaultShutdownTimeout, HTTP: server.DefaultHTTPConfig(),
 		MaxCommandTimeout: tools.DefaultMaxCommandTimeout}
 	w, h := &cfg.Workspace, &cfg.HTTP
-	opts := serveOptions{transport: server.TransportStdio, warm: "auto", filesOnHost: "auto", engine: engineOptions{name: enginePodman, namespace: defaultNamespace, workspaceVolume: volumeEmptyDir}, logs: logOptions{level: "info", format: "text"}}
+	opts := serveOptions{transport: server.TransportStdio, warm: "auto", filesOnHost: "auto", detect: detectAsk, engine: engineOptions{name: enginePodman, namespace: defaultNamespace, workspaceVolume: volumeEmptyDir}, logs: logOptions{level: "info", format: "text"}}
 	logs := &opts.logs
 	fs := flag.NewFlagSet("wink-mcp", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -94,6 +97,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.str(&opts.ssh.knownHosts, "ssh-known-hosts", "the known_hosts the sessions' ssh trusts, read-only (default with --ssh-agent: ~/.ssh/known_hosts)", "WINK_SSH_KNOWN_HOSTS")
 	b.str(&w.CABundle, "ca-bundle", "a PEM file of CAs the sessions, profile setups and the egress proxy trust besides the public roots (a TLS-inspecting proxy's, a private registry's)", "WINK_CA_BUNDLE")
 	b.str(&opts.profilesFile, "profiles", "a YAML file of profiles: toolchains (image, setup commands cached as an image, env, limits, egress) sessions choose with workspace_profile or ?profile=NAME", "WINK_PROFILES")
+	b.boolean(&opts.noBuiltins, "no-builtin-profiles", "offer only the profiles file's profiles, not the built-in general, python, node, go and rust", "WINK_NO_BUILTIN_PROFILES")
+	b.str(&opts.detect, "detect", "what the --mount folders' language markers (go.mod, package.json, ...) do: ask (the prompt and workspace_profile name the profile that fits), auto (sessions start in it) or off", "WINK_DETECT")
+	b.str(&opts.repo, "repo", "a repository every session's workspace starts with, https://HOST/PATH[#REF], cloned into /workspace/NAME through the egress proxy (its host must be in --egress; a private one's token in --credentials)", "WINK_REPO")
 	b.str(&w.Profile, "profile", "the profile of sessions that choose none (default: the profiles file's default:, else none)", "WINK_PROFILE")
 	b.list(&opts.envPass, "env-pass", "pass this server's environment variables whose names match (* globs; repeatable) into every command; a command can read and print them", "WINK_ENV_PASS")
 	b.boolean(&opts.gitIdentity, "git-identity", "give the containers git's user.name and user.email from this machine's git configuration (nothing else of it)", "WINK_GIT_IDENTITY")
@@ -181,6 +187,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	if err := resolveProfiles(w, opts, lookup); err != nil {
 		return cfg, opts, err
 	}
+	if err := resolveRepo(w, opts.repo); err != nil {
+		return cfg, opts, err
+	}
 	if err := resolveTrust(w, opts.credentials, lookup); err != nil {
 		return cfg, opts, err
 	}
@@ -256,8 +265,18 @@ func resolveProfiles(w *workspace.Config, opts serveOptions, lookup func(string)
 			return err
 		}
 	}
+	if !opts.noBuiltins && opts.engine.name != engineKubernetes {
+		builtin, unavailable := builtinProfiles(lookup)
+		for _, u := range unavailable {
+			slog.Info("a built-in profile is not offered", "profile", u.Name, "reason", u.Reason)
+		}
+		w.Profiles = profiles.WithBuiltins(builtin, w.Profiles)
+	}
 	if w.Profile != "" && w.Profiles == nil {
 		return fmt.Errorf("--profile %s: no profiles file is given; pass --profiles FILE", w.Profile)
+	}
+	if err := detectProfile(w, opts.detect); err != nil {
+		return err
 	}
 	if len(opts.envPass) > 0 {
 		passed, err := workspace.PassEnv(opts.envPass, os.Environ())

@@ -21,7 +21,7 @@ const profilesUsage = "usage: wink-mcp profiles list [flags]\n" +
 	"       wink-mcp profiles build [NAME...] [flags]\n" +
 	"       wink-mcp profiles prune [flags]\n" +
 	"       wink-mcp profiles schema\n\n" +
-	"list shows each profile of --profiles FILE (WINK_PROFILES), its image and whether it is built;\n" +
+	"list shows each profile of --profiles FILE (WINK_PROFILES) and the built-in ones, its image and whether it is built;\n" +
 	"build runs the setup of the named profiles (default: all) unless their image is built;\n" +
 	"prune removes the images of the file's profiles that no profile of it uses now (other files' stay);\n" +
 	"schema prints the file's JSON Schema, for editors. The flags are serve's (see wink-mcp -h).\n" + pushFlagsUsage
@@ -70,7 +70,7 @@ func runProfiles(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if cfg.Workspace.Profiles == nil {
-		fmt.Fprintf(stderr, "wink-mcp profiles %s: no profiles file: pass --profiles FILE or set WINK_PROFILES\n", cmd)
+		fmt.Fprintf(stderr, "wink-mcp profiles %s: no profiles: pass --profiles FILE or set WINK_PROFILES, or drop --no-builtin-profiles\n", cmd)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

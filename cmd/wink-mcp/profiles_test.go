@@ -22,7 +22,7 @@ func TestProfilesCommandUsage(t *testing.T) {
 		{[]string{"schema", "extra"}, 2, "takes no arguments"},
 		{[]string{"nope"}, 2, "unknown command"},
 		{[]string{"list", "python"}, 2, "unknown command"},
-		{[]string{"list"}, 2, "no profiles file"},
+		{[]string{"list", "--no-builtin-profiles"}, 2, "no profiles: pass --profiles FILE"},
 		{nil, 2, "usage: wink-mcp profiles"},
 		{[]string{"list", "--push", "reg.example/wink"}, 2, "--push goes with profiles build"},
 		{[]string{"build", "--push", "reg.example/wink:v1"}, 2, "give the repository without a tag"},

@@ -73,7 +73,8 @@ const calls = [
   ["workspace_fork", { count: 1, expires_in_seconds: 60 }],
   ["workspace_info", {}],
 ];
-if (tools.some((t) => t.name === "workspace_profile")) calls.push(["workspace_profile", { action: "list" }]);
+// The built-in general profile is the server's image: switching restarts the container, files stay.
+if (tools.some((t) => t.name === "workspace_profile")) calls.push(["workspace_profile", { name: "general", restart: true }]);
 for (const [name, args] of calls) {
   const r = await client.callTool({ name, arguments: { ...args, workspace } });
   out.calls[name + (out.calls[name] ? "#2" : "")] = r.isError ? text(r) : "ok";

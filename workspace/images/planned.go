@@ -218,7 +218,7 @@ func (r *Room) Prune(ctx context.Context) (removed, kept []string, err error) {
 		return nil, nil, err
 	}
 	for _, img := range found {
-		if file := img.Labels[LabelProfileFile]; file != "" && file != r.deps.Profiles.ID && !gone(file) {
+		if file := img.Labels[LabelProfileFile]; file != "" && !r.deps.Profiles.OwnsImagesOf(file) && !gone(file) {
 			for _, ref := range img.Names {
 				kept = append(kept, fmt.Sprintf("%s (profiles file %s)", ref, file))
 			}
