@@ -266,7 +266,7 @@ func resolveProfiles(w *workspace.Config, opts serveOptions, lookup func(string)
 		}
 	}
 	if !opts.noBuiltins && opts.engine.name != engineKubernetes {
-		builtin, unavailable := builtinProfiles(lookup)
+		builtin, unavailable := builtinProfiles(lookup, w.CacheDir)
 		for _, u := range unavailable {
 			slog.Info("a built-in profile is not offered", "profile", u.Name, "reason", u.Reason)
 		}
