@@ -162,4 +162,3 @@ func aptMirrorHost() string {
 	}
 	return ""
 }
-
