@@ -5,12 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/wink-mcp/wink-mcp/hostcmd"
 )
 
 // machineRegistryNames are the built-in profiles' registry variables that
@@ -128,12 +129,17 @@ func machineRegistry(name string) string {
 	return ""
 }
 
+// configEnv are the variables go and npm read their users' configuration
+// through, passed to them (hostcmd keeps the rest of the server's
+// environment from the tools it runs).
+var configEnv = []string{"HOME", "XDG_CONFIG_HOME", "GOENV", "GOROOT", "GOPATH", "NPM_CONFIG_USERCONFIG", "NPM_CONFIG_GLOBALCONFIG", "NPM_CONFIG_PREFIX"}
+
 // commandOutput runs a command briefly and returns its output trimmed,
 // "" when it is missing or fails.
 func commandOutput(name string, args ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, name, args...).Output()
+	out, err := hostcmd.Command(ctx, name, configEnv, args...).Output()
 	if err != nil {
 		return ""
 	}
