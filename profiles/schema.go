@@ -33,11 +33,13 @@ type profileSchema struct {
 }
 
 type serviceSchema struct {
-	Profile string            `json:"profile,omitempty" jsonschema_description:"The profile whose image the service runs (default: this one)."`
-	Command []string          `json:"command" jsonschema:"minItems=1,maxItems=64" jsonschema_description:"The program and its arguments, run in the foreground."`
-	Env     map[string]string `json:"env,omitempty" jsonschema_description:"Environment of the command."`
-	Ports   []int             `json:"ports" jsonschema:"minItems=1,maxItems=4" jsonschema_description:"TCP ports (1024-65535, not 3128) the command serves, each also at 127.0.0.1:PORT in the workspace."`
-	Ready   readySchema       `json:"ready"`
+	Profile   string            `json:"profile,omitempty" jsonschema_description:"The profile whose image the service runs (default: this one)."`
+	Command   []string          `json:"command" jsonschema:"minItems=1,maxItems=64" jsonschema_description:"The program and its arguments, run in the foreground."`
+	Env       map[string]string `json:"env,omitempty" jsonschema_description:"Environment of the command."`
+	Ports     []int             `json:"ports" jsonschema:"minItems=1,maxItems=4" jsonschema_description:"TCP ports (1024-65535, not 3128) the command serves, each also at 127.0.0.1:PORT in the workspace."`
+	Ready     readySchema       `json:"ready"`
+	Autostart bool              `json:"autostart,omitempty" jsonschema_description:"Start it with the workspace, before its first call runs, after the services it depends on (default false: the model starts it by name)."`
+	DependsOn []string          `json:"depends_on,omitempty" jsonschema:"maxItems=4" jsonschema_description:"Services this profile declares that start, and become ready, before this one (with it, when it autostarts or is started by name)."`
 }
 
 type readySchema struct {

@@ -88,6 +88,7 @@ type ServiceView struct {
 	ReadyMS   int64  `json:"ready_ms" jsonschema_description:"How long it took from start to ready."`
 	Problem   string `json:"problem,omitempty" jsonschema_description:"list: why its state could not be read (its container went); stop it and start it again."`
 	Declared  bool   `json:"declared,omitempty" jsonschema_description:"list: the workspace's profile declares it and it does not run; start it by its name alone."`
+	Autostart bool   `json:"autostart,omitempty" jsonschema_description:"list: a declared service that starts with the workspace (before its first call runs); problem says why it did not."`
 }
 
 // WorkspaceServiceResult is workspace_service's result.
@@ -109,6 +110,10 @@ func (r WorkspaceServiceResult) Text() string {
 	view := func(v ServiceView) {
 		state := "running"
 		switch {
+		case v.Declared && v.Problem != "":
+			state = "declared by the profile, did not start with the workspace: " + v.Problem
+		case v.Declared && v.Autostart:
+			state = "declared by the profile, starts with the workspace, not running yet"
 		case v.Declared:
 			state = "declared by the profile, not running (start it by name)"
 		case v.Problem != "":
@@ -168,7 +173,7 @@ type Services interface {
 
 func serviceView(in services.Info) *ServiceView {
 	return &ServiceView{Name: in.Name, Profile: in.Profile, Ports: in.Ports, Container: in.Container, Running: in.Running,
-		ExitCode: in.Exit, ReadyMS: in.ReadyIn.Milliseconds(), Declared: in.Declared, Problem: in.Problem}
+		ExitCode: in.Exit, ReadyMS: in.ReadyIn.Milliseconds(), Declared: in.Declared, Autostart: in.Autostart, Problem: in.Problem}
 }
 
 // WorkspaceService returns the workspace_service tool.
@@ -177,12 +182,13 @@ func WorkspaceService(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 		name:  "workspace_service",
 		title: "Run a service beside the workspace",
 		description: "Run a service (a database, a cache) in a container of its own beside the workspace, made from a profile whose " +
-			"setup installs it, or one the workspace's profile declares (start it by its name alone). start runs its command and waits for its readiness check (a port accepting a connection, or a " +
+			"setup installs it, or one the workspace's profile declares (start it by its name alone; those it marks autostart start with "+
+			"the workspace, before its first call, and list says why one did not). start runs its command and waits for its readiness check (a port accepting a connection, or a " +
 			"command exiting 0); a service not ready in time is removed and reported with its last log lines. Each of its ports is " +
 			"then reachable as raw TCP at 127.0.0.1:PORT inside the workspace, and from nowhere else: it has no network of its own " +
 			"and sees neither the workspace's files nor other workspaces. logs pages its output as job action=output does; stop " +
-			"ends it and deletes its data. Up to 4 services; they count in the server's quotas, and end with the session, with " +
-			"the workspace's container (idle, podman_shell stop, a profile restart). A checkpoint holds the workspace's files only, never a " +
+			"ends it and deletes its data. Up to 4 services; they count in the server's quotas and end with the session; when the " +
+			"workspace's container is made again (idle, podman_shell stop, a profile restart) they run on, with their data, at the same ports. A checkpoint holds the workspace's files only, never a " +
 			"service's data.",
 		annotations: annotate(false, true, false), // stop deletes the service's data
 		handle:      runService,

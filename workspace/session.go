@@ -346,6 +346,9 @@ func (s *Session) callAgent(ctx context.Context, op string, args, result any, pr
 		if err != nil {
 			return err
 		}
+		if err := s.attachServices(ctx); err != nil {
+			return err
+		}
 		err = tracedAgentCall(ctx, op, attempt, func(ctx context.Context) error {
 			return client.CallWithProgress(ctx, op, args, result, deliver)
 		})

@@ -34,22 +34,34 @@ func newServices(s *Session) *services.Room {
 			}
 			return s.call(ctx, op, args, result, nil)
 		},
-		Declared: func() []services.Spec {
+		Declared: func() []services.Declared {
 			s.mu.Lock()
 			p := s.profile
 			s.mu.Unlock()
 			if p == nil {
 				return nil
 			}
-			specs := make([]services.Spec, len(p.Services))
+			decls := make([]services.Declared, len(p.Services))
 			for i, d := range p.Services {
-				specs[i] = d.Spec
+				decls[i] = d.Declared
 			}
-			return specs
+			return decls
 		},
 		Log:     s.m.log,
 		Session: s.who.hash,
 	})
+}
+
+// attachServices readies the workspace's container for its services
+// before a call reaches it (services.Room.Attach): the ports of those that
+// outlived an earlier container listen again, and the first container's
+// declared autostart services start. A service's own container and a
+// pooled one no session took have none.
+func (s *Session) attachServices(ctx context.Context) error {
+	if s.serviceOf != "" || s.who.id() == "" {
+		return nil
+	}
+	return s.services.Attach(ctx)
 }
 
 // serviceMaker makes the containers of one session's services.

@@ -63,8 +63,8 @@ type Deps struct {
 	// container if needed (the port forwards).
 	Call func(ctx context.Context, op string, args, result any) error
 	// Declared returns the services the workspace's profile declares,
-	// which Start starts by name alone.
-	Declared func() []Spec
+	// which Start starts by name alone and Attach starts when marked.
+	Declared func() []Declared
 	// Log receives the services' events; Session is what logs call the
 	// workspace.
 	Log     *slog.Logger
@@ -78,6 +78,16 @@ type Room struct {
 	byName map[string]*service // nil while one starts
 	closed bool
 	conns  chan struct{} // a place for each open connection to a service
+	// failed says why a declared service did not start with the workspace.
+	failed map[string]string
+	// attached says the workspace's current container listens on the
+	// running services' ports; attaching is closed when an Attach in
+	// progress ends; gen counts Detach; autostarted says the declared
+	// services were started once.
+	attached    bool
+	attaching   chan struct{}
+	gen         int
+	autostarted bool
 }
 
 // service is one running service.
@@ -102,29 +112,48 @@ type Info struct {
 	// Running says its command still runs; Exit is its code when not.
 	Running bool
 	Exit    *int
-	// Declared marks a service the profile declares that does not run.
-	Declared bool
+	// Declared marks a service the profile declares that does not run;
+	// Autostart, one that starts with the workspace.
+	Declared  bool
+	Autostart bool
 	// Problem says why its state could not be read (its container went).
 	Problem string
 }
 
 // New returns a workspace's services, none running.
 func New(d Deps) *Room {
-	return &Room{d: d, byName: map[string]*service{}, conns: make(chan struct{}, MaxConns)}
+	return &Room{d: d, byName: map[string]*service{}, conns: make(chan struct{}, MaxConns), failed: map[string]string{}}
 }
 
 // Start makes the service's container, runs its command and waits for its
 // readiness check, then listens on its ports in the workspace. A service
 // that does not become ready in time, or whose command ends, is removed
-// and reported with its last log lines.
+// and reported with its last log lines. A name alone starts the declared
+// service, after those it depends on that do not run.
 func (r *Room) Start(ctx context.Context, spec Spec) (Info, error) {
-	if spec.NameOnly() {
-		declared, err := r.declared(spec.Name)
-		if err != nil {
-			return Info{}, err
-		}
-		spec = declared
+	if !spec.NameOnly() {
+		return r.start1(ctx, spec)
 	}
+	chain, err := r.declared(spec.Name)
+	if err != nil {
+		return Info{}, err
+	}
+	for _, dep := range chain[:len(chain)-1] {
+		if err := r.startDeclared(ctx, dep); err != nil {
+			return Info{}, fmt.Errorf("service %s depends on %s, which did not start: %w", spec.Name, dep.Name, err)
+		}
+	}
+	info, err := r.start1(ctx, chain[len(chain)-1].Spec)
+	r.mu.Lock()
+	if err == nil {
+		delete(r.failed, spec.Name)
+	}
+	r.mu.Unlock()
+	return info, err
+}
+
+// start1 starts one service, spec.
+func (r *Room) start1(ctx context.Context, spec Spec) (Info, error) {
 	if err := spec.Check(); err != nil {
 		return Info{}, err
 	}
@@ -146,25 +175,34 @@ func (r *Room) Start(ctx context.Context, spec Spec) (Info, error) {
 	return svc.info(), nil
 }
 
-// declared returns the service the profile declares by name.
-func (r *Room) declared(name string) (Spec, error) {
+// declared returns the service the profile declares by name, after
+// those it depends on, in start order.
+func (r *Room) declared(name string) ([]Declared, error) {
 	var names []string
-	for _, d := range r.declaredSpecs() {
+	all := r.declaredSpecs()
+	for _, d := range all {
 		if d.Name == name {
-			d.Command, d.Ports = slices.Clone(d.Command), slices.Clone(d.Ports)
-			return d, nil
+			ordered, err := Order(all)
+			if err != nil {
+				return nil, err
+			}
+			chain := needed(ordered, name)
+			for i := range chain {
+				chain[i].Command, chain[i].Ports = slices.Clone(chain[i].Command), slices.Clone(chain[i].Ports)
+			}
+			return chain, nil
 		}
 		names = append(names, d.Name)
 	}
 	if len(names) == 0 {
-		return Spec{}, fmt.Errorf("name: the workspace's profile declares no service %q (it declares none): give profile, command, ports "+
+		return nil, fmt.Errorf("name: the workspace's profile declares no service %q (it declares none): give profile, command, ports "+
 			"and ready_port or ready_command to start one", name)
 	}
-	return Spec{}, fmt.Errorf("name: the workspace's profile declares no service %q (it declares %s): give profile, command, ports "+
+	return nil, fmt.Errorf("name: the workspace's profile declares no service %q (it declares %s): give profile, command, ports "+
 		"and ready_port or ready_command to start one", name, strings.Join(names, ", "))
 }
 
-func (r *Room) declaredSpecs() []Spec {
+func (r *Room) declaredSpecs() []Declared {
 	if r.d.Declared == nil {
 		return nil
 	}
@@ -370,7 +408,7 @@ func (r *Room) List(ctx context.Context) []Info {
 	var idle []Info
 	for _, d := range r.declaredSpecs() {
 		if _, on := r.byName[d.Name]; !on {
-			idle = append(idle, Info{Name: d.Name, Profile: d.Profile, Ports: d.Ports, Declared: true})
+			idle = append(idle, Info{Name: d.Name, Profile: d.Profile, Ports: d.Ports, Declared: true, Autostart: d.Autostart, Problem: r.failed[d.Name]})
 		}
 	}
 	r.mu.Unlock()
@@ -431,21 +469,11 @@ func (r *Room) unknownLocked(name string) error {
 	return fmt.Errorf("name: %w %q: the workspace has %s", ErrUnknown, name, strings.Join(names, ", "))
 }
 
-// Close ends every service, for good: the workspace ended.
-func (r *Room) Close(ctx context.Context) { r.endAll(ctx, true) }
-
-// Reset ends every service but leaves the room open: the workspace's
-// container went (idle, stop, a profile restart), and with it the
-// listeners on its ports.
-func (r *Room) Reset(ctx context.Context) { r.endAll(ctx, false) }
-
-// endAll ends every running service at once and, with closing, every
-// later Start.
-func (r *Room) endAll(ctx context.Context, closing bool) {
+// Close ends every service, for good, and every later Start: the
+// workspace ended.
+func (r *Room) Close(ctx context.Context) {
 	r.mu.Lock()
-	if closing {
-		r.closed = true
-	}
+	r.closed = true
 	var all []*service
 	for name, svc := range r.byName {
 		if svc != nil {
@@ -460,6 +488,6 @@ func (r *Room) endAll(ctx context.Context, closing bool) {
 	}
 	wg.Wait()
 	if len(all) > 0 {
-		r.d.Log.Info("services ended with their workspace's container", "event", "services_ended", "session", r.d.Session(), "count", len(all))
+		r.d.Log.Info("services ended with their workspace", "event", "services_ended", "session", r.d.Session(), "count", len(all))
 	}
 }

@@ -1,0 +1,108 @@
+package integration
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wink-mcp/wink-mcp/tools"
+)
+
+// redisCall sends Redis inline commands to 127.0.0.1:port from the
+// workspace (whose profile has Python, not redis-cli) and returns the
+// replies, one a line.
+func redisCall(p *proc, port string, commands ...string) string {
+	p.t.Helper()
+	script := `import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
+f = s.makefile("rb")
+for c in sys.argv[2:]:
+    s.sendall(c.encode() + b"\r\n")
+    line = f.readline().decode().strip()
+    if line.startswith("$") and line != "$-1":
+        line = f.readline().decode().strip()
+    print(line)
+`
+	out := p.run(append([]string{"python3", "-c", script, port}, commands...)...)
+	return strings.TrimSpace(out.Stdout + out.Stderr)
+}
+
+// TestDeclaredServicesStartWithTheWorkspaceAndOutliveItsContainer: a
+// profile's autostart services start before the workspace's first call
+// runs, their dependencies first; one that fails is reported by list and
+// does not hold the workspace up; the services then outlive the
+// workspace's container (the idle clean-up, podman_shell stop): the next
+// container reaches the same ones, with their data, at the same ports.
+func TestDeclaredServicesStartWithTheWorkspaceAndOutliveItsContainer(t *testing.T) {
+	file := servicesProfileFile(t)
+	p := start(t, startOptions{image: pythonImage, env: []string{"APT_MIRROR_HOST=" + aptMirrorHost(t)},
+		args: []string{"--profiles", file, "--profile", "svc-auto", "--warm", "0", "--idle-timeout", "4s"}})
+	if text := p.promptText(); !strings.Contains(text, "kv at 127.0.0.1:6391 (starts with the workspace)") {
+		t.Errorf("the prompt does not say kv starts with the workspace:\n%s", text)
+	}
+
+	begin := time.Now()
+	if got := redisCall(p, "6391", "PING", "SET k kept", "GET k"); got != "+PONG\n+OK\nkept" {
+		t.Fatalf("the autostarted kv service from the first call: %q", got)
+	}
+	t.Logf("first call with its autostarted services: %s", time.Since(begin))
+	if got := redisCall(p, "6392", "PING"); got != "+PONG" {
+		t.Errorf("first, which kv depends on: %q", got)
+	}
+	var list tools.WorkspaceServiceResult
+	decodeStructured(t, p.call("workspace_service", map[string]any{"action": "list"}), &list)
+	byName := map[string]tools.ServiceView{}
+	for _, v := range list.Services {
+		byName[v.Name] = v
+	}
+	kv, first, broken := byName["kv"], byName["first"], byName["broken"]
+	if !kv.Running || !first.Running {
+		t.Fatalf("kv and first should run: %+v", list.Services)
+	}
+	if !broken.Declared || !broken.Autostart || !strings.Contains(broken.Problem, "command ended (exit code 1) before it was ready") {
+		t.Errorf("the broken autostart service is not reported: %+v", broken)
+	}
+	created := func(name string) time.Time {
+		out, err := podman(t, "inspect", "--format", "{{.Created.UnixNano}}", name)
+		if err != nil {
+			t.Fatalf("inspecting %s: %v %s", name, err, out)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(out), 10, 64)
+		if err != nil {
+			t.Fatalf("%s's creation time: %q", name, out)
+		}
+		return time.Unix(0, n)
+	}
+	if !created(first.Container).Before(created(kv.Container)) {
+		t.Errorf("kv's container was made before first's, which it depends on")
+	}
+
+	// The idle clean-up removes the workspace's container; the services run on.
+	workspace := p.container()
+	waitUntil(t, 40*time.Second, "the idle workspace's container to go", func() bool { return !containerExists(t, workspace) })
+	if !containerExists(t, kv.Container) || !containerExists(t, first.Container) {
+		t.Fatalf("the services went with the workspace's container")
+	}
+	if got := redisCall(p, "6391", "GET k", "INCR n"); got != "kept\n:1" {
+		t.Errorf("kv from the workspace's next container: %q", got)
+	}
+	// So does podman_shell stop.
+	if res := p.call("podman_shell", map[string]any{"action": "stop"}); res.IsError {
+		t.Fatalf("podman_shell stop: %s", textOf(res))
+	}
+	if got := redisCall(p, "6391", "INCR n"); got != ":2" {
+		t.Errorf("kv after podman_shell stop: %q", got)
+	}
+	var after tools.WorkspaceServiceResult
+	decodeStructured(t, p.call("workspace_service", map[string]any{"action": "list"}), &after)
+	for _, v := range after.Services {
+		if v.Name == "kv" && v.Container != kv.Container {
+			t.Errorf("kv's container was made again: %s, was %s", v.Container, kv.Container)
+		}
+	}
+	p.endSession()
+	waitUntil(t, 30*time.Second, "the services to end with the session", func() bool {
+		return !containerExists(t, kv.Container) && !containerExists(t, first.Container)
+	})
+}
