@@ -182,7 +182,7 @@ func WorkspaceService(workspaceFor WorkspaceFor) (server.ServerTool, error) {
 		name:  "workspace_service",
 		title: "Run a service beside the workspace",
 		description: "Run a service (a database, a cache) in a container of its own beside the workspace, made from a profile whose " +
-			"setup installs it, or one the workspace's profile declares (start it by its name alone; those it marks autostart start with "+
+			"setup installs it, or one the workspace's profile declares (start it by its name alone; those it marks autostart start with " +
 			"the workspace, before its first call, and list says why one did not). start runs its command and waits for its readiness check (a port accepting a connection, or a " +
 			"command exiting 0); a service not ready in time is removed and reported with its last log lines. Each of its ports is " +
 			"then reachable as raw TCP at 127.0.0.1:PORT inside the workspace, and from nowhere else: it has no network of its own " +
