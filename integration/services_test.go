@@ -355,9 +355,15 @@ func TestRootlessServices(t *testing.T) {
 	// input, less than two rootless removals take on a loaded machine.
 	p := start(t, startOptions{transport: "http", as: u, image: pythonImage, env: append(u.shellEnv(t), "APT_MIRROR_HOST="+aptMirrorHost(t)),
 		args: append([]string{"--profiles", file, "--profile", "svc-redis"}, rootlessArgs...)})
-	started, text, failed := p.startService(redisService("cache", 6379))
+	svc := redisService("cache", 6379)
+	svc["user"] = "redis" // the image's own user, which Debian's package made
+	started, text, failed := p.startService(svc)
 	if failed {
 		t.Fatalf("starting Redis under rootless Podman: %s", text)
+	}
+	if got, err := u.podman("exec", started.Service.Container, "sh", "-c", "id -un; grep CapEff /proc/self/status"); err != nil ||
+		strings.Join(strings.Fields(got), " ") != "redis CapEff: 0000000000000000" {
+		t.Errorf("rootless service's user and capabilities: %q %v; want redis and none", got, err)
 	}
 	if out := p.run("sh", "-c", "redis-cli -p 6379 set k rootless && redis-cli -p 6379 get k"); strings.Join(strings.Fields(out.Stdout), " ") != "OK rootless" {
 		t.Errorf("redis-cli under rootless Podman: %q %q", out.Stdout, out.Stderr)
@@ -390,7 +396,16 @@ func TestPostgresServiceBesideTheWorkspace(t *testing.T) {
 	p := start(t, startOptions{image: pythonImage, env: []string{"APT_MIRROR_HOST=" + aptMirrorHost(t)},
 		args: []string{"--profiles", file, "--profile", "svc-postgres", "--warm", "0"}})
 	bin := "/usr/lib/postgresql/15/bin"
-	started, text, failed := p.startService(map[string]any{"name": "db", "profile": "svc-postgres", "ports": []int{5432},
+	// A user the image lacks, and root, are refused.
+	if _, text, failed := p.startService(map[string]any{"name": "db", "profile": "svc-postgres", "ports": []int{5432}, "user": "nosuch",
+		"command": []string{"true"}, "ready_port": 5432}); !failed || !strings.Contains(text, `user: profile svc-postgres's image: no user "nosuch" in its /etc/passwd`) {
+		t.Errorf("a user the image lacks: %q", text)
+	}
+	if _, text, failed := p.startService(map[string]any{"name": "db", "profile": "svc-postgres", "ports": []int{5432}, "user": "root",
+		"command": []string{"true"}, "ready_port": 5432}); !failed || !strings.Contains(text, `user: "root" is not a user a service may run as`) {
+		t.Errorf("root: %q", text)
+	}
+	started, text, failed := p.startService(map[string]any{"name": "db", "profile": "svc-postgres", "ports": []int{5432}, "user": "postgres",
 		"command": []string{"sh", "-c", bin + "/initdb -D /workspace/pg -U postgres --auth=trust >/dev/null && exec " + bin +
 			"/postgres -D /workspace/pg -k /tmp -h 127.0.0.1 -p 5432"},
 		"ready_command": []string{"pg_isready", "-h", "127.0.0.1", "-p", "5432"}, "ready_timeout_seconds": 120})
@@ -412,8 +427,15 @@ SELECT 'suite passed';
 	if !strings.Contains(out.Stdout, "suite passed") || out.ExitCode != 0 {
 		t.Errorf("the SQL suite through psql: exit %d %q %q", out.ExitCode, out.Stdout, out.Stderr)
 	}
-	if uid, err := podman(t, "exec", started.Service.Container, "sh", "-c", "stat -c %u /workspace/pg && id -u"); strings.Join(strings.Fields(uid), " ") != "65534 65534" {
-		t.Errorf("PostgreSQL's data and process: uids %q %v; want the workspace's non-root 65534", uid, err)
+	// It runs as the image's postgres user, with no capabilities, as the
+	// server's check after creation saw (the container's configured user).
+	if got, err := podman(t, "exec", started.Service.Container, "sh", "-c", "stat -c %U /workspace/pg; id -un; grep CapEff /proc/1/status"); err != nil ||
+		strings.Join(strings.Fields(got), " ") != "postgres postgres CapEff: 0000000000000000" {
+		t.Errorf("PostgreSQL's data and process: %q %v; want postgres's, with no capabilities", got, err)
+	}
+	if got, err := podman(t, "inspect", "--format", "{{.Config.User}} {{.HostConfig.NetworkMode}} {{.HostConfig.CapAdd}}", started.Service.Container); err != nil ||
+		strings.HasPrefix(got, "0") || !strings.HasSuffix(strings.TrimSpace(got), " none []") {
+		t.Errorf("the service container's user, network and capabilities: %q %v", got, err)
 	}
 
 	// A checkpoint holds the workspace's files, not the service's data: a

@@ -38,6 +38,7 @@ type serviceSchema struct {
 	Env       map[string]string `json:"env,omitempty" jsonschema_description:"Environment of the command."`
 	Ports     []int             `json:"ports" jsonschema:"minItems=1,maxItems=4" jsonschema_description:"TCP ports (1024-65535, not 3128) the command serves, each also at 127.0.0.1:PORT in the workspace."`
 	Ready     readySchema       `json:"ready"`
+	User      string            `json:"user,omitempty" jsonschema_description:"A user of the image (such as postgres) the service runs as instead of the workspace's non-root user; never root."`
 	Autostart bool              `json:"autostart,omitempty" jsonschema_description:"Start it with the workspace, before its first call runs, after the services it depends on (default false: the model starts it by name)."`
 	DependsOn []string          `json:"depends_on,omitempty" jsonschema:"maxItems=4" jsonschema_description:"Services this profile declares that start, and become ready, before this one (with it, when it autostarts or is started by name)."`
 }

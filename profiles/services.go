@@ -56,12 +56,14 @@ func (r *reader) services(n *yaml.Node, profile string) []Service {
 				s.Ports = r.ports(v, profile, sub)
 			case "ready":
 				s.Ready = r.ready(v, profile, sub)
+			case "user":
+				s.User, _ = r.str(v, profile, sub)
 			case "autostart":
 				s.Autostart = r.boolean(v, profile, sub)
 			case "depends_on":
 				s.DependsOn = r.strs(v, profile, sub, nil)
 			default:
-				r.fail(k, profile, sub, "unknown field; a service has profile, command, env, ports, ready, autostart and depends_on")
+				r.fail(k, profile, sub, "unknown field; a service has profile, command, env, ports, ready, user, autostart and depends_on")
 			}
 		})
 		if err := s.Spec.Check(); err != nil {

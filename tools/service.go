@@ -27,6 +27,7 @@ type WorkspaceServiceParams struct {
 	Profile             string            `json:"profile,omitempty" jsonschema:"maxLength=64" jsonschema_description:"start: the profile whose image the service runs (its setup installs the software, e.g. redis-server)."`
 	Command             []string          `json:"command,omitempty" jsonschema:"maxItems=64" jsonschema_description:"start: the program and its arguments, run in the foreground in the service's container (e.g. [\"redis-server\", \"--port\", \"6379\"])."`
 	Env                 map[string]string `json:"env,omitempty" jsonschema_description:"start: environment variables for the command (at most 32)."`
+	User                string            `json:"user,omitempty" jsonschema:"maxLength=32" jsonschema_description:"start: a user of the profile's image (such as postgres) the service runs as, instead of the workspace's non-root user; never root."`
 	Ports               []int             `json:"ports,omitempty" jsonschema:"maxItems=4" jsonschema_description:"start: the TCP ports (1024-65535) the command serves; each is also reachable at 127.0.0.1:PORT in the workspace."`
 	ReadyPort           int               `json:"ready_port,omitempty" jsonschema:"minimum=1024,maximum=65535" jsonschema_description:"start: the service is ready when this port (one of ports) accepts a connection. Give this or ready_command."`
 	ReadyCommand        []string          `json:"ready_command,omitempty" jsonschema:"maxItems=64" jsonschema_description:"start: the service is ready when this command, run in its container, exits 0. Give this or ready_port."`
@@ -53,7 +54,7 @@ func (p *WorkspaceServiceParams) Validate() error {
 	}
 	for _, a := range []arg{
 		{"profile", p.Profile != "", ServiceStart}, {"command", len(p.Command) != 0, ServiceStart}, {"env", len(p.Env) != 0, ServiceStart},
-		{"ports", len(p.Ports) != 0, ServiceStart}, {"ready_port", p.ReadyPort != 0, ServiceStart},
+		{"ports", len(p.Ports) != 0, ServiceStart}, {"user", p.User != "", ServiceStart}, {"ready_port", p.ReadyPort != 0, ServiceStart},
 		{"ready_command", len(p.ReadyCommand) != 0, ServiceStart}, {"ready_timeout_seconds", p.ReadyTimeoutSeconds != 0, ServiceStart},
 		{"stream", p.Stream != "", ServiceLogs}, {"offset", p.Offset != 0, ServiceLogs}, {"line", p.Line != 0, ServiceLogs},
 		{"limit", p.Limit != 0, ServiceLogs},
@@ -73,7 +74,7 @@ func (p *WorkspaceServiceParams) Validate() error {
 
 // spec is the service a start asks for.
 func (p *WorkspaceServiceParams) spec() services.Spec {
-	return services.Spec{Name: p.Name, Profile: p.Profile, Command: p.Command, Env: p.Env, Ports: p.Ports,
+	return services.Spec{Name: p.Name, Profile: p.Profile, Command: p.Command, Env: p.Env, Ports: p.Ports, User: p.User,
 		Ready: services.Ready{Port: p.ReadyPort, Command: p.ReadyCommand, Timeout: time.Duration(p.ReadyTimeoutSeconds) * time.Second}}
 }
 
@@ -81,6 +82,7 @@ func (p *WorkspaceServiceParams) spec() services.Spec {
 type ServiceView struct {
 	Name      string `json:"name" jsonschema_description:"The service's name."`
 	Profile   string `json:"profile" jsonschema_description:"The profile its container runs."`
+	User      string `json:"user,omitempty" jsonschema_description:"The image's user it runs as; absent: the workspace's."`
 	Ports     []int  `json:"ports" jsonschema_description:"Its ports, each at 127.0.0.1:PORT in the workspace."`
 	Container string `json:"container" jsonschema_description:"Its container's name."`
 	Running   bool   `json:"running" jsonschema_description:"Its command still runs."`
@@ -128,7 +130,11 @@ func (r WorkspaceServiceResult) Text() string {
 		for i, p := range v.Ports {
 			ports[i] = fmt.Sprintf("127.0.0.1:%d", p)
 		}
-		fmt.Fprintf(&b, "%s (profile %s): %s, at %s in the workspace", v.Name, v.Profile, state, strings.Join(ports, ", "))
+		as := ""
+		if v.User != "" {
+			as = ", as " + v.User
+		}
+		fmt.Fprintf(&b, "%s (profile %s%s): %s, at %s in the workspace", v.Name, v.Profile, as, state, strings.Join(ports, ", "))
 	}
 	switch r.Action {
 	case ServiceStart:
@@ -172,7 +178,7 @@ type Services interface {
 }
 
 func serviceView(in services.Info) *ServiceView {
-	return &ServiceView{Name: in.Name, Profile: in.Profile, Ports: in.Ports, Container: in.Container, Running: in.Running,
+	return &ServiceView{Name: in.Name, Profile: in.Profile, User: in.User, Ports: in.Ports, Container: in.Container, Running: in.Running,
 		ExitCode: in.Exit, ReadyMS: in.ReadyIn.Milliseconds(), Declared: in.Declared, Autostart: in.Autostart, Problem: in.Problem}
 }
 

@@ -152,6 +152,9 @@ type Session struct {
 	// serviceOf, in a service's own session, is its workspace's key.
 	services  *services.Room
 	serviceOf string
+	// serviceUser, in a service's own session, is the uid:gid of the
+	// image's user its container runs as ("": the workspace's).
+	serviceUser string
 
 	// ranCommands says a command ran, so the files may hold more than the
 	// tools wrote.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 
+	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/workspace/jobs"
 	"github.com/wink-mcp/wink-mcp/workspace/services"
@@ -67,27 +68,41 @@ func (s *Session) attachServices(ctx context.Context) error {
 // serviceMaker makes the containers of one session's services.
 type serviceMaker struct{ s *Session }
 
-// make starts the container of the service name from profile: a session
-// container's spec and hardening (no capabilities, the workspace's user,
-// its limits checked after creation, no network device), no host folders
-// and no egress, counted in the principal's quotas as a container.
-func (mk serviceMaker) make(ctx context.Context, name, profile string) (services.Container, error) {
-	s, m := mk.s, mk.s.m
+// make starts the container of the service spec: a session container's
+// spec and hardening (no capabilities, the workspace's non-root user or
+// the image's user spec.User, never root, its limits checked after
+// creation, no network device), no host folders and no egress, counted in
+// the principal's quotas as a container.
+func (mk serviceMaker) make(ctx context.Context, spec services.Spec) (services.Container, error) {
+	m := mk.s.m
 	if m.eng.Service().Pods {
 		return nil, errServicesOnPods
 	}
-	p, err := m.cfg.Profiles.Get(profile)
+	p, err := m.cfg.Profiles.Get(spec.Profile)
 	if err != nil {
 		return nil, errors.New("profile: " + err.Error())
 	}
+	user := ""
+	if spec.User != "" {
+		if user, err = mk.imageUser(ctx, spec, p); err != nil {
+			return nil, err
+		}
+	}
+	return mk.start(ctx, spec.Name, p, user)
+}
+
+// start makes and starts the service's container as user (uid:gid, ""
+// for the workspace's).
+func (mk serviceMaker) start(ctx context.Context, name string, p *profiles.Profile, user string) (serviceContainer, error) {
+	s, m := mk.s, mk.s.m
 	child := m.newSession(s.who.id()+"\x00service "+name, s.key+"-svc-"+name)
-	child.principal, child.stdio, child.serviceOf = s.principal, s.stdio, s.key
+	child.principal, child.stdio, child.serviceOf, child.serviceUser = s.principal, s.stdio, s.key, user
 	child.profileSwitch.setLocked(p)
 	child.proxy = nil            // no egress: a service's own allowlist is not built yet
 	child.mounts.resolved = true // no host folders
 	if _, err := child.Start(ctx); err != nil {
 		child.end(context.WithoutCancel(ctx))
-		return nil, err
+		return serviceContainer{}, err
 	}
 	return serviceContainer{child}, nil
 }

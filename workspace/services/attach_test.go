@@ -24,13 +24,13 @@ type recorder struct {
 func (rc *recorder) room(t *testing.T, decls []Declared) *Room {
 	echo := newEchoContainer(t)
 	return New(Deps{
-		Make: func(_ context.Context, name, _ string) (Container, error) {
+		Make: func(_ context.Context, spec Spec) (Container, error) {
 			rc.mu.Lock()
 			defer rc.mu.Unlock()
-			if name == rc.broken {
+			if spec.Name == rc.broken {
 				return nil, errors.New("no image")
 			}
-			rc.made = append(rc.made, name)
+			rc.made = append(rc.made, spec.Name)
 			return echo, nil
 		},
 		Call: func(_ context.Context, op string, args, _ any) error {

@@ -56,9 +56,9 @@ type Container interface {
 
 // Deps is what a Room needs of its workspace.
 type Deps struct {
-	// Make makes (and starts) the container of the service name from
-	// profile.
-	Make func(ctx context.Context, name, profile string) (Container, error)
+	// Make makes (and starts) the container of the service spec: its
+	// Name, Profile and User.
+	Make func(ctx context.Context, spec Spec) (Container, error)
 	// Call sends one request to the workspace's agent, starting its
 	// container if needed (the port forwards).
 	Call func(ctx context.Context, op string, args, result any) error
@@ -101,8 +101,10 @@ type service struct {
 
 // Info describes a running service.
 type Info struct {
-	Name      string
-	Profile   string
+	Name    string
+	Profile string
+	// User is the image's user it runs as; "" for the workspace's.
+	User      string
 	Ports     []int
 	Container string
 	Job       string
@@ -239,7 +241,7 @@ func (r *Room) reserve(spec Spec) error {
 // start does Start's work once the name is reserved.
 func (r *Room) start(ctx context.Context, spec Spec) (*service, error) {
 	begin := time.Now()
-	c, err := r.d.Make(ctx, spec.Name, spec.Profile)
+	c, err := r.d.Make(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("making service %s's container: %w", spec.Name, err)
 	}
@@ -362,7 +364,7 @@ func (s *service) tail(ctx context.Context, n int) string {
 }
 
 func (s *service) info() Info {
-	return Info{Name: s.spec.Name, Profile: s.spec.Profile, Ports: s.spec.Ports, Container: s.c.Name(), Job: s.job,
+	return Info{Name: s.spec.Name, Profile: s.spec.Profile, User: s.spec.User, Ports: s.spec.Ports, Container: s.c.Name(), Job: s.job,
 		Started: s.started, ReadyIn: s.ready, Running: true}
 }
 
