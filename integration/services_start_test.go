@@ -78,6 +78,41 @@ func TestDeclaredServicesStartWithTheWorkspaceAndOutliveItsContainer(t *testing.
 		t.Errorf("kv's container was made before first's, which it depends on")
 	}
 
+	// A compose file's subset: refused keys named, then its services up,
+	// dependencies first.
+	p.run("sh", "-c", "mkdir -p proj && printf 'services:\\n  c:\\n    image: svc-redis\\n    command: [x]\\n    volumes: [\"/:/host\"]\\n' > proj/compose.yaml")
+	res := p.call("workspace_service", map[string]any{"action": "compose_up", "compose_file": "proj/compose.yaml"})
+	if text := textOf(res); !res.IsError || !strings.Contains(text, "compose_file: /workspace/proj/compose.yaml:5: services.c.volumes: is not in the subset") {
+		t.Errorf("a compose file with volumes: %s", text)
+	}
+	p.shell(map[string]any{"command": []string{"sh", "-c", "cat > compose.yaml"}, "stdin": `services:
+  app:
+    image: svc-redis
+    command: python3 -m http.server 8095 --bind 127.0.0.1 --directory /etc
+    ports: ["8095:8095"]
+    depends_on: {cache: {condition: service_healthy}}
+  cache:
+    image: svc-redis
+    command: [redis-server, --port, "6394", --bind, 127.0.0.1, --save, ""]
+    ports: ["6394"]
+    healthcheck: {test: [CMD, redis-cli, -p, "6394", ping], interval: 1s, retries: 30}
+`})
+	var up tools.WorkspaceServiceResult
+	res = p.call("workspace_service", map[string]any{"action": "compose_up"})
+	if res.IsError {
+		t.Fatalf("compose_up: %s", textOf(res))
+	}
+	decodeStructured(t, res, &up)
+	if len(up.Services) != 2 || up.Services[0].Name != "cache" || up.Services[1].Name != "app" {
+		t.Errorf("compose_up's services, in start order: %+v", up.Services)
+	}
+	if got := redisCall(p, "6394", "PING"); got != "+PONG" {
+		t.Errorf("the compose file's cache: %q", got)
+	}
+	if out := p.run("python3", "-c", "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:8095/hostname').status)"); strings.TrimSpace(out.Stdout) != "200" {
+		t.Errorf("the compose file's app: %q %q", out.Stdout, out.Stderr)
+	}
+
 	// The idle clean-up removes the workspace's container; the services run on.
 	workspace := p.container()
 	waitUntil(t, 40*time.Second, "the idle workspace's container to go", func() bool { return !containerExists(t, workspace) })
@@ -86,6 +121,9 @@ func TestDeclaredServicesStartWithTheWorkspaceAndOutliveItsContainer(t *testing.
 	}
 	if got := redisCall(p, "6391", "GET k", "INCR n"); got != "kept\n:1" {
 		t.Errorf("kv from the workspace's next container: %q", got)
+	}
+	if got := redisCall(p, "6394", "PING"); got != "+PONG" {
+		t.Errorf("the compose file's cache from the workspace's next container: %q", got)
 	}
 	// So does podman_shell stop.
 	if res := p.call("podman_shell", map[string]any{"action": "stop"}); res.IsError {

@@ -18,11 +18,14 @@ const (
 	ServiceStop  = "stop"
 	ServiceList  = "list"
 	ServiceLogs  = "logs"
+	// ServiceComposeUp starts a compose file's services.
+	ServiceComposeUp = "compose_up"
 )
 
 // WorkspaceServiceParams are workspace_service's arguments.
 type WorkspaceServiceParams struct {
-	Action              string            `json:"action" jsonschema:"enum=start,enum=stop,enum=list,enum=logs" jsonschema_description:"start: make a service's container from a profile, run its command and wait for its readiness check; stop: end it and delete its data; list: the running services; logs: a page of a service's output, as job action=output pages a job's."`
+	Action              string            `json:"action" jsonschema:"enum=start,enum=stop,enum=list,enum=logs,enum=compose_up" jsonschema_description:"start: make a service's container from a profile, run its command and wait for its readiness check; stop: end it and delete its data; list: the running services; logs: a page of a service's output, as job action=output pages a job's; compose_up: start the services of a compose file (compose_file), dependencies first."`
+	ComposeFile         string            `json:"compose_file,omitempty" jsonschema:"maxLength=4096" jsonschema_description:"compose_up: the compose file, relative to /workspace (such as project/compose.yaml in a mounted folder); default: compose.yaml, compose.yml, docker-compose.yml or docker-compose.yaml in /workspace. Read: services with image (a profile's name or image), command, environment, ports (same number only), depends_on, healthcheck; any other key is refused, named."`
 	Name                string            `json:"name,omitempty" jsonschema:"maxLength=31" jsonschema_description:"The service's name (lowercase letters, digits, dashes). Required except for list. start with a name alone starts the service the workspace's profile declares (list shows them)."`
 	Profile             string            `json:"profile,omitempty" jsonschema:"maxLength=64" jsonschema_description:"start: the profile whose image the service runs (its setup installs the software, e.g. redis-server)."`
 	Command             []string          `json:"command,omitempty" jsonschema:"maxItems=64" jsonschema_description:"start: the program and its arguments, run in the foreground in the service's container (e.g. [\"redis-server\", \"--port\", \"6379\"])."`
@@ -40,9 +43,9 @@ type WorkspaceServiceParams struct {
 
 // Validate checks which arguments each action takes.
 func (p *WorkspaceServiceParams) Validate() error {
-	if p.Action == ServiceList {
+	if p.Action == ServiceList || p.Action == ServiceComposeUp {
 		if p.Name != "" {
-			return fmt.Errorf("name: list takes no name")
+			return fmt.Errorf("name: %s takes no name", p.Action)
 		}
 	} else if strings.TrimSpace(p.Name) == "" {
 		return fmt.Errorf("name: is required when action is %s (workspace_service action=list shows the names)", p.Action)
@@ -57,7 +60,7 @@ func (p *WorkspaceServiceParams) Validate() error {
 		{"ports", len(p.Ports) != 0, ServiceStart}, {"user", p.User != "", ServiceStart}, {"ready_port", p.ReadyPort != 0, ServiceStart},
 		{"ready_command", len(p.ReadyCommand) != 0, ServiceStart}, {"ready_timeout_seconds", p.ReadyTimeoutSeconds != 0, ServiceStart},
 		{"stream", p.Stream != "", ServiceLogs}, {"offset", p.Offset != 0, ServiceLogs}, {"line", p.Line != 0, ServiceLogs},
-		{"limit", p.Limit != 0, ServiceLogs},
+		{"limit", p.Limit != 0, ServiceLogs}, {"compose_file", p.ComposeFile != "", ServiceComposeUp},
 	} {
 		if a.set && p.Action != a.allow {
 			return fmt.Errorf("%s: only for action %s (this call is action %s)", a.name, a.allow, p.Action)
@@ -97,7 +100,7 @@ type ServiceView struct {
 type WorkspaceServiceResult struct {
 	Action   string        `json:"action" jsonschema_description:"The action performed."`
 	Service  *ServiceView  `json:"service,omitempty" jsonschema_description:"start, stop: the service."`
-	Services []ServiceView `json:"services,omitempty" jsonschema_description:"list: the running services."`
+	Services []ServiceView `json:"services,omitempty" jsonschema_description:"list: the running services; compose_up: the compose file's services that run."`
 	Stream   string        `json:"stream,omitempty" jsonschema_description:"logs: the stream paged."`
 	Data     string        `json:"data,omitempty" jsonschema_description:"logs: the page."`
 	Offset   int64         `json:"offset,omitempty" jsonschema_description:"logs: the byte the page starts at."`
@@ -142,7 +145,7 @@ func (r WorkspaceServiceResult) Text() string {
 		fmt.Fprintf(&b, "; ready after %d ms", r.Service.ReadyMS)
 	case ServiceStop:
 		fmt.Fprintf(&b, "%s stopped; its container and data are gone", r.Service.Name)
-	case ServiceList:
+	case ServiceList, ServiceComposeUp:
 		if len(r.Services) == 0 {
 			b.WriteString("no services")
 		}
@@ -173,6 +176,8 @@ type Services interface {
 	Stop(ctx context.Context, name string) (services.Info, error)
 	// List describes the running services.
 	List(ctx context.Context) []services.Info
+	// ComposeUp starts a compose file's services.
+	ComposeUp(ctx context.Context, file string) ([]services.Info, error)
 	// Logs pages a service's output.
 	Logs(ctx context.Context, name string, page wire.JobOutputArgs) (wire.JobOutputResult, error)
 }
@@ -216,6 +221,15 @@ func runService(ctx context.Context, ws Services, p WorkspaceServiceParams) (Wor
 			return res, err
 		}
 		res.Service = serviceView(in)
+	case ServiceComposeUp:
+		infos, err := ws.ComposeUp(ctx, p.ComposeFile)
+		if err != nil {
+			return res, err
+		}
+		res.Services = []ServiceView{}
+		for _, in := range infos {
+			res.Services = append(res.Services, *serviceView(in))
+		}
 	case ServiceList:
 		res.Services = []ServiceView{}
 		for _, in := range ws.List(ctx) {

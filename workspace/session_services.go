@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -48,8 +49,10 @@ func newServices(s *Session) *services.Room {
 			}
 			return decls
 		},
-		Log:     s.m.log,
-		Session: s.who.hash,
+		ProfileOf: func(image string) (string, error) { return composeProfile(s.m.cfg.Profiles, image) },
+		Root:      Root,
+		Log:       s.m.log,
+		Session:   s.who.hash,
 	})
 }
 
@@ -138,3 +141,30 @@ func (c serviceContainer) Tunnel(ctx context.Context) (*yamux.Session, error) {
 func (c serviceContainer) Name() string { return c.s.name }
 
 func (c serviceContainer) End(ctx context.Context) { c.s.end(ctx) }
+
+// composeProfile names the profile a compose file's image means: the
+// profile of that name, else the one profile whose image it is; a
+// service's software comes from the server's profiles, never from an
+// image a compose file names alone.
+func composeProfile(all *profiles.File, image string) (string, error) {
+	if all == nil {
+		return "", fmt.Errorf("%q: the server has no profiles (--profiles): a service's software comes from a profile", image)
+	}
+	if p, err := all.Get(image); err == nil {
+		return p.Name, nil
+	}
+	var names, matches []string
+	for _, p := range all.All() {
+		names = append(names, p.Name)
+		if p.Image == image {
+			matches = append(matches, p.Name)
+		}
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], nil
+	case 0:
+		return "", fmt.Errorf("%q is neither a profile nor a profile's image (the profiles: %s): a service's software comes from a profile", image, strings.Join(names, ", "))
+	}
+	return "", fmt.Errorf("%q is the image of profiles %s: name one of them", image, strings.Join(matches, ", "))
+}

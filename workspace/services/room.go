@@ -65,6 +65,11 @@ type Deps struct {
 	// Declared returns the services the workspace's profile declares,
 	// which Start starts by name alone and Attach starts when marked.
 	Declared func() []Declared
+	// ProfileOf names the profile a compose file's image means: a
+	// profile's name or its image (ComposeUp).
+	ProfileOf func(image string) (string, error)
+	// Root is the workspace's folder, where ComposeUp looks.
+	Root string
 	// Log receives the services' events; Session is what logs call the
 	// workspace.
 	Log     *slog.Logger
