@@ -1,6 +1,9 @@
 package integration
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -143,4 +146,69 @@ func TestDeclaredServicesStartWithTheWorkspaceAndOutliveItsContainer(t *testing.
 	waitUntil(t, 30*time.Second, "the services to end with the session", func() bool {
 		return !containerExists(t, kv.Container) && !containerExists(t, first.Container)
 	})
+}
+
+// TestAServicesOwnEgress: a service's egress: list is its own, through
+// its own proxy (the container still has no network device): it reaches
+// the host its list names, not the host only the workspace's --egress
+// names, nor any other; and the workspace does not get the service's.
+func TestAServicesOwnEgress(t *testing.T) {
+	serve := func(body string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, body) }))
+		t.Cleanup(srv.Close)
+		return srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	}
+	serviceHost, workspaceHost := serve("for the service"), serve("for the workspace")
+	file := writeServicesProfile(t, "egress.yaml", `profiles:
+  svc-egress:
+    description: a service with an allowlist of its own
+    image: PY_IMAGE
+    services:
+      fetcher:
+        command: [python3, -m, http.server, "8098", --bind, 127.0.0.1]
+        ports: [8098]
+        ready: {port: 8098}
+        egress: ["localhost:${SVC_ALLOWED_PORT}"]
+`)
+	p := start(t, startOptions{image: pythonImage, env: []string{"SVC_ALLOWED_PORT=" + serviceHost},
+		args: []string{"--profiles", file, "--profile", "svc-egress", "--warm", "0", "--egress", "localhost:" + workspaceHost}})
+	started, text, failed := p.startService(map[string]any{"name": "fetcher"})
+	if failed {
+		t.Fatalf("starting the service: %s", text)
+	}
+	// localhost through the proxy: the host's, where the test's servers listen.
+	fetch := `import os, sys, urllib.request, urllib.error
+os.environ.pop("no_proxy", None); os.environ.pop("NO_PROXY", None)
+try:
+    print(urllib.request.urlopen("http://localhost:" + sys.argv[1] + "/", timeout=20).read().decode())
+except urllib.error.HTTPError as e:
+    print("refused", e.code, e.read().decode()[:300])
+`
+	inService := func(port string) string {
+		out, err := podman(t, "exec", started.Service.Container, "python3", "-c", fetch, port)
+		if err != nil {
+			t.Errorf("fetching from the service's container: %v %s", err, out)
+		}
+		return strings.TrimSpace(out)
+	}
+	if got := inService(serviceHost); got != "for the service" {
+		t.Errorf("the service's own host: %q", got)
+	}
+	if got := inService(workspaceHost); !strings.HasPrefix(got, "refused 403") || !strings.Contains(got, "the service's egress") {
+		t.Errorf("the workspace's host from the service: %q; want refused, naming the service's egress", got)
+	}
+	if got := inService("1"); !strings.HasPrefix(got, "refused 403") {
+		t.Errorf("another port from the service: %q", got)
+	}
+	if got, err := podman(t, "inspect", "--format", "{{.HostConfig.NetworkMode}} {{.HostConfig.CapAdd}}", started.Service.Container); err != nil || strings.TrimSpace(got) != "none []" {
+		t.Errorf("the service's container: %q %v; want no network and no capabilities", got, err)
+	}
+	out := p.run("python3", "-c", fetch, workspaceHost)
+	if got := strings.TrimSpace(out.Stdout); got != "for the workspace" {
+		t.Errorf("the workspace's own host: %q %q", got, out.Stderr)
+	}
+	out = p.run("python3", "-c", fetch, serviceHost)
+	if got := strings.TrimSpace(out.Stdout); !strings.HasPrefix(got, "refused 403") {
+		t.Errorf("the service's host from the workspace: %q; want refused", got)
+	}
 }

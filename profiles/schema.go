@@ -39,6 +39,7 @@ type serviceSchema struct {
 	Ports     []int             `json:"ports" jsonschema:"minItems=1,maxItems=4" jsonschema_description:"TCP ports (1024-65535, not 3128) the command serves, each also at 127.0.0.1:PORT in the workspace."`
 	Ready     readySchema       `json:"ready"`
 	User      string            `json:"user,omitempty" jsonschema_description:"A user of the image (such as postgres) the service runs as instead of the workspace's non-root user; never root."`
+	Egress    []string          `json:"egress,omitempty" jsonschema_description:"Host patterns (as --egress) the service itself may reach through its own proxy; nothing else, and never the workspace's allowlist (default: none)."`
 	Autostart bool              `json:"autostart,omitempty" jsonschema_description:"Start it with the workspace, before its first call runs, after the services it depends on (default false: the model starts it by name)."`
 	DependsOn []string          `json:"depends_on,omitempty" jsonschema:"maxItems=4" jsonschema_description:"Services this profile declares that start, and become ready, before this one (with it, when it autostarts or is started by name)."`
 }

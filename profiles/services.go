@@ -8,6 +8,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/wink-mcp/wink-mcp/egress"
+
 	"github.com/wink-mcp/wink-mcp/workspace/services"
 )
 
@@ -62,8 +64,16 @@ func (r *reader) services(n *yaml.Node, profile string) []Service {
 				s.Autostart = r.boolean(v, profile, sub)
 			case "depends_on":
 				s.DependsOn = r.strs(v, profile, sub, nil)
+			case "egress":
+				s.Egress = r.strs(v, profile, sub, func(p string, item *yaml.Node) (string, bool) {
+					if _, err := egress.ParsePolicy([]string{p}); err != nil {
+						r.fail(item, profile, sub, "%v", err)
+						return "", false
+					}
+					return p, true
+				})
 			default:
-				r.fail(k, profile, sub, "unknown field; a service has profile, command, env, ports, ready, user, autostart and depends_on")
+				r.fail(k, profile, sub, "unknown field; a service has profile, command, env, ports, ready, user, autostart, depends_on and egress")
 			}
 		})
 		if err := s.Spec.Check(); err != nil {

@@ -23,7 +23,7 @@ func (mk serviceMaker) imageUser(ctx context.Context, spec services.Spec, p *pro
 	if ids, ok := mk.s.m.serviceUsers.Load(key); ok {
 		return ids.(string), nil
 	}
-	probe, err := mk.start(ctx, spec.Name, p, "")
+	probe, err := mk.start(ctx, services.Spec{Name: spec.Name}, p, "") // no egress either
 	if err != nil {
 		return "", err
 	}

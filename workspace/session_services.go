@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 
+	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/wire"
 	"github.com/wink-mcp/wink-mcp/workspace/jobs"
@@ -91,23 +92,48 @@ func (mk serviceMaker) make(ctx context.Context, spec services.Spec) (services.C
 			return nil, err
 		}
 	}
-	return mk.start(ctx, spec.Name, p, user)
+	return mk.start(ctx, spec, p, user)
 }
 
 // start makes and starts the service's container as user (uid:gid, ""
 // for the workspace's).
-func (mk serviceMaker) start(ctx context.Context, name string, p *profiles.Profile, user string) (serviceContainer, error) {
+func (mk serviceMaker) start(ctx context.Context, spec services.Spec, p *profiles.Profile, user string) (serviceContainer, error) {
 	s, m := mk.s, mk.s.m
-	child := m.newSession(s.who.id()+"\x00service "+name, s.key+"-svc-"+name)
+	child := m.newSession(s.who.id()+"\x00service "+spec.Name, s.key+"-svc-"+spec.Name)
 	child.principal, child.stdio, child.serviceOf, child.serviceUser = s.principal, s.stdio, s.key, user
 	child.profileSwitch.setLocked(p)
-	child.proxy = nil            // no egress: a service's own allowlist is not built yet
-	child.mounts.resolved = true // no host folders
+	child.proxy = mk.proxy(spec, child.key) // its own allowlist alone, never the workspace's
+	child.mounts.resolved = true            // no host folders
 	if _, err := child.Start(ctx); err != nil {
 		child.end(context.WithoutCancel(ctx))
 		return serviceContainer{}, err
 	}
 	return serviceContainer{child}, nil
+}
+
+// proxy returns the egress proxy of a service's container: the service's
+// own patterns alone (never the server's --egress or the profile's, no
+// credentials, no ssh-agent, no one to ask), its bytes counted in the
+// workspace's budget; nil (no egress) without patterns.
+func (mk serviceMaker) proxy(spec services.Spec, key string) *egress.Session {
+	if len(spec.Egress) == 0 {
+		return nil
+	}
+	m := mk.s.m
+	policy, err := egress.ParsePolicy(spec.Egress) // checked by Spec.Check
+	if err != nil {
+		m.log.Error("a service's egress patterns no longer parse", "service", spec.Name, "err", err)
+		return nil
+	}
+	cfg := egress.Config{Policy: policy.From("service " + spec.Name + " (services." + spec.Name + ".egress)"),
+		MaxBytes: m.cfg.EgressMaxBytes, MaxConns: m.cfg.EgressMaxConns, Meter: mk.s.meter, Log: m.log,
+		Wording: egress.Wording{Patterns: "the service's egress", Allow: func(pattern string) string {
+			return "Ask the user to add " + pattern + " to the service's egress: list in the profiles file if it needs this host."
+		}}}
+	if m.egress != nil {
+		cfg.Resolve = m.egress.Resolve
+	}
+	return egress.NewSession(cfg, key)
 }
 
 // serviceContainer is a service's container as package services sees it.

@@ -195,7 +195,7 @@ func (r *Room) declared(name string) ([]Declared, error) {
 			}
 			chain := needed(ordered, name)
 			for i := range chain {
-				chain[i].Command, chain[i].Ports = slices.Clone(chain[i].Command), slices.Clone(chain[i].Ports)
+				chain[i].Command, chain[i].Ports, chain[i].Egress = slices.Clone(chain[i].Command), slices.Clone(chain[i].Ports), slices.Clone(chain[i].Egress)
 			}
 			return chain, nil
 		}

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/wire"
 )
 
@@ -59,6 +60,11 @@ type Spec struct {
 	// User, when set, is a user of the service's image (postgres) its
 	// container runs as, instead of the workspace's; never root.
 	User string
+	// Egress is the service's own allowlist (host patterns, as --egress):
+	// its connections through its own proxy reach these hosts only. Only
+	// a profile (the operator's file) gives one: workspace_service and a
+	// compose file cannot.
+	Egress []string
 }
 
 // Ready is a service's readiness check: a port accepting a connection, or
@@ -100,6 +106,9 @@ func (s *Spec) Check() error {
 	}
 	if s.User != "" && (!userPattern.MatchString(s.User) || s.User == "root") {
 		return fmt.Errorf("user: %q is not a user a service may run as: a user name of its image (1 to 32 lowercase letters, digits, _ and -), not root", s.User)
+	}
+	if _, err := egress.ParsePolicy(s.Egress); len(s.Egress) > 0 && err != nil {
+		return fmt.Errorf("egress: %w", err)
 	}
 	if len(s.Ports) == 0 || len(s.Ports) > MaxPorts {
 		return fmt.Errorf("ports: has %d ports; a service serves 1 to %d", len(s.Ports), MaxPorts)
