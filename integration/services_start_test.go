@@ -194,7 +194,7 @@ except urllib.error.HTTPError as e:
 	if got := inService(serviceHost); got != "for the service" {
 		t.Errorf("the service's own host: %q", got)
 	}
-	if got := inService(workspaceHost); !strings.HasPrefix(got, "refused 403") || !strings.Contains(got, "the service's egress") {
+	if got := inService(workspaceHost); !strings.HasPrefix(got, "refused 403") || !strings.Contains(got, "service fetcher's egress") {
 		t.Errorf("the workspace's host from the service: %q; want refused, naming the service's egress", got)
 	}
 	if got := inService("1"); !strings.HasPrefix(got, "refused 403") {

@@ -127,7 +127,7 @@ func (mk serviceMaker) proxy(spec services.Spec, key string) *egress.Session {
 	}
 	cfg := egress.Config{Policy: policy.From("service " + spec.Name + " (services." + spec.Name + ".egress)"),
 		MaxBytes: m.cfg.EgressMaxBytes, MaxConns: m.cfg.EgressMaxConns, Meter: mk.s.meter, Log: m.log,
-		Wording: egress.Wording{Patterns: "the service's egress", Allow: func(pattern string) string {
+		Wording: egress.Wording{Patterns: "service " + spec.Name + "'s egress", Allow: func(pattern string) string {
 			return "Ask the user to add " + pattern + " to the service's egress: list in the profiles file if it needs this host."
 		}}}
 	if m.egress != nil {
