@@ -22,7 +22,8 @@ import (
 const LabelServiceOf = "io.wink-mcp.service-of"
 
 // errServicesOnPods refuses services on Kubernetes, where they are not built.
-var errServicesOnPods = errors.New("services run beside workspaces on Podman only; with --engine kubernetes they are not built yet")
+var errServicesOnPods = errors.New("services run beside workspaces on Podman only (--engine podman): with --engine kubernetes a service would be a Pod of its own, " +
+	"with its own network policy and tunnel, which is not built")
 
 // newServices returns s's services room (package services):
 // each service a session of its own, never in the manager's list, made,
