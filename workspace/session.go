@@ -349,7 +349,7 @@ func (s *Session) callAgent(ctx context.Context, op string, args, result any, pr
 		if err != nil {
 			return err
 		}
-		if err := s.attachServices(ctx); err != nil {
+		if err := attachServices(ctx, s); err != nil {
 			return err
 		}
 		err = tracedAgentCall(ctx, op, attempt, func(ctx context.Context) error {

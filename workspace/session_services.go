@@ -63,7 +63,7 @@ func newServices(s *Session) *services.Room {
 // outlived an earlier container listen again, and the first container's
 // declared autostart services start. A service's own container and a
 // pooled one no session took have none.
-func (s *Session) attachServices(ctx context.Context) error {
+func attachServices(ctx context.Context, s *Session) error {
 	if s.serviceOf != "" || s.who.id() == "" {
 		return nil
 	}
