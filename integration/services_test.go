@@ -150,7 +150,9 @@ func TestServicesBesideTheWorkspace(t *testing.T) {
 	doctor := exec.Command(winkBin, "doctor", "--profiles", file, "--podman-url", "unix://"+podmanSocket, "--image", pythonImage, "--cache-dir", t.TempDir())
 	doctor.Env = append(os.Environ(), "APT_MIRROR_HOST="+aptMirrorHost(t))
 	doc, _ := doctor.CombinedOutput()
-	if !strings.Contains(string(doc), "services declared (valid, started by workspace_service): svc-redis: declared (svc-redis, ports [6390])") {
+	if !strings.Contains(string(doc), "services declared (valid, started by workspace_service or, marked, with the workspace): ") ||
+		!strings.Contains(string(doc), "svc-auto: kv (svc-redis, ports [6391], starts with the workspace), first (svc-redis, ports [6392])") ||
+		!strings.Contains(string(doc), "svc-redis: declared (svc-redis, ports [6390])") {
 		t.Errorf("doctor does not list the declared service:\n%s", doc)
 	}
 
