@@ -116,7 +116,7 @@ func (r WorkspaceServiceResult) Text() string {
 		state := "running"
 		switch {
 		case v.Declared && v.Problem != "":
-			state = "declared by the profile, did not start with the workspace: " + v.Problem
+			state = "declared by the profile, did not start: " + v.Problem
 		case v.Declared && v.Autostart:
 			state = "declared by the profile, starts with the workspace, not running yet"
 		case v.Declared:

@@ -121,3 +121,25 @@ func TestOrderRefusesUnknownAndCycles(t *testing.T) {
 		t.Errorf("cycle: %v", err)
 	}
 }
+
+// Calls racing on a new container attach it once: the autostart services
+// start once, and every call returns only after they are ready.
+func TestRacingAttachesStartOnce(t *testing.T) {
+	rc := &recorder{}
+	room := rc.room(t, []Declared{declared("db", 2001, true)})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if err := room.Attach(context.Background()); err != nil {
+				t.Error(err)
+			}
+			if _, err := room.get("db"); err != nil {
+				t.Errorf("an Attach returned before the autostart service ran: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if len(rc.made) != 1 {
+		t.Errorf("made %v; want db once", rc.made)
+	}
+}

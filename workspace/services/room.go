@@ -83,7 +83,7 @@ type Room struct {
 	byName map[string]*service // nil while one starts
 	closed bool
 	conns  chan struct{} // a place for each open connection to a service
-	// failed says why a declared service did not start with the workspace.
+	// failed says why a declared service did not start (with the workspace, or as a dependency of one started by name).
 	failed map[string]string
 	// attached says the workspace's current container listens on the
 	// running services' ports; attaching is closed when an Attach in
