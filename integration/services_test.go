@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,6 +75,23 @@ func writeServicesProfile(t *testing.T, name, text string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// serverRSS is the resident memory of p's server, in KiB.
+func serverRSS(t *testing.T, p *proc) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		t.Fatalf("reading the server's memory: %v", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kib, _ := strconv.Atoi(strings.Fields(v)[0])
+			return kib
+		}
+	}
+	t.Fatal("no VmRSS in the server's status")
+	return 0
 }
 
 // startService calls workspace_service start and decodes its result.
@@ -242,7 +260,9 @@ for src in ["127.0.0.2", "127.0.0.1"]:
 		t.Errorf("a service whose command fails: %q", text)
 	}
 
-	// A service that floods its log: bounded by its own disk, the workspace unharmed.
+	// A service that floods its log: bounded by its own disk, the workspace
+	// unharmed, its pages bounded, and the server's memory flat.
+	rssBefore := serverRSS(t, p)
 	if _, text, failed := a.startService(map[string]any{"name": "flood", "profile": "svc-redis", "ports": []int{7001}, "ready_port": 7001,
 		"command": []string{"sh", "-c", "yes flood-line-of-some-length-to-fill-the-disk & exec python3 -m http.server 7001 --bind 127.0.0.1"}}); failed {
 		t.Fatalf("starting the flooding service: %s", text)
@@ -262,6 +282,18 @@ for src in ["127.0.0.2", "127.0.0.1"]:
 	}
 	if logs.Dropped == 0 || logs.Total > 96<<20 || !strings.HasPrefix(logs.Data, "flood-line") {
 		t.Errorf("flooding service's log: total %d, dropped %d, page %q; want it bounded by its 96 MB disk", logs.Total, logs.Dropped, logs.Data)
+	}
+	for _, offset := range []int64{0, logs.Total / 2, max(0, logs.Total-(1<<20))} { // pages back through all of it
+		var page tools.WorkspaceServiceResult
+		decodeStructured(t, a.call("workspace_service", map[string]any{"action": "logs", "name": "flood", "offset": offset, "limit": 1 << 20}), &page)
+		if len(page.Data) > 1<<20 || page.Offset != offset || page.Next <= offset {
+			t.Errorf("a 1 MiB page from %d: %d bytes, %d-%d", offset, len(page.Data), page.Offset, page.Next)
+		}
+	}
+	grew := serverRSS(t, p) - rssBefore
+	t.Logf("the server's resident memory grew by %d KiB while a service wrote %d bytes of log (%d dropped) and three 1 MiB pages were read", grew, logs.Total, logs.Dropped)
+	if grew > 64<<10 {
+		t.Errorf("the server's memory grew by %d KiB while a service flooded %d bytes of log and three 1 MiB pages were read", grew, logs.Total)
 	}
 	if out := a.run("sh", "-c", "echo fine > f && cat f && redis-cli -p 6379 get owner"); strings.Join(strings.Fields(out.Stdout), " ") != "fine a" {
 		t.Errorf("workspace a beside the flooding service: %q %q", out.Stdout, out.Stderr)
