@@ -126,7 +126,7 @@ func (r *Room) startDeclared(ctx context.Context, d Declared) error {
 	if len(failedDeps) > 0 {
 		err = fmt.Errorf("not started: it depends on %s, which did not start", strings.Join(failedDeps, ", "))
 	} else {
-		_, err = r.start1(ctx, d.Spec)
+		_, err = r.startSpec(ctx, d.Spec)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

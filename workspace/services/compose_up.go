@@ -47,7 +47,7 @@ func (r *Room) ComposeUp(ctx context.Context, file string) ([]Info, error) {
 			infos = append(infos, svc.info()) // up again: it runs
 			continue
 		}
-		info, err := r.start1(ctx, d.Spec)
+		info, err := r.startSpec(ctx, d.Spec)
 		if err != nil {
 			failed[d.Name] = true
 			problems = append(problems, fmt.Sprintf("%s: %v", d.Name, err))

@@ -83,7 +83,8 @@ type Room struct {
 	byName map[string]*service // nil while one starts
 	closed bool
 	conns  chan struct{} // a place for each open connection to a service
-	// failed says why a declared service did not start (with the workspace, or as a dependency of one started by name).
+	// failed says why a declared service did not start (with the
+	// workspace, or as a dependency of one started by name).
 	failed map[string]string
 	// attached says the workspace's current container listens on the
 	// running services' ports; attaching is closed when an Attach in
@@ -139,7 +140,7 @@ func New(d Deps) *Room {
 // service, after those it depends on that do not run.
 func (r *Room) Start(ctx context.Context, spec Spec) (Info, error) {
 	if !spec.NameOnly() {
-		return r.start1(ctx, spec)
+		return r.startSpec(ctx, spec)
 	}
 	chain, err := r.declared(spec.Name)
 	if err != nil {
@@ -150,7 +151,7 @@ func (r *Room) Start(ctx context.Context, spec Spec) (Info, error) {
 			return Info{}, fmt.Errorf("service %s depends on %s, which did not start: %w", spec.Name, dep.Name, err)
 		}
 	}
-	info, err := r.start1(ctx, chain[len(chain)-1].Spec)
+	info, err := r.startSpec(ctx, chain[len(chain)-1].Spec)
 	r.mu.Lock()
 	if err == nil {
 		delete(r.failed, spec.Name)
@@ -159,8 +160,8 @@ func (r *Room) Start(ctx context.Context, spec Spec) (Info, error) {
 	return info, err
 }
 
-// start1 starts one service, spec.
-func (r *Room) start1(ctx context.Context, spec Spec) (Info, error) {
+// startSpec starts the service spec describes in full.
+func (r *Room) startSpec(ctx context.Context, spec Spec) (Info, error) {
 	if err := spec.Check(); err != nil {
 		return Info{}, err
 	}
