@@ -40,7 +40,7 @@ func (d *doctor) profiles(ctx context.Context) Result {
 	}
 	detail := fmt.Sprintf("%s is valid: %s", f.Path, strings.Join(parts, "; "))
 	if declared := declaredServices(f.Names(), f.Profiles); declared != "" {
-		detail += "; services declared (valid, started by workspace_service): " + declared
+		detail += "; services declared (valid, started by workspace_service or, marked, with the workspace): " + declared
 	}
 	if len(unbuilt) > 0 {
 		return Result{Status: Warn, Detail: detail, Fix: "the first session of " + strings.Join(unbuilt, ", ") +
@@ -56,7 +56,17 @@ func declaredServices(names []string, all map[string]*profiles.Profile) string {
 	for _, name := range names {
 		var svcs []string
 		for _, s := range all[name].Services {
-			svcs = append(svcs, fmt.Sprintf("%s (%s, ports %v)", s.Name, s.Profile, s.Ports))
+			var marks string
+			if s.User != "" {
+				marks += ", as " + s.User
+			}
+			if len(s.Egress) > 0 {
+				marks += fmt.Sprintf(", egress %v", s.Egress)
+			}
+			if s.Autostart {
+				marks += ", starts with the workspace"
+			}
+			svcs = append(svcs, fmt.Sprintf("%s (%s, ports %v%s)", s.Name, s.Profile, s.Ports, marks))
 		}
 		if len(svcs) > 0 {
 			parts = append(parts, name+": "+strings.Join(svcs, ", "))

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,28 @@ const servicesProfile = `profiles:
         command: [redis-server, --port, "6390", --bind, 127.0.0.1, --save, ""]
         ports: [6390]
         ready: {port: 6390, timeout: 60s}
+  svc-auto:
+    description: a workspace whose Redis services start with it
+    image: PY_IMAGE
+    services:
+      kv:
+        profile: svc-redis
+        command: [redis-server, --port, "6391", --bind, 127.0.0.1, --save, ""]
+        ports: [6391]
+        ready: {port: 6391, timeout: 60s}
+        autostart: true
+        depends_on: [first]
+      first:
+        profile: svc-redis
+        command: [redis-server, --port, "6392", --bind, 127.0.0.1, --save, ""]
+        ports: [6392]
+        ready: {command: [redis-cli, -p, "6392", ping], timeout: 60s}
+      broken:
+        profile: svc-redis
+        command: ["false"]
+        ports: [6393]
+        ready: {port: 6393, timeout: 20s}
+        autostart: true
 `
 
 // servicesProfileFile writes servicesProfile at its fixed path.
@@ -52,6 +75,23 @@ func writeServicesProfile(t *testing.T, name, text string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// serverRSS is the resident memory of p's server, in KiB.
+func serverRSS(t *testing.T, p *proc) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		t.Fatalf("reading the server's memory: %v", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kib, _ := strconv.Atoi(strings.Fields(v)[0])
+			return kib
+		}
+	}
+	t.Fatal("no VmRSS in the server's status")
+	return 0
 }
 
 // startService calls workspace_service start and decodes its result.
@@ -111,7 +151,7 @@ func TestServicesBesideTheWorkspace(t *testing.T) {
 	}
 
 	// The service the profile declares: listed, and started by its name alone.
-	if text := b.promptText(); !strings.Contains(text, "(declares services: declared at 127.0.0.1:6390; start one with `workspace_service` and its name)") {
+	if text := b.promptText(); !strings.Contains(text, "(declares services: declared at 127.0.0.1:6390; start one that does not run with `workspace_service` and its name)") {
 		t.Errorf("the prompt does not name the declared service:\n%s", text)
 	}
 	if text := textOf(b.call("workspace_service", map[string]any{"action": "list"})); !strings.Contains(text, "declared (profile svc-redis): declared by the profile, not running") {
@@ -128,7 +168,9 @@ func TestServicesBesideTheWorkspace(t *testing.T) {
 	doctor := exec.Command(winkBin, "doctor", "--profiles", file, "--podman-url", "unix://"+podmanSocket, "--image", pythonImage, "--cache-dir", t.TempDir())
 	doctor.Env = append(os.Environ(), "APT_MIRROR_HOST="+aptMirrorHost(t))
 	doc, _ := doctor.CombinedOutput()
-	if !strings.Contains(string(doc), "services declared (valid, started by workspace_service): svc-redis: declared (svc-redis, ports [6390])") {
+	if !strings.Contains(string(doc), "services declared (valid, started by workspace_service or, marked, with the workspace): ") ||
+		!strings.Contains(string(doc), "svc-auto: kv (svc-redis, ports [6391], starts with the workspace), first (svc-redis, ports [6392])") ||
+		!strings.Contains(string(doc), "svc-redis: declared (svc-redis, ports [6390])") {
 		t.Errorf("doctor does not list the declared service:\n%s", doc)
 	}
 
@@ -218,7 +260,9 @@ for src in ["127.0.0.2", "127.0.0.1"]:
 		t.Errorf("a service whose command fails: %q", text)
 	}
 
-	// A service that floods its log: bounded by its own disk, the workspace unharmed.
+	// A service that floods its log: bounded by its own disk, the workspace
+	// unharmed, its pages bounded, and the server's memory flat.
+	rssBefore := serverRSS(t, p)
 	if _, text, failed := a.startService(map[string]any{"name": "flood", "profile": "svc-redis", "ports": []int{7001}, "ready_port": 7001,
 		"command": []string{"sh", "-c", "yes flood-line-of-some-length-to-fill-the-disk & exec python3 -m http.server 7001 --bind 127.0.0.1"}}); failed {
 		t.Fatalf("starting the flooding service: %s", text)
@@ -238,6 +282,18 @@ for src in ["127.0.0.2", "127.0.0.1"]:
 	}
 	if logs.Dropped == 0 || logs.Total > 96<<20 || !strings.HasPrefix(logs.Data, "flood-line") {
 		t.Errorf("flooding service's log: total %d, dropped %d, page %q; want it bounded by its 96 MB disk", logs.Total, logs.Dropped, logs.Data)
+	}
+	for _, offset := range []int64{0, logs.Total / 2, max(0, logs.Total-(1<<20))} { // pages back through all of it
+		var page tools.WorkspaceServiceResult
+		decodeStructured(t, a.call("workspace_service", map[string]any{"action": "logs", "name": "flood", "offset": offset, "limit": 1 << 20}), &page)
+		if len(page.Data) > 1<<20 || page.Offset != offset || page.Next <= offset {
+			t.Errorf("a 1 MiB page from %d: %d bytes, %d-%d", offset, len(page.Data), page.Offset, page.Next)
+		}
+	}
+	grew := serverRSS(t, p) - rssBefore
+	t.Logf("the server's resident memory grew by %d KiB while a service wrote %d bytes of log (%d dropped) and three 1 MiB pages were read", grew, logs.Total, logs.Dropped)
+	if grew > 64<<10 {
+		t.Errorf("the server's memory grew by %d KiB while a service flooded %d bytes of log and three 1 MiB pages were read", grew, logs.Total)
 	}
 	if out := a.run("sh", "-c", "echo fine > f && cat f && redis-cli -p 6379 get owner"); strings.Join(strings.Fields(out.Stdout), " ") != "fine a" {
 		t.Errorf("workspace a beside the flooding service: %q %q", out.Stdout, out.Stderr)
@@ -333,9 +389,15 @@ func TestRootlessServices(t *testing.T) {
 	// input, less than two rootless removals take on a loaded machine.
 	p := start(t, startOptions{transport: "http", as: u, image: pythonImage, env: append(u.shellEnv(t), "APT_MIRROR_HOST="+aptMirrorHost(t)),
 		args: append([]string{"--profiles", file, "--profile", "svc-redis"}, rootlessArgs...)})
-	started, text, failed := p.startService(redisService("cache", 6379))
+	svc := redisService("cache", 6379)
+	svc["user"] = "redis" // the image's own user, which Debian's package made
+	started, text, failed := p.startService(svc)
 	if failed {
 		t.Fatalf("starting Redis under rootless Podman: %s", text)
+	}
+	if got, err := u.podman("exec", started.Service.Container, "sh", "-c", "id -un; grep CapEff /proc/self/status"); err != nil ||
+		strings.Join(strings.Fields(got), " ") != "redis CapEff: 0000000000000000" {
+		t.Errorf("rootless service's user and capabilities: %q %v; want redis and none", got, err)
 	}
 	if out := p.run("sh", "-c", "redis-cli -p 6379 set k rootless && redis-cli -p 6379 get k"); strings.Join(strings.Fields(out.Stdout), " ") != "OK rootless" {
 		t.Errorf("redis-cli under rootless Podman: %q %q", out.Stdout, out.Stderr)
@@ -345,90 +407,6 @@ func TestRootlessServices(t *testing.T) {
 	}
 	p.endSession()
 	waitUntil(t, 90*time.Second, "the workspace's and its service's containers to go", func() bool { return len(u.containersNamed(t, p.prefix)) == 0 })
-}
-
-// postgresProfile installs PostgreSQL from Debian's packages (server and
-// psql); its service runs initdb and postgres as the workspace's non-root
-// user on the service's own /workspace.
-const postgresProfile = `profiles:
-  svc-postgres:
-    description: PostgreSQL from Debian, for services
-    image: PY_IMAGE
-    setup:
-      - apt-get update && apt-get install -y --no-install-recommends postgresql && rm -rf /var/lib/apt/lists/*
-    egress:
-      setup: ["${APT_MIRROR_HOST}"]
-`
-
-// TestPostgresServiceBesideTheWorkspace: a PostgreSQL service, ready when
-// pg_isready says so (the command check), and a small SQL test suite the
-// workspace runs with psql against it.
-func TestPostgresServiceBesideTheWorkspace(t *testing.T) {
-	file := writeServicesProfile(t, "postgres.yaml", postgresProfile)
-	p := start(t, startOptions{image: pythonImage, env: []string{"APT_MIRROR_HOST=" + aptMirrorHost(t)},
-		args: []string{"--profiles", file, "--profile", "svc-postgres", "--warm", "0"}})
-	bin := "/usr/lib/postgresql/15/bin"
-	started, text, failed := p.startService(map[string]any{"name": "db", "profile": "svc-postgres", "ports": []int{5432},
-		"command": []string{"sh", "-c", bin + "/initdb -D /workspace/pg -U postgres --auth=trust >/dev/null && exec " + bin +
-			"/postgres -D /workspace/pg -k /tmp -h 127.0.0.1 -p 5432"},
-		"ready_command": []string{"pg_isready", "-h", "127.0.0.1", "-p", "5432"}, "ready_timeout_seconds": 120})
-	if failed {
-		t.Fatalf("starting PostgreSQL: %s", text)
-	}
-	t.Logf("PostgreSQL ready in %d ms", started.Service.ReadyMS)
-	suite := `\set ON_ERROR_STOP on
-CREATE TABLE items (id serial PRIMARY KEY, name text NOT NULL, price numeric NOT NULL);
-INSERT INTO items (name, price) VALUES ('a', 1.50), ('b', 2.25), ('c', 3.00);
-DO $$ BEGIN
-  ASSERT (SELECT count(*) FROM items) = 3, 'three rows';
-  ASSERT (SELECT sum(price) FROM items) = 6.75, 'their sum';
-  ASSERT (SELECT current_user) = 'postgres', 'the role initdb made';
-END $$;
-SELECT 'suite passed';
-`
-	out := p.shell(map[string]any{"command": []string{"psql", "-h", "127.0.0.1", "-U", "postgres", "-tA", "-f", "-"}, "stdin": suite})
-	if !strings.Contains(out.Stdout, "suite passed") || out.ExitCode != 0 {
-		t.Errorf("the SQL suite through psql: exit %d %q %q", out.ExitCode, out.Stdout, out.Stderr)
-	}
-	if uid, err := podman(t, "exec", started.Service.Container, "sh", "-c", "stat -c %u /workspace/pg && id -u"); strings.Join(strings.Fields(uid), " ") != "65534 65534" {
-		t.Errorf("PostgreSQL's data and process: uids %q %v; want the workspace's non-root 65534", uid, err)
-	}
-
-	// A checkpoint holds the workspace's files, not the service's data: a
-	// restore brings back the files and leaves the service and its rows.
-	p.run("sh", "-c", "echo before > notes.txt")
-	if res := p.call("workspace_checkpoint", map[string]any{"message": "before the rows"}); res.IsError {
-		t.Fatalf("checkpoint: %s", textOf(res))
-	}
-	p.run("sh", "-c", "echo after > notes.txt && psql -h 127.0.0.1 -U postgres -c \"INSERT INTO items (name, price) VALUES ('d', 1)\"")
-	if res := p.call("workspace_restore", map[string]any{"checkpoint": "c1"}); res.IsError {
-		t.Fatalf("restore: %s", textOf(res))
-	}
-	out = p.run("sh", "-c", "cat notes.txt; psql -h 127.0.0.1 -U postgres -tA -c 'SELECT count(*) FROM items'")
-	if got := strings.Fields(out.Stdout); strings.Join(got, " ") != "before 4" {
-		t.Errorf("after a restore: %q %q; want the file restored and the service's four rows untouched", out.Stdout, out.Stderr)
-	}
-}
-
-// TestServicesEndWithAnIdleWorkspace: when the idle clean-up removes the
-// workspace's container, its services go with it (the listeners on their
-// ports were in that container), and the next call finds none running.
-func TestServicesEndWithAnIdleWorkspace(t *testing.T) {
-	file := servicesProfileFile(t)
-	p := start(t, startOptions{image: pythonImage, env: []string{"APT_MIRROR_HOST=" + aptMirrorHost(t)},
-		args: []string{"--profiles", file, "--profile", "svc-redis", "--warm", "0", "--idle-timeout", "3s"}})
-	workspace := p.container()
-	started, text, failed := p.startService(redisService("cache", 6379))
-	if failed {
-		t.Fatalf("starting Redis: %s", text)
-	}
-	waitUntil(t, 30*time.Second, "the idle workspace and its service to go", func() bool {
-		return !containerExists(t, workspace) && !containerExists(t, started.Service.Container)
-	})
-	res := p.call("workspace_service", map[string]any{"action": "list"})
-	if text := textOf(res); res.IsError || !strings.Contains(text, "declared (profile svc-redis): declared by the profile") || strings.Contains(text, "cache") {
-		t.Errorf("list after the idle clean-up: %s", text)
-	}
 }
 
 // TestAServiceWhoseContainerWentIsNotMadeAgain: a service's container

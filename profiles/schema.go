@@ -34,11 +34,15 @@ type profileSchema struct {
 }
 
 type serviceSchema struct {
-	Profile string            `json:"profile,omitempty" jsonschema_description:"The profile whose image the service runs (default: this one)."`
-	Command []string          `json:"command" jsonschema:"minItems=1,maxItems=64" jsonschema_description:"The program and its arguments, run in the foreground."`
-	Env     map[string]string `json:"env,omitempty" jsonschema_description:"Environment of the command."`
-	Ports   []int             `json:"ports" jsonschema:"minItems=1,maxItems=4" jsonschema_description:"TCP ports (1024-65535, not 3128) the command serves, each also at 127.0.0.1:PORT in the workspace."`
-	Ready   readySchema       `json:"ready"`
+	Profile   string            `json:"profile,omitempty" jsonschema_description:"The profile whose image the service runs (default: this one)."`
+	Command   []string          `json:"command" jsonschema:"minItems=1,maxItems=64" jsonschema_description:"The program and its arguments, run in the foreground."`
+	Env       map[string]string `json:"env,omitempty" jsonschema_description:"Environment of the command."`
+	Ports     []int             `json:"ports" jsonschema:"minItems=1,maxItems=4" jsonschema_description:"TCP ports (1024-65535, not 3128) the command serves, each also at 127.0.0.1:PORT in the workspace."`
+	Ready     readySchema       `json:"ready"`
+	User      string            `json:"user,omitempty" jsonschema_description:"A user of the image (such as postgres) the service runs as instead of the workspace's non-root user; never root."`
+	Egress    []string          `json:"egress,omitempty" jsonschema_description:"Host patterns (as --egress) the service itself may reach through its own proxy; nothing else, and never the workspace's allowlist (default: none)."`
+	Autostart bool              `json:"autostart,omitempty" jsonschema_description:"Start it with the workspace, before its first call runs, after the services it depends on (default false: the model starts it by name)."`
+	DependsOn []string          `json:"depends_on,omitempty" jsonschema:"maxItems=4" jsonschema_description:"Services this profile declares that start, and become ready, before this one (with it, when it autostarts or is started by name)."`
 }
 
 type readySchema struct {

@@ -3,9 +3,12 @@ package profiles
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/wink-mcp/wink-mcp/egress"
 
 	"github.com/wink-mcp/wink-mcp/workspace/services"
 )
@@ -13,7 +16,7 @@ import (
 // Service is a service a profile declares: workspace_service starts it by
 // its name alone in a session of the profile (package services).
 type Service struct {
-	services.Spec
+	services.Declared
 	// Line is where the file declares it.
 	Line int
 }
@@ -39,7 +42,7 @@ func (r *reader) services(n *yaml.Node, profile string) []Service {
 			r.fail(v, profile, field, "must be a mapping (profile, command, env, ports, ready)")
 			return
 		}
-		s := Service{Spec: services.Spec{Name: name, Profile: profile}, Line: k.Line}
+		s := Service{Declared: services.Declared{Spec: services.Spec{Name: name, Profile: profile}}, Line: k.Line}
 		profileNode := k
 		r.pairs(v, profile, func(key string, k, v *yaml.Node) {
 			sub := field + "." + key
@@ -55,8 +58,22 @@ func (r *reader) services(n *yaml.Node, profile string) []Service {
 				s.Ports = r.ports(v, profile, sub)
 			case "ready":
 				s.Ready = r.ready(v, profile, sub)
+			case "user":
+				s.User, _ = r.str(v, profile, sub)
+			case "autostart":
+				s.Autostart = r.boolean(v, profile, sub)
+			case "depends_on":
+				s.DependsOn = r.strs(v, profile, sub, nil)
+			case "egress":
+				s.Egress = r.strs(v, profile, sub, func(p string, item *yaml.Node) (string, bool) {
+					if _, err := egress.ParsePolicy([]string{p}); err != nil {
+						r.fail(item, profile, sub, "%v", err)
+						return "", false
+					}
+					return p, true
+				})
 			default:
-				r.fail(k, profile, sub, "unknown field; a service has profile, command, env, ports and ready")
+				r.fail(k, profile, sub, "unknown field; a service has profile, command, env, ports, ready, user, autostart, depends_on and egress")
 			}
 		})
 		if err := s.Spec.Check(); err != nil {
@@ -68,6 +85,14 @@ func (r *reader) services(n *yaml.Node, profile string) []Service {
 	})
 	if len(out) > services.MaxServices {
 		r.fail(n, profile, "services", "%d services; at most %d", len(out), services.MaxServices)
+	}
+	decls := make([]services.Declared, len(out))
+	for i, s := range out {
+		decls[i] = s.Declared
+	}
+	if _, err := services.Order(decls); err != nil {
+		field, why, _ := strings.Cut(err.Error(), ": ")
+		r.fail(n, profile, field, "%s", why)
 	}
 	return out
 }
@@ -129,4 +154,20 @@ func (r *reader) checkServiceProfiles(f *File) {
 			r.fail(ref.node, ref.profile, "services."+ref.service+".profile", "names no profile of this file (%v)", f.Names())
 		}
 	}
+}
+
+// boolean reads true or false.
+func (r *reader) boolean(n *yaml.Node, profile, field string) bool {
+	s, ok := r.scalar(n, profile, field)
+	if !ok {
+		return false
+	}
+	switch s {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	r.fail(n, profile, field, "%q is not true or false", s)
+	return false
 }

@@ -56,11 +56,40 @@ func TestBadServicesNameTheField(t *testing.T) {
 		{"services:\n      x: {command: [a], ports: [2000], ready: {port: 2000, timeout: soon}}", `services.x.ready.timeout: "soon" is not a duration`},
 		{"services:\n      x: {command: [a], ports: [2000], ready: {port: 2000}, host: h}", `services.x.host: unknown field`},
 		{"services:\n      X: {command: [a], ports: [2000], ready: {port: 2000}}", `services.X: name: "X" is not a service name`},
+		{"services:\n      x: {command: [a], ports: [2000], ready: {port: 2000}, autostart: yes}", `services.x.autostart: "yes" is not true or false`},
+		{"services:\n      x: {command: [a], ports: [2000], ready: {port: 2000}, depends_on: [y]}", `p.yaml:4: profile "a": services.x.depends_on[0]: "y" is no service this profile declares`},
+		{"services:\n      x: {command: [a], ports: [2000], ready: {port: 2000}, depends_on: [y]}\n      y: {command: [a], ports: [2001], ready: {port: 2001}, depends_on: [x]}",
+			`services.x.depends_on: a cycle (x -> y -> x)`},
 		{"services:\n      x: {profile: nope, command: [a], ports: [2000], ready: {port: 2000}}", `p.yaml:4: profile "a": services.x.profile: names no profile of this file`},
 	} {
 		_, err := Parse("p.yaml", []byte("profiles:\n  a:\n    "+c.text+"\n"), noEnv)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v; want %q", c.text, err, c.want)
 		}
+	}
+}
+
+// autostart and depends_on are read as declared.
+func TestAutostartServicesAreRead(t *testing.T) {
+	f, err := Parse("p.yaml", []byte(`profiles:
+  a:
+    services:
+      web:
+        command: [a]
+        ports: [2001]
+        ready: {port: 2001}
+        autostart: true
+        depends_on: [db]
+      db:
+        command: [a]
+        ports: [2000]
+        ready: {port: 2000}
+`), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svcs := f.Profiles["a"].Services
+	if len(svcs) != 2 || !svcs[0].Autostart || len(svcs[0].DependsOn) != 1 || svcs[0].DependsOn[0] != "db" || svcs[1].Autostart {
+		t.Errorf("services: %+v", svcs)
 	}
 }

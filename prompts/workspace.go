@@ -155,11 +155,11 @@ func Text(info Info) string {
 		for _, p := range info.Profiles {
 			fmt.Fprintf(&b, "  - `%s`: %s\n", p.Name, p.Description)
 			if len(p.Services) > 0 && !info.NoServices {
-				fmt.Fprintf(&b, "    (declares services: %s; start one with `workspace_service` and its name)\n", strings.Join(p.Services, ", "))
+				fmt.Fprintf(&b, "    (declares services: %s; start one that does not run with `workspace_service` and its name)\n", strings.Join(p.Services, ", "))
 			}
 		}
 		if !info.NoServices {
-			b.WriteString("- `workspace_service` runs a database or cache (from a profile whose setup installs it) in a container of its own beside this one, reachable as `127.0.0.1:PORT` here; it ends with the session, and a checkpoint never holds its data.\n")
+			b.WriteString("- `workspace_service` runs a database or cache (from a profile whose setup installs it) in a container of its own beside this one, reachable as `127.0.0.1:PORT` here; it ends with the session (not with this container: one made again reaches it at the same port), and a checkpoint never holds its data.\n")
 		}
 	}
 	if len(info.Mounts) > 0 || info.ClientRoots {

@@ -196,7 +196,7 @@ func TestTextNamesServices(t *testing.T) {
 	info := Info{Image: "i", Workspace: "/workspace", Profile: "app",
 		Profiles: []Profile{{Name: "app", Description: "the app", Services: []string{"cache at 127.0.0.1:6379"}}, {Name: "plain"}}}
 	text := Text(info)
-	for _, want := range []string{"(declares services: cache at 127.0.0.1:6379; start one with `workspace_service` and its name)",
+	for _, want := range []string{"(declares services: cache at 127.0.0.1:6379; start one that does not run with `workspace_service` and its name)",
 		"`workspace_service` runs a database or cache", "a checkpoint never holds its data"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the prompt lacks %q:\n%s", want, text)

@@ -174,7 +174,11 @@ func New(cfg Config) (*Server, error) {
 		profileList = append(profileList, tools.Profile{Name: p.Name, Description: p.Description})
 		declared := []string{}
 		for _, svc := range p.Services {
-			declared = append(declared, fmt.Sprintf("%s at 127.0.0.1:%d", svc.Name, svc.Ports[0]))
+			entry := fmt.Sprintf("%s at 127.0.0.1:%d", svc.Name, svc.Ports[0])
+			if svc.Autostart {
+				entry += " (starts with the workspace)"
+			}
+			declared = append(declared, entry)
 		}
 		info.Profiles = append(info.Profiles, prompts.Profile{Name: p.Name, Description: p.Description, Services: declared})
 		profileNames = append(profileNames, p.Name)

@@ -44,6 +44,10 @@ type Manager struct {
 
 	images *images.Room // the profiles' images: their builds, and what is known of them
 
+	// serviceUsers holds the uid:gid of image users services run as, by
+	// profile and user name (serviceUserKey).
+	serviceUsers sync.Map
+
 	rootsMu sync.Mutex
 	roots   RootsFunc
 

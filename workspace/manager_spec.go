@@ -70,6 +70,8 @@ func (m *Manager) identity(rootless bool, s *Session) (user string, keepID bool)
 	switch {
 	case s.setupBase != "":
 		return "0:0", false
+	case s.serviceUser != "":
+		return s.serviceUser, false
 	case m.cfg.User != "":
 		return m.cfg.User, keepID
 	case keepID:

@@ -157,6 +157,9 @@ type Session struct {
 	// serviceOf, in a service's own session, is its workspace's key.
 	services  *services.Room
 	serviceOf string
+	// serviceUser, in a service's own session, is the uid:gid of the
+	// image's user its container runs as ("": the workspace's).
+	serviceUser string
 
 	// ranCommands says a command ran, so the files may hold more than the
 	// tools wrote.
@@ -349,6 +352,9 @@ func (s *Session) callAgent(ctx context.Context, op string, args, result any, pr
 			return err
 		})
 		if err != nil {
+			return err
+		}
+		if err := attachServices(ctx, s); err != nil {
 			return err
 		}
 		err = tracedAgentCall(ctx, op, attempt, func(ctx context.Context) error {

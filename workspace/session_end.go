@@ -43,11 +43,10 @@ func (s *Session) removeLocked(ctx context.Context) error {
 		return nil
 	}
 	s.jobs.StopAll(ctx, s.client)
-	// The listeners on the services' ports go with the container, so the
-	// services go too, removed beside it.
-	servicesGone := goAlong(func() { s.services.Reset(ctx) })
+	// The listeners on the services' ports go with the container; the
+	// services run on, and the next container listens again (Attach).
+	s.services.Detach()
 	err := s.m.eng.Remove(ctx, s.name)
-	<-servicesGone
 	s.dropChannelLocked()
 	if err != nil {
 		return err

@@ -82,7 +82,7 @@ func (e *echoContainer) End(context.Context)                            {}
 func TestServiceConnectionsCarryAndAreBounded(t *testing.T) {
 	echo := newEchoContainer(t)
 	room := New(Deps{
-		Make: func(context.Context, string, string) (Container, error) { return echo, nil },
+		Make: func(context.Context, Spec) (Container, error) { return echo, nil },
 		Call: func(context.Context, string, any, any) error { return nil },
 		Log:  slog.New(slog.DiscardHandler), Session: func() string { return "s" },
 	})

@@ -56,15 +56,20 @@ type Container interface {
 
 // Deps is what a Room needs of its workspace.
 type Deps struct {
-	// Make makes (and starts) the container of the service name from
-	// profile.
-	Make func(ctx context.Context, name, profile string) (Container, error)
+	// Make makes (and starts) the container of the service spec: its
+	// Name, Profile and User.
+	Make func(ctx context.Context, spec Spec) (Container, error)
 	// Call sends one request to the workspace's agent, starting its
 	// container if needed (the port forwards).
 	Call func(ctx context.Context, op string, args, result any) error
 	// Declared returns the services the workspace's profile declares,
-	// which Start starts by name alone.
-	Declared func() []Spec
+	// which Start starts by name alone and Attach starts when marked.
+	Declared func() []Declared
+	// ProfileOf names the profile a compose file's image means: a
+	// profile's name or its image (ComposeUp).
+	ProfileOf func(image string) (string, error)
+	// Root is the workspace's folder, where ComposeUp looks.
+	Root string
 	// Log receives the services' events; Session is what logs call the
 	// workspace.
 	Log     *slog.Logger
@@ -78,6 +83,17 @@ type Room struct {
 	byName map[string]*service // nil while one starts
 	closed bool
 	conns  chan struct{} // a place for each open connection to a service
+	// failed says why a declared service did not start (with the
+	// workspace, or as a dependency of one started by name).
+	failed map[string]string
+	// attached says the workspace's current container listens on the
+	// running services' ports; attaching is closed when an Attach in
+	// progress ends; gen counts Detach; autostarted says the declared
+	// services were started once.
+	attached    bool
+	attaching   chan struct{}
+	gen         int
+	autostarted bool
 }
 
 // service is one running service.
@@ -91,8 +107,10 @@ type service struct {
 
 // Info describes a running service.
 type Info struct {
-	Name      string
-	Profile   string
+	Name    string
+	Profile string
+	// User is the image's user it runs as; "" for the workspace's.
+	User      string
 	Ports     []int
 	Container string
 	Job       string
@@ -102,29 +120,48 @@ type Info struct {
 	// Running says its command still runs; Exit is its code when not.
 	Running bool
 	Exit    *int
-	// Declared marks a service the profile declares that does not run.
-	Declared bool
+	// Declared marks a service the profile declares that does not run;
+	// Autostart, one that starts with the workspace.
+	Declared  bool
+	Autostart bool
 	// Problem says why its state could not be read (its container went).
 	Problem string
 }
 
 // New returns a workspace's services, none running.
 func New(d Deps) *Room {
-	return &Room{d: d, byName: map[string]*service{}, conns: make(chan struct{}, MaxConns)}
+	return &Room{d: d, byName: map[string]*service{}, conns: make(chan struct{}, MaxConns), failed: map[string]string{}}
 }
 
 // Start makes the service's container, runs its command and waits for its
 // readiness check, then listens on its ports in the workspace. A service
 // that does not become ready in time, or whose command ends, is removed
-// and reported with its last log lines.
+// and reported with its last log lines. A name alone starts the declared
+// service, after those it depends on that do not run.
 func (r *Room) Start(ctx context.Context, spec Spec) (Info, error) {
-	if spec.NameOnly() {
-		declared, err := r.declared(spec.Name)
-		if err != nil {
-			return Info{}, err
-		}
-		spec = declared
+	if !spec.NameOnly() {
+		return r.startSpec(ctx, spec)
 	}
+	chain, err := r.declared(spec.Name)
+	if err != nil {
+		return Info{}, err
+	}
+	for _, dep := range chain[:len(chain)-1] {
+		if err := r.startDeclared(ctx, dep); err != nil {
+			return Info{}, fmt.Errorf("service %s depends on %s, which did not start: %w", spec.Name, dep.Name, err)
+		}
+	}
+	info, err := r.startSpec(ctx, chain[len(chain)-1].Spec)
+	r.mu.Lock()
+	if err == nil {
+		delete(r.failed, spec.Name)
+	}
+	r.mu.Unlock()
+	return info, err
+}
+
+// startSpec starts the service spec describes in full.
+func (r *Room) startSpec(ctx context.Context, spec Spec) (Info, error) {
 	if err := spec.Check(); err != nil {
 		return Info{}, err
 	}
@@ -146,25 +183,34 @@ func (r *Room) Start(ctx context.Context, spec Spec) (Info, error) {
 	return svc.info(), nil
 }
 
-// declared returns the service the profile declares by name.
-func (r *Room) declared(name string) (Spec, error) {
+// declared returns the service the profile declares by name, after
+// those it depends on, in start order.
+func (r *Room) declared(name string) ([]Declared, error) {
 	var names []string
-	for _, d := range r.declaredSpecs() {
+	all := r.declaredSpecs()
+	for _, d := range all {
 		if d.Name == name {
-			d.Command, d.Ports = slices.Clone(d.Command), slices.Clone(d.Ports)
-			return d, nil
+			ordered, err := Order(all)
+			if err != nil {
+				return nil, err
+			}
+			chain := needed(ordered, name)
+			for i := range chain {
+				chain[i].Command, chain[i].Ports, chain[i].Egress = slices.Clone(chain[i].Command), slices.Clone(chain[i].Ports), slices.Clone(chain[i].Egress)
+			}
+			return chain, nil
 		}
 		names = append(names, d.Name)
 	}
 	if len(names) == 0 {
-		return Spec{}, fmt.Errorf("name: the workspace's profile declares no service %q (it declares none): give profile, command, ports "+
+		return nil, fmt.Errorf("name: the workspace's profile declares no service %q (it declares none): give profile, command, ports "+
 			"and ready_port or ready_command to start one", name)
 	}
-	return Spec{}, fmt.Errorf("name: the workspace's profile declares no service %q (it declares %s): give profile, command, ports "+
+	return nil, fmt.Errorf("name: the workspace's profile declares no service %q (it declares %s): give profile, command, ports "+
 		"and ready_port or ready_command to start one", name, strings.Join(names, ", "))
 }
 
-func (r *Room) declaredSpecs() []Spec {
+func (r *Room) declaredSpecs() []Declared {
 	if r.d.Declared == nil {
 		return nil
 	}
@@ -201,7 +247,7 @@ func (r *Room) reserve(spec Spec) error {
 // start does Start's work once the name is reserved.
 func (r *Room) start(ctx context.Context, spec Spec) (*service, error) {
 	begin := time.Now()
-	c, err := r.d.Make(ctx, spec.Name, spec.Profile)
+	c, err := r.d.Make(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("making service %s's container: %w", spec.Name, err)
 	}
@@ -275,56 +321,8 @@ func (r *Room) awaitReady(ctx context.Context, svc *service) error {
 	}
 }
 
-func describeEnd(st wire.JobInfo) string {
-	if st.ExitCode != nil {
-		return fmt.Sprintf("exit code %d", *st.ExitCode)
-	}
-	if st.EndedBy != "" {
-		return "ended by " + st.EndedBy
-	}
-	return "ended"
-}
-
-// tailBytes is how much of the end of each stream tail reads.
-const tailBytes = 4096
-
-// tail returns the last n lines of each of the service's streams, or why
-// they could not be read.
-func (s *service) tail(ctx context.Context, n int) string {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	st, err := s.c.JobStatus(ctx, s.job)
-	if err != nil {
-		return "(its log could not be read: " + err.Error() + ")"
-	}
-	var b strings.Builder
-	for _, stream := range []struct {
-		name  string
-		total int64
-	}{{"stdout", st.StdoutBytes}, {"stderr", st.StderrBytes}} {
-		if stream.total == 0 {
-			continue
-		}
-		out, err := s.c.JobOutput(ctx, wire.JobOutputArgs{ID: s.job, Stream: stream.name, Offset: max(0, stream.total-tailBytes), Limit: tailBytes})
-		if err != nil {
-			fmt.Fprintf(&b, "[%s could not be read: %v]\n", stream.name, err)
-			continue
-		}
-		lines := strings.Split(strings.TrimRight(out.Chunk.Data, "\n"), "\n")
-		if out.Chunk.Offset > 0 && len(lines) > 1 {
-			lines = lines[1:] // the first is cut
-		}
-		lines = lines[max(0, len(lines)-n):]
-		fmt.Fprintf(&b, "[%s, last %d lines of %d bytes]\n%s\n", stream.name, len(lines), stream.total, strings.Join(lines, "\n"))
-	}
-	if b.Len() == 0 {
-		return "(it wrote nothing)"
-	}
-	return b.String()
-}
-
 func (s *service) info() Info {
-	return Info{Name: s.spec.Name, Profile: s.spec.Profile, Ports: s.spec.Ports, Container: s.c.Name(), Job: s.job,
+	return Info{Name: s.spec.Name, Profile: s.spec.Profile, User: s.spec.User, Ports: s.spec.Ports, Container: s.c.Name(), Job: s.job,
 		Started: s.started, ReadyIn: s.ready, Running: true}
 }
 
@@ -370,7 +368,7 @@ func (r *Room) List(ctx context.Context) []Info {
 	var idle []Info
 	for _, d := range r.declaredSpecs() {
 		if _, on := r.byName[d.Name]; !on {
-			idle = append(idle, Info{Name: d.Name, Profile: d.Profile, Ports: d.Ports, Declared: true})
+			idle = append(idle, Info{Name: d.Name, Profile: d.Profile, Ports: d.Ports, Declared: true, Autostart: d.Autostart, Problem: r.failed[d.Name]})
 		}
 	}
 	r.mu.Unlock()
@@ -431,21 +429,11 @@ func (r *Room) unknownLocked(name string) error {
 	return fmt.Errorf("name: %w %q: the workspace has %s", ErrUnknown, name, strings.Join(names, ", "))
 }
 
-// Close ends every service, for good: the workspace ended.
-func (r *Room) Close(ctx context.Context) { r.endAll(ctx, true) }
-
-// Reset ends every service but leaves the room open: the workspace's
-// container went (idle, stop, a profile restart), and with it the
-// listeners on its ports.
-func (r *Room) Reset(ctx context.Context) { r.endAll(ctx, false) }
-
-// endAll ends every running service at once and, with closing, every
-// later Start.
-func (r *Room) endAll(ctx context.Context, closing bool) {
+// Close ends every service, for good, and every later Start: the
+// workspace ended.
+func (r *Room) Close(ctx context.Context) {
 	r.mu.Lock()
-	if closing {
-		r.closed = true
-	}
+	r.closed = true
 	var all []*service
 	for name, svc := range r.byName {
 		if svc != nil {
@@ -460,6 +448,6 @@ func (r *Room) endAll(ctx context.Context, closing bool) {
 	}
 	wg.Wait()
 	if len(all) > 0 {
-		r.d.Log.Info("services ended with their workspace's container", "event", "services_ended", "session", r.d.Session(), "count", len(all))
+		r.d.Log.Info("services ended with their workspace", "event", "services_ended", "session", r.d.Session(), "count", len(all))
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/wire"
 )
 
@@ -56,6 +57,14 @@ type Spec struct {
 	Ports []int
 	// Ready is when the service is ready.
 	Ready Ready
+	// User, when set, is a user of the service's image (postgres) its
+	// container runs as, instead of the workspace's; never root.
+	User string
+	// Egress is the service's own allowlist (host patterns, as --egress):
+	// its connections through its own proxy reach these hosts only. Only
+	// a profile (the operator's file) gives one: workspace_service and a
+	// compose file cannot.
+	Egress []string
 }
 
 // Ready is a service's readiness check: a port accepting a connection, or
@@ -69,6 +78,7 @@ type Ready struct {
 var (
 	namePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,30}$`)
 	envPattern  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+	userPattern = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
 )
 
 // Check says what is wrong with s, naming the field and the limit, and
@@ -93,6 +103,12 @@ func (s *Spec) Check() error {
 		if !envPattern.MatchString(k) {
 			return fmt.Errorf("env: %q is not a variable name (letters, digits and _, not starting with a digit)", k)
 		}
+	}
+	if s.User != "" && (!userPattern.MatchString(s.User) || s.User == "root") {
+		return fmt.Errorf("user: %q is not a user a service may run as: a user name of its image (1 to 32 lowercase letters, digits, _ and -), not root", s.User)
+	}
+	if _, err := egress.ParsePolicy(s.Egress); len(s.Egress) > 0 && err != nil {
+		return fmt.Errorf("egress: %w", err)
 	}
 	if len(s.Ports) == 0 || len(s.Ports) > MaxPorts {
 		return fmt.Errorf("ports: has %d ports; a service serves 1 to %d", len(s.Ports), MaxPorts)
@@ -143,6 +159,6 @@ func (r *Ready) check(ports []int) error {
 // NameOnly says s names a service and nothing else: Room.Start takes the
 // rest from the workspace profile's declaration.
 func (s *Spec) NameOnly() bool {
-	return s.Profile == "" && len(s.Command) == 0 && len(s.Env) == 0 && len(s.Ports) == 0 &&
+	return s.Profile == "" && len(s.Command) == 0 && len(s.Env) == 0 && len(s.Ports) == 0 && s.User == "" &&
 		s.Ready.Port == 0 && len(s.Ready.Command) == 0 && s.Ready.Timeout == 0
 }
