@@ -137,6 +137,9 @@ type Config struct {
 	// builds it from the flags, which name its service. NewManager
 	// refuses a Config without one; NewService needs one.
 	Engine engine.Engine
+	// ImageBuilder builds a project's Dockerfile (profiles.Profile.Build);
+	// nil when the engine cannot.
+	ImageBuilder engine.ImageBuilder
 	// PushedProfileRepository, when set, is the registry repository the
 	// profiles' images were pushed to (`wink-mcp profiles build --push`),
 	// for an engine that cannot build them (Kubernetes): a profile with

@@ -154,6 +154,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 			return image, withImageRemedy(err)
 		},
 		Setup: m.setup, Session: m.sessionImage, PushedRepository: cfg.PushedProfileRepository,
+		BuildProject: projectBuilder(m),
 	})
 	m.closing = make(chan struct{})
 	if m.trust, err = newTrust(&cfg); err != nil {

@@ -74,6 +74,8 @@ func (m *Manager) identity(rootless bool, s *Session) (user string, keepID bool)
 		return m.cfg.User, keepID
 	case keepID:
 		return fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid()), true
+	case s.profile != nil && s.profile.User != "":
+		return s.profile.User, false // a project's remoteUser, numeric and not root (package devcontainer)
 	case s.mounts.rootsOwner != "":
 		return s.mounts.rootsOwner, false
 	case s.mountPlan().Owner != "":
