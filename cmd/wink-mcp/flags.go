@@ -15,6 +15,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/profiles"
+	"github.com/wink-mcp/wink-mcp/profiles/devcontainer"
 	"github.com/wink-mcp/wink-mcp/quota"
 	"github.com/wink-mcp/wink-mcp/server"
 	"github.com/wink-mcp/wink-mcp/tools"
@@ -41,11 +42,14 @@ type serveOptions struct {
 	ssh           sshOptions
 	envPass       []string
 	gitIdentity   bool
-	logs          logOptions
-	engine        engineOptions
-	observe       observeOptions
-	quotas        quota.Limits
-	quotaCPUs     float64
+	projectImage  bool
+	// project is what --project-image found (nil without it).
+	project   *devcontainer.Found
+	logs      logOptions
+	engine    engineOptions
+	observe   observeOptions
+	quotas    quota.Limits
+	quotaCPUs float64
 	// service is how the Podman service was named; once resolved, its
 	// connection is the connection used, "" for none.
 	service podmanService
@@ -94,6 +98,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.str(&opts.ssh.knownHosts, "ssh-known-hosts", "the known_hosts the sessions' ssh trusts, read-only (default with --ssh-agent: ~/.ssh/known_hosts)", "WINK_SSH_KNOWN_HOSTS")
 	b.str(&w.CABundle, "ca-bundle", "a PEM file of CAs the sessions, profile setups and the egress proxy trust besides the public roots (a TLS-inspecting proxy's, a private registry's)", "WINK_CA_BUNDLE")
 	b.str(&opts.profilesFile, "profiles", "a YAML file of profiles: toolchains (image, setup commands cached as an image, env, limits, egress) sessions choose with workspace_profile or ?profile=NAME", "WINK_PROFILES")
+	b.boolean(&opts.projectImage, "project-image", "start sessions in the image the first --mount folder describes: its .devcontainer/devcontainer.json or .devcontainer.json, else its Dockerfile or Containerfile (built with --egress as the build's allowlist); see docs/devcontainer.md", "WINK_PROJECT_IMAGE")
 	b.str(&w.Profile, "profile", "the profile of sessions that choose none (default: the profiles file's default:, else none)", "WINK_PROFILE")
 	b.list(&opts.envPass, "env-pass", "pass this server's environment variables whose names match (* globs; repeatable) into every command; a command can read and print them", "WINK_ENV_PASS")
 	b.boolean(&opts.gitIdentity, "git-identity", "give the containers git's user.name and user.email from this machine's git configuration (nothing else of it)", "WINK_GIT_IDENTITY")
@@ -179,6 +184,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 		return cfg, opts, err
 	}
 	if err := resolveProfiles(w, opts, lookup); err != nil {
+		return cfg, opts, err
+	}
+	if err := resolveProject(w, &opts); err != nil {
 		return cfg, opts, err
 	}
 	if err := resolveTrust(w, opts.credentials, lookup); err != nil {

@@ -2,8 +2,8 @@ package devcontainer
 
 import (
 	"bytes"
-	"io"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"

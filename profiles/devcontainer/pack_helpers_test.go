@@ -11,7 +11,6 @@ import (
 
 var fixedTime = time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
 
-
 func tarNames(t *testing.T, data []byte) string {
 	t.Helper()
 	var b strings.Builder

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/wink-mcp/wink-mcp/profiles"
+	"github.com/wink-mcp/wink-mcp/profiles/devcontainer"
+	"github.com/wink-mcp/wink-mcp/workspace"
+)
+
+// resolveProject reads, for --project-image, what the first --mount
+// folder says about its container and makes it the "project" profile,
+// the sessions' default, beside the profiles file's.
+func resolveProject(w *workspace.Config, opts *serveOptions) error {
+	if !opts.projectImage {
+		return nil
+	}
+	if len(w.Mounts) == 0 {
+		return fmt.Errorf("--project-image reads the first --mount folder's devcontainer.json or Dockerfile; pass --mount with it")
+	}
+	dir := w.Mounts[0].HostPath
+	found, err := devcontainer.Read(dir)
+	if err != nil {
+		return fmt.Errorf("--project-image: %w", err)
+	}
+	if found == nil {
+		return fmt.Errorf("--project-image: %s has no .devcontainer/devcontainer.json, .devcontainer.json, Dockerfile or Containerfile", dir)
+	}
+	opts.project = found
+	p := found.Profile(dir, w.Egress)
+	if w.Profiles == nil {
+		w.Profiles = &profiles.File{ID: p.FileID, Profiles: map[string]*profiles.Profile{}}
+	}
+	if _, taken := w.Profiles.Profiles[p.Name]; taken {
+		return fmt.Errorf("--project-image: the profiles file %s already has a profile called %q; rename it", w.Profiles.Path, p.Name)
+	}
+	w.Profiles.Profiles[p.Name] = p
+	w.Profile = p.Name
+	return nil
+}
