@@ -29,6 +29,9 @@ type Manager struct {
 	inst        *instance
 	agentBinary string
 	mounts      mounts.Plan
+	// deviceNodes are the device nodes the specs of Config.CDIDevices
+	// name, which each new container must have.
+	deviceNodes []string
 	// profilePlans are the mounts of the profiles that add their own.
 	profilePlans map[string]mounts.Plan
 	disk         *diskTools     // nil when sessions' disks are not limited
@@ -157,6 +160,9 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 		BuildProject: projectBuilder(m),
 	})
 	m.closing = make(chan struct{})
+	if m.deviceNodes, err = cdiDeviceNodes(cfg.CDIDevices); err != nil {
+		return nil, err
+	}
 	if m.trust, err = newTrust(&cfg); err != nil {
 		return nil, err
 	}

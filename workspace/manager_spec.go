@@ -35,6 +35,8 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 	}
 	if s.setupBase != "" {
 		setupSpec(&spec, s)
+	} else {
+		spec.CDIDevices = m.cfg.CDIDevices
 	}
 	// After every other variable: a placeholder hides a value --env-pass
 	// would show.

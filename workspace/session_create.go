@@ -246,6 +246,9 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 		if err := makeWorkdir(ctx, s.client, s.profile); err != nil {
 			return fail(err)
 		}
+		if err := checkDeviceNodes(ctx, s.client, s.m.deviceNodes); err != nil {
+			return fail(err)
+		}
 		if err := runPostCreate(ctx, s.client, s.profile); err != nil {
 			return fail(err)
 		}

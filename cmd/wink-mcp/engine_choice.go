@@ -126,6 +126,7 @@ func resolveEngine(w *workspace.Config, opts serveOptions) error {
 	refuse(len(opts.mounts) > 0, "--mount")
 	refuse(w.MountRoots, "--mount-roots")
 	refuse(w.KeepSessionDirs, "--keep-session-dirs")
+	refuse(len(opts.cdiDevices) > 0, "--cdi-device (a Pod asks for a device through its node's device plugin: a resource limit such as nvidia.com/gpu)")
 	refuse(opts.filesOnHost != "auto", "--files-on-podman-host (a Pod's files are always on its node)")
 	refuse(opts.service.urlFlag || opts.service.connectionFlag, "--podman-url or --podman-connection")
 	if o.profileRepository != "" {

@@ -43,6 +43,7 @@ type serveOptions struct {
 	envPass       []string
 	gitIdentity   bool
 	projectImage  bool
+	cdiDevices    []string
 	// project is what --project-image found (nil without it).
 	project   *devcontainer.Found
 	logs      logOptions
@@ -99,6 +100,7 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.str(&w.CABundle, "ca-bundle", "a PEM file of CAs the sessions, profile setups and the egress proxy trust besides the public roots (a TLS-inspecting proxy's, a private registry's)", "WINK_CA_BUNDLE")
 	b.str(&opts.profilesFile, "profiles", "a YAML file of profiles: toolchains (image, setup commands cached as an image, env, limits, egress) sessions choose with workspace_profile or ?profile=NAME", "WINK_PROFILES")
 	b.boolean(&opts.projectImage, "project-image", "start sessions in the image the first --mount folder describes: its .devcontainer/devcontainer.json or .devcontainer.json, else its Dockerfile or Containerfile (built with --egress as the build's allowlist); see docs/devcontainer.md", "WINK_PROJECT_IMAGE")
+	b.list(&opts.cdiDevices, "cdi-device", "a CDI device every session's container gets, as the host's CDI spec (in /etc/cdi or /var/run/cdi) gives it: vendor.com/class=name, such as nvidia.com/gpu=all (repeatable); checked at start and in each new container; see docs/devcontainer.md", "WINK_CDI_DEVICES")
 	b.str(&w.Profile, "profile", "the profile of sessions that choose none (default: the profiles file's default:, else none)", "WINK_PROFILE")
 	b.list(&opts.envPass, "env-pass", "pass this server's environment variables whose names match (* globs; repeatable) into every command; a command can read and print them", "WINK_ENV_PASS")
 	b.boolean(&opts.gitIdentity, "git-identity", "give the containers git's user.name and user.email from this machine's git configuration (nothing else of it)", "WINK_GIT_IDENTITY")
@@ -184,6 +186,9 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 		return cfg, opts, err
 	}
 	if err := resolveProfiles(w, opts, lookup); err != nil {
+		return cfg, opts, err
+	}
+	if err := resolveCDIDevices(w, opts.cdiDevices); err != nil {
 		return cfg, opts, err
 	}
 	if err := resolveProject(w, &opts); err != nil {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"slices"
 
+	"github.com/wink-mcp/wink-mcp/hostcdi"
 	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/profiles/devcontainer"
 	"github.com/wink-mcp/wink-mcp/workspace"
@@ -36,5 +38,19 @@ func resolveProject(w *workspace.Config, opts *serveOptions) error {
 	}
 	w.Profiles.Profiles[p.Name] = p
 	w.Profile = p.Name
+	return nil
+}
+
+// resolveCDIDevices checks each --cdi-device is a CDI device's name;
+// the workspace finds it in this machine's specs when it starts, and
+// doctor says which specs there are. Kubernetes refuses the flag
+// (resolveEngine).
+func resolveCDIDevices(w *workspace.Config, names []string) error {
+	for _, name := range names {
+		if err := hostcdi.CheckName(name); err != nil {
+			return fmt.Errorf("--cdi-device: %w", err)
+		}
+	}
+	w.CDIDevices = slices.Clone(names)
 	return nil
 }
