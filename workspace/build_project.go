@@ -61,11 +61,7 @@ func (pb projectBuilds) build(ctx context.Context, p *profiles.Profile, tarball 
 		args = proxyEnv()
 	}
 	labels := map[string]string{LabelProfile: p.Name, LabelProfileKey: key, LabelProfileBase: "dockerfile", LabelProfileFile: p.FileID}
-	dockerfile := p.Build.Dockerfile
-	if p.Build.Context != "." {
-		dockerfile = strings.TrimPrefix(dockerfile, p.Build.Context+"/")
-	}
-	err = m.cfg.ImageBuilder.BuildImage(ctx, engine.BuildRequest{Context: tarball, Dockerfile: dockerfile, Image: image,
+	err = m.cfg.ImageBuilder.BuildImage(ctx, engine.BuildRequest{Context: tarball, Dockerfile: images.ContextDockerfile(p.Build), Image: image,
 		Labels: labels, NetworkOf: s.name, Args: args, Limits: profileLimits(m.cfg.Limits, p),
 		Output: func(line string) { b.SetStatus("building " + p.Build.Dockerfile + ": " + firstLine(line)) }})
 	if err != nil {

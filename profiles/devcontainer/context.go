@@ -46,11 +46,12 @@ var ErrContextTooBig = errors.New("the build context is too big")
 
 // Pack writes the build context dir/context to w as a tar archive, in
 // name order, with times and owners zeroed: the entries its
-// .dockerignore (or .containerignore) keeps, the Dockerfile always. A
+// .dockerignore (or .containerignore) keeps, the ignore files and the
+// Dockerfile (dockerfile, relative to the context) always. A
 // symbolic link whose target leads out of the context, a device, a
 // socket or a pipe is refused by name; so is a context over limits.
 // Links are never followed.
-func Pack(dir, context string, limits ContextLimits, w io.Writer) (Packed, error) {
+func Pack(dir, context, dockerfile string, limits ContextLimits, w io.Writer) (Packed, error) {
 	if limits.MaxBytes <= 0 {
 		limits.MaxBytes = DefaultMaxContextBytes
 	}
@@ -76,7 +77,8 @@ func Pack(dir, context string, limits ContextLimits, w io.Writer) (Packed, error
 		if name == "." {
 			return nil
 		}
-		if ignore.excludes(name) && !slices.Contains([]string{".dockerignore", ".containerignore"}, name) {
+		if ignore.excludes(name) && !slices.Contains([]string{".dockerignore", ".containerignore", dockerfile}, name) &&
+			!strings.HasPrefix(dockerfile, name+"/") {
 			if d.IsDir() && !ignore.negates {
 				return fs.SkipDir
 			}

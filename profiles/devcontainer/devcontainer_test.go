@@ -149,12 +149,12 @@ func TestPack(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	write(t, dir, map[string]string{"Dockerfile": "FROM x\n", "src/a.go": "package a\n", "node_modules/big/x.js": "x",
-		"keep/y.txt": "y", "keep/z.log": "z", ".dockerignore": "node_modules\n**/*.log\n"})
+		"keep/y.txt": "y", "keep/z.log": "z", ".dockerignore": "node_modules\n**/*.log\nDockerfile\n"})
 	if err := os.Symlink("src/a.go", filepath.Join(dir, "inside")); err != nil {
 		t.Fatal(err)
 	}
 	var one, two bytes.Buffer
-	p1, err := Pack(dir, ".", ContextLimits{}, &one)
+	p1, err := Pack(dir, ".", "Dockerfile", ContextLimits{}, &one)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestPack(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(dir, "src/a.go"), fixedTime, fixedTime); err != nil {
 		t.Fatal(err)
 	}
-	p2, err := Pack(dir, ".", ContextLimits{}, &two)
+	p2, err := Pack(dir, ".", "Dockerfile", ContextLimits{}, &two)
 	if err != nil || p2.Hash != p1.Hash {
 		t.Fatalf("repacked: %v, hash %s then %s", err, p1.Hash, p2.Hash)
 	}
@@ -178,7 +178,7 @@ func TestPack(t *testing.T) {
 		}
 	}
 	write(t, dir, map[string]string{"src/a.go": "package b\n"})
-	if p3, _ := Pack(dir, ".", ContextLimits{}, io.Discard); p3.Hash == p1.Hash {
+	if p3, _ := Pack(dir, ".", "Dockerfile", ContextLimits{}, io.Discard); p3.Hash == p1.Hash {
 		t.Error("a changed file kept the hash")
 	}
 }
@@ -206,10 +206,34 @@ func TestPackRefuses(t *testing.T) {
 			if err := tt.setup(dir); err != nil {
 				t.Fatal(err)
 			}
-			_, err := Pack(dir, ".", tt.limits, io.Discard)
+			_, err := Pack(dir, ".", "Dockerfile", tt.limits, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestIgnoreRulesLastMatchDecides(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write(t, dir, map[string]string{".dockerignore": "# comment\nbuild\n!build/keep.txt\n/secret*\n"})
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	rules, err := readIgnore(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"build": true, "build/a/b.o": true, "build/keep.txt": false,
+		"secret.pem": true, "src/secret.pem": false, "src/main.go": false} {
+		if got := rules.excludes(name); got != want {
+			t.Errorf("%s: excluded %v, want %v", name, got, want)
+		}
+	}
+	if !rules.negates {
+		t.Error("a ! rule must keep excluded folders walked")
 	}
 }

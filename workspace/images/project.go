@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/profiles/devcontainer"
@@ -36,7 +37,7 @@ func (r *Room) projectImage(ctx context.Context, p *profiles.Profile, progress f
 	if err := checkProjectDockerfile(p.Build); err != nil {
 		return "", false, err
 	}
-	packed, err := devcontainer.Pack(p.Build.Dir, p.Build.Context, r.deps.ContextLimits, io.Discard)
+	packed, err := devcontainer.Pack(p.Build.Dir, p.Build.Context, ContextDockerfile(p.Build), r.deps.ContextLimits, io.Discard)
 	if err != nil {
 		return "", false, fmt.Errorf("%s: %w", p.Build.Found, err)
 	}
@@ -63,7 +64,7 @@ func (r *Room) buildProject(ctx context.Context, p *profiles.Profile, key string
 	defer os.Remove(f.Name())
 	defer f.Close()
 	b.SetStatus(fmt.Sprintf("packing the build context (%d files, %d bytes)", want.Files, want.Bytes))
-	packed, err := devcontainer.Pack(p.Build.Dir, p.Build.Context, r.deps.ContextLimits, f)
+	packed, err := devcontainer.Pack(p.Build.Dir, p.Build.Context, ContextDockerfile(p.Build), r.deps.ContextLimits, f)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.Build.Found, err)
 	}
@@ -77,6 +78,14 @@ func (r *Room) buildProject(ctx context.Context, p *profiles.Profile, key string
 		"dockerfile", p.Build.Dockerfile, "context", p.Build.Context, "context_files", packed.Files,
 		"context_bytes", packed.Bytes, "image", Name(p, key))
 	return r.deps.BuildProject(ctx, p, f, key, Name(p, key), b)
+}
+
+// ContextDockerfile is b's Dockerfile relative to its context.
+func ContextDockerfile(b *profiles.Build) string {
+	if b.Context == "." {
+		return b.Dockerfile
+	}
+	return strings.TrimPrefix(b.Dockerfile, b.Context+"/")
 }
 
 // checkProjectDockerfile reads b's Dockerfile, in its folder, and checks
