@@ -9,7 +9,8 @@ import (
 )
 
 // cdi says which CDI specs this machine has (hostcdi.Dirs), the devices
-// they name, and which --cdi-device none of them names.
+// they name, and which device of --cdi-device or a profile's cdi_devices
+// none of them names.
 func (d *doctor) cdi(context.Context) Result {
 	specs := hostcdi.Scan(hostcdi.Dirs)
 	var have, bad []string
@@ -24,7 +25,14 @@ func (d *doctor) cdi(context.Context) Result {
 	var missing []string
 	for _, name := range d.cfg.CDIDevices {
 		if _, ok := hostcdi.Find(specs, name); !ok {
-			missing = append(missing, name)
+			missing = append(missing, "--cdi-device "+name)
+		}
+	}
+	for _, p := range d.cfg.Profiles.All() {
+		for _, name := range p.CDIDevices {
+			if _, ok := hostcdi.Find(specs, name); !ok {
+				missing = append(missing, fmt.Sprintf("profile %q's %s", p.Name, name))
+			}
 		}
 	}
 	found := "no CDI specs in " + strings.Join(hostcdi.Dirs, " or ")
@@ -36,7 +44,7 @@ func (d *doctor) cdi(context.Context) Result {
 	}
 	switch {
 	case len(missing) > 0:
-		return Result{Status: Fail, Detail: found + "; no spec names --cdi-device " + strings.Join(missing, ", "),
+		return Result{Status: Fail, Detail: found + "; no spec names " + strings.Join(missing, ", "),
 			Fix: "install the vendor's CDI spec (for NVIDIA: nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml), or fix the name"}
 	case len(d.cfg.CDIDevices) > 0:
 		return Result{Status: OK, Detail: found + "; the sessions get " + strings.Join(d.cfg.CDIDevices, ", ")}

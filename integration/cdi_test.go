@@ -3,6 +3,7 @@ package integration
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -38,6 +39,21 @@ func TestCDIDevicesReachTheSession(t *testing.T) {
 	// Nothing but what the spec names: no other device node appears.
 	if devs := p.run("sh", "-c", "ls /dev | sort | tr '\\n' ' '"); strings.Contains(devs.Stdout, "nvidia") || strings.Count(devs.Stdout, "wink") != 1 {
 		t.Errorf("/dev holds %q", devs.Stdout)
+	}
+
+	// A profile's cdi_devices give its sessions the device; the server's
+	// other sessions have none.
+	file := filepath.Join(t.TempDir(), "profiles.yaml")
+	if err := os.WriteFile(file, []byte("profiles:\n  device:\n    cdi_devices: ["+testCDIDevice+"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	q := start(t, startOptions{transport: "http", image: testImage, args: []string{"--profiles", file, "--warm", "0"}})
+	with := q.sibling(nil, "?profile=device")
+	if out := with.run("sh", "-c", "ls /dev/wink-test0 && echo $WINK_CDI_TEST"); !strings.Contains(out.Stdout, "/dev/wink-test0\nnull0") {
+		t.Errorf("a session of the profile: %q %q", out.Stdout, out.Stderr)
+	}
+	if out := q.run("sh", "-c", "ls /dev/wink-test0 2>&1; echo ${WINK_CDI_TEST:-unset}"); !strings.Contains(out.Stdout, "No such file") || !strings.Contains(out.Stdout, "unset") {
+		t.Errorf("a session of no profile: %q; want no device", out.Stdout)
 	}
 
 	missing := "wink-mcp.example/test=nope"

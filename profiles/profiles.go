@@ -59,6 +59,9 @@ type Profile struct {
 	// Services are the services its sessions may start by name (see
 	// docs/services.md); what it extends declares them when it does not.
 	Services []Service
+	// CDIDevices are CDI devices ("vendor.com/class=name") its sessions'
+	// containers get besides the server's --cdi-device.
+	CDIDevices []string
 	// Build, when set, is the project Dockerfile the profile's image is
 	// built from (a profile made of a project folder's devcontainer.json
 	// or Dockerfile): Image and Setup are then unused.

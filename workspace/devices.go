@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/wink-mcp/wink-mcp/hostcdi"
+	"github.com/wink-mcp/wink-mcp/profiles"
 	"github.com/wink-mcp/wink-mcp/wire"
 )
 
@@ -14,21 +16,57 @@ import (
 // device node its CDI devices' specs name.
 var ErrDeviceMissing = errors.New("a CDI device is missing from the container")
 
-// cdiDeviceNodes finds each of names in this machine's CDI specs
-// (hostcdi.Dirs) and returns the device nodes they name.
-func cdiDeviceNodes(names []string) ([]string, error) {
-	if len(names) == 0 {
-		return nil, nil
+// cdiDeviceNodes finds each CDI device of the server (--cdi-device) and
+// of its profiles (cdi_devices) in this machine's CDI specs
+// (hostcdi.Dirs) and returns the device nodes each names, by device.
+func cdiDeviceNodes(server []string, f *profiles.File) (map[string][]string, error) {
+	nodes := map[string][]string{}
+	find := func(names []string, what string) error {
+		if len(names) == 0 {
+			return nil
+		}
+		devices, err := hostcdi.Resolve(hostcdi.Dirs, names)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		for _, d := range devices {
+			nodes[d.Name] = d.Nodes
+		}
+		return nil
 	}
-	devices, err := hostcdi.Resolve(hostcdi.Dirs, names)
-	if err != nil {
-		return nil, fmt.Errorf("--cdi-device: %w", err)
+	if err := find(server, "--cdi-device"); err != nil {
+		return nil, err
 	}
-	var nodes []string
-	for _, d := range devices {
-		nodes = append(nodes, d.Nodes...)
+	for _, p := range f.All() {
+		if err := find(p.CDIDevices, fmt.Sprintf("profile %q (%s:%d): cdi_devices", p.Name, p.File, p.Line)); err != nil {
+			return nil, err
+		}
 	}
 	return nodes, nil
+}
+
+// sessionDevices are the CDI devices of a session under p: the server's
+// and p's, each once.
+func sessionDevices(server []string, p *profiles.Profile) []string {
+	if p == nil || len(p.CDIDevices) == 0 {
+		return server
+	}
+	out := slices.Clone(server)
+	for _, d := range p.CDIDevices {
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// deviceNodesOf are the device nodes of devices, as nodes found them.
+func deviceNodesOf(nodes map[string][]string, devices []string) []string {
+	var out []string
+	for _, d := range devices {
+		out = append(out, nodes[d]...)
+	}
+	return out
 }
 
 // checkDeviceNodes checks, after a container is made, that each of nodes

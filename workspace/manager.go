@@ -29,9 +29,10 @@ type Manager struct {
 	inst        *instance
 	agentBinary string
 	mounts      mounts.Plan
-	// deviceNodes are the device nodes the specs of Config.CDIDevices
-	// name, which each new container must have.
-	deviceNodes []string
+	// deviceNodes are the device nodes the CDI specs name for each CDI
+	// device of the server and its profiles, which each new container
+	// given the device must have.
+	deviceNodes map[string][]string
 	// profilePlans are the mounts of the profiles that add their own.
 	profilePlans map[string]mounts.Plan
 	disk         *diskTools     // nil when sessions' disks are not limited
@@ -160,7 +161,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 		BuildProject: projectBuilder(m),
 	})
 	m.closing = make(chan struct{})
-	if m.deviceNodes, err = cdiDeviceNodes(cfg.CDIDevices); err != nil {
+	if m.deviceNodes, err = cdiDeviceNodes(cfg.CDIDevices, cfg.Profiles); err != nil {
 		return nil, err
 	}
 	if m.trust, err = newTrust(&cfg); err != nil {

@@ -36,7 +36,7 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 	if s.setupBase != "" {
 		setupSpec(&spec, s)
 	} else {
-		spec.CDIDevices = m.cfg.CDIDevices
+		spec.CDIDevices = sessionDevices(m.cfg.CDIDevices, s.profile)
 	}
 	// After every other variable: a placeholder hides a value --env-pass
 	// would show.

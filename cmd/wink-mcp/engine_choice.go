@@ -136,6 +136,9 @@ func resolveEngine(w *workspace.Config, opts serveOptions) error {
 		w.PushedProfileRepository = o.profileRepository
 	}
 	for _, p := range w.Profiles.All() {
+		if len(p.CDIDevices) > 0 {
+			errs = append(errs, fmt.Errorf("profile %q has cdi_devices, which --engine kubernetes does not give (a Pod asks its node's device plugin, as a resource limit)", p.Name))
+		}
 		if len(p.Setup) > 0 && o.profileRepository == "" {
 			// A setup container never runs on the cluster: Podman builds the image.
 			errs = append(errs, fmt.Errorf("profile %q has setup commands, which --engine kubernetes does not run: "+
