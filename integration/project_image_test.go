@@ -119,6 +119,10 @@ func TestDevcontainerProjectStartsInItsImage(t *testing.T) {
 			t.Errorf("the prompt lacks %q:\n%s", want, text)
 		}
 	}
+	if info := textOf(p.call("workspace_info", map[string]any{})); !strings.Contains(info, "image localhost/wink-profile:project-") ||
+		!strings.Contains(info, "profile project") {
+		t.Errorf("workspace_info does not name the project's image:\n%s", info)
+	}
 	out := p.run("sh", "-c", "cat /devc-marker; echo $PROJECT_FLAVOUR; id -u; cat /tmp/post-create")
 	if got := strings.Fields(out.Stdout); strings.Join(got, " ") != "devcontainer-built devcontainer 1234 created" {
 		t.Errorf("session: %q %q", out.Stdout, out.Stderr)
