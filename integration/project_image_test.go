@@ -58,7 +58,10 @@ func TestDockerfileProjectStartsInItsImage(t *testing.T) {
 		}
 	})
 	args := []string{"--mount", dir + ":project:ro", "--allowed-root", dir, "--project-image", "--egress", mirror, "--warm", "0"}
-	p := start(t, startOptions{image: pythonImage, args: args})
+	// Over HTTP: the harness ends an HTTP server with SIGTERM and waits,
+	// where a stdio client kills its server 5 s after closing stdin,
+	// which a loaded machine's container removal can outlast.
+	p := start(t, startOptions{transport: "http", image: pythonImage, args: args})
 	if text := p.promptText(); !strings.Contains(text, "from Dockerfile") {
 		t.Errorf("the prompt does not say what was found:\n%s", text)
 	}
@@ -80,7 +83,7 @@ func TestDockerfileProjectStartsInItsImage(t *testing.T) {
 		t.Errorf("the build's network container is left: %v", left)
 	}
 	// A second server finds the image of the same context: no build.
-	q := start(t, startOptions{image: pythonImage, args: args})
+	q := start(t, startOptions{transport: "http", image: pythonImage, args: args})
 	if out := q.run("hello"); !strings.Contains(out.Stdout, "Hello, world!") {
 		t.Errorf("second server: %q", out.Stdout)
 	}
@@ -112,7 +115,7 @@ func TestDevcontainerProjectStartsInItsImage(t *testing.T) {
 			_, _ = podman(t, "rmi", "-f", image)
 		}
 	})
-	p := start(t, startOptions{image: testImage, args: []string{"--mount", dir + ":project:ro", "--allowed-root", dir, "--project-image", "--warm", "0"}})
+	p := start(t, startOptions{transport: "http", image: testImage, args: []string{"--mount", dir + ":project:ro", "--allowed-root", dir, "--project-image", "--warm", "0"}})
 	text := p.promptText()
 	for _, want := range []string{"from .devcontainer/devcontainer.json", "ignored: customizations", "ports [8080]"} {
 		if !strings.Contains(text, want) {
