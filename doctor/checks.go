@@ -76,6 +76,7 @@ func (d *doctor) checks() []check {
 		{"ssh-agent", d.sshAgent},
 		{"checkpoints", d.checkpoints},
 		{"forks", d.forks},
+		{"cdi devices", d.cdi},
 		{"processes", d.processes},
 		{"container", d.container},
 	})

@@ -178,6 +178,11 @@ type Spec struct {
 	// WorkspaceVolume: a profile's setup container, whose writes there
 	// count with the rest of what it writes, and which no host holds.
 	WorkspaceInContainer bool
+	// CDIDevices are Container Device Interface devices
+	// ("vendor.com/class=name") the engine gives the container as its
+	// CDI spec says (device nodes, environment, mounts); none but a
+	// session's container has any.
+	CDIDevices []string
 	// Unlimited lists, comma-separated, the cgroup controllers whose
 	// limits the host cannot enforce (HostFacts.Unlimitable) and the
 	// container goes without, because the user accepted that.

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/wink-mcp/wink-mcp/egress"
+	"github.com/wink-mcp/wink-mcp/hostcdi"
 	"github.com/wink-mcp/wink-mcp/workspace/repo"
 )
 
@@ -205,7 +206,7 @@ func (r *reader) profile(name string, k, v *yaml.Node) {
 		return
 	}
 	if v.Kind != yaml.MappingNode {
-		r.fail(v, name, "profile", "must be a mapping of fields (description, extends, image, setup, env, workdir, limits, egress, mounts, ca_bundle, repo, services)")
+		r.fail(v, name, "profile", "must be a mapping of fields (description, extends, image, setup, env, workdir, limits, egress, egress_cache, mounts, ca_bundle, cdi_devices, repo, services)")
 		return
 	}
 	rp := &raw{node: k, p: Profile{Name: name, File: r.path, FileID: r.fileID, Line: k.Line}}
@@ -257,6 +258,14 @@ func (r *reader) profile(name string, k, v *yaml.Node) {
 					p.Mounts = append(p.Mounts, Mount{Spec: s, Line: item.Line})
 				}
 			}
+		case "cdi_devices":
+			p.CDIDevices = r.strs(v, name, field, func(s string, item *yaml.Node) (string, bool) {
+				if err := hostcdi.CheckName(s); err != nil {
+					r.fail(item, name, field, "%v", err)
+					return "", false
+				}
+				return s, true
+			})
 		case "ca_bundle":
 			if s, ok := r.str(v, name, field); ok {
 				p.CABundle = r.caBundle(s, v, name)
@@ -272,7 +281,7 @@ func (r *reader) profile(name string, k, v *yaml.Node) {
 				}
 			}
 		default:
-			r.fail(k, name, field, "unknown field; a profile has description, extends, image, setup, env, workdir, limits, egress, egress_cache, mounts, ca_bundle, repo and services")
+			r.fail(k, name, field, "unknown field; a profile has description, extends, image, setup, env, workdir, limits, egress, egress_cache, mounts, ca_bundle, cdi_devices, repo and services")
 		}
 	})
 }

@@ -92,6 +92,7 @@ func TestBadFilesNameTheLine(t *testing.T) {
 		{"null command", "profiles:\n  a:\n    setup:\n      - \n", []string{"p.yaml:4", "setup[0]"}},
 		{"env name", "profiles:\n  a:\n    env:\n      1X: y\n", []string{"p.yaml:4", "env.1X"}},
 		{"proxy env", "profiles:\n  a:\n    env:\n      https_proxy: y\n", []string{"p.yaml:4", "egress proxy"}},
+		{"cdi device", "profiles:\n  a:\n    cdi_devices: [nvidia.com/gpu=all, /dev/nvidia0]\n", []string{"p.yaml:3", "cdi_devices", `"/dev/nvidia0" is not a CDI device name`}},
 		{"workdir escape", "profiles:\n  a:\n    workdir: ../etc\n", []string{"p.yaml:3", "workdir", "under /workspace"}},
 		{"workdir outside", "profiles:\n  a:\n    workdir: /etc\n", []string{"p.yaml:3", "workdir"}},
 		{"memory", "profiles:\n  a:\n    limits:\n      memory: lots\n", []string{"p.yaml:4", "limits.memory", "not a size"}},
@@ -205,5 +206,15 @@ func TestCABundlePath(t *testing.T) {
 	}
 	if _, err := Parse("p.yaml", []byte("profiles:\n  a: {ca_bundle: ''}\n"), noEnv); err == nil || !strings.Contains(err.Error(), "ca_bundle") {
 		t.Fatalf("an empty ca_bundle: %v", err)
+	}
+}
+
+func TestCDIDevicesMergeWithExtends(t *testing.T) {
+	f, err := Parse("p.yaml", []byte("profiles:\n  base:\n    cdi_devices: [example.com/a=x]\n  gpu:\n    extends: base\n    cdi_devices: [nvidia.com/gpu=all]\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(f.Profiles["gpu"].CDIDevices, ","); got != "example.com/a=x,nvidia.com/gpu=all" {
+		t.Errorf("cdi_devices %q: want the parent's then the child's", got)
 	}
 }

@@ -33,7 +33,7 @@ func (r *reader) resolve(name string, chain []string) *Profile {
 
 // merge returns child over parent: a value the child sets replaces the
 // parent's; env is merged by name; setup commands, egress and egress_cache
-// patterns and mounts are the parent's followed by the child's.
+// patterns, mounts and CDI devices are the parent's followed by the child's.
 func merge(parent, child *Profile) *Profile {
 	out := *child
 	out.Description = cmp.Or(child.Description, parent.Description)
@@ -58,6 +58,7 @@ func merge(parent, child *Profile) *Profile {
 	out.EgressCache = append(append([]string{}, parent.EgressCache...), child.EgressCache...)
 	out.Egress.SSHAgentHosts = append(append([]string{}, parent.Egress.SSHAgentHosts...), child.Egress.SSHAgentHosts...)
 	out.Mounts = append(append([]Mount{}, parent.Mounts...), child.Mounts...)
+	out.CDIDevices = append(append([]string{}, parent.CDIDevices...), child.CDIDevices...)
 	l, pl := &out.Limits, parent.Limits
 	l.MemoryBytes = cmp.Or(l.MemoryBytes, pl.MemoryBytes)
 	l.CPUs = cmp.Or(l.CPUs, pl.CPUs)

@@ -65,6 +65,19 @@ type Profile struct {
 	// Services are the services its sessions may start by name (see
 	// docs/services.md); what it extends declares them when it does not.
 	Services []Service
+	// CDIDevices are CDI devices ("vendor.com/class=name") its sessions'
+	// containers get besides the server's --cdi-device.
+	CDIDevices []string
+	// Build, when set, is the project Dockerfile the profile's image is
+	// built from (a profile made of a project folder's devcontainer.json
+	// or Dockerfile): Image and Setup are then unused.
+	Build *Build
+	// User is the numeric non-root "uid:gid" its sessions run as; "" for
+	// the server's.
+	User string
+	// PostCreate is a shell command run once in each new session's
+	// container, in /workspace, before the first call; "" for none.
+	PostCreate string
 	// File and Line are where the profile is defined.
 	File string
 	Line int
@@ -72,6 +85,18 @@ type Profile struct {
 	// links resolved): part of the image key, so that the profiles of one
 	// name in two files never take or prune each other's images.
 	FileID string
+}
+
+// Build is a Dockerfile in a host folder and its build context.
+type Build struct {
+	// Dir is the project folder on the host.
+	Dir string
+	// Dockerfile and Context are relative to Dir, with slashes; the
+	// Dockerfile is in the context.
+	Dockerfile string
+	Context    string
+	// Found says where the build comes from and why, for messages.
+	Found string
 }
 
 // Limits are what a profile may change of the server's limits; zero

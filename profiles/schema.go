@@ -30,6 +30,7 @@ type profileSchema struct {
 	Mounts      []string                 `json:"mounts,omitempty" jsonschema_description:"Host folders shown in the profile's sessions besides the server's --mount ones, in --mount's form (HOST_PATH[:WORKSPACE_PATH][:OPTIONS]), under an --allowed-root."`
 	CABundle    string                   `json:"ca_bundle,omitempty" jsonschema_description:"A PEM file of CA certificates (a private registry's) the setup commands, the sessions and the egress proxy trust besides the server's --ca-bundle; relative to this file's folder."`
 	Repo        string                   `json:"repo,omitempty" jsonschema:"maxLength=2304" jsonschema_description:"A repository the profile's sessions start with, https://HOST/PATH[#REF], cloned into /workspace/NAME through the egress proxy; its host must be in the server's --egress or this profile's egress.session (a private one's token in --credentials). Replaces the server's --repo."`
+	CDIDevices  []string                 `json:"cdi_devices,omitempty" jsonschema_description:"CDI devices (vendor.com/class=name, such as nvidia.com/gpu=all) the sessions' containers get besides the server's --cdi-device, as this machine's CDI spec (in /etc/cdi or /var/run/cdi) gives them; never the setup's."`
 	Services    map[string]serviceSchema `json:"services,omitempty" jsonschema_description:"Services (a database, a cache) the profile's sessions start by name with workspace_service, each a container of its own beside the workspace (see docs/services.md); names are 1-31 lowercase letters, digits and dashes."`
 }
 

@@ -401,9 +401,38 @@ setup_remote_host() {
 	done
 }
 
+# write_test_cdi_spec writes a CDI spec of a harmless device for the
+# --cdi-device tests (there is no GPU here): wink-mcp.example/test=null0
+# is /dev/null as /dev/wink-test0, with a variable and a read-only mount.
+# Podman 4.3 reads specs only from /etc/cdi and /var/run/cdi.
+write_test_cdi_spec() {
+	local spec=/etc/cdi/wink-mcp-test.yaml data=/var/lib/wink-mcp/cdi-test
+	$SUDO mkdir -p /etc/cdi "$data"
+	printf 'given by the wink-mcp test CDI spec\n' | $SUDO tee "$data/README" >/dev/null
+	$SUDO tee "$spec.tmp" >/dev/null <<-EOF
+		cdiVersion: "0.5.0"
+		kind: "wink-mcp.example/test"
+		devices:
+		  - name: null0
+		    containerEdits:
+		      deviceNodes:
+		        - path: /dev/wink-test0
+		          hostPath: /dev/null
+		      env:
+		        - WINK_CDI_TEST=null0
+		      mounts:
+		        - hostPath: $data
+		          containerPath: /opt/wink-cdi
+		          options: [ro, bind]
+	EOF
+	$SUDO mv "$spec.tmp" "$spec"
+	log "CDI spec $spec written (a test device, wink-mcp.example/test=null0)"
+}
+
 install_packages
 write_dropin
 start_service
+write_test_cdi_spec
 build_test_image
 build_workspace_image
 setup_rootless

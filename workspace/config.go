@@ -138,6 +138,13 @@ type Config struct {
 	// builds it from the flags, which name its service. NewManager
 	// refuses a Config without one; NewService needs one.
 	Engine engine.Engine
+	// CDIDevices are the CDI devices ("vendor.com/class=name") every
+	// session's container gets (--cdi-device); NewManager refuses one no
+	// CDI spec of this machine names.
+	CDIDevices []string
+	// ImageBuilder builds a project's Dockerfile (profiles.Profile.Build);
+	// nil when the engine cannot.
+	ImageBuilder engine.ImageBuilder
 	// PushedProfileRepository, when set, is the registry repository the
 	// profiles' images were pushed to (`wink-mcp profiles build --push`),
 	// for an engine that cannot build them (Kubernetes): a profile with

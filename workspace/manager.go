@@ -29,6 +29,10 @@ type Manager struct {
 	inst        *instance
 	agentBinary string
 	mounts      mounts.Plan
+	// deviceNodes are the device nodes the CDI specs name for each CDI
+	// device of the server and its profiles, which each new container
+	// given the device must have.
+	deviceNodes map[string][]string
 	// profilePlans are the mounts of the profiles that add their own.
 	profilePlans map[string]mounts.Plan
 	disk         *diskTools     // nil when sessions' disks are not limited
@@ -158,8 +162,12 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 			return image, withImageRemedy(err)
 		},
 		Setup: m.setup, Session: m.sessionImage, PushedRepository: cfg.PushedProfileRepository,
+		BuildProject: projectBuilder(m),
 	})
 	m.closing = make(chan struct{})
+	if m.deviceNodes, err = cdiDeviceNodes(cfg.CDIDevices, cfg.Profiles); err != nil {
+		return nil, err
+	}
 	if m.trust, err = newTrust(&cfg); err != nil {
 		return nil, err
 	}

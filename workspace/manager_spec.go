@@ -35,6 +35,8 @@ func (m *Manager) spec(s *Session, host engine.HostFacts, user string, keepID bo
 	}
 	if s.setupBase != "" {
 		setupSpec(&spec, s)
+	} else {
+		spec.CDIDevices = sessionDevices(m.cfg.CDIDevices, s.profile)
 	}
 	// After every other variable: a placeholder hides a value --env-pass
 	// would show.
@@ -76,6 +78,8 @@ func (m *Manager) identity(rootless bool, s *Session) (user string, keepID bool)
 		return m.cfg.User, keepID
 	case keepID:
 		return fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid()), true
+	case s.profile != nil && s.profile.User != "":
+		return s.profile.User, false // a project's remoteUser, numeric and not root (package devcontainer)
 	case s.mounts.rootsOwner != "":
 		return s.mounts.rootsOwner, false
 	case s.mountPlan().Owner != "":

@@ -246,7 +246,13 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 		if err := makeWorkdir(ctx, s.client, s.profile); err != nil {
 			return fail(err)
 		}
+		if err := checkDeviceNodes(ctx, s.client, deviceNodesOf(s.m.deviceNodes, sessionDevices(s.m.cfg.CDIDevices, s.profile))); err != nil {
+			return fail(err)
+		}
 		if err := cloneRepo(ctx, s.client, sessionRepo(s.profile, m.cfg.Repo)); err != nil {
+			return fail(err)
+		}
+		if err := runPostCreate(ctx, s.client, s.profile); err != nil {
 			return fail(err)
 		}
 	}

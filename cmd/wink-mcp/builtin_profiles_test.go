@@ -76,3 +76,36 @@ func TestDetectProfile(t *testing.T) {
 		t.Fatalf("a profile not offered: %q %+v", w.Profile, w.Detection)
 	}
 }
+
+// A folder's own container comes before its language markers: a
+// Dockerfile beside a go.mod makes the "project" profile, offered with
+// ask and started with auto; a devcontainer.json the sandbox refuses is
+// passed over for the markers.
+func TestDetectProfileFindsTheProjectsOwnContainerFirst(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "svc")
+	must(t, os.MkdirAll(dir, 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/svc\n\ngo 1.25\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM localhost/wink-workspace:bookworm\n"), 0o644))
+	config := func() *workspace.Config {
+		builtin, _ := profiles.Builtin(func(string) (string, bool) { return "x.example.org", true })
+		return &workspace.Config{Profiles: builtin, Mounts: []workspace.Mount{{HostPath: dir}}}
+	}
+	w := config()
+	must(t, detectProfile(w, detectAsk))
+	if w.Profile != "" || w.Detection == nil || w.Detection.Finding.Profile != "project" || w.Detection.Finding.Marker != "Dockerfile" || w.Profiles.Profiles["project"] == nil {
+		t.Fatalf("ask: profile %q, detection %+v", w.Profile, w.Detection)
+	}
+	w = config()
+	must(t, detectProfile(w, detectAuto))
+	if w.Profile != "project" || !w.Detection.Started {
+		t.Fatalf("auto: profile %q, detection %+v", w.Profile, w.Detection)
+	}
+	must(t, os.MkdirAll(filepath.Join(dir, ".devcontainer"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, ".devcontainer", "devcontainer.json"), []byte(`{"image": "x", "privileged": true}`), 0o644))
+	w = config()
+	must(t, detectProfile(w, detectAuto))
+	if w.Profile != "go" || w.Profiles.Profiles["project"] != nil {
+		t.Fatalf("a refused devcontainer.json: profile %q, detection %+v", w.Profile, w.Detection)
+	}
+}

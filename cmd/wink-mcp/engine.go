@@ -29,3 +29,12 @@ func pushImage(ctx context.Context, eng engine.Engine, image, dest string, o pus
 	}
 	return pe.Push(ctx, image, dest, podman.PushOptions{SkipTLSVerify: !o.tlsVerify, Authfile: o.authfile})
 }
+
+// imageBuilder is the image builder of eng: the Podman engine's, nil for
+// another engine (a project's Dockerfile is then refused with a reason).
+func imageBuilder(eng engine.Engine) engine.ImageBuilder {
+	if pe, ok := eng.(*podman.Engine); ok {
+		return podman.NewBuilder(pe)
+	}
+	return nil
+}

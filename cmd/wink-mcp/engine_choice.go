@@ -127,6 +127,7 @@ func resolveEngine(w *workspace.Config, opts serveOptions) error {
 	refuse(len(opts.mounts) > 0, "--mount")
 	refuse(w.MountRoots, "--mount-roots")
 	refuse(w.KeepSessionDirs, "--keep-session-dirs")
+	refuse(len(opts.cdiDevices) > 0, "--cdi-device (a Pod asks for a device through its node's device plugin: a resource limit such as nvidia.com/gpu)")
 	refuse(opts.filesOnHost != "auto", "--files-on-podman-host (a Pod's files are always on its node)")
 	refuse(opts.service.urlFlag || opts.service.connectionFlag, "--podman-url or --podman-connection")
 	if o.profileRepository != "" {
@@ -136,6 +137,9 @@ func resolveEngine(w *workspace.Config, opts serveOptions) error {
 		w.PushedProfileRepository = o.profileRepository
 	}
 	for _, p := range w.Profiles.All() {
+		if len(p.CDIDevices) > 0 {
+			errs = append(errs, fmt.Errorf("profile %q has cdi_devices, which --engine kubernetes does not give (a Pod asks its node's device plugin, as a resource limit)", p.Name))
+		}
 		if len(p.Setup) > 0 && o.profileRepository == "" {
 			// A setup container never runs on the cluster: Podman builds the image.
 			errs = append(errs, fmt.Errorf("profile %q has setup commands, which --engine kubernetes does not run: "+

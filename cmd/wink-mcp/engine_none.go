@@ -23,3 +23,6 @@ func newPodmanEngine(workspace.Config, podmanService, *slog.Logger) (engine.Engi
 func pushImage(context.Context, engine.Engine, string, string, pushOptions) (string, error) {
 	return "", errors.New("this wink-mcp was built without a container engine, so it cannot push; build it with `make build`")
 }
+
+// imageBuilder is nil: this build has no Podman engine to build with.
+func imageBuilder(engine.Engine) engine.ImageBuilder { return nil }

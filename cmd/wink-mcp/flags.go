@@ -15,6 +15,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/profiles"
+	"github.com/wink-mcp/wink-mcp/profiles/devcontainer"
 	"github.com/wink-mcp/wink-mcp/quota"
 	"github.com/wink-mcp/wink-mcp/server"
 	"github.com/wink-mcp/wink-mcp/tools"
@@ -44,11 +45,15 @@ type serveOptions struct {
 	ssh           sshOptions
 	envPass       []string
 	gitIdentity   bool
-	logs          logOptions
-	engine        engineOptions
-	observe       observeOptions
-	quotas        quota.Limits
-	quotaCPUs     float64
+	projectImage  bool
+	cdiDevices    []string
+	// project is what --project-image found (nil without it).
+	project   *devcontainer.Found
+	logs      logOptions
+	engine    engineOptions
+	observe   observeOptions
+	quotas    quota.Limits
+	quotaCPUs float64
 	// service is how the Podman service was named; once resolved, its
 	// connection is the connection used, "" for none.
 	service podmanService
@@ -100,6 +105,8 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	b.boolean(&opts.noBuiltins, "no-builtin-profiles", "offer only the profiles file's profiles, not the built-in general, python, node, go and rust", "WINK_NO_BUILTIN_PROFILES")
 	b.str(&opts.detect, "detect", "what the --mount folders' language markers (go.mod, package.json, ...) do: ask (the prompt and workspace_profile name the profile that fits), auto (sessions start in it) or off", "WINK_DETECT")
 	b.str(&opts.repo, "repo", "a repository every session's workspace starts with, https://HOST/PATH[#REF], cloned into /workspace/NAME through the egress proxy (its host must be in --egress; a private one's token in --credentials)", "WINK_REPO")
+	b.boolean(&opts.projectImage, "project-image", "start sessions in the image the first --mount folder describes: its .devcontainer/devcontainer.json or .devcontainer.json, else its Dockerfile or Containerfile (built with --egress as the build's allowlist); see docs/devcontainer.md", "WINK_PROJECT_IMAGE")
+	b.list(&opts.cdiDevices, "cdi-device", "a CDI device every session's container gets, as the host's CDI spec (in /etc/cdi or /var/run/cdi) gives it: vendor.com/class=name, such as nvidia.com/gpu=all (repeatable); checked at start and in each new container; see docs/devcontainer.md", "WINK_CDI_DEVICES")
 	b.str(&w.Profile, "profile", "the profile of sessions that choose none (default: the profiles file's default:, else none)", "WINK_PROFILE")
 	b.list(&opts.envPass, "env-pass", "pass this server's environment variables whose names match (* globs; repeatable) into every command; a command can read and print them", "WINK_ENV_PASS")
 	b.boolean(&opts.gitIdentity, "git-identity", "give the containers git's user.name and user.email from this machine's git configuration (nothing else of it)", "WINK_GIT_IDENTITY")
@@ -190,6 +197,12 @@ func parseServeFlags(args []string, lookup func(string) (string, bool), out io.W
 	if err := resolveRepo(w, opts.repo); err != nil {
 		return cfg, opts, err
 	}
+	if err := resolveCDIDevices(w, opts.cdiDevices); err != nil {
+		return cfg, opts, err
+	}
+	if err := resolveProject(w, &opts); err != nil {
+		return cfg, opts, err
+	}
 	if err := resolveTrust(w, opts.credentials, lookup); err != nil {
 		return cfg, opts, err
 	}
@@ -275,7 +288,14 @@ func resolveProfiles(w *workspace.Config, opts serveOptions, lookup func(string)
 	if w.Profile != "" && w.Profiles == nil {
 		return fmt.Errorf("--profile %s: no profiles file is given; pass --profiles FILE", w.Profile)
 	}
-	if err := detectProfile(w, opts.detect); err != nil {
+	if err := checkDetectMode(opts.detect); err != nil {
+		return err
+	}
+	detectMode := opts.detect
+	if opts.projectImage {
+		detectMode = detectOff // --project-image says which container: nothing is guessed
+	}
+	if err := detectProfile(w, detectMode); err != nil {
 		return err
 	}
 	if len(opts.envPass) > 0 {

@@ -195,6 +195,11 @@ func configure(command string, args []string, stderr io.Writer, adjust func(*log
 		// cfg.Logger's format, on stderr, redacted like the others.
 		slog.SetDefault(cfg.Logger)
 		cfg.Workspace.Engine, err = newEngine(cfg.Workspace, opts, cfg.Logger)
+		cfg.Workspace.ImageBuilder = imageBuilder(cfg.Workspace.Engine)
+		if f := opts.project; f != nil {
+			cfg.Logger.Info("project found", "event", "project_found", "file", f.File, "source", f.Source,
+				"why", f.Why, "image", f.Image, "dockerfile", f.Dockerfile, "ignored", f.Ignored)
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", command, err)

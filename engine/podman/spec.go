@@ -51,6 +51,11 @@ func podmanSpec(c engine.Spec, tunnelDir string) *specgen.SpecGenerator {
 	s.CapDrop = []string{"ALL"}
 	s.CapAdd = c.Caps
 	s.NoNewPrivileges = ptr(true)
+	// A device that is not a path is a CDI name, which Podman resolves
+	// against the host's CDI specs (the server checked they name it).
+	for _, name := range c.CDIDevices {
+		s.Devices = append(s.Devices, spec.LinuxDevice{Path: name})
+	}
 	// Volumes an image declares become tmpfs, so no anonymous volume outlives the container.
 	s.ImageVolumeMode = "tmpfs"
 	s.StopTimeout = ptr(uint(0))

@@ -34,6 +34,11 @@ func Describe(ctx context.Context, eng engine.Engine, file *profiles.File, image
 	var out []ProfileImage
 	for _, p := range file.All() {
 		pi := ProfileImage{Profile: p.Name, Description: p.Description}
+		if p.Build != nil {
+			pi.Base = p.Build.Found // its key needs the context packed: built on first use
+			out = append(out, pi)
+			continue
+		}
 		var baseID string
 		if base, id, _ := presentImage(ctx, eng, baseChoices(imageChoices, p)); id != "" {
 			pi.Base, baseID = base, id
@@ -122,6 +127,9 @@ func (r *Room) planned(ctx context.Context, p *profiles.Profile) PlannedImage {
 		out.Image, out.Pending = image, "pulled from the registry "+onFirstUse
 		return out
 	}
+	if p != nil && p.Build != nil {
+		return r.knownImage(p)
+	}
 	base, baseID, known := presentImage(ctx, eng, baseChoices(r.deps.ImageChoices, p))
 	out.Image = base
 	switch {
@@ -172,6 +180,11 @@ func (r *Room) knownImage(p *profiles.Profile) PlannedImage {
 	}
 	if image, ok := r.known.Get(out.Profile); ok {
 		out.Image = image
+		return out
+	}
+	if p != nil && p.Build != nil {
+		out.Image = ProfileImageRepo + ":" + p.Name + "-..."
+		out.Pending = fmt.Sprintf("built from %s when the first command needs it (or found built, if its context is unchanged)", p.Build.Found)
 		return out
 	}
 	choices := baseChoices(r.deps.ImageChoices, p)

@@ -3,6 +3,7 @@ package images
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/profiles"
+	"github.com/wink-mcp/wink-mcp/profiles/devcontainer"
 	"github.com/wink-mcp/wink-mcp/wire"
 )
 
@@ -58,6 +60,12 @@ type Deps struct {
 	// it as image, labelled with key and baseID, setting b's status as it
 	// goes; no image is left of a failure.
 	Setup func(ctx context.Context, p *profiles.Profile, base, baseID, key, image string, b *Build) error
+	// BuildProject builds the project Dockerfile of p (p.Build) from
+	// the build context archive tarball, as image, labelled with key;
+	// no image is left of a failure. nil when the engine cannot build.
+	BuildProject func(ctx context.Context, p *profiles.Profile, tarball io.Reader, key, image string, b *Build) error
+	// ContextLimits bound a project's build context.
+	ContextLimits devcontainer.ContextLimits
 	// PushedRepository, when set, is the registry repository the
 	// profiles' images were pushed to (`wink-mcp profiles build --push`):
 	// a profile with setup commands then runs its pushed image (Pushed),
@@ -117,6 +125,9 @@ func (r *Room) Image(ctx context.Context, p *profiles.Profile, progress func(wir
 		image, err := r.ServerImage(ctx)
 		return image, false, err
 	}
+	if p.Build != nil {
+		return r.projectImage(ctx, p, progress)
+	}
 	if image, ok := r.pushed(p); ok {
 		return image, false, nil
 	}
@@ -124,7 +135,7 @@ func (r *Room) Image(ctx context.Context, p *profiles.Profile, progress func(wir
 	if err != nil || len(p.Setup) == 0 {
 		return base, false, err
 	}
-	eng := r.deps.Engine
+	eng, log := r.deps.Engine, r.deps.Log
 	id, err := eng.ImageID(ctx, base)
 	if err != nil {
 		return "", false, err
@@ -136,8 +147,16 @@ func (r *Room) Image(ctx context.Context, p *profiles.Profile, progress func(wir
 	// The build is the room's, not the caller's: a session that stops
 	// waiting leaves it to finish for the next.
 	b := r.builds.Start(key, func(ctx context.Context, b *Build) (string, bool, error) {
-		return r.runBuild(ctx, p, base, id, key, b)
+		return r.runBuild(ctx, p, key, b, func() error {
+			log.Info("profile setup started", "event", EventSetupStarted, "profile", p.Name, "base", base, "image", Name(p, key), "commands", len(p.Setup))
+			return r.deps.Setup(ctx, p, base, id, key, Name(p, key), b)
+		})
 	})
+	return r.wait(ctx, p, b, progress)
+}
+
+// wait waits for b, telling progress of it every few seconds.
+func (r *Room) wait(ctx context.Context, p *profiles.Profile, b *Build, progress func(wire.Progress)) (image string, built bool, err error) {
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
@@ -145,7 +164,7 @@ func (r *Room) Image(ctx context.Context, p *profiles.Profile, progress func(wir
 		case <-b.Done():
 			return b.Result()
 		case <-ctx.Done():
-			return "", false, fmt.Errorf("waiting for profile %q's setup (it goes on, for the next session): %w", p.Name, ctx.Err())
+			return "", false, fmt.Errorf("waiting for profile %q's image build (it goes on, for the next session): %w", p.Name, ctx.Err())
 		case <-tick.C:
 			if progress != nil {
 				progress(b.Report())
@@ -166,9 +185,9 @@ func (r *Room) base(ctx context.Context, p *profiles.Profile) (string, error) {
 	return image, nil
 }
 
-// runBuild builds the image of key, unless another process built it while
-// this one waited for the lock; ran says it did.
-func (r *Room) runBuild(ctx context.Context, p *profiles.Profile, base, baseID, key string, b *Build) (image string, ran bool, err error) {
+// runBuild builds the image of key with build, unless another process
+// built it while this one waited for the lock; ran says it did.
+func (r *Room) runBuild(ctx context.Context, p *profiles.Profile, key string, b *Build, build func() error) (image string, ran bool, err error) {
 	eng, log := r.deps.Engine, r.deps.Log
 	image = Name(p, key)
 	b.SetStatus("waiting for another wink-mcp building the same image")
@@ -181,8 +200,7 @@ func (r *Room) runBuild(ctx context.Context, p *profiles.Profile, base, baseID, 
 		return image, false, err
 	}
 	start := time.Now()
-	log.Info("profile setup started", "event", EventSetupStarted, "profile", p.Name, "base", base, "image", image, "commands", len(p.Setup))
-	if err := r.deps.Setup(ctx, p, base, baseID, key, image, b); err != nil {
+	if err := build(); err != nil {
 		log.Warn("profile setup failed", "event", EventSetupFailed, "profile", p.Name, "duration_ms", time.Since(start).Milliseconds(), "err", err)
 		return "", false, err
 	}

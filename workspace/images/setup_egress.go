@@ -61,6 +61,9 @@ func (r *SetupRefusals) Note(f egress.Refusal) {
 func (r *SetupRefusals) Explain() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if len(r.profile.Egress.Setup) == 0 && r.profile.Build != nil {
+		return "If a step needed the network: the build has none, because wink-mcp was started without --egress; ask the user for the hosts it needs.\n"
+	}
 	if len(r.profile.Egress.Setup) == 0 {
 		return fmt.Sprintf("If the command needed the network: the setup has none, because egress.setup of %s names no host; add the hosts it needs there.\n",
 			ProfileAt(r.profile))
@@ -89,7 +92,13 @@ func (r *SetupRefusals) Explain() string {
 
 // SetupWording is how the refusals of p's setup proxy speak: of
 // egress.setup, which alone opens the setup's network, not --egress.
+// A project's build (p.Build) allows the server's --egress, and says so.
 func SetupWording(p *profiles.Profile) egress.Wording {
+	if p.Build != nil {
+		return egress.Wording{Patterns: "--egress", Allow: func(pattern string) string {
+			return fmt.Sprintf("If the build of %s needs it, ask the user to start wink-mcp with --egress %s.", p.Build.Found, pattern)
+		}}
+	}
 	return egress.Wording{Patterns: "egress.setup", Allow: func(pattern string) string {
 		return fmt.Sprintf("If the setup needs it, add %q to egress.setup of %s; sessions reach it only if egress.session names it too.", pattern, ProfileAt(p))
 	}}
