@@ -72,6 +72,7 @@ const calls = [
   ["workspace_attach", { handle: "not-a-handoff-handle" }],
   ["workspace_fork", { count: 1, expires_in_seconds: 60 }],
   ["workspace_info", {}],
+  ["workspace_digest", { action: "get" }],
 ];
 // The built-in general profile is the server's image: switching restarts the container, files stay.
 if (tools.some((t) => t.name === "workspace_profile")) calls.push(["workspace_profile", { name: "general", restart: true }]);
