@@ -168,7 +168,12 @@ func TestACancelledWaiterLeavesAtOnce(t *testing.T) {
 		t.Fatalf("after the cancel the queue holds %+v, want 1 running and 1 waiting", s)
 	}
 	first()
-	(<-later)()
+	select {
+	case done := <-later:
+		done()
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter after a cancelled one was never let in (its slot leaked)")
+	}
 	if s := q.Stats(); s != (Stats{}) {
 		t.Errorf("the queue holds %+v at the end, want nothing", s)
 	}
@@ -201,9 +206,11 @@ func TestCancellationsRacingReleasesLeakNothing(t *testing.T) {
 	if s := q.Stats(); s != (Stats{}) {
 		t.Errorf("the queue holds %+v at the end, want nothing (a leaked slot)", s)
 	}
-	done, err := q.Wait(context.Background(), ForPool, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	done, err := q.Wait(ctx, ForPool, nil)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("a creation after the crowd: %v (a slot leaked)", err)
 	}
 	done()
 }
