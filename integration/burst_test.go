@@ -3,6 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,6 +56,7 @@ func TestABurstOfSessionsAllStart(t *testing.T) {
 	close(start)
 	wg.Wait()
 	t.Logf("%d sessions opened at once, each ran a command, in %s; %d were told they waited for a turn", burstSize, time.Since(begun).Round(time.Millisecond), waited.Load())
+	t.Logf("creation steps, median (max) over the burst: %s", stepMedians(p.logs.String()))
 	if n := failed.Load(); n > 0 {
 		t.Errorf("%d of %d sessions opened at once failed their first command", n, burstSize)
 	}
@@ -137,4 +141,35 @@ func lastLines(logs, s string, n int) string {
 		}
 	}
 	return strings.Join(out[max(0, len(out)-n):], "\n")
+}
+
+// stepPattern is one step of a "workspace ready" record's steps.
+var stepPattern = regexp.MustCompile(`(\w+)=(\d+)ms`)
+
+// stepMedians sums up the steps of the "workspace ready" records in logs:
+// each step's median and largest time, in the order they ran.
+func stepMedians(logs string) string {
+	var order []string
+	times := map[string][]int{}
+	for _, l := range strings.Split(logs, "\n") {
+		if !strings.Contains(l, `"msg":"workspace ready"`) {
+			continue
+		}
+		_, steps, _ := strings.Cut(l, `"steps":"`)
+		steps, _, _ = strings.Cut(steps, `"`)
+		for _, m := range stepPattern.FindAllStringSubmatch(steps, -1) {
+			if _, seen := times[m[1]]; !seen {
+				order = append(order, m[1])
+			}
+			n, _ := strconv.Atoi(m[2])
+			times[m[1]] = append(times[m[1]], n)
+		}
+	}
+	var out []string
+	for _, step := range order {
+		v := times[step]
+		slices.Sort(v)
+		out = append(out, fmt.Sprintf("%s=%dms (%dms)", step, v[len(v)/2], v[len(v)-1]))
+	}
+	return strings.Join(out, " ")
 }
