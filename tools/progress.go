@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -25,19 +26,34 @@ func withProgress(ctx context.Context, req mcp.CallToolRequest) context.Context 
 		return ctx
 	}
 	token := req.Params.Meta.ProgressToken
+	var (
+		mu   sync.Mutex
+		last float64 // progress must increase: a wait for the container, then the command, each count from 0
+	)
 	report := func(p workspace.Progress) {
 		message := p.Line
 		if message == "" {
 			message = fmt.Sprintf("running for %d s, no output yet", p.ElapsedMillis/1000)
 		}
+		mu.Lock()
+		progress := max(float64(p.ElapsedMillis)/1000, last+0.001)
+		last = progress
+		mu.Unlock()
 		// Best effort: a client that does not keep up just misses reports.
 		_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
 			"progressToken": token,
-			"progress":      float64(p.ElapsedMillis) / 1000,
+			"progress":      progress,
 			"message":       message,
 		})
 	}
-	return context.WithValue(ctx, progressKey{}, report)
+	return workspace.WithWaitReport(context.WithValue(ctx, progressKey{}, report), report)
+}
+
+// creationFollower is the part of a workspace that tells a call waiting
+// for its container how the making of it stands (see
+// workspace.WithWaitReport).
+type creationFollower interface {
+	FollowCreation(ctx context.Context) (stop func())
 }
 
 // progressFrom returns the call's progress reporter, or nil.

@@ -142,7 +142,11 @@ func build[W any, P any, R Result](workspaceFor WorkspaceFor, d definition[W, P,
 		if len(missing) > 0 {
 			return mcp.NewToolResultError(lacking(d.name, ws, missing)), nil
 		}
-		r, err := d.handle(withProgress(ctx, req), w, p)
+		ctx = withProgress(ctx, req)
+		if c, ok := PartOf[creationFollower](ws); ok {
+			defer c.FollowCreation(ctx)() // the container may be waiting its turn
+		}
+		r, err := d.handle(ctx, w, p)
 		if err != nil {
 			return mcp.NewToolResultError(errorMessage(err)), nil
 		}

@@ -171,6 +171,11 @@ type Config struct {
 	// Warm is how many containers are kept made and started ahead of need,
 	// each handed to a new session; 0 makes each session's own.
 	Warm int
+	// CreateParallelism is how many containers are made at once (created,
+	// their disk mounted, started and their agent answering); the others
+	// wait their turn for as long as their caller allows, the warm pool's
+	// refills after every client's. See DefaultCreateParallelism.
+	CreateParallelism int
 	// WatchDirs is the most directories of a workspace watched for the
 	// changes commands make (see WatchStatus); past it a directory's
 	// changes are reported as "anything under it may have changed" after
@@ -313,17 +318,18 @@ func DefaultConfig() Config {
 			NofileLimit: DefaultNofileLimit,
 			NprocLimit:  DefaultNprocLimit,
 		},
-		NamePrefix:      DefaultNamePrefix,
-		CacheDir:        filepath.Join(cache, "wink-mcp"),
-		IdleTimeout:     DefaultIdleTimeout,
-		CheckpointBytes: DefaultCheckpointBytes,
-		ForkLimit:       DefaultForkLimit,
-		MaxJobAge:       DefaultMaxJobAge,
-		StopGrace:       DefaultStopGrace,
-		APITimeout:      DefaultAPITimeout,
-		PullTimeout:     DefaultPullTimeout,
-		WatchDirs:       DefaultWatchDirs,
-		InotifyShares:   DefaultInotifyShares,
+		NamePrefix:        DefaultNamePrefix,
+		CacheDir:          filepath.Join(cache, "wink-mcp"),
+		IdleTimeout:       DefaultIdleTimeout,
+		CheckpointBytes:   DefaultCheckpointBytes,
+		ForkLimit:         DefaultForkLimit,
+		MaxJobAge:         DefaultMaxJobAge,
+		StopGrace:         DefaultStopGrace,
+		APITimeout:        DefaultAPITimeout,
+		PullTimeout:       DefaultPullTimeout,
+		WatchDirs:         DefaultWatchDirs,
+		InotifyShares:     DefaultInotifyShares,
+		CreateParallelism: DefaultCreateParallelism(),
 
 		EgressMaxBytes:   egress.DefaultMaxBytes,
 		EgressMaxConns:   egress.DefaultMaxConns,
@@ -370,6 +376,7 @@ func (c Config) Validate() error {
 	check(c.EgressMaxConns >= 1 && c.EgressMaxConns <= egress.MaxMaxConns, "--egress-max-conns %d must be between 1 and %d (connections a session's proxy holds open at once)", c.EgressMaxConns, egress.MaxMaxConns)
 	check(c.WatchDirs >= 0 && c.WatchDirs <= MaxWatchDirs, "watch-dirs %d must be between 0 and %d", c.WatchDirs, MaxWatchDirs)
 	check(c.InotifyShares >= 1 && c.InotifyShares <= MaxInotifyShares, "--inotify-shares %d must be between 1 and %d (1 lets one workspace's commands take all of the host's per-user inotify limits)", c.InotifyShares, MaxInotifyShares)
+	check(c.CreateParallelism >= 1 && c.CreateParallelism <= MaxCreateParallelism, "--create-parallelism %d must be between 1 and %d (containers made at once; the others wait their turn)", c.CreateParallelism, MaxCreateParallelism)
 	check(c.Warm >= 0 && c.Warm <= MaxWarm, "warm %d must be between 0 and %d", c.Warm, MaxWarm)
 	check(c.Warm == 0 || !c.MountRoots, "--warm %d cannot serve --mount-roots: a pooled container is made before any client names its roots; drop one of them", c.Warm)
 	check(c.Warm == 0 || !c.KeepSessionDirs, "--warm %d cannot serve --keep-session-dirs: a kept directory is named after its session, which a pooled container's is not; drop one of them", c.Warm)

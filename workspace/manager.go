@@ -16,6 +16,7 @@ import (
 	"github.com/wink-mcp/wink-mcp/egress"
 	"github.com/wink-mcp/wink-mcp/engine"
 	"github.com/wink-mcp/wink-mcp/profiles"
+	"github.com/wink-mcp/wink-mcp/workspace/createqueue"
 	"github.com/wink-mcp/wink-mcp/workspace/images"
 	"github.com/wink-mcp/wink-mcp/workspace/mounts"
 )
@@ -41,6 +42,8 @@ type Manager struct {
 	ssh          *sshLending    // nil without Config.SSHAgent
 
 	pool *warmPool // nil without Config.Warm
+	// creations bounds the containers made at once (Config.CreateParallelism).
+	creations *createqueue.Queue
 
 	// egressCarried counts the bytes every session's egress proxy carried
 	// (EgressBytes), as each session's meter counts them.
@@ -151,6 +154,7 @@ func newManager(cfg Config, log *slog.Logger, eng engine.Engine, agentBinary str
 	m := &Manager{
 		cfg: cfg, log: log, eng: eng, inst: inst, agentBinary: agentBinary, mounts: plan, profilePlans: profilePlans,
 		sessions: map[string]*Session{}, options: map[string]SessionOptions{}, parked: map[string]*parked{}, stopReaper: stop, reaperDone: make(chan struct{}),
+		creations: createqueue.New(cfg.CreateParallelism),
 	}
 	m.leftoverCtx, m.stopLeftovers = context.WithCancel(context.Background())
 	m.handedOverDisk = handedOverDisk{cacheDir: cfg.CacheDir, log: log}

@@ -18,6 +18,7 @@ func (s *Session) Parts() []any {
 		s.forks,
 		s.profileSwitch,
 		s.egressPolicy,
+		&s.creation,
 		s.services,
 		s.digests,
 	}

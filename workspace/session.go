@@ -143,6 +143,9 @@ type Session struct {
 	// watcher follows the changes the container's processes make
 	// (package watch).
 	watcher *watch.Watcher
+	// creation is where the making of its container stands, for the
+	// calls that wait for it.
+	creation creationState
 
 	// gate orders the calls around checkpoints and restores.
 	gate *gate

@@ -142,6 +142,15 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 	s.image = image
 	s.seen.Store(&PlannedImage{Image: image, Profile: profileName(s.profile)})
 	times.Done("image")
+	// The engine makes containers one at a time per core: past
+	// --create-parallelism they wait here, not in the engine's calls,
+	// whose --podman-timeout counts from their start.
+	endTurn, err := waitCreationTurn(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	defer endTurn()
+	times.Done("turn")
 	if err := s.mountDiskLocked(ctx); err != nil {
 		return nil, err
 	}
@@ -271,6 +280,7 @@ func (s *Session) createLocked(ctx context.Context) (*wire.Client, error) {
 				return nil, fmt.Errorf("removing a container made from outdated host facts: %w", err)
 			}
 			s.mounts.list, s.mounts.resolved = nil, false
+			endTurn() // the next attempt waits its own turn
 			return s.createLocked(ctx)
 		}
 	}

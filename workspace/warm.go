@@ -33,7 +33,7 @@ func newWarmPool(m *Manager, size int) *warmPool {
 // package doc).
 func (m *Manager) makeWarm(ctx context.Context) (s *Session, done <-chan struct{}, err error) {
 	s = m.newSession("", newWarmKey())
-	if _, err = s.Start(ctx); err != nil {
+	if _, err = s.Start(poolTurn(ctx)); err != nil {
 		return s, nil, err
 	}
 	s.mu.Lock()

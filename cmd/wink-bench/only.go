@@ -71,6 +71,10 @@ var onlyMeasurements = map[string]func(ctx context.Context, cfg config, rep *rep
 		rep.Measurements = measureServices(ctx, cfg)
 		return nil
 	},
+	"burst": func(ctx context.Context, cfg config, rep *report) error {
+		rep.Measurements = measureBursts(ctx, cfg)
+		return nil
+	},
 	"profiles": func(ctx context.Context, cfg config, rep *report) error {
 		fmt.Fprintf(os.Stderr, "measuring first calls with a profile...\n")
 		cached, uncached := measureProfiles(ctx, cfg)
