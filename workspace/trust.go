@@ -154,16 +154,26 @@ func writeTrustFiles(dir string, system, extra, caPEM []byte) (*trustFiles, erro
 	return f, nil
 }
 
-// writeReadable replaces path with data, readable by the containers' users.
+// writeReadable replaces path with data, readable by the containers'
+// users. Its temporary file is its own, so that servers starting at once
+// on one cache directory (a desktop client's conversations, parallel
+// `profiles build`s) never take each other's.
 func writeReadable(path string, data []byte) error {
-	tmp := path + ".new"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".new-*")
+	if err != nil {
 		return err
 	}
-	if err := os.Chmod(tmp, 0o644); err != nil { // whatever the umask
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	if err := errors.Join(werr, f.Close(), os.Chmod(tmp, 0o644)); err != nil { // 0644 whatever the umask
+		os.Remove(tmp)
 		return err
 	}
-	return os.Rename(tmp, path)
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // files are the trust files of a session or setup of profile.

@@ -7,9 +7,12 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -141,4 +144,34 @@ func testCAPEM(t *testing.T, seed string) []byte {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// Servers starting at once on one cache directory write the same trust
+// files: each write replaces the file whole, none fails on another's
+// temporary file, and none is left.
+func TestWriteReadableFromManyWritersAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ca-bundle.pem")
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for i := range 32 {
+		wg.Go(func() { errs <- writeReadable(path, []byte(strings.Repeat(fmt.Sprint(i%10), 4096))) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) != 4096 || strings.Count(string(b), string(b[0])) != 4096 {
+		t.Errorf("the file after 32 writers: %d bytes, %v", len(b), err)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, want 0644", fi.Mode().Perm())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%d files left, want the bundle alone", len(entries))
+	}
 }
