@@ -64,12 +64,12 @@ test: build cross cluster hydra
 	$(MAKE) lint
 	@set -u; export WINK_BIN=$(abspath $(BIN)); \
 	echo "go test -run '$(CLUSTER_TESTS)' ./integration > bin/test-kubernetes.log (in the background)"; \
-	$(GO) test $(BUILDFLAGS) -count=1 -timeout 40m -run '$(CLUSTER_TESTS)' ./integration > bin/test-kubernetes.log 2>&1 & cluster=$$!; \
+	$(GO) test $(BUILDFLAGS) -count=1 -timeout 60m -run '$(CLUSTER_TESTS)' ./integration > bin/test-kubernetes.log 2>&1 & cluster=$$!; \
 	rest=0; \
 	echo "go test $$($(GO) list ./... | grep -v /integration$$ | wc -l) packages but integration"; \
 	$(GO) test $(BUILDFLAGS) -count=1 -timeout 20m $$($(GO) list ./... | grep -v /integration$$) || rest=1; \
 	echo "go test -skip '$(CLUSTER_TESTS)' ./integration"; \
-	$(GO) test $(BUILDFLAGS) -count=1 -parallel 8 -timeout 40m -skip '$(CLUSTER_TESTS)' ./integration || rest=1; \
+	$(GO) test $(BUILDFLAGS) -count=1 -parallel 8 -timeout 60m -skip '$(CLUSTER_TESTS)' ./integration || rest=1; \
 	wait $$cluster || rest=1; \
 	echo "--- the Kubernetes engine's integration tests (bin/test-kubernetes.log):"; cat bin/test-kubernetes.log; \
 	exit $$rest
