@@ -10,9 +10,9 @@ import (
 	"github.com/wink-mcp/wink-mcp/digest"
 )
 
-// DigestsDir holds the digests saved with scope global, under the cache
+// digestsDir holds the digests saved with scope global, under the cache
 // directory.
-const DigestsDir = "digests"
+const digestsDir = "digests"
 
 // digests is the session's workspace digest (workspace_digest, the
 // digest resource and the prompt's section): the session's latest, else
@@ -32,7 +32,7 @@ type digests struct {
 
 // store is the server's store of saved digests.
 func (d *digests) store() *digest.Store {
-	return digest.NewStore(filepath.Join(d.s.m.cfg.CacheDir, DigestsDir))
+	return digest.NewStore(filepath.Join(d.s.m.cfg.CacheDir, digestsDir))
 }
 
 // folder is the host folder that names the session's repository: its
@@ -84,8 +84,8 @@ func (d *digests) Digest(ctx context.Context) (digest.Digest, error) {
 const noFolderDigest = "# Workspace digest (generated)\n\nThis workspace mounts no host folder, so there is no repository to summarise and nothing saved for one. " +
 	"Save a digest with workspace_digest (scope session) once you know the layout and the commands, for the rest of this session.\n"
 
-// ErrNoRepository refuses a global save in a workspace without a folder.
-var ErrNoRepository = errors.New("scope: global keeps a digest for the repository of a mounted host folder, and this workspace mounts none; save it with scope session")
+// errNoRepository refuses a global save in a workspace without a folder.
+var errNoRepository = errors.New("scope: global keeps a digest for the repository of a mounted host folder, and this workspace mounts none; save it with scope session")
 
 // SaveDigest makes text the session's digest and, when global, the one
 // its principal's next sessions of the same repository start with.
@@ -100,7 +100,7 @@ func (d *digests) SaveDigest(ctx context.Context, text string, global bool) (dig
 	}
 	if global {
 		if saved.Repository == "" {
-			return digest.Digest{}, ErrNoRepository
+			return digest.Digest{}, errNoRepository
 		}
 		if _, err := d.store().Save(d.s.principal, saved.Repository, text, now); err != nil {
 			return digest.Digest{}, err
