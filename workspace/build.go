@@ -41,23 +41,13 @@ var ErrSetupFailed = errors.New("the profile's setup failed")
 // of its own and ends it. The container goes whatever happens, and no
 // image is left of a failure.
 func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, key, image string, b *images.Build) (err error) {
-	s := m.newSession("", "setup-"+key[:20])
-	s.profile, s.setupBase = p, base
-	refusals := images.NewSetupRefusals(p)
-	s.proxy = m.setupProxy(s, p, refusals)
-	defer func() {
-		endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.APITimeout)
-		defer cancel()
-		s.end(endCtx)
-	}()
+	s, refusals, end := setupSession(ctx, m, "setup-"+key[:20], p, base)
+	defer end()
 	b.SetStatus("starting the setup container from " + base)
 	if _, err := s.Start(ctx); err != nil {
 		return fmt.Errorf("%w: starting its container from %s: %v", ErrSetupFailed, base, err)
 	}
-	timeout := p.Limits.SetupTimeout
-	if timeout == 0 {
-		timeout = profiles.DefaultSetupTimeout
-	}
+	timeout := setupTimeout(p)
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	go images.WatchSetupDisk(ctx, m.eng, s.name, p, stop)
@@ -105,6 +95,31 @@ func (m *Manager) setup(ctx context.Context, p *profiles.Profile, base, baseID, 
 		labels[k] = ""
 	}
 	return m.eng.Commit(ctx, s.name, image, labels)
+}
+
+// setupSession makes the session of a profile's setup or a project's
+// build, called name: a container from base, started by the caller, with
+// no network device, its egress only p's setup patterns through a proxy
+// of its own, whose refusals are kept for the error of what fails; end
+// removes it, whatever happened.
+func setupSession(ctx context.Context, m *Manager, name string, p *profiles.Profile, base string) (s *Session, refusals *images.SetupRefusals, end func()) {
+	s = m.newSession("", name)
+	s.profile, s.setupBase = p, base
+	refusals = images.NewSetupRefusals(p)
+	s.proxy = m.setupProxy(s, p, refusals)
+	return s, refusals, func() {
+		endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.APITimeout)
+		defer cancel()
+		s.end(endCtx)
+	}
+}
+
+// setupTimeout bounds a profile's setup (or a project's build).
+func setupTimeout(p *profiles.Profile) time.Duration {
+	if p.Limits.SetupTimeout > 0 {
+		return p.Limits.SetupTimeout
+	}
+	return profiles.DefaultSetupTimeout
 }
 
 // setupProxy returns the egress proxy of a setup container: p's setup

@@ -37,24 +37,13 @@ func (pb projectBuilds) build(ctx context.Context, p *profiles.Profile, tarball 
 	if err != nil {
 		return err
 	}
-	s := m.newSession("", "build-"+key[:20])
-	s.profile, s.setupBase = p, base
-	refusals := images.NewSetupRefusals(p)
-	s.proxy = m.setupProxy(s, p, refusals)
-	defer func() {
-		endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.APITimeout)
-		defer cancel()
-		s.end(endCtx)
-	}()
+	s, refusals, end := setupSession(ctx, m, "build-"+key[:20], p, base)
+	defer end()
 	b.SetStatus("starting the build's network container from " + base)
 	if _, err := s.Start(ctx); err != nil {
 		return fmt.Errorf("%w: starting the network container of %s's build: %v", ErrProjectBuildFailed, p.Build.Found, err)
 	}
-	timeout := p.Limits.SetupTimeout
-	if timeout == 0 {
-		timeout = profiles.DefaultSetupTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, setupTimeout(p))
 	defer cancel()
 	args := map[string]string{}
 	if s.proxy != nil {
@@ -66,7 +55,7 @@ func (pb projectBuilds) build(ctx context.Context, p *profiles.Profile, tarball 
 		Output: func(line string) { b.SetStatus("building " + p.Build.Dockerfile + ": " + firstLine(line)) }})
 	if err != nil {
 		if ctx.Err() != nil {
-			err = fmt.Errorf("%w (the build is bounded by limits.setup_timeout, %s)", err, timeout)
+			err = fmt.Errorf("%w (the build is bounded by limits.setup_timeout, %s)", err, setupTimeout(p))
 		}
 		if fromMissing(err) {
 			return fmt.Errorf("%w: %s: its FROM image is neither on this engine nor could it be pulled; "+
