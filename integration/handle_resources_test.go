@@ -57,14 +57,14 @@ func checkResourcesRun(t *testing.T, run resourcesRun, closedBy string) {
 		t.Fatalf("protocol %q, resources %q", run.Protocol, run.Resources)
 	}
 	file, snapshot := run.Resources+"files/dir/a.txt", run.Resources+"snapshot"
-	if !slices.Contains(run.Listed, file) || !slices.Contains(run.Listed, snapshot) || len(run.ListedWithoutHandle) != 0 {
+	if !slices.Contains(run.Listed, file) || !slices.Contains(run.Listed, snapshot) || !slices.Contains(run.Listed, run.Resources+"digest") || len(run.ListedWithoutHandle) != 0 {
 		t.Errorf("resources/list with the handle: %q, without: %q", run.Listed, run.ListedWithoutHandle)
 	}
 	if !strings.Contains(run.ListedUnknown, "_meta.wink-mcp/workspace: unknown workspace handle") || !strings.Contains(run.ReadUnknown, "resource not found: file:///etc/passwd") {
 		t.Errorf("resources/list of a made-up handle: %q; a read of a URI no workspace has: %q", run.ListedUnknown, run.ReadUnknown)
 	}
 	slices.Sort(run.Templates)
-	if want := []string{"wink://workspace/{workspace}/files/{+path}", "wink://workspace/{workspace}/snapshot"}; !slices.Equal(run.Templates, want) {
+	if want := []string{"wink://workspace/{workspace}/digest", "wink://workspace/{workspace}/files/{+path}", "wink://workspace/{workspace}/snapshot"}; !slices.Equal(run.Templates, want) {
 		t.Errorf("templates %q, want %q", run.Templates, want)
 	}
 	if run.Read != "one\n" || !slices.Contains(run.Snapshot, file) {
